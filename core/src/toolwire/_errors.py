@@ -1,0 +1,283 @@
+"""Every exception toolwire raises, in one tree.
+
+::
+
+    ToolwireError
+    ├── ToolDefinitionError (ValueError)         a tool or its metadata is malformed
+    ├── ToolsetError (ValueError)                a toolset cannot be assembled
+    │   └── NameCollisionError                   two tools want the same wire name
+    ├── UnknownToolError (LookupError)           no tool of that name
+    ├── InvalidToolConstraintError (ValueError)  requirement cannot be met by the availability
+    ├── RequirementNotMetError (ValueError)      the model ignored the requirement
+    ├── MismatchedToolNameError (ValueError)     a result built for the wrong tool
+    ├── ExpectationError (ValueError)            expect_one / expect_at_most_one
+    ├── CommitError (ValueError)                 a tool round cannot be committed
+    │   ├── MissingToolResultError
+    │   ├── DuplicateToolResultError
+    │   ├── ExtraToolResultError
+    │   ├── MismatchedToolCallNameError
+    │   └── MismatchedToolCallArgumentsError
+    ├── TranscriptError (ValueError)             a session is malformed or out of order
+    ├── HookError (TypeError)                    a hook returned something that is not a decision
+    ├── PluginError (RuntimeError)               a plugin failed to load, register or validate
+    │   └── PolicyError                          a policy failed: tool execution is blocked
+    ├── RoundLimitError (RuntimeError)           the agent loop ran out of rounds
+    ├── ToolExecutionError (RuntimeError)        raised by Executor.dispatch for a failed call
+    └── ProviderError                            a provider request failed
+        ├── AuthenticationError (PermissionError)
+        ├── PermissionDeniedError (PermissionError)
+        ├── NotFoundError (LookupError)
+        ├── RateLimitError                       transient, carries retry_after
+        ├── OverloadedError                      transient, carries retry_after
+        ├── ServerError                          transient (5xx)
+        ├── ContextLengthError (ValueError)
+        ├── BadRequestError (ValueError)         keeps the provider's message
+        ├── ProviderConnectionError (ConnectionError)   transient
+        ├── ProviderTimeoutError (TimeoutError)         transient
+        └── StreamError                          a broken or truncated stream
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AuthenticationError",
+    "BadRequestError",
+    "CommitError",
+    "ContextLengthError",
+    "DuplicateToolResultError",
+    "ExpectationError",
+    "ExtraToolResultError",
+    "HookError",
+    "InvalidToolConstraintError",
+    "MismatchedToolCallArgumentsError",
+    "MismatchedToolCallNameError",
+    "MismatchedToolNameError",
+    "MissingToolResultError",
+    "NameCollisionError",
+    "NotFoundError",
+    "OverloadedError",
+    "PermissionDeniedError",
+    "PluginError",
+    "PolicyError",
+    "ProviderConnectionError",
+    "ProviderError",
+    "ProviderTimeoutError",
+    "RateLimitError",
+    "RequirementNotMetError",
+    "RoundLimitError",
+    "ServerError",
+    "StreamError",
+    "ToolDefinitionError",
+    "ToolExecutionError",
+    "ToolsetError",
+    "ToolwireError",
+    "TranscriptError",
+    "UnknownToolError",
+]
+
+
+class ToolwireError(Exception):
+    """Root of every exception toolwire raises."""
+
+
+class ToolDefinitionError(ToolwireError, ValueError):
+    """A tool, its schema or its metadata is malformed (raised at definition time)."""
+
+
+class ToolsetError(ToolwireError, ValueError):
+    """A toolset cannot be assembled."""
+
+
+class NameCollisionError(ToolsetError):
+    """Two tools resolve to the same wire name; the message names both sources."""
+
+
+class UnknownToolError(ToolwireError, LookupError):
+    """No tool with that name exists in the toolset."""
+
+    def __init__(self, name: str, message: str | None = None) -> None:
+        self.name = name
+        super().__init__(message or f"tool `{name}` is not recognized in this toolset")
+
+
+class InvalidToolConstraintError(ToolwireError, ValueError):
+    """The requirement of a turn cannot be met by its resolved availability."""
+
+    def __init__(self, tool: str) -> None:
+        self.tool = tool
+        super().__init__(
+            f"invalid tool constraints: required tool `{tool}` is not in the available set"
+        )
+
+
+class RequirementNotMetError(ToolwireError, ValueError):
+    """The provider ignored the turn's requirement (checked after decoding)."""
+
+
+class MismatchedToolNameError(ToolwireError, ValueError):
+    """A result was built with a tool whose name differs from the call's."""
+
+
+class ExpectationError(ToolwireError, ValueError):
+    """A round had a different number of calls than the caller expected."""
+
+
+class CommitError(ToolwireError, ValueError):
+    """A tool round cannot be committed; nothing was written.
+
+    ``call_id`` names the call at fault.
+    """
+
+    def __init__(self, call_id: str, message: str) -> None:
+        self.call_id = call_id
+        super().__init__(message)
+
+
+class MissingToolResultError(CommitError):
+    def __init__(self, call_id: str) -> None:
+        super().__init__(call_id, f"assistant turn references missing tool result `{call_id}`")
+
+
+class DuplicateToolResultError(CommitError):
+    def __init__(self, call_id: str) -> None:
+        super().__init__(call_id, f"assistant turn received duplicate tool result `{call_id}`")
+
+
+class ExtraToolResultError(CommitError):
+    def __init__(self, call_id: str) -> None:
+        super().__init__(call_id, f"assistant turn received extra tool result `{call_id}`")
+
+
+class MismatchedToolCallNameError(CommitError):
+    def __init__(self, call_id: str, expected: str, got: str) -> None:
+        self.expected = expected
+        self.got = got
+        super().__init__(
+            call_id,
+            f"assistant turn tool call `{call_id}` expected tool name `{expected}`, got `{got}`",
+        )
+
+
+class MismatchedToolCallArgumentsError(CommitError):
+    def __init__(self, call_id: str) -> None:
+        super().__init__(
+            call_id, f"assistant turn tool call `{call_id}` received mismatched arguments"
+        )
+
+
+class TranscriptError(ToolwireError, ValueError):
+    """A session is malformed (bad JSON, unknown message kind) or out of order."""
+
+
+class HookError(ToolwireError, TypeError):
+    """A hook returned something other than a decision, or was used the wrong way."""
+
+
+class PluginError(ToolwireError, RuntimeError):
+    """A plugin failed to import, register or validate.
+
+    ``plugin`` names the plugin (entry-point name), ``distribution`` its distribution.
+    """
+
+    def __init__(self, message: str, *, plugin: str = "", distribution: str = "") -> None:
+        self.plugin = plugin
+        self.distribution = distribution
+        super().__init__(message)
+
+
+class PolicyError(PluginError):
+    """A policy plugin failed; tool execution is blocked until it is fixed."""
+
+
+class RoundLimitError(ToolwireError, RuntimeError):
+    """The agent loop reached its round limit without the model finishing."""
+
+
+class ToolExecutionError(ToolwireError, RuntimeError):
+    """Raised by ``Executor.dispatch`` when a call ends in an error result."""
+
+
+class ProviderError(ToolwireError):
+    """A provider request failed.
+
+    Attributes: ``provider`` (adapter name), ``status`` (HTTP status or None),
+    ``message`` (the provider's own message, kept verbatim), ``retry_after``
+    (seconds, when the provider said), ``request_id`` (when the provider sent one).
+    No attribute or message ever contains an API key.
+    """
+
+    transient: bool = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str = "",
+        status: int | None = None,
+        retry_after: float | None = None,
+        request_id: str | None = None,
+        body: str | None = None,
+    ) -> None:
+        self.message = message
+        self.provider = provider
+        self.status = status
+        self.retry_after = retry_after
+        self.request_id = request_id
+        self.body = body
+        parts = [p for p in (provider, str(status) if status is not None else "") if p]
+        prefix = f"[{' '.join(parts)}] " if parts else ""
+        super().__init__(prefix + message)
+
+
+class AuthenticationError(ProviderError, PermissionError):
+    """The API key is missing or was refused (HTTP 401)."""
+
+
+class PermissionDeniedError(ProviderError, PermissionError):
+    """The key may not use this resource (HTTP 403)."""
+
+
+class NotFoundError(ProviderError, LookupError):
+    """Unknown model or endpoint (HTTP 404)."""
+
+
+class RateLimitError(ProviderError):
+    """Too many requests (HTTP 429); ``retry_after`` holds the provider's hint."""
+
+    transient = True
+
+
+class OverloadedError(ProviderError):
+    """The provider is overloaded (HTTP 529, or 503 with an overload message)."""
+
+    transient = True
+
+
+class ServerError(ProviderError):
+    """The provider failed (HTTP 5xx)."""
+
+    transient = True
+
+
+class ContextLengthError(ProviderError, ValueError):
+    """The request is longer than the model's context window."""
+
+
+class BadRequestError(ProviderError, ValueError):
+    """The provider rejected the request (HTTP 400/422); ``message`` is its own text."""
+
+
+class ProviderConnectionError(ProviderError, ConnectionError):
+    """The connection failed or was dropped before a response."""
+
+    transient = True
+
+
+class ProviderTimeoutError(ProviderError, TimeoutError):
+    """The request timed out."""
+
+    transient = True
+
+
+class StreamError(ProviderError):
+    """A stream broke off, was truncated, or carried malformed events; nothing was committed."""

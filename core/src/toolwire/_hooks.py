@@ -1,0 +1,576 @@
+"""Decision hooks, description and availability hooks, hook sets, and the round plan."""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, Union
+
+import attrs
+
+from toolwire._errors import HookError
+from toolwire._round import (
+    ContinueSuggestion,
+    ToolCallIssue,
+    rejection_content,
+)
+from toolwire._tools import Tool, ToolCall, ToolResult, TypedCall, tool_of
+from toolwire._toolset import Selector
+
+if TYPE_CHECKING:
+    from toolwire._round import ToolRound
+
+__all__ = [
+    "Complete",
+    "DecisionHook",
+    "HandledCall",
+    "HookContext",
+    "HookSet",
+    "RejectedCall",
+    "Reject",
+    "RunNormally",
+    "ToolDecision",
+    "ToolRoundPlan",
+]
+
+logger = logging.getLogger("toolwire.tool_hook")
+
+InT = TypeVar("InT")
+_UNCHANGED: Any = object()
+
+
+@attrs.frozen
+class RunNormally(Generic[InT]):
+    """Continue with the call, optionally with an edited input (threaded to later hooks)."""
+
+    input: InT = _UNCHANGED
+
+
+@attrs.frozen
+class Complete:
+    """Stop: answer the call with this output; the tool is not run."""
+
+    output: Any
+
+
+@attrs.frozen
+class Reject:
+    """Stop: answer the call with a rejection carrying this reason."""
+
+    reason: str
+
+
+ToolDecision = Union[RunNormally[Any], Complete, Reject]
+
+
+@attrs.frozen
+class HookContext:
+    """What every hook may know about the turn, without globals.
+
+    ``extra`` is the application's own mapping (user id, tenant, environment).
+    """
+
+    app: str = ""
+    session_id: str = ""
+    provider: str = ""
+    model: str = ""
+    extra: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+DecisionHook = Callable[[TypedCall[Any], HookContext], "ToolDecision | Awaitable[Any] | None"]
+DescriptionHook = Callable[[Tool[Any, Any], str, HookContext], "str | None"]
+AvailabilityHook = Callable[[Tool[Any, Any], HookContext], bool]
+
+
+@attrs.frozen
+class HandledCall:
+    """A call answered without running the tool (a hook's Complete)."""
+
+    call: TypedCall[Any]
+    output: Any
+    result: ToolResult
+
+
+@attrs.frozen
+class RejectedCall:
+    """A call rejected by a hook; ``source`` names the hook (or plugin) that decided."""
+
+    call: ToolCall
+    reason: str
+    source: str
+    result: ToolResult
+
+
+@attrs.frozen
+class _Hook:
+    fn: Callable[..., Any]
+    name: str
+    target: Any  # None (every tool), a type, a Tool (by origin), or a wire name
+    arity: int
+
+    def matches(self, tool: Tool[Any, Any]) -> bool:
+        t = self.target
+        if t is None:
+            return True
+        if isinstance(t, str):
+            return tool.name == t
+        if isinstance(t, Tool):
+            return tool.origin is t.origin
+        return bool(tool.input_type is t)
+
+
+def _hook_name(fn: Callable[..., Any]) -> str:
+    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or repr(fn)
+    module = getattr(fn, "__module__", None)
+    return f"{module}.{name}" if module and module != "builtins" else str(name)
+
+
+def _arity(fn: Callable[..., Any], kinds: str) -> int:
+    try:
+        params = [
+            p
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+        if any(p.kind is p.VAR_POSITIONAL for p in inspect.signature(fn).parameters.values()):
+            return 99
+    except (TypeError, ValueError):
+        return 99
+    return len(params)
+
+
+def _normalise_target(target: Any) -> Any:
+    if target is None:
+        return None
+    if isinstance(target, Selector):
+        return target.name
+    if isinstance(target, str):
+        return target
+    if isinstance(target, Tool):
+        return target
+    if isinstance(target, type):
+        found = getattr(target, "__toolwire_tool__", None)
+        return found if isinstance(found, Tool) else target
+    return tool_of(target)
+
+
+class HookSet:
+    """Hooks for a toolset: per-tool decision hooks, description hooks, availability hooks.
+
+    Key hooks by a tool, a @tool_input class, an input type, a wire name or a
+    Selector; ``None`` means every tool. A decision hook is ``fn(call)`` or
+    ``fn(call, context)``, sync or async, returning RunNormally / Complete /
+    Reject (None means RunNormally unchanged). Sets merge (``merge``) and nest
+    with toolsets (``Toolset(hooks=...)``).
+    """
+
+    __slots__ = ("_cache", "_decision", "_description", "_visibility", "name")
+
+    def __init__(self, name: str = "hooks") -> None:
+        self.name = name
+        self._decision: list[_Hook] = []
+        self._description: list[_Hook] = []
+        self._visibility: list[_Hook] = []
+        self._cache: dict[str, tuple[_Hook, ...]] = {}
+
+    def __repr__(self) -> str:
+        return (
+            f"<HookSet {self.name!r}: {len(self._decision)} decision, "
+            f"{len(self._description)} description, {len(self._visibility)} availability>"
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self._decision or self._description or self._visibility)
+
+    def _add(self, bucket: list[_Hook], target: Any, fn: Any, name: str | None) -> None:
+        if not callable(fn):
+            raise HookError(f"a hook must be callable, got {fn!r} ({type(fn).__name__})")
+        bucket.append(_Hook(fn, name or _hook_name(fn), _normalise_target(target), _arity(fn, "")))
+        self._cache.clear()
+
+    def on(self, target: Any = None, fn: Any = None, *, name: str | None = None) -> Any:
+        """Register a decision hook for ``target`` (None: every tool). Usable as a decorator."""
+        if fn is None:
+
+            def deco(f: Any) -> Any:
+                self._add(self._decision, target, f, name)
+                return f
+
+            return deco
+        self._add(self._decision, target, fn, name)
+        return fn
+
+    def describe(self, target: Any = None, fn: Any = None, *, name: str | None = None) -> Any:
+        """Register a description hook: ``fn(tool, current_description, context) -> str | None``."""
+        if fn is None:
+
+            def deco(f: Any) -> Any:
+                self._add(self._description, target, f, name)
+                return f
+
+            return deco
+        self._add(self._description, target, fn, name)
+        return fn
+
+    def hide(self, fn: Any = None, *, target: Any = None, name: str | None = None) -> Any:
+        """Register an availability hook: ``fn(tool, context) -> bool``; False hides the tool."""
+        if fn is None:
+
+            def deco(f: Any) -> Any:
+                self._add(self._visibility, target, f, name)
+                return f
+
+            return deco
+        self._add(self._visibility, target, fn, name)
+        return fn
+
+    def extend(self, other: HookSet) -> HookSet:
+        """Append another set's hooks to this one; returns self."""
+        self._decision.extend(other._decision)
+        self._description.extend(other._description)
+        self._visibility.extend(other._visibility)
+        self._cache.clear()
+        return self
+
+    def merge(self, other: HookSet) -> HookSet:
+        """A new set: this set's hooks, then ``other``'s."""
+        out = HookSet(f"{self.name}+{other.name}")
+        out.extend(self)
+        out.extend(other)
+        return out
+
+    def decision_hooks(self, tool: Tool[Any, Any]) -> tuple[_Hook, ...]:
+        """The decision hooks that apply to ``tool``, in order (cached per wire name)."""
+        key = tool.name
+        hit = self._cache.get(key)
+        if hit is not None and (not hit or hit[0].matches(tool)):
+            return hit
+        found = tuple(h for h in self._decision if h.matches(tool))
+        self._cache[key] = found
+        return found
+
+
+def _call_hook(h: _Hook, *args: Any) -> Any:
+    return h.fn(*args[: h.arity]) if h.arity < len(args) else h.fn(*args)
+
+
+# -- availability and descriptions (used by resolve_turn) ---------------------------
+
+
+def visible_tools(
+    sets: Sequence[HookSet], tools: list[Tool[Any, Any]], ctx: HookContext
+) -> list[Tool[Any, Any]]:
+    hooks = [h for s in sets for h in s._visibility]
+    if not hooks:
+        return tools
+    out = []
+    for tool in tools:
+        shown = True
+        for h in hooks:
+            if not h.matches(tool):
+                continue
+            try:
+                verdict = _call_hook(h, tool, ctx)
+            except Exception as exc:
+                # Fail closed: a broken availability hook hides the tool.
+                logger.warning("availability hook %s failed for %s: %r", h.name, tool.name, exc)
+                verdict = False
+            if inspect.isawaitable(verdict):
+                _close(verdict)
+                raise HookError(f"availability hook `{h.name}` is async; it must be sync")
+            if not verdict:
+                shown = False
+                break
+        if shown:
+            out.append(tool)
+    return out
+
+
+def describe_tools(
+    sets: Sequence[HookSet],
+    tools: list[Tool[Any, Any]],
+    descriptions: dict[str, str],
+    ctx: HookContext,
+) -> dict[str, str]:
+    hooks = [h for s in sets for h in s._description]
+    if not hooks:
+        return descriptions
+    for tool in tools:
+        current = descriptions[tool.name]
+        for h in hooks:
+            if not h.matches(tool):
+                continue
+            new = _call_hook(h, tool, current, ctx)
+            if inspect.isawaitable(new):
+                _close(new)
+                raise HookError(f"description hook `{h.name}` is async; it must be sync")
+            if new is not None:
+                if not isinstance(new, str):
+                    raise HookError(
+                        f"description hook `{h.name}` returned {type(new).__name__} for "
+                        f"`{tool.name}`; expected a string or None"
+                    )
+                current = new
+        descriptions[tool.name] = current
+    return descriptions
+
+
+def _close(obj: Any) -> None:
+    close = getattr(obj, "close", None)
+    if callable(close):
+        close()
+
+
+# -- the decision pipeline -------------------------------------------------------------
+
+_Outcome = Union[TypedCall[Any], HandledCall, RejectedCall]
+
+
+def _hooks_for(sets: Sequence[HookSet], tool: Tool[Any, Any]) -> list[_Hook]:
+    out: list[_Hook] = []
+    for s in sets:
+        if s._decision:
+            out.extend(s.decision_hooks(tool))
+    return out
+
+
+def _reject(call: TypedCall[Any], reason: str, source: str) -> RejectedCall:
+    return RejectedCall(
+        call.call, reason, source, call.call.result(rejection_content(reason), is_error=True)
+    )
+
+
+def _failed(call: TypedCall[Any], h: _Hook, exc: BaseException) -> RejectedCall:
+    reason = f"hook `{h.name}` failed: {type(exc).__name__}: {exc}"
+    logger.warning("tool %s call %s rejected: %s", call.name, call.id, reason)
+    return _reject(call, reason, h.name)
+
+
+def _interpret(
+    call: TypedCall[Any], start: TypedCall[Any], h: _Hook, decision: Any
+) -> _Outcome | None:
+    """None means: continue with ``call`` (possibly edited by the caller)."""
+    if decision is None:
+        return None
+    if isinstance(decision, RunNormally):
+        return None
+    if isinstance(decision, Complete):
+        # The handled call carries the input as it was before this pass.
+        return HandledCall(start, decision.output, start.complete(decision.output))
+    if isinstance(decision, Reject):
+        return _reject(call, str(decision.reason), h.name)
+    return _reject(
+        call,
+        f"hook `{h.name}` returned {type(decision).__name__}; expected RunNormally, "
+        f"Complete, Reject or None",
+        h.name,
+    )
+
+
+def _thread(call: TypedCall[Any], h: _Hook, decision: Any) -> TypedCall[Any] | RejectedCall:
+    if isinstance(decision, RunNormally) and decision.input is not _UNCHANGED:
+        value = decision.input
+        it = call.tool.input_type
+        if isinstance(it, type) and it is not dict and not isinstance(value, it):
+            try:
+                value = call.tool.validate_python(value)
+            except Exception as exc:
+                return _reject(
+                    call,
+                    f"hook `{h.name}` edited the input into something invalid for "
+                    f"`{call.name}`: {exc}",
+                    h.name,
+                )
+        return call.with_input(value)
+    return call
+
+
+def _log(call: TypedCall[Any], outcome: _Outcome) -> None:
+    if isinstance(outcome, TypedCall):
+        logger.debug("tool=%s call=%s decision=run input=%r", call.name, call.id, outcome.input)
+    elif isinstance(outcome, HandledCall):
+        logger.debug("tool=%s call=%s decision=complete", call.name, call.id)
+    else:
+        logger.debug(
+            "tool=%s call=%s decision=reject source=%s reason=%s",
+            call.name,
+            call.id,
+            outcome.source,
+            outcome.reason,
+        )
+
+
+def run_hooks(call: TypedCall[Any], sets: Sequence[HookSet], ctx: HookContext) -> _Outcome:
+    """Run the decision pipeline for one call (sync hooks only)."""
+    hooks = _hooks_for(sets, call.tool)
+    if not hooks:
+        return call
+    start = call
+    outcome: _Outcome | None = None
+    for h in hooks:
+        try:
+            decision = _call_hook(h, call, ctx)
+        except Exception as exc:
+            outcome = _failed(call, h, exc)
+            break
+        if inspect.isawaitable(decision):
+            _close(decision)
+            outcome = _reject(
+                call,
+                f"hook `{h.name}` is async; use `await round.aapply_hooks(...)`",
+                h.name,
+            )
+            break
+        outcome = _interpret(call, start, h, decision)
+        if outcome is not None:
+            break
+        threaded = _thread(call, h, decision)
+        if isinstance(threaded, RejectedCall):
+            outcome = threaded
+            break
+        call = threaded
+    result = outcome if outcome is not None else call
+    if logger.isEnabledFor(logging.DEBUG):
+        _log(call, result)
+    return result
+
+
+async def arun_hooks(call: TypedCall[Any], sets: Sequence[HookSet], ctx: HookContext) -> _Outcome:
+    """Run the decision pipeline for one call, awaiting async hooks."""
+    hooks = _hooks_for(sets, call.tool)
+    if not hooks:
+        return call
+    start = call
+    outcome: _Outcome | None = None
+    for h in hooks:
+        try:
+            decision = _call_hook(h, call, ctx)
+            if inspect.isawaitable(decision):
+                decision = await decision
+        except Exception as exc:
+            outcome = _failed(call, h, exc)
+            break
+        outcome = _interpret(call, start, h, decision)
+        if outcome is not None:
+            break
+        threaded = _thread(call, h, decision)
+        if isinstance(threaded, RejectedCall):
+            outcome = threaded
+            break
+        call = threaded
+    result = outcome if outcome is not None else call
+    if logger.isEnabledFor(logging.DEBUG):
+        _log(call, result)
+    return result
+
+
+class ToolRoundPlan:
+    """What hooks decided for a round: pending calls to run, handled, rejected, issues.
+
+    ``apply_hooks`` again re-hooks only the pending calls. ``commit`` writes
+    handled + rejected + issue rejections + the results you give for the
+    pending calls, in the assistant's order.
+    """
+
+    __slots__ = ("context", "handled", "issues", "pending", "rejected", "round")
+
+    def __init__(
+        self,
+        round: ToolRound,
+        pending: tuple[TypedCall[Any], ...],
+        handled: tuple[HandledCall, ...],
+        rejected: tuple[RejectedCall, ...],
+        context: HookContext,
+    ) -> None:
+        self.round = round
+        self.pending = pending
+        self.handled = handled
+        self.rejected = rejected
+        self.context = context
+        self.issues: tuple[ToolCallIssue, ...] = round.issues
+
+    def __repr__(self) -> str:
+        return (
+            f"<ToolRoundPlan pending={[c.name for c in self.pending]} "
+            f"handled={len(self.handled)} rejected={len(self.rejected)} issues={len(self.issues)}>"
+        )
+
+    @property
+    def continue_suggestion(self) -> ContinueSuggestion:
+        if self.issues:
+            return ContinueSuggestion.RECOVERABLE_TOOL_CALL_ISSUE
+        return ContinueSuggestion.RUN_TOOLS if self.pending else ContinueSuggestion.COMMIT
+
+    def apply_hooks(self, *hooks: HookSet, context: HookContext | None = None) -> ToolRoundPlan:
+        return plan_round(
+            self.round, self.pending, hooks, context or self.context, self.handled, self.rejected
+        )
+
+    async def aapply_hooks(
+        self, *hooks: HookSet, context: HookContext | None = None
+    ) -> ToolRoundPlan:
+        return await aplan_round(
+            self.round, self.pending, hooks, context or self.context, self.handled, self.rejected
+        )
+
+    def results(self, pending_results: Iterable[ToolResult] = ()) -> list[ToolResult]:
+        """Every result this plan would commit (before ordering)."""
+        return [
+            *(h.result for h in self.handled),
+            *(r.result for r in self.rejected),
+            *pending_results,
+        ]
+
+    def commit(self, pending_results: Iterable[ToolResult] = ()) -> None:
+        """Commit the round: handled, rejected and issues are filled in for you."""
+        self.round.commit(self.results(pending_results))
+
+    def discard(self) -> None:
+        self.round.discard()
+
+
+def _split(
+    outcomes: Iterable[_Outcome],
+) -> tuple[list[TypedCall[Any]], list[HandledCall], list[RejectedCall]]:
+    pending: list[TypedCall[Any]] = []
+    handled: list[HandledCall] = []
+    rejected: list[RejectedCall] = []
+    for o in outcomes:
+        if isinstance(o, TypedCall):
+            pending.append(o)
+        elif isinstance(o, HandledCall):
+            handled.append(o)
+        else:
+            rejected.append(o)
+    return pending, handled, rejected
+
+
+def plan_round(
+    round: ToolRound,
+    calls: Sequence[TypedCall[Any]],
+    sets: Sequence[HookSet],
+    context: HookContext | None,
+    handled: Sequence[HandledCall],
+    rejected: Sequence[RejectedCall],
+) -> ToolRoundPlan:
+    ctx = context or round.turn.context or HookContext()
+    if any(sets):
+        pending, h, r = _split(run_hooks(c, sets, ctx) for c in calls)
+    else:
+        pending, h, r = list(calls), [], []
+    return ToolRoundPlan(round, tuple(pending), (*handled, *h), (*rejected, *r), ctx)
+
+
+async def aplan_round(
+    round: ToolRound,
+    calls: Sequence[TypedCall[Any]],
+    sets: Sequence[HookSet],
+    context: HookContext | None,
+    handled: Sequence[HandledCall],
+    rejected: Sequence[RejectedCall],
+) -> ToolRoundPlan:
+    ctx = context or round.turn.context or HookContext()
+    outcomes = [await arun_hooks(c, sets, ctx) for c in calls] if any(sets) else list(calls)
+    pending, h, r = _split(outcomes)
+    return ToolRoundPlan(round, tuple(pending), (*handled, *h), (*rejected, *r), ctx)

@@ -1,0 +1,369 @@
+"""Decoding a provider reply into typed calls and recoverable issues; commit validation."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Union
+
+import attrs
+from pydantic import ValidationError
+
+from toolwire._errors import (
+    DuplicateToolResultError,
+    ExpectationError,
+    ExtraToolResultError,
+    MismatchedToolCallArgumentsError,
+    MismatchedToolCallNameError,
+    MissingToolResultError,
+    RequirementNotMetError,
+    TranscriptError,
+)
+from toolwire._tools import Tool, ToolCall, ToolResult, TypedCall
+from toolwire._transcript import AssistantMessage, Session, ToolResultsMessage, Usage
+from toolwire._turn import ResolvedTurn
+
+if TYPE_CHECKING:
+    from toolwire._hooks import HookContext, HookSet, ToolRoundPlan
+
+__all__ = [
+    "REJECTION_PREFIX",
+    "AssistantReply",
+    "ContinueSuggestion",
+    "Finished",
+    "InvalidArguments",
+    "NeedsTools",
+    "NotAvailable",
+    "ToolCallIssue",
+    "ToolRound",
+    "UnknownTool",
+    "decode_reply",
+    "rejection_content",
+    "rejection_reason",
+]
+
+REJECTION_PREFIX = "__toolwire_rejected__: "
+"""Every rejection result's content starts with this; ``rejection_reason`` reads it back."""
+
+
+def rejection_content(reason: str) -> str:
+    """The tool-result content for a rejected call."""
+    return REJECTION_PREFIX + reason
+
+
+def rejection_reason(content: str | ToolResult) -> str | None:
+    """The reason of a rejection result, or None if the content is not a rejection."""
+    text = content.content if isinstance(content, ToolResult) else content
+    if isinstance(text, str) and text.startswith(REJECTION_PREFIX):
+        return text[len(REJECTION_PREFIX) :]
+    return None
+
+
+@attrs.frozen
+class AssistantReply:
+    """A provider's decoded response, before it is turned into a round.
+
+    ``finish_reason`` is normalised: ``stop``, ``tool_calls``, ``length``,
+    ``content_filter``, ``refusal`` or ``other``. ``provider_state`` is opaque
+    JSON data the adapter needs back on the next request.
+    """
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    finish_reason: str = "stop"
+    usage: Usage | None = None
+    provider_state: Mapping[str, Any] = attrs.field(factory=dict)
+    model: str | None = None
+
+
+class ContinueSuggestion(str, enum.Enum):
+    """What a caller usually does next with a round or plan."""
+
+    RUN_TOOLS = "run_tools"
+    """Calls are pending: run them and commit the results."""
+    RECOVERABLE_TOOL_CALL_ISSUE = "recoverable_tool_call_issue"
+    """The model made bad calls; commit (issues are auto-rejected) and ask again."""
+    COMMIT = "commit"
+    """Nothing is left to run: commit and continue the conversation."""
+
+
+@attrs.frozen
+class NotAvailable:
+    """A call to a tool that exists but was not offered this round."""
+
+    call: ToolCall
+
+    @property
+    def reason(self) -> str:
+        return f"tool `{self.call.name}` is not available in this round"
+
+    def rejection(self) -> ToolResult:
+        return self.call.result(rejection_content(self.reason), is_error=True)
+
+
+@attrs.frozen
+class UnknownTool:
+    """A call to a tool name the toolset does not have."""
+
+    call: ToolCall
+
+    @property
+    def reason(self) -> str:
+        return f"tool `{self.call.name}` is not recognized in this toolset or round"
+
+    def rejection(self) -> ToolResult:
+        return self.call.result(rejection_content(self.reason), is_error=True)
+
+
+@attrs.frozen
+class InvalidArguments:
+    """Argument text that is not JSON or does not match the tool's schema.
+
+    ``errors`` keeps pydantic's error detail (``type``, ``loc``, ``msg``) so
+    the model can correct itself; the rejection content includes it.
+    """
+
+    call: ToolCall
+    tool: Tool[Any, Any]
+    errors: tuple[Mapping[str, Any], ...]
+
+    @property
+    def reason(self) -> str:
+        return f"tool `{self.call.name}` arguments did not match the expected schema"
+
+    def detail(self) -> str:
+        lines = []
+        for e in self.errors:
+            loc = ".".join(str(p) for p in e.get("loc", ())) or "(arguments)"
+            lines.append(f"- {loc}: {e.get('msg', '')}")
+        return "\n".join(lines)
+
+    def rejection(self) -> ToolResult:
+        return self.call.result(
+            rejection_content(f"{self.reason}:\n{self.detail()}"), is_error=True
+        )
+
+
+ToolCallIssue = Union[NotAvailable, UnknownTool, InvalidArguments]
+
+
+def _errors_of(exc: ValidationError) -> tuple[Mapping[str, Any], ...]:
+    return tuple(
+        {"type": e["type"], "loc": tuple(e["loc"]), "msg": e["msg"]}
+        for e in exc.errors(include_url=False, include_input=False)
+    )
+
+
+def decode_calls(
+    turn: ResolvedTurn, calls: Iterable[ToolCall]
+) -> tuple[tuple[ToolCall, ...], tuple[TypedCall[Any], ...], tuple[ToolCallIssue, ...]]:
+    """Validate raw calls against a turn: (kept calls, typed calls, issues).
+
+    Duplicate call ids are dropped (the first one wins).
+    """
+    kept: list[ToolCall] = []
+    typed: list[TypedCall[Any]] = []
+    issues: list[ToolCallIssue] = []
+    seen: set[str] = set()
+    offered = turn.offered
+    for call in calls:
+        if call.id in seen:
+            continue
+        seen.add(call.id)
+        kept.append(call)
+        tool = offered.get(call.name)
+        if tool is None:
+            tool = turn.lookup(call.name)
+            if tool is None:
+                if call.name in turn.toolset:
+                    issues.append(NotAvailable(call))
+                else:
+                    issues.append(UnknownTool(call))
+                continue
+        try:
+            value = tool.validate_json(call.arguments)
+        except ValidationError as exc:
+            issues.append(InvalidArguments(call, tool, _errors_of(exc)))
+            continue
+        typed.append(TypedCall(call, tool, value))
+    return tuple(kept), tuple(typed), tuple(issues)
+
+
+@attrs.frozen
+class Finished:
+    """The model answered without tools; the answer is already in the session."""
+
+    text: str
+    message: AssistantMessage
+    reply: AssistantReply
+
+
+def decode_reply(
+    session: Session,
+    turn: ResolvedTurn,
+    reply: AssistantReply,
+    *,
+    enforce_requirement: bool = True,
+) -> Finished | NeedsTools:
+    """Turn a provider reply into Finished (committed at once) or NeedsTools(round).
+
+    With ``enforce_requirement`` (the default), a reply that ignores the turn's
+    requirement raises RequirementNotMetError and nothing is written: for
+    providers that cannot express a requirement, or servers that ignore it.
+    """
+    kept, typed, issues = decode_calls(turn, reply.tool_calls)
+    if enforce_requirement:
+        _check_requirement(turn, reply, typed)
+    message = AssistantMessage(
+        reply.text, kept, dict(reply.provider_state), reply.model, reply.usage
+    )
+    if not kept:
+        session.extend([message])
+        return Finished(reply.text, message, reply)
+    return NeedsTools(ToolRound(session, turn, message, typed, issues, reply))
+
+
+def _check_requirement(
+    turn: ResolvedTurn, reply: AssistantReply, typed: Sequence[TypedCall[Any]]
+) -> None:
+    kind = turn.requirement.kind
+    if kind == "optional":
+        return
+    if kind == "at_least_one" and not reply.tool_calls:
+        raise RequirementNotMetError(
+            "the turn requires at least one tool call, but the model answered without tools"
+        )
+    if kind == "specific" and not any(c.name == turn.required_tool for c in reply.tool_calls):
+        got = ", ".join(f"`{c.name}`" for c in reply.tool_calls) or "no tool"
+        raise RequirementNotMetError(
+            f"the turn requires a call to `{turn.required_tool}`, but the model called {got}"
+        )
+
+
+class ToolRound:
+    """An assistant turn with tool calls, waiting for results.
+
+    ``calls`` are the valid typed calls; ``issues`` the recoverable bad calls
+    (answered with a rejection on commit unless you give a result for their
+    id). Nothing is in the session until :meth:`commit`, which appends the
+    assistant message and every result together, in the assistant's order.
+    """
+
+    __slots__ = ("_done", "_mark", "calls", "issues", "message", "reply", "session", "turn")
+
+    def __init__(
+        self,
+        session: Session,
+        turn: ResolvedTurn,
+        message: AssistantMessage,
+        calls: tuple[TypedCall[Any], ...],
+        issues: tuple[ToolCallIssue, ...],
+        reply: AssistantReply,
+    ) -> None:
+        self.session = session
+        self.turn = turn
+        self.message = message
+        self.calls = calls
+        self.issues = issues
+        self.reply = reply
+        self._mark = len(session)
+        self._done: str | None = None
+
+    def __repr__(self) -> str:
+        return f"<ToolRound calls={[c.name for c in self.calls]} issues={len(self.issues)}>"
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """Every call the model made (valid ones and issues), in order."""
+        return self.message.tool_calls
+
+    @property
+    def continue_suggestion(self) -> ContinueSuggestion:
+        if self.issues:
+            return ContinueSuggestion.RECOVERABLE_TOOL_CALL_ISSUE
+        return ContinueSuggestion.RUN_TOOLS if self.calls else ContinueSuggestion.COMMIT
+
+    def expect_one(self) -> TypedCall[Any]:
+        """The single valid call; raises ExpectationError otherwise."""
+        if len(self.calls) != 1:
+            raise ExpectationError(f"expected exactly one tool call, got {len(self.calls)}")
+        return self.calls[0]
+
+    def expect_at_most_one(self) -> TypedCall[Any] | None:
+        if len(self.calls) > 1:
+            raise ExpectationError(f"expected at most one tool call, got {len(self.calls)}")
+        return self.calls[0] if self.calls else None
+
+    def discard(self) -> None:
+        """Drop this turn: nothing is written to the session."""
+        self._check_open()
+        self._done = "discarded"
+
+    def _check_open(self) -> None:
+        if self._done is not None:
+            raise TranscriptError(f"this tool round was already {self._done}")
+
+    def commit(self, results: Iterable[ToolResult]) -> None:
+        """Append the assistant turn and its results, or raise and write nothing.
+
+        ``results`` answer the valid calls (and, optionally, issues: an issue
+        without a result gets the standard rejection). Results are stored in
+        the assistant's order whatever order they come in. Raises a
+        CommitError subclass naming the call id for a missing, extra,
+        duplicate, misnamed or mismatched result.
+        """
+        self._check_open()
+        given = list(results)
+        by_id: dict[str, ToolResult] = {}
+        for r in given:
+            if not isinstance(r, ToolResult):
+                raise TypeError(f"commit takes ToolResult objects, got {type(r).__name__}")
+            if r.call_id in by_id:
+                raise DuplicateToolResultError(r.call_id)
+            by_id[r.call_id] = r
+        for issue in self.issues:
+            if issue.call.id not in by_id:
+                by_id[issue.call.id] = issue.rejection()
+        ordered: list[ToolResult] = []
+        for call in self.message.tool_calls:
+            res = by_id.pop(call.id, None)
+            if res is None:
+                raise MissingToolResultError(call.id)
+            if res.tool_name != call.name:
+                raise MismatchedToolCallNameError(call.id, call.name, res.tool_name)
+            if res.arguments != call.arguments:
+                raise MismatchedToolCallArgumentsError(call.id)
+            ordered.append(res)
+        if by_id:
+            raise ExtraToolResultError(next(iter(by_id)))
+        if len(self.session) != self._mark:
+            raise TranscriptError(
+                "the session changed after this round was decoded; decode a new turn"
+            )
+        self.session.extend([self.message, ToolResultsMessage(tuple(ordered))])
+        self._done = "committed"
+
+    def apply_hooks(self, *hooks: HookSet, context: HookContext | None = None) -> ToolRoundPlan:
+        """Run decision hooks over every valid call: returns a ToolRoundPlan.
+
+        The turn's hooks (policies, tool packs, toolset hook sets) run first,
+        then ``hooks`` in the order given.
+        """
+        from toolwire._hooks import plan_round
+
+        return plan_round(self, self.calls, (*self.turn.hooks, *hooks), context, (), ())
+
+    async def aapply_hooks(
+        self, *hooks: HookSet, context: HookContext | None = None
+    ) -> ToolRoundPlan:
+        """As :meth:`apply_hooks`, awaiting async hooks."""
+        from toolwire._hooks import aplan_round
+
+        return await aplan_round(self, self.calls, (*self.turn.hooks, *hooks), context, (), ())
+
+
+@attrs.frozen
+class NeedsTools:
+    """The model called tools: run them (or hook them) and commit the round."""
+
+    round: ToolRound

@@ -1,0 +1,948 @@
+"""Tool definitions: metadata, the Tool object, @tool_input, @tool_fn, raw tools, calls, results."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from enum import Enum
+from pathlib import Path
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Generic,
+    TypeVar,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+    overload,
+)
+
+import attrs
+import pydantic_core
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from typing_extensions import ParamSpec
+
+from toolwire._errors import MismatchedToolNameError, ToolDefinitionError
+from toolwire._schema import (
+    attribute_docstrings,
+    check_raw_schema,
+    clean_schema,
+    model_schema,
+    parse_docstring,
+)
+
+if TYPE_CHECKING:
+    from toolwire._hooks import HandledCall
+
+__all__ = [
+    "Capability",
+    "FunctionTool",
+    "Injected",
+    "RetryHint",
+    "Tool",
+    "ToolCall",
+    "ToolDef",
+    "ToolEffect",
+    "ToolMetadata",
+    "ToolResult",
+    "TypedCall",
+    "raw_tool",
+    "raw_tool_from_file",
+    "tool_fn",
+    "tool_input",
+    "tool_of",
+]
+
+InT = TypeVar("InT")
+OutT = TypeVar("OutT")
+P = ParamSpec("P")
+R = TypeVar("R")
+M = TypeVar("M", bound=type[BaseModel])
+
+_NAME_RE = re.compile(r"^[a-zA-Z0-9_.:-]{1,128}$")
+
+
+class ToolEffect(str, Enum):
+    """What running a tool does to the world. The values are the wire strings."""
+
+    READ_ONLY = "read_only"
+    MUTATING = "mutating"
+    DESTRUCTIVE = "destructive"
+
+    @property
+    def rank(self) -> int:
+        return _EFFECT_RANK[self]
+
+
+_EFFECT_RANK = {ToolEffect.READ_ONLY: 0, ToolEffect.MUTATING: 1, ToolEffect.DESTRUCTIVE: 2}
+
+
+class Capability(str, Enum):
+    """What a tool needs from its sandbox; the executor checks these against an allow-list."""
+
+    PURE_COMPUTATION = "pure_computation"
+    NETWORK = "network"
+    FILESYSTEM = "filesystem"
+    SUBPROCESS = "subprocess"
+    ENVIRONMENT = "environment"
+    CRYPTOGRAPHY = "cryptography"
+
+
+def _to_effect(value: Any) -> ToolEffect:
+    if isinstance(value, ToolEffect):
+        return value
+    try:
+        return ToolEffect(value)
+    except ValueError:
+        allowed = ", ".join(repr(e.value) for e in ToolEffect)
+        raise ToolDefinitionError(
+            f"effect must be one of {allowed}, got {value!r} ({type(value).__name__})"
+        ) from None
+
+
+def _to_capabilities(value: Any) -> frozenset[Capability]:
+    if isinstance(value, (str, Capability)):
+        value = (value,)
+    try:
+        items = list(value)
+    except TypeError:
+        raise ToolDefinitionError(
+            f"capabilities must be an iterable of Capability, got {type(value).__name__}"
+        ) from None
+    out = set()
+    for item in items:
+        try:
+            out.add(item if isinstance(item, Capability) else Capability(item))
+        except ValueError:
+            allowed = ", ".join(repr(c.value) for c in Capability)
+            raise ToolDefinitionError(
+                f"unknown capability {item!r}; expected one of {allowed}"
+            ) from None
+    return frozenset(out)
+
+
+def _positive_or_none(name: str, *, allow_zero: bool = False) -> Callable[[Any, Any, Any], None]:
+    def check(_inst: Any, _attr: Any, value: Any) -> None:
+        if value is None:
+            return
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ToolDefinitionError(
+                f"{name} must be a number of seconds, got {value!r} ({type(value).__name__})"
+            )
+        if value < 0 or (value == 0 and not allow_zero) or value != value:
+            bound = ">= 0" if allow_zero else "> 0"
+            raise ToolDefinitionError(f"{name} must be {bound} seconds, got {value!r}")
+
+    return check
+
+
+@attrs.frozen
+class RetryHint:
+    """Retry advice for an idempotent tool.
+
+    ``max_attempts`` counts every attempt including the first (>= 1);
+    ``initial_backoff`` is the delay before the first retry, doubled each time
+    up to ``max_backoff``, with up to ``jitter`` (a fraction) added.
+    """
+
+    max_attempts: int
+    initial_backoff: float = attrs.field(
+        default=0.2, validator=_positive_or_none("RetryHint.initial_backoff", allow_zero=True)
+    )
+    max_backoff: float = attrs.field(
+        default=30.0, validator=_positive_or_none("RetryHint.max_backoff", allow_zero=True)
+    )
+    jitter: float = 0.3
+
+    def __attrs_post_init__(self) -> None:
+        if isinstance(self.max_attempts, bool) or not isinstance(self.max_attempts, int):
+            raise ToolDefinitionError(
+                f"RetryHint.max_attempts must be an int >= 1, got {self.max_attempts!r} "
+                f"({type(self.max_attempts).__name__})"
+            )
+        if self.max_attempts < 1:
+            raise ToolDefinitionError(
+                f"RetryHint.max_attempts must be >= 1 (it counts the first attempt), "
+                f"got {self.max_attempts}"
+            )
+        if not 0 <= self.jitter <= 1:
+            raise ToolDefinitionError(f"RetryHint.jitter must be in [0, 1], got {self.jitter!r}")
+
+    @classmethod
+    def idempotent_transport(cls) -> RetryHint:
+        """Three attempts, 200 ms initial backoff: for idempotent network calls."""
+        return cls(max_attempts=3, initial_backoff=0.2)
+
+    def delay(self, retry: int, *, rand: float = 0.0, retry_after: float | None = None) -> float:
+        """Seconds to wait before retry number ``retry`` (0 for the first retry).
+
+        ``rand`` in [0, 1) scales the jitter; a Retry-After value replaces the
+        computed delay, capped at ``max_backoff``.
+        """
+        if retry_after is not None and retry_after >= 0:
+            return float(min(retry_after, self.max_backoff))
+        base = float(min(self.initial_backoff * (2**retry), self.max_backoff))
+        return base + base * self.jitter * rand
+
+
+def _retry_implies_idempotent(self: ToolMetadata) -> bool:
+    return self.retry_hint is not None
+
+
+@attrs.frozen
+class ToolMetadata:
+    """What a tool is like, beyond its schema: effect, retry advice, sandbox needs, timeout.
+
+    Setting ``retry_hint`` makes the tool idempotent; saying otherwise is an error.
+    """
+
+    effect: ToolEffect = attrs.field(default=ToolEffect.READ_ONLY, converter=_to_effect)
+    retry_hint: RetryHint | None = None
+    idempotent: bool = attrs.field(
+        default=attrs.Factory(_retry_implies_idempotent, takes_self=True)
+    )
+    typical_duration: float | None = attrs.field(
+        default=None, validator=_positive_or_none("typical_duration", allow_zero=True)
+    )
+    version: str | None = None
+    capabilities: frozenset[Capability] = attrs.field(
+        default=frozenset({Capability.PURE_COMPUTATION}), converter=_to_capabilities
+    )
+    timeout: float | None = attrs.field(default=30.0, validator=_positive_or_none("timeout"))
+    blocking: bool = False
+    run_alone: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        if self.retry_hint is not None and not isinstance(self.retry_hint, RetryHint):
+            raise ToolDefinitionError(
+                f"retry_hint must be a RetryHint, got {type(self.retry_hint).__name__}"
+            )
+        if self.retry_hint is not None and self.idempotent is False:
+            raise ToolDefinitionError(
+                "a tool with a retry_hint is idempotent by definition; drop idempotent=False "
+                "or the retry hint"
+            )
+        if not isinstance(self.idempotent, bool):
+            raise ToolDefinitionError(
+                f"idempotent must be a bool, got {type(self.idempotent).__name__}"
+            )
+        if self.version is not None and (not isinstance(self.version, str) or not self.version):
+            raise ToolDefinitionError(f"version must be a non-empty string, got {self.version!r}")
+
+    @property
+    def max_attempts(self) -> int:
+        return self.retry_hint.max_attempts if self.retry_hint else 1
+
+
+@attrs.frozen
+class ToolDef:
+    """The provider-neutral definition of a tool, as sent to a model."""
+
+    name: str
+    description: str
+    input_schema: Mapping[str, Any]
+    output_schema: Mapping[str, Any] | None = None
+    metadata: ToolMetadata = ToolMetadata()
+
+    def to_spec(self) -> dict[str, Any]:
+        """The neutral spec: name, description, parameters (no effect or version)."""
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.input_schema,
+        }
+
+
+@attrs.frozen
+class ToolCall:
+    """One tool call as the model made it; ``arguments`` is the raw JSON text, compared as text."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def result(self, content: str, *, is_error: bool = False) -> ToolResult:
+        """A result for this call with the given content."""
+        return ToolResult(self.id, self.name, self.arguments, content, is_error)
+
+    def complete(self, tool: Tool[Any, Any], output: Any) -> ToolResult:
+        """A result carrying ``tool``'s serialised output; the tool must be the one called."""
+        if tool.name != self.name:
+            raise MismatchedToolNameError(
+                f"tool call `{self.id}` is for tool `{self.name}`, "
+                f"but the output was given for `{tool.name}`"
+            )
+        return ToolResult(self.id, self.name, self.arguments, tool.dump_output(output), False)
+
+
+@attrs.frozen
+class ToolResult:
+    """The answer to one tool call, ready for the transcript."""
+
+    call_id: str
+    tool_name: str
+    arguments: str
+    content: str
+    is_error: bool = False
+
+
+class Injected:
+    """Marks a parameter of a @tool_fn function as supplied by the caller, not the model.
+
+    ``def f(query: str, client: Annotated[Client, Injected]) -> str``
+    """
+
+
+def _snake(name: str) -> str:
+    s = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name)
+    s = re.sub(r"(?<=[A-Z])([A-Z][a-z])", r"_\1", s)
+    return s.lower()
+
+
+def _camel(name: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in name.split("_") if part) or "Input"
+
+
+def _check_name(name: Any) -> str:
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise ToolDefinitionError(
+            f"tool name must be 1-128 characters of letters, digits, '_', '-', '.', ':', "
+            f"got {name!r}"
+        )
+    return name
+
+
+_MISSING: Any = object()
+
+
+class Tool(Generic[InT, OutT]):
+    """A tool: name, description, input validator, optional implementation and metadata.
+
+    Build one with :func:`tool_fn`, :func:`tool_input` or :func:`raw_tool`. The
+    validator is built once; ``validate_json`` runs it straight on the model's
+    argument text.
+    """
+
+    __slots__ = (
+        "_adapter",
+        "_definition",
+        "_input_schema",
+        "_origin",
+        "_output_adapter",
+        "_output_schema",
+        "_raw_validator",
+        "_schema_descriptions",
+        "cache",
+        "description",
+        "fn",
+        "injected",
+        "input_type",
+        "is_async",
+        "metadata",
+        "name",
+        "output_type",
+    )
+
+    name: str
+    description: str
+    input_type: Any
+    output_type: Any
+    metadata: ToolMetadata
+    fn: Callable[..., Any] | None
+    injected: tuple[str, ...]
+    is_async: bool
+    cache: dict[Any, Any]
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str,
+        input_type: Any,
+        output_type: Any = None,
+        metadata: ToolMetadata | None = None,
+        fn: Callable[..., Any] | None = None,
+        injected: tuple[str, ...] = (),
+        input_schema: Mapping[str, Any] | None = None,
+        schema_descriptions: Mapping[str, str] | None = None,
+    ) -> None:
+        self.name = _check_name(name)
+        if not isinstance(description, str):
+            raise ToolDefinitionError(
+                f"tool `{name}`: description must be a string, got {type(description).__name__}"
+            )
+        self.description = description
+        self.input_type = input_type
+        self.output_type = output_type
+        if metadata is not None and not isinstance(metadata, ToolMetadata):
+            raise ToolDefinitionError(
+                f"tool `{name}`: metadata must be a ToolMetadata, got {type(metadata).__name__}"
+            )
+        self.metadata = metadata or ToolMetadata()
+        self.fn = fn
+        self.injected = injected
+        self.is_async = fn is not None and inspect.iscoroutinefunction(fn)
+        self._origin: Tool[Any, Any] = self
+        self._input_schema = dict(input_schema) if input_schema is not None else None
+        self._schema_descriptions = schema_descriptions
+        self._output_schema: Any = _MISSING
+        self._definition: ToolDef | None = None
+        self._raw_validator: Any = None
+        self.cache = {}
+        is_model = isinstance(input_type, type) and issubclass(input_type, BaseModel)
+        if is_model or input_type is dict:
+            self._adapter = None
+        else:
+            self._adapter = TypeAdapter(input_type)
+        self._output_adapter: TypeAdapter[Any] | None = None
+        if output_type is not None and output_type is not str:
+            try:
+                self._output_adapter = TypeAdapter(output_type)
+            except Exception as exc:
+                raise ToolDefinitionError(
+                    f"tool `{name}`: output type {output_type!r} is not something pydantic "
+                    f"can serialise: {exc}"
+                ) from None
+
+    # -- identity -----------------------------------------------------------------
+
+    @property
+    def origin(self) -> Tool[InT, OutT]:
+        """The tool this one was mounted from (itself when not renamed)."""
+        return self._origin
+
+    def renamed(self, name: str) -> Tool[InT, OutT]:
+        """A view of this tool under another wire name, sharing validator and implementation."""
+        view: Tool[InT, OutT] = object.__new__(type(self))
+        for slot in Tool.__slots__:
+            if hasattr(self, slot):
+                object.__setattr__(view, slot, getattr(self, slot))
+        view.name = name
+        view._definition = None
+        view.cache = {}
+        view._origin = self._origin
+        return view
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r} effect={self.metadata.effect.value}>"
+
+    # -- schema ---------------------------------------------------------------------
+
+    @property
+    def input_schema(self) -> Mapping[str, Any]:
+        if self._input_schema is None:
+            it = self.input_type
+            if isinstance(it, type) and issubclass(it, BaseModel):
+                self._input_schema = model_schema(it, descriptions=self._schema_descriptions)
+            else:
+                assert self._adapter is not None
+                self._input_schema = clean_schema(self._adapter.json_schema())
+        return self._input_schema
+
+    @property
+    def output_schema(self) -> Mapping[str, Any] | None:
+        if self._output_schema is _MISSING:
+            if self._output_adapter is None:
+                self._output_schema = {"type": "string"} if self.output_type is str else None
+            else:
+                self._output_schema = clean_schema(self._output_adapter.json_schema())
+        return cast("Mapping[str, Any] | None", self._output_schema)
+
+    @property
+    def definition(self) -> ToolDef:
+        if self._definition is None:
+            self._definition = ToolDef(
+                self.name, self.description, self.input_schema, self.output_schema, self.metadata
+            )
+        return self._definition
+
+    # -- validation -----------------------------------------------------------------
+
+    def validate_json(self, text: str | bytes) -> InT:
+        """Validate the model's argument text; raises pydantic's ValidationError."""
+        it = self.input_type
+        if self._adapter is not None:
+            return cast("InT", self._adapter.validate_json(text))
+        if it is dict:
+            return cast("InT", self._validate_raw(text))
+        return cast("InT", it.model_validate_json(text))
+
+    def validate_python(self, value: Any) -> InT:
+        it = self.input_type
+        if self._adapter is not None:
+            return cast("InT", self._adapter.validate_python(value))
+        if it is dict:
+            return cast("InT", self._validate_raw_value(value))
+        if isinstance(value, it):
+            return cast("InT", value)
+        return cast("InT", it.model_validate(value))
+
+    def _validate_raw(self, text: str | bytes) -> dict[str, Any]:
+        try:
+            value = json.loads(text)
+        except (ValueError, TypeError) as exc:
+            raise _validation_error(
+                self.name, "json_invalid", f"Invalid JSON: {exc}", (), text
+            ) from None
+        return self._validate_raw_value(value)
+
+    def _validate_raw_value(self, value: Any) -> dict[str, Any]:
+        if self._raw_validator is None:
+            import jsonschema
+
+            self._raw_validator = jsonschema.Draft202012Validator(dict(self.input_schema))
+        errors = sorted(self._raw_validator.iter_errors(value), key=lambda e: list(e.path))
+        if errors:
+            details = [
+                {
+                    "type": "json_schema",
+                    "loc": tuple(e.absolute_path),
+                    "msg": e.message,
+                    "input": e.instance,
+                }
+                for e in errors
+            ]
+            raise _validation_error_many(self.name, details)
+        return cast("dict[str, Any]", value)
+
+    def dump_input(self, value: InT) -> str:
+        """Compact JSON text of an input (used when a hook edits it)."""
+        if isinstance(value, BaseModel):
+            return value.model_dump_json()
+        if self._adapter is not None:
+            return self._adapter.dump_json(value).decode()
+        return pydantic_core.to_json(value).decode()
+
+    def dump_output(self, output: Any) -> str:
+        """The tool-result content for an output: text stays text, anything else compact JSON."""
+        if isinstance(output, str):
+            return output
+        if self._output_adapter is not None:
+            try:
+                return self._output_adapter.dump_json(output).decode()
+            except pydantic_core.PydanticSerializationError:
+                pass
+        return pydantic_core.to_json(output, fallback=str).decode()
+
+    # -- calling --------------------------------------------------------------------
+
+    def kwargs(self, value: InT) -> dict[str, Any]:
+        """The keyword arguments the implementation takes for an input."""
+        if isinstance(value, BaseModel):
+            return dict(value.__dict__)
+        if isinstance(value, dict):
+            return dict(value)
+        return {"input": value}
+
+    def call(self, value: InT, /, **injected: Any) -> Any:
+        """Run the implementation with a validated input (and injected values).
+
+        Returns the output, or an awaitable for an async tool. A tool without
+        an implementation (declared with @tool_input) raises TypeError.
+        """
+        fn = self.fn
+        if fn is None:
+            raise TypeError(
+                f"tool `{self.name}` has no implementation: it was declared with @tool_input; "
+                f"run it in your own code and answer with call.complete(output)"
+            )
+        if not injected and isinstance(value, BaseModel):
+            return fn(**value.__dict__)
+        return fn(**self.kwargs(value), **injected)
+
+    async def acall(self, value: InT, /, **injected: Any) -> OutT:
+        """Run the implementation and await it if it is async."""
+        out = self.call(value, **injected)
+        if inspect.isawaitable(out):
+            out = await out
+        return cast("OutT", out)
+
+
+def _validation_error(
+    title: str, kind: str, msg: str, loc: tuple[Any, ...], value: Any
+) -> ValidationError:
+    return _validation_error_many(title, [{"type": kind, "loc": loc, "msg": msg, "input": value}])
+
+
+def _validation_error_many(title: str, details: list[dict[str, Any]]) -> ValidationError:
+    line_errors: list[Any] = []
+    for d in details:
+        line_errors.append(
+            {
+                "type": pydantic_core.PydanticCustomError(d["type"], "{msg}", {"msg": d["msg"]}),
+                "loc": d["loc"],
+                "input": d["input"],
+            }
+        )
+    return ValidationError.from_exception_data(title, line_errors)
+
+
+class FunctionTool(Tool[BaseModel, Any], Generic[P, R]):
+    """A tool built by :func:`tool_fn`; calling it calls the original function."""
+
+    __slots__ = ()
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        assert self.fn is not None
+        return cast("R", self.fn(*args, **kwargs))
+
+
+def _metadata_from(metadata: ToolMetadata | None, options: Mapping[str, Any]) -> ToolMetadata:
+    if metadata is not None and options:
+        raise ToolDefinitionError(
+            "give either metadata=ToolMetadata(...) or metadata keywords "
+            f"({', '.join(sorted(options))}), not both"
+        )
+    if metadata is not None:
+        return metadata
+    try:
+        return ToolMetadata(**options)
+    except TypeError as exc:
+        raise ToolDefinitionError(f"unknown tool metadata option: {exc}") from None
+
+
+_META_KEYS = frozenset(f.name for f in attrs.fields(ToolMetadata))
+
+
+def _split_meta(kw: dict[str, Any]) -> dict[str, Any]:
+    unknown = set(kw) - _META_KEYS
+    if unknown:
+        raise ToolDefinitionError(
+            f"unknown tool option(s) {', '.join(sorted(unknown))}; metadata options are "
+            f"{', '.join(sorted(_META_KEYS))}"
+        )
+    return {k: v for k, v in kw.items() if v is not None or k in ("timeout",)}
+
+
+def _is_injected(annotation: Any) -> bool:
+    if get_origin(annotation) is Annotated:
+        return any(a is Injected or isinstance(a, Injected) for a in get_args(annotation)[1:])
+    return False
+
+
+def _build_function_tool(
+    fn: Callable[..., Any],
+    *,
+    name: str | None,
+    description: str | None,
+    injected: Iterable[str],
+    metadata: ToolMetadata | None,
+    options: Mapping[str, Any],
+) -> FunctionTool[Any, Any]:
+    if not callable(fn):
+        raise ToolDefinitionError(f"@tool_fn needs a function, got {type(fn).__name__}")
+    tool_name = name or getattr(fn, "__name__", None)
+    if not tool_name or tool_name == "<lambda>":
+        raise ToolDefinitionError("@tool_fn on a lambda needs name=...")
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise ToolDefinitionError(f"tool `{tool_name}`: cannot read the signature: {exc}") from None
+    try:
+        hints = get_type_hints(fn, include_extras=True)
+    except Exception as exc:
+        raise ToolDefinitionError(
+            f"tool `{tool_name}`: cannot resolve the type hints of {fn.__qualname__}: {exc}"
+        ) from None
+    doc = parse_docstring(inspect.getdoc(fn))
+    skip = set(injected)
+    unknown_skip = skip - set(sig.parameters)
+    if unknown_skip:
+        raise ToolDefinitionError(
+            f"tool `{tool_name}`: injected parameter(s) {sorted(unknown_skip)} are not "
+            f"parameters of {fn.__qualname__}{sig}"
+        )
+    fields: dict[str, Any] = {}
+    injected_names: list[str] = []
+    for pname, param in sig.parameters.items():
+        annotation = hints.get(pname, Any)
+        if pname in skip or _is_injected(annotation):
+            injected_names.append(pname)
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise ToolDefinitionError(
+                f"tool `{tool_name}`: *args/**kwargs ({pname}) cannot be described to a model; "
+                f"give every parameter a name and a type"
+            )
+        if param.kind is param.POSITIONAL_ONLY:
+            raise ToolDefinitionError(
+                f"tool `{tool_name}`: positional-only parameter `{pname}` is not supported; "
+                f"remove the '/' from the signature"
+            )
+        default = ... if param.default is param.empty else param.default
+        fields[pname] = (annotation, Field(default, description=doc.params.get(pname) or None))
+    model_name = _camel(tool_name)
+    try:
+        model = create_model(
+            model_name,
+            __config__=ConfigDict(extra="forbid"),
+            __module__=getattr(fn, "__module__", __name__),
+            **fields,
+        )
+    except Exception as exc:
+        raise ToolDefinitionError(
+            f"tool `{tool_name}`: pydantic cannot build an input model: {exc}"
+        ) from None
+    ret = hints.get("return", None)
+    if inspect.iscoroutinefunction(fn) and get_origin(ret) is Awaitable:
+        ret = get_args(ret)[0]
+    output_type = None if ret is type(None) else ret
+    meta = _metadata_from(metadata, _split_meta(dict(options)))
+    tool: FunctionTool[Any, Any] = FunctionTool(
+        name=tool_name,
+        description=description if description is not None else doc.description,
+        input_type=model,
+        output_type=output_type,
+        metadata=meta,
+        fn=fn,
+        injected=tuple(injected_names),
+    )
+    return tool
+
+
+@overload
+def tool_fn(fn: Callable[P, R], /) -> FunctionTool[P, R]: ...
+
+
+@overload
+def tool_fn(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    injected: Iterable[str] = (),
+    metadata: ToolMetadata | None = None,
+    **options: Any,
+) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
+
+
+def tool_fn(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    injected: Iterable[str] = (),
+    metadata: ToolMetadata | None = None,
+    **options: Any,
+) -> Any:
+    """Make a tool from a sync or async function.
+
+    The input model is generated from the signature (named after the function
+    in UpperCamel case); the description and parameter descriptions come from
+    the docstring (Google, NumPy or Sphinx style). Parameters listed in
+    ``injected`` or annotated ``Annotated[T, Injected]`` stay out of the
+    schema and are passed by the caller to ``.call(input, name=value)``.
+    Metadata keywords (``effect``, ``retry_hint``, ``timeout``, ``capabilities``,
+    ``version``, ``typical_duration``, ``idempotent``, ``blocking``,
+    ``run_alone``) or ``metadata=ToolMetadata(...)`` describe the tool.
+    """
+    injected = tuple(injected)
+
+    def wrap(f: Callable[..., Any]) -> FunctionTool[Any, Any]:
+        return _build_function_tool(
+            f,
+            name=name,
+            description=description,
+            injected=injected,
+            metadata=metadata,
+            options=options,
+        )
+
+    if fn is not None:
+        return wrap(fn)
+    return wrap
+
+
+def tool_input(
+    model: Any = None,
+    /,
+    *,
+    name: str | None = None,
+    output: Any = None,
+    description: str | None = None,
+    metadata: ToolMetadata | None = None,
+    **options: Any,
+) -> Any:
+    """Declare a pydantic model as a tool's input; the class is returned unchanged.
+
+    The tool name defaults to the snake_case class name, the description to
+    the class docstring; field descriptions come from ``Field(description=...)``
+    and attribute docstrings. ``output`` is the output type. The tool object
+    is available as ``tool_of(Model)``; toolsets accept the class directly.
+    """
+
+    def wrap(cls: Any) -> Any:
+        if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
+            raise ToolDefinitionError(
+                f"@tool_input goes on a pydantic BaseModel subclass, got {cls!r}"
+            )
+        doc = inspect.getdoc(cls) if cls.__doc__ else ""
+        if cls.__doc__ is None or cls.__doc__ == BaseModel.__doc__:
+            doc = ""
+        parsed = parse_docstring(doc)
+        descriptions = {**attribute_docstrings(cls), **parsed.params}
+        meta = _metadata_from(metadata, _split_meta(dict(options)))
+        tool: Tool[Any, Any] = Tool(
+            name=name or _snake(cls.__name__),
+            description=description if description is not None else parsed.description,
+            input_type=cls,
+            output_type=output,
+            metadata=meta,
+            schema_descriptions=descriptions,
+        )
+        setattr(cls, "__toolwire_tool__", tool)
+        return cls
+
+    if model is not None:
+        return wrap(model)
+    return wrap
+
+
+def tool_of(obj: Any) -> Tool[Any, Any]:
+    """The Tool for a tool object, a @tool_input class, or a plain function (wrapped)."""
+    if isinstance(obj, Tool):
+        return obj
+    found = getattr(obj, "__toolwire_tool__", None) if isinstance(obj, type) else None
+    if isinstance(found, Tool):
+        return found
+    if isinstance(obj, type) and issubclass(obj, BaseModel):
+        raise ToolDefinitionError(
+            f"{obj.__qualname__} is a pydantic model but not a tool; decorate it with @tool_input"
+        )
+    if inspect.isfunction(obj) or inspect.ismethod(obj):
+        return tool_fn(obj)
+    raise ToolDefinitionError(
+        f"expected a Tool, a @tool_input model or a function, got {obj!r} ({type(obj).__name__})"
+    )
+
+
+def raw_tool(
+    name: str,
+    description: str,
+    schema: Mapping[str, Any],
+    fn: Callable[..., Any] | None = None,
+    *,
+    metadata: ToolMetadata | None = None,
+    **options: Any,
+) -> Tool[dict[str, Any], Any]:
+    """A tool from a JSON schema; its input is the validated argument dict.
+
+    ``fn`` (optional) is called with the argument dict's items as keywords.
+    The schema is checked at definition time (Draft 2020-12).
+    """
+    _check_name(name)
+    clean = check_raw_schema(schema, tool=name)
+    meta = _metadata_from(metadata, _split_meta(dict(options)))
+    return Tool(
+        name=name,
+        description=description,
+        input_type=dict,
+        metadata=meta,
+        fn=fn,
+        input_schema=clean,
+    )
+
+
+def raw_tool_from_file(
+    path: str | Path,
+    fn: Callable[..., Any] | None = None,
+    **options: Any,
+) -> Tool[dict[str, Any], Any]:
+    """A raw tool from a JSON file holding ``{"name", "description", "parameters"}``.
+
+    (``input_schema`` is accepted in place of ``parameters``, and an OpenAI
+    ``{"type": "function", "function": {...}}`` wrapper is unwrapped.)
+    """
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ToolDefinitionError(f"cannot read tool file {str(p)!r}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ToolDefinitionError(f"tool file {str(p)!r} is not valid JSON: {exc}") from None
+    if isinstance(data, dict) and data.get("type") == "function" and "function" in data:
+        data = data["function"]
+    if not isinstance(data, dict):
+        raise ToolDefinitionError(
+            f"tool file {str(p)!r} must hold a JSON object, got {type(data).__name__}"
+        )
+    missing = [k for k in ("name", "description") if not isinstance(data.get(k), str)]
+    schema = data.get("parameters", data.get("input_schema"))
+    if schema is None:
+        missing.append("parameters")
+    if missing or schema is None:
+        raise ToolDefinitionError(
+            f"tool file {str(p)!r} is missing {', '.join(missing)} "
+            f"(expected keys: name, description, parameters)"
+        )
+    return raw_tool(data["name"], data["description"], schema, fn, **options)
+
+
+@attrs.frozen
+class TypedCall(Generic[InT]):
+    """A decoded, validated tool call: the raw call, its tool and its typed input.
+
+    ``edited`` is true once a hook (or ``with_input``) replaced the input; the
+    raw argument text stays what the model sent, as the transcript requires.
+    """
+
+    call: ToolCall
+    tool: Tool[InT, Any]
+    input: InT
+    edited: bool = False
+
+    def __attrs_post_init__(self) -> None:
+        if self.call.name != self.tool.name:
+            raise MismatchedToolNameError(
+                f"tool call `{self.call.id}` names tool `{self.call.name}`, not `{self.tool.name}`"
+            )
+
+    @property
+    def id(self) -> str:
+        return self.call.id
+
+    @property
+    def name(self) -> str:
+        return self.call.name
+
+    @property
+    def arguments(self) -> str:
+        return self.call.arguments
+
+    @property
+    def metadata(self) -> ToolMetadata:
+        return self.tool.metadata
+
+    def with_input(self, value: InT) -> TypedCall[InT]:
+        """The same call with an edited input."""
+        return TypedCall(self.call, self.tool, value, True)
+
+    def into_parts(self) -> tuple[ToolCall, InT]:
+        return self.call, self.input
+
+    def complete(self, output: Any) -> ToolResult:
+        """The result of this call carrying ``output`` (text as is, anything else as JSON)."""
+        return ToolResult(
+            self.call.id, self.call.name, self.call.arguments, self.tool.dump_output(output), False
+        )
+
+    def error(self, message: str) -> ToolResult:
+        """An error result for this call (``is_error`` set)."""
+        return ToolResult(self.call.id, self.call.name, self.call.arguments, message, True)
+
+    def handled(self, output: Any) -> HandledCall:
+        """Mark this call as handled without running it (as a hook's Complete does)."""
+        from toolwire._hooks import HandledCall
+
+        return HandledCall(self, output, self.complete(output))
+
+    def run(self, **injected: Any) -> Any:
+        """Run the tool's implementation on this call's input (sync tools), see Tool.call."""
+        return self.tool.call(self.input, **injected)
+
+    async def arun(self, **injected: Any) -> Any:
+        return await self.tool.acall(self.input, **injected)

@@ -1,0 +1,356 @@
+"""The neutral transcript: a Session of messages that is always valid for any provider.
+
+A Session serialises to JSON and back with everything needed to continue,
+provider state included (Gemini thought signatures, Anthropic thinking blocks,
+Responses reasoning items are kept on the assistant message that produced them).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Union
+
+import attrs
+
+from toolwire._errors import TranscriptError
+from toolwire._tools import ToolCall, ToolResult
+
+__all__ = [
+    "AssistantMessage",
+    "Message",
+    "Session",
+    "SystemMessage",
+    "ToolResultsMessage",
+    "Usage",
+    "UserMessage",
+]
+
+FORMAT = "toolwire.session/1"
+
+
+@attrs.frozen
+class Usage:
+    """Token counts a provider reported for one response."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.input_tokens + other.input_tokens,
+            self.output_tokens + other.output_tokens,
+            self.cached_tokens + other.cached_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+        )
+
+
+@attrs.frozen
+class SystemMessage:
+    text: str
+    role: str = attrs.field(default="system", init=False)
+
+
+@attrs.frozen
+class UserMessage:
+    text: str
+    role: str = attrs.field(default="user", init=False)
+
+
+@attrs.frozen
+class AssistantMessage:
+    """What the model said: text, tool calls in order, and opaque provider state.
+
+    ``provider_state`` is JSON-serialisable data an adapter must send back on
+    later requests (keyed by the adapter name), e.g. thinking blocks.
+    """
+
+    text: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    provider_state: Mapping[str, Any] = attrs.field(factory=dict)
+    model: str | None = None
+    usage: Usage | None = None
+    role: str = attrs.field(default="assistant", init=False)
+
+
+@attrs.frozen
+class ToolResultsMessage:
+    """The results of one assistant turn's tool calls, in the assistant's order."""
+
+    results: tuple[ToolResult, ...]
+    role: str = attrs.field(default="tool", init=False)
+
+
+Message = Union[SystemMessage, UserMessage, AssistantMessage, ToolResultsMessage]
+
+
+class Session:
+    """An ordered, always-valid conversation.
+
+    Every assistant tool call is answered by the next message, a
+    :class:`ToolResultsMessage` with exactly one result per call in the same
+    order. Tool rounds append the assistant message and its results together
+    on commit, so a Session never holds an unanswered call.
+    """
+
+    __slots__ = ("_messages", "id", "metadata")
+
+    def __init__(
+        self,
+        system: str | None = None,
+        *,
+        id: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.id = id or uuid.uuid4().hex
+        self.metadata: dict[str, Any] = dict(metadata or {})
+        self._messages: list[Message] = []
+        if system is not None:
+            self.add_system(system)
+
+    def __repr__(self) -> str:
+        return f"<Session {self.id} with {len(self._messages)} messages>"
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        return tuple(self._messages)
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(tuple(self._messages))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Session):
+            return NotImplemented
+        return (self.id, self.metadata, self._messages) == (
+            other.id,
+            other.metadata,
+            other._messages,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    # -- appending ------------------------------------------------------------------
+
+    def add_system(self, text: str) -> Session:
+        self._append_checked([SystemMessage(_text(text, "system"))])
+        return self
+
+    def add_user(self, text: str) -> Session:
+        self._append_checked([UserMessage(_text(text, "user"))])
+        return self
+
+    def add_assistant(self, text: str) -> Session:
+        """Append a plain assistant answer (no tool calls)."""
+        self._append_checked([AssistantMessage(_text(text, "assistant"))])
+        return self
+
+    def extend(self, messages: Sequence[Message]) -> Session:
+        """Append messages atomically, checking the transcript stays valid."""
+        self._append_checked(list(messages))
+        return self
+
+    def _append_checked(self, new: list[Message]) -> None:
+        _check_sequence(self._messages, new)
+        self._messages.extend(new)
+
+    @property
+    def last(self) -> Message | None:
+        return self._messages[-1] if self._messages else None
+
+    def system_text(self) -> str:
+        """All system messages joined with blank lines (for providers with one system field)."""
+        return "\n\n".join(m.text for m in self._messages if isinstance(m, SystemMessage))
+
+    # -- serialisation --------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "id": self.id,
+            "metadata": self.metadata,
+            "messages": [_message_to_dict(m) for m in self._messages],
+        }
+
+    def to_json(self, *, indent: int | None = None) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Session:
+        """Rebuild a session; malformed data raises TranscriptError naming the bad path."""
+        if not isinstance(data, Mapping):
+            raise TranscriptError(f"a session must be a JSON object, got {type(data).__name__}")
+        if data.get("format") != FORMAT:
+            raise TranscriptError(
+                f"unknown session format {data.get('format')!r}; expected {FORMAT!r}"
+            )
+        sid = data.get("id")
+        if not isinstance(sid, str) or not sid:
+            raise TranscriptError("session.id must be a non-empty string")
+        meta = data.get("metadata", {})
+        if not isinstance(meta, Mapping):
+            raise TranscriptError("session.metadata must be an object")
+        raw = data.get("messages")
+        if not isinstance(raw, list):
+            raise TranscriptError("session.messages must be a list")
+        messages = [_message_from_dict(m, f"messages[{i}]") for i, m in enumerate(raw)]
+        session = cls(id=sid, metadata=meta)
+        try:
+            session._append_checked(messages)
+        except TranscriptError as exc:
+            raise TranscriptError(f"session {sid}: {exc}") from None
+        return session
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Session:
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise TranscriptError(f"session JSON is not valid JSON: {exc}") from None
+        return cls.from_dict(data)
+
+
+def _text(text: Any, role: str) -> str:
+    if not isinstance(text, str):
+        raise TranscriptError(f"{role} text must be a string, got {type(text).__name__}")
+    return text
+
+
+def _check_sequence(existing: list[Message], new: list[Message]) -> None:
+    """Every assistant tool call is answered by the next message, one result per call, in order."""
+    prev = existing[-1] if existing else None
+    for i, msg in enumerate(new):
+        if not isinstance(msg, (SystemMessage, UserMessage, AssistantMessage, ToolResultsMessage)):
+            raise TranscriptError(f"not a message: {msg!r} ({type(msg).__name__})")
+        if isinstance(prev, AssistantMessage) and prev.tool_calls:
+            if not isinstance(msg, ToolResultsMessage):
+                ids = ", ".join(f"`{c.id}`" for c in prev.tool_calls)
+                raise TranscriptError(
+                    f"message {len(existing) + i} ({msg.role}) follows an assistant turn whose "
+                    f"tool calls {ids} have no results; commit the tool round first"
+                )
+            _check_results(prev, msg)
+        elif isinstance(msg, ToolResultsMessage):
+            raise TranscriptError(
+                f"message {len(existing) + i}: tool results must follow an assistant turn "
+                f"with tool calls"
+            )
+        prev = msg
+
+
+def _check_results(assistant: AssistantMessage, results: ToolResultsMessage) -> None:
+    calls = assistant.tool_calls
+    got = results.results
+    if len(calls) != len(got):
+        raise TranscriptError(
+            f"{len(calls)} tool calls but {len(got)} results: "
+            f"calls {[c.id for c in calls]}, results {[r.call_id for r in got]}"
+        )
+    for call, res in zip(calls, got, strict=False):
+        if call.id != res.call_id or call.name != res.tool_name:
+            raise TranscriptError(
+                f"result `{res.call_id}` ({res.tool_name}) does not answer call "
+                f"`{call.id}` ({call.name}) at the same position"
+            )
+
+
+def _message_to_dict(m: Message) -> dict[str, Any]:
+    if isinstance(m, (SystemMessage, UserMessage)):
+        return {"role": m.role, "text": m.text}
+    if isinstance(m, AssistantMessage):
+        out: dict[str, Any] = {"role": "assistant", "text": m.text}
+        if m.tool_calls:
+            out["tool_calls"] = [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in m.tool_calls
+            ]
+        if m.provider_state:
+            out["provider_state"] = dict(m.provider_state)
+        if m.model is not None:
+            out["model"] = m.model
+        if m.usage is not None:
+            out["usage"] = attrs.asdict(m.usage)
+        return out
+    return {
+        "role": "tool",
+        "results": [
+            {
+                "call_id": r.call_id,
+                "tool_name": r.tool_name,
+                "arguments": r.arguments,
+                "content": r.content,
+                "is_error": r.is_error,
+            }
+            for r in m.results
+        ],
+    }
+
+
+def _str(d: Mapping[str, Any], key: str, where: str, default: str | None = None) -> str:
+    value = d.get(key, default)
+    if not isinstance(value, str):
+        raise TranscriptError(f"{where}.{key} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _message_from_dict(d: Any, where: str) -> Message:
+    if not isinstance(d, Mapping):
+        raise TranscriptError(f"{where} must be an object, got {type(d).__name__}")
+    role = d.get("role")
+    if role == "system":
+        return SystemMessage(_str(d, "text", where))
+    if role == "user":
+        return UserMessage(_str(d, "text", where))
+    if role == "assistant":
+        calls_raw = d.get("tool_calls", [])
+        if not isinstance(calls_raw, list):
+            raise TranscriptError(f"{where}.tool_calls must be a list")
+        calls = []
+        for j, c in enumerate(calls_raw):
+            w = f"{where}.tool_calls[{j}]"
+            if not isinstance(c, Mapping):
+                raise TranscriptError(f"{w} must be an object")
+            calls.append(ToolCall(_str(c, "id", w), _str(c, "name", w), _str(c, "arguments", w)))
+        state = d.get("provider_state", {})
+        if not isinstance(state, Mapping):
+            raise TranscriptError(f"{where}.provider_state must be an object")
+        usage_raw = d.get("usage")
+        usage = None
+        if usage_raw is not None:
+            try:
+                usage = Usage(**usage_raw)
+            except TypeError as exc:
+                raise TranscriptError(f"{where}.usage is malformed: {exc}") from None
+        model = d.get("model")
+        if model is not None and not isinstance(model, str):
+            raise TranscriptError(f"{where}.model must be a string")
+        return AssistantMessage(_str(d, "text", where, ""), tuple(calls), dict(state), model, usage)
+    if role == "tool":
+        raw = d.get("results")
+        if not isinstance(raw, list):
+            raise TranscriptError(f"{where}.results must be a list")
+        results = []
+        for j, r in enumerate(raw):
+            w = f"{where}.results[{j}]"
+            if not isinstance(r, Mapping):
+                raise TranscriptError(f"{w} must be an object")
+            is_error = r.get("is_error", False)
+            if not isinstance(is_error, bool):
+                raise TranscriptError(f"{w}.is_error must be a boolean")
+            results.append(
+                ToolResult(
+                    _str(r, "call_id", w),
+                    _str(r, "tool_name", w),
+                    _str(r, "arguments", w),
+                    _str(r, "content", w),
+                    is_error,
+                )
+            )
+        return ToolResultsMessage(tuple(results))
+    raise TranscriptError(
+        f"{where}.role must be one of 'system', 'user', 'assistant', 'tool'; got {role!r}"
+    )

@@ -1,0 +1,284 @@
+"""One turn's tools: availability, requirement, description overrides; resolved before a request."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+
+from toolwire._errors import InvalidToolConstraintError, ToolsetError
+from toolwire._tools import Tool, ToolDef
+from toolwire._toolset import Selector, SelectorLike, Toolset
+
+if TYPE_CHECKING:
+    from toolwire._hooks import HookContext, HookSet
+
+__all__ = [
+    "Availability",
+    "Requirement",
+    "ResolvedTool",
+    "ResolvedTurn",
+    "ToolChoice",
+    "Turn",
+    "resolve_turn",
+]
+
+NO_TOOLS_LABEL = "(none available)"
+
+
+@attrs.frozen
+class Availability:
+    """Which tools a turn offers: ``default()``, ``all()``, ``only(...)``, ``default_plus(...)``."""
+
+    kind: Literal["default", "all", "only", "default_plus"] = "default"
+    selectors: tuple[SelectorLike, ...] = ()
+
+    @classmethod
+    def default(cls) -> Availability:
+        """Every tool not marked off (the default)."""
+        return _DEFAULT
+
+    @classmethod
+    def all(cls) -> Availability:
+        """Every tool, including those marked off."""
+        return _ALL
+
+    @classmethod
+    def only(cls, *selectors: SelectorLike) -> Availability:
+        """Exactly these tools, in this order, whether on or off."""
+        return cls("only", tuple(selectors))
+
+    @classmethod
+    def default_plus(cls, *selectors: SelectorLike) -> Availability:
+        """The default tools, then these extra ones appended."""
+        return cls("default_plus", tuple(selectors))
+
+
+_DEFAULT = Availability("default")
+_ALL = Availability("all")
+
+
+@attrs.frozen
+class Requirement:
+    """What the model is asked to do: ``optional()``, ``at_least_one()``, ``specific(tool)``."""
+
+    kind: Literal["optional", "at_least_one", "specific"] = "optional"
+    tool: SelectorLike | None = None
+
+    @classmethod
+    def optional(cls) -> Requirement:
+        """The model may call tools or answer directly (the default)."""
+        return _OPTIONAL
+
+    @classmethod
+    def at_least_one(cls) -> Requirement:
+        """The model must call at least one available tool."""
+        return _AT_LEAST_ONE
+
+    @classmethod
+    def specific(cls, tool: SelectorLike) -> Requirement:
+        """The model must call this tool."""
+        return cls("specific", tool)
+
+
+_OPTIONAL = Requirement("optional")
+_AT_LEAST_ONE = Requirement("at_least_one")
+
+
+@attrs.frozen
+class ToolChoice:
+    """The provider-neutral tool_choice: ``none``, ``auto``, ``required`` or ``specific`` (name)."""
+
+    kind: Literal["none", "auto", "required", "specific"]
+    name: str | None = None
+
+
+@attrs.frozen
+class ResolvedTool:
+    """A tool as offered this turn: its wire name, effective description and definition."""
+
+    tool: Tool[Any, Any]
+    description: str
+
+    @property
+    def name(self) -> str:
+        return self.tool.name
+
+    @property
+    def definition(self) -> ToolDef:
+        d = self.tool.definition
+        if d.description == self.description:
+            return d
+        return attrs.evolve(d, description=self.description)
+
+
+@attrs.frozen
+class ResolvedTurn:
+    """Everything a provider needs about tools for one request, resolved and checked.
+
+    ``offered`` maps wire names to the tools sent; ``allow_all`` is true for
+    ``Availability.all()`` (any tool of the toolset may be called).
+    """
+
+    toolset: Toolset
+    tools: tuple[ResolvedTool, ...]
+    requirement: Requirement
+    required_tool: str | None
+    tool_choice: ToolChoice
+    parallel_calls: bool | None
+    allow_all: bool
+    offered: Mapping[str, Tool[Any, Any]]
+    hooks: tuple[HookSet, ...] = ()
+    context: HookContext | None = None
+
+    def allows(self, name: str) -> bool:
+        """May the model call ``name`` this turn?"""
+        if name in self.offered:
+            return True
+        return self.allow_all and name in self.toolset
+
+    def lookup(self, name: str) -> Tool[Any, Any] | None:
+        """The tool the model may call under ``name`` this turn, or None."""
+        tool = self.offered.get(name)
+        if tool is None and self.allow_all:
+            return self.toolset.get(name)
+        return tool
+
+    def definitions(self) -> tuple[ToolDef, ...]:
+        return tuple(t.definition for t in self.tools)
+
+
+def _selector_name(toolset: Toolset, sel: SelectorLike) -> str:
+    return toolset.select(sel).name
+
+
+def resolve_turn(
+    toolset: Toolset,
+    *,
+    availability: Availability = _DEFAULT,
+    requirement: Requirement = _OPTIONAL,
+    description_overrides: Iterable[tuple[SelectorLike, str]] | Mapping[Any, str] = (),
+    parallel_calls: bool | None = None,
+    hooks: Sequence[HookSet] = (),
+    context: HookContext | None = None,
+) -> ResolvedTurn:
+    """Resolve availability, requirement and descriptions for one turn, before any request.
+
+    Order: availability selects tools; availability hooks may hide some;
+    description hooks rewrite descriptions (each sees the previous one);
+    ``description_overrides`` apply last (last write wins). A ``specific``
+    requirement outside the resolved set, or ``at_least_one`` with nothing
+    resolved, raises InvalidToolConstraintError before any request.
+    """
+    if not isinstance(toolset, Toolset):
+        raise ToolsetError(f"expected a Toolset, got {type(toolset).__name__}")
+    if not isinstance(availability, Availability):
+        raise TypeError(f"availability must be an Availability, got {type(availability).__name__}")
+    if not isinstance(requirement, Requirement):
+        raise TypeError(f"requirement must be a Requirement, got {type(requirement).__name__}")
+    kind = availability.kind
+    chosen: list[Tool[Any, Any]]
+    if kind == "all":
+        chosen = list(toolset.tools())
+    elif kind == "default":
+        chosen = list(toolset.default_tools())
+    else:
+        names = [_selector_name(toolset, s) for s in availability.selectors]
+        chosen = [] if kind == "only" else list(toolset.default_tools())
+        present = {t.name for t in chosen}
+        for name in names:
+            if name not in present:
+                present.add(name)
+                tool = toolset.get(name)
+                assert tool is not None
+                chosen.append(tool)
+
+    all_hooks = (*toolset.collected_hooks(), *hooks) if toolset.collected_hooks() else tuple(hooks)
+    ctx = context
+    if all_hooks:
+        from toolwire._hooks import HookContext, visible_tools
+
+        ctx = ctx or HookContext()
+        chosen = visible_tools(all_hooks, chosen, ctx)
+
+    descriptions = {t.name: t.description for t in chosen}
+    if all_hooks:
+        from toolwire._hooks import describe_tools
+
+        descriptions = describe_tools(all_hooks, chosen, descriptions, ctx)  # type: ignore[arg-type]
+    overrides = (
+        description_overrides.items()
+        if isinstance(description_overrides, Mapping)
+        else description_overrides
+    )
+    for sel, text in overrides:
+        name = _selector_name(toolset, sel)
+        if not isinstance(text, str):
+            raise TypeError(
+                f"description override for `{name}` must be a string, got {type(text).__name__}"
+            )
+        if name in descriptions:
+            descriptions[name] = text
+
+    resolved = tuple(ResolvedTool(t, descriptions[t.name]) for t in chosen)
+    offered = {t.name: t for t in chosen}
+
+    required: str | None = None
+    if requirement.kind == "specific":
+        assert requirement.tool is not None
+        if isinstance(requirement.tool, (str, Selector)) and str(requirement.tool) not in toolset:
+            required = str(requirement.tool)
+        else:
+            required = _selector_name(toolset, requirement.tool)
+        if required not in offered:
+            raise InvalidToolConstraintError(required)
+        choice = ToolChoice("specific", required)
+    elif not resolved:
+        if requirement.kind == "at_least_one":
+            raise InvalidToolConstraintError(NO_TOOLS_LABEL)
+        choice = ToolChoice("none")
+    elif requirement.kind == "at_least_one":
+        choice = ToolChoice("required")
+    else:
+        choice = ToolChoice("auto")
+
+    return ResolvedTurn(
+        toolset=toolset,
+        tools=resolved,
+        requirement=requirement,
+        required_tool=required,
+        tool_choice=choice,
+        parallel_calls=parallel_calls,
+        allow_all=kind == "all",
+        offered=offered,
+        hooks=all_hooks,
+        context=ctx,
+    )
+
+
+@attrs.frozen
+class Turn:
+    """A reusable turn configuration: resolve it against a toolset for each request."""
+
+    availability: Availability = _DEFAULT
+    requirement: Requirement = _OPTIONAL
+    description_overrides: tuple[tuple[SelectorLike, str], ...] = ()
+    parallel_calls: bool | None = None
+
+    def resolve(
+        self,
+        toolset: Toolset,
+        *,
+        hooks: Sequence[HookSet] = (),
+        context: HookContext | None = None,
+    ) -> ResolvedTurn:
+        return resolve_turn(
+            toolset,
+            availability=self.availability,
+            requirement=self.requirement,
+            description_overrides=self.description_overrides,
+            parallel_calls=self.parallel_calls,
+            hooks=hooks,
+            context=context,
+        )

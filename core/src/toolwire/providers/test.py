@@ -1,0 +1,204 @@
+"""The built-in offline ``test`` provider: no network, deterministic.
+
+Heuristic mode (the default): on a new user message it calls the offered
+tools whose name words appear in the message (or the required tool, or the
+first tool when at least one is required), with arguments generated from each
+tool's JSON schema; once results are in, it answers with text that uses
+them. Scripted mode replays given replies, for tests and examples.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, ClassVar
+
+from toolwire._errors import ProviderError
+from toolwire._provider import Provider
+from toolwire._round import AssistantReply, rejection_reason
+from toolwire._tools import ToolCall
+from toolwire._transcript import AssistantMessage, Session, ToolResultsMessage, Usage, UserMessage
+from toolwire._turn import ResolvedTurn
+
+__all__ = ["TestProvider", "example_arguments"]
+
+_WORD = re.compile(r"[a-z0-9]+")
+_QUOTED = re.compile(r"\"([^\"]+)\"|'([^']+)'|`([^`]+)`")
+
+
+class TestProvider(Provider):
+    """Offline provider; ``script`` (optional) is a list of replies to replay in order.
+
+    A scripted reply is an AssistantReply or a dict ``{"text": ..., "tool_calls":
+    [{"name": ..., "arguments": {...} or "json text", "id": optional}]}``.
+    """
+
+    __test__ = False  # not a pytest test class
+    name: ClassVar[str] = "test"
+    default_model: ClassVar[str] = "offline"
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        script: Iterable[AssistantReply | Mapping[str, Any]] | None = None,
+    ) -> None:
+        super().__init__(model)
+        self._script = (
+            [_to_reply(r, i) for i, r in enumerate(script)] if script is not None else None
+        )
+        self.requests: list[tuple[Session, ResolvedTurn]] = []
+
+    def generate(self, session: Session, turn: ResolvedTurn) -> AssistantReply:
+        self.requests.append((session, turn))
+        if self._script is not None:
+            if not self._script:
+                raise ProviderError(
+                    "the scripted test provider has no replies left", provider=self.name
+                )
+            return self._script.pop(0)
+        return self._heuristic(session, turn)
+
+    def _heuristic(self, session: Session, turn: ResolvedTurn) -> AssistantReply:
+        last = session.last
+        n_round = sum(1 for m in session if isinstance(m, AssistantMessage))
+        usage = Usage(input_tokens=sum(len(_text_of(m)) for m in session) // 4 + 1, output_tokens=8)
+        if isinstance(last, ToolResultsMessage):
+            parts = []
+            for r in last.results:
+                reason = rejection_reason(r.content)
+                if reason is not None:
+                    parts.append(f"{r.tool_name} was rejected ({reason})")
+                elif r.is_error:
+                    parts.append(f"{r.tool_name} failed: {r.content}")
+                else:
+                    parts.append(f"{r.tool_name} returned: {r.content}")
+            return AssistantReply(
+                "Here is what I found. " + "; ".join(parts) + ".",
+                finish_reason="stop",
+                usage=usage,
+                model=self.model,
+            )
+        prompt = last.text if isinstance(last, UserMessage) else ""
+        chosen = _choose(turn, prompt)
+        if not chosen:
+            text = f"(offline test provider) You said: {prompt}" if prompt else "(offline)"
+            return AssistantReply(text, finish_reason="stop", usage=usage, model=self.model)
+        if turn.parallel_calls is False:
+            chosen = chosen[:1]
+        quoted = _quoted(prompt)
+        calls = tuple(
+            ToolCall(
+                f"call_{n_round}_{i}",
+                t.name,
+                json.dumps(example_arguments(t.tool.input_schema, quoted), separators=(",", ":")),
+            )
+            for i, t in enumerate(chosen)
+        )
+        return AssistantReply("", calls, "tool_calls", usage, model=self.model)
+
+
+def _text_of(m: Any) -> str:
+    return getattr(m, "text", "") or ""
+
+
+def _choose(turn: ResolvedTurn, prompt: str) -> list[Any]:
+    tools = list(turn.tools)
+    if not tools:
+        return []
+    if turn.required_tool is not None:
+        return [t for t in tools if t.name == turn.required_tool]
+    words = set(_WORD.findall(prompt.lower()))
+    scores = [
+        sum(1 for w in set(_WORD.findall(t.name.lower())) if len(w) >= 3 and w in words)
+        for t in tools
+    ]
+    best = max(scores)
+    # The tools that match the prompt best (so "get weather" picks get_weather, not every get_*).
+    matched = [t for t, score in zip(tools, scores, strict=False) if best and score == best]
+    if not matched and turn.requirement.kind == "at_least_one":
+        matched = tools[:1]
+    return matched
+
+
+def _quoted(prompt: str) -> list[str]:
+    return [next(g for g in m.groups() if g) for m in _QUOTED.finditer(prompt)]
+
+
+def example_arguments(schema: Mapping[str, Any], strings: Sequence[str] = ()) -> Any:
+    """A value valid for ``schema`` (defaults where given; quoted prompt text for strings)."""
+    defs = schema.get("$defs", {})
+    pool = list(strings)
+    return _example(schema, defs, pool, 0, required=True)
+
+
+def _example(
+    s: Mapping[str, Any], defs: Mapping[str, Any], pool: list[str], depth: int, *, required: bool
+) -> Any:
+    if depth > 8:
+        return None
+    if "$ref" in s:
+        ref = s["$ref"].rsplit("/", 1)[-1]
+        return _example(defs.get(ref, {}), defs, pool, depth + 1, required=required)
+    if "default" in s:
+        return s["default"]
+    if "const" in s:
+        return s["const"]
+    if s.get("enum"):
+        return s["enum"][0]
+    for key in ("anyOf", "oneOf"):
+        if key in s:
+            options = [o for o in s[key] if o.get("type") != "null"] or s[key]
+            return _example(options[0], defs, pool, depth + 1, required=required)
+    if s.get("allOf"):
+        return _example(s["allOf"][0], defs, pool, depth + 1, required=required)
+    t = s.get("type")
+    if isinstance(t, list):
+        t = next((x for x in t if x != "null"), "null")
+    if t == "object" or "properties" in s:
+        props = s.get("properties", {})
+        req = set(s.get("required", ()))
+        return {
+            k: _example(v, defs, pool, depth + 1, required=True)
+            for k, v in props.items()
+            if k in req
+        }
+    if t == "array":
+        n = int(s.get("minItems", 1))
+        item = s.get("items", {})
+        return [_example(item, defs, pool, depth + 1, required=True) for _ in range(n)]
+    if t == "string":
+        text = pool.pop(0) if pool else "example"
+        min_len = int(s.get("minLength", 0))
+        max_len = s.get("maxLength")
+        text = text.ljust(min_len, "x")
+        return text[: int(max_len)] if max_len is not None else text
+    if t == "integer":
+        lo = s.get("minimum", s.get("exclusiveMinimum", 0) + 1 if "exclusiveMinimum" in s else 1)
+        return int(lo)
+    if t == "number":
+        return float(s.get("minimum", 1.0))
+    if t == "boolean":
+        return False
+    if t == "null":
+        return None
+    return "example"
+
+
+def _to_reply(r: AssistantReply | Mapping[str, Any], i: int) -> AssistantReply:
+    if isinstance(r, AssistantReply):
+        return r
+    if not isinstance(r, Mapping):
+        raise TypeError(f"script[{i}] must be an AssistantReply or a dict, got {type(r).__name__}")
+    calls = []
+    for j, c in enumerate(r.get("tool_calls", ())):
+        args = c.get("arguments", {})
+        text = args if isinstance(args, str) else json.dumps(args, separators=(",", ":"))
+        calls.append(ToolCall(str(c.get("id", f"call_{i}_{j}")), str(c["name"]), text))
+    return AssistantReply(
+        str(r.get("text", "")),
+        tuple(calls),
+        "tool_calls" if calls else "stop",
+        model="scripted",
+    )
