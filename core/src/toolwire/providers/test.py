@@ -24,7 +24,8 @@ from toolwire._turn import ResolvedTurn
 __all__ = ["TestProvider", "example_arguments"]
 
 _WORD = re.compile(r"[a-z0-9]+")
-_QUOTED = re.compile(r"\"([^\"]+)\"|'([^']+)'|`([^`]+)`")
+# Quoted text in the prompt; a quote inside a word (an apostrophe) does not open or close one.
+_QUOTED = re.compile(r"(?<!\w)\"([^\"]+)\"(?!\w)|(?<!\w)'([^']+)'(?!\w)|`([^`]+)`")
 
 
 class TestProvider(Provider):

@@ -1,0 +1,38 @@
+"""Every script in examples/ runs to completion in a fresh interpreter (STYLE 20: docs that run)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.py"))
+
+
+def test_there_are_examples() -> None:
+    assert EXAMPLES, "examples/ has no scripts"
+
+
+@pytest.mark.parametrize("script", EXAMPLES, ids=lambda p: p.name)
+def test_example_runs(script: Path, tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip(), f"{script.name} printed nothing"
+
+
+def test_quickstart_answers_with_the_tool_result() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES[0].parent / "quickstart.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "18 degrees celsius in Paris" in proc.stdout
