@@ -64,11 +64,13 @@ if TYPE_CHECKING:
     from httpx._client import UseClientDefault
 
 __all__ = [
-    "DEFAULT_TIMEOUT",
     "ApiKey",
     "AuthStyle",
+    "DEFAULT_CONTEXT_LENGTH_MARKERS",
+    "DEFAULT_TIMEOUT",
     "ErrorDetail",
     "ErrorMapper",
+    "RandomSource",
     "RetryPolicy",
     "SSEDecoder",
     "SSEEvent",
@@ -959,6 +961,7 @@ class Transport:
     __slots__ = (
         "_async_client",
         "_async_sleep",
+        "_auth",
         "_base_url",
         "_client",
         "_client_timeout",
@@ -976,7 +979,6 @@ class Transport:
         "_sleep",
         "_stream_headers",
         "_timeout",
-        "auth",
     )
 
     def __init__(
@@ -999,7 +1001,7 @@ class Transport:
         self._provider = provider
         self._base_url = base_url.rstrip("/")
         self._key = ApiKey(api_key) if isinstance(api_key, str) else api_key
-        self.auth = AuthStyle.bearer() if auth is None else auth
+        self._auth = AuthStyle.bearer() if auth is None else auth
         self._secrets = _scrub_list(self._key)
         self._retry = RetryPolicy() if retry is None else retry
         self._mapper = ErrorMapper() if error_mapper is None else error_mapper
@@ -1021,10 +1023,10 @@ class Transport:
         base_headers.update(headers or {})
         self._query_auth: str | None = None
         if self._key is not None:
-            if self.auth.location == "header":
-                base_headers[self.auth.name] = self.auth.prefix + self._key.get()
+            if self._auth.location == "header":
+                base_headers[self._auth.name] = self._auth.prefix + self._key.get()
             else:
-                self._query_auth = f"{quote(self.auth.name)}={quote(self._key.get(), safe='')}"
+                self._query_auth = f"{quote(self._auth.name)}={quote(self._key.get(), safe='')}"
                 _install_httpx_log_filter()
         self._json_headers = {"accept": "application/json", **base_headers}
         self._stream_headers = {"accept": "text/event-stream", **base_headers}
@@ -1040,6 +1042,11 @@ class Transport:
         return self._base_url
 
     @property
+    def auth(self) -> AuthStyle:
+        """Where the key is sent."""
+        return self._auth
+
+    @property
     def retry(self) -> RetryPolicy:
         """The retry policy."""
         return self._retry
@@ -1053,7 +1060,7 @@ class Transport:
         key = "None" if self._key is None else repr(self._key)
         return (
             f"Transport(provider={self._provider!r}, base_url={redact_url(self._base_url)!r}, "
-            f"auth={self.auth.location}:{self.auth.name}, api_key={key})"
+            f"auth={self._auth.location}:{self._auth.name}, api_key={key})"
         )
 
     # -- clients
