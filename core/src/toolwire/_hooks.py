@@ -114,10 +114,15 @@ class _Hook:
         if t is None:
             return True
         if isinstance(t, str):
-            return tool.name == t
+            # The wire name, or the tool's own name before a prefix mount renamed it: a hook
+            # set written for a tool pack keeps applying wherever the pack is mounted.
+            return tool.name == t or tool.origin.name == t
         if isinstance(t, Tool):
             return tool.origin is t.origin
-        return bool(tool.input_type is t)
+        if isinstance(t, type):
+            return bool(tool.input_type is t)
+        # A plain function: the tool a toolset built from it.
+        return tool.fn is t
 
 
 def _hook_name(fn: Callable[..., Any]) -> str:
@@ -152,6 +157,9 @@ def _normalise_target(target: Any) -> Any:
     if isinstance(target, type):
         found = getattr(target, "__toolwire_tool__", None)
         return found if isinstance(found, Tool) else target
+    if inspect.isfunction(target) or inspect.ismethod(target):
+        # Matched by identity against the tool's implementation (see _Hook.matches).
+        return target
     return tool_of(target)
 
 
@@ -172,7 +180,7 @@ class HookSet:
         self._decision: list[_Hook] = []
         self._description: list[_Hook] = []
         self._visibility: list[_Hook] = []
-        self._cache: dict[str, tuple[_Hook, ...]] = {}
+        self._cache: dict[tuple[str, Tool[Any, Any]], tuple[_Hook, ...]] = {}
 
     def __repr__(self) -> str:
         return (
@@ -241,10 +249,11 @@ class HookSet:
         return out
 
     def decision_hooks(self, tool: Tool[Any, Any]) -> tuple[_Hook, ...]:
-        """The decision hooks that apply to ``tool``, in order (cached per wire name)."""
-        key = tool.name
+        """The decision hooks that apply to ``tool``, in order (cached per tool)."""
+        # Whether a hook matches depends only on the wire name and the tool it was built from.
+        key = (tool.name, tool.origin)
         hit = self._cache.get(key)
-        if hit is not None and (not hit or hit[0].matches(tool)):
+        if hit is not None:
             return hit
         found = tuple(h for h in self._decision if h.matches(tool))
         self._cache[key] = found
@@ -301,7 +310,12 @@ def describe_tools(
         for h in hooks:
             if not h.matches(tool):
                 continue
-            new = _call_hook(h, tool, current, ctx)
+            try:
+                new = _call_hook(h, tool, current, ctx)
+            except Exception as exc:
+                # A broken description hook leaves the description as it was (and says so).
+                logger.warning("description hook %s failed for %s: %r", h.name, tool.name, exc)
+                continue
             if inspect.isawaitable(new):
                 _close(new)
                 raise HookError(f"description hook `{h.name}` is async; it must be sync")
@@ -370,18 +384,15 @@ def _interpret(
 
 def _thread(call: TypedCall[Any], h: _Hook, decision: Any) -> TypedCall[Any] | RejectedCall:
     if isinstance(decision, RunNormally) and decision.input is not _UNCHANGED:
-        value = decision.input
-        it = call.tool.input_type
-        if isinstance(it, type) and it is not dict and not isinstance(value, it):
-            try:
-                value = call.tool.validate_python(value)
-            except Exception as exc:
-                return _reject(
-                    call,
-                    f"hook `{h.name}` edited the input into something invalid for "
-                    f"`{call.name}`: {exc}",
-                    h.name,
-                )
+        try:
+            # An instance of the input model passes as is; anything else is validated.
+            value = call.tool.validate_python(decision.input)
+        except Exception as exc:
+            return _reject(
+                call,
+                f"hook `{h.name}` edited the input into something invalid for `{call.name}`: {exc}",
+                h.name,
+            )
         return call.with_input(value)
     return call
 

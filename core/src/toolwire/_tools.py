@@ -24,6 +24,7 @@ from typing import (
 import attrs
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from pydantic.fields import FieldInfo
 from typing_extensions import ParamSpec
 
 from toolwire._errors import MismatchedToolNameError, ToolDefinitionError
@@ -308,7 +309,7 @@ def _camel(name: str) -> str:
 
 
 def _check_name(name: Any) -> str:
-    if not isinstance(name, str) or not _NAME_RE.match(name):
+    if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
         raise ToolDefinitionError(
             f"tool name must be 1-128 characters of letters, digits, '_', '-', '.', ':', "
             f"got {name!r}"
@@ -488,6 +489,11 @@ class Tool(Generic[InT, OutT]):
             raise _validation_error(
                 self.name, "json_invalid", f"Invalid JSON: {exc}", (), text
             ) from None
+        except RecursionError:
+            # Bad model output is data: nesting too deep for the parser is invalid JSON here.
+            raise _validation_error(
+                self.name, "json_invalid", "Invalid JSON: nested too deeply", (), text
+            ) from None
         return self._validate_raw_value(value)
 
     def _validate_raw_value(self, value: Any) -> dict[str, Any]:
@@ -495,7 +501,14 @@ class Tool(Generic[InT, OutT]):
             import jsonschema
 
             self._raw_validator = jsonschema.Draft202012Validator(dict(self.input_schema))
-        errors = sorted(self._raw_validator.iter_errors(value), key=lambda e: list(e.path))
+        try:
+            errors = sorted(
+                self._raw_validator.iter_errors(value), key=lambda e: [str(p) for p in e.path]
+            )
+        except RecursionError:
+            raise _validation_error(
+                self.name, "json_schema", "arguments are nested too deeply", (), value
+            ) from None
         if errors:
             details = [
                 {
@@ -673,8 +686,16 @@ def _build_function_tool(
                 f"tool `{tool_name}`: positional-only parameter `{pname}` is not supported; "
                 f"remove the '/' from the signature"
             )
+        text = doc.params.get(pname) or None
+        if isinstance(param.default, FieldInfo):
+            # ``x: int = Field(gt=0)``: keep the user's constraints, add the docstring text.
+            info = param.default
+            if info.description is None and text:
+                info = FieldInfo.merge_field_infos(info, description=text)
+            fields[pname] = (annotation, info)
+            continue
         default = ... if param.default is param.empty else param.default
-        fields[pname] = (annotation, Field(default, description=doc.params.get(pname) or None))
+        fields[pname] = (annotation, Field(default, description=text))
     model_name = _camel(tool_name)
     try:
         model = create_model(

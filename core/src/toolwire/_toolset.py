@@ -31,7 +31,7 @@ def wire_name(name: str) -> str:
     longer than 64 characters keeps its first 55 and ends with ``_`` and 8 hex
     digits of its BLAKE2 hash, so different long names stay different.
     """
-    if _WIRE_OK.match(name):
+    if _WIRE_OK.fullmatch(name):
         return name
     safe = _WIRE_BAD_CHARS.sub("_", name) or "_"
     if len(safe) <= MAX_WIRE_NAME:
@@ -261,9 +261,14 @@ class Toolset:
             return self.from_name(target.name)
         if isinstance(target, str):
             return self.from_name(target)
+        leaves = self._ensure()
+        if not isinstance(target, (Tool, type)) and callable(target):
+            # A plain function: the tool this toolset built from it (tool_of would build anew).
+            for leaf in leaves:
+                if leaf.tool.fn is target:
+                    return Selector(leaf.wire)
         tool = target if isinstance(target, Tool) else tool_of(target)
-        self._ensure()
-        for leaf in self._assembled or ():
+        for leaf in leaves:
             if leaf.tool.origin is tool.origin:
                 return Selector(leaf.wire)
         raise UnknownToolError(tool.name, f"tool `{tool.name}` is not in toolset `{self.name}`")

@@ -257,6 +257,10 @@ def _check_results(assistant: AssistantMessage, results: ToolResultsMessage) -> 
                 f"result `{res.call_id}` ({res.tool_name}) does not answer call "
                 f"`{call.id}` ({call.name}) at the same position"
             )
+        if call.arguments != res.arguments:
+            raise TranscriptError(
+                f"result `{res.call_id}` carries arguments that differ from its call's"
+            )
 
 
 def _message_to_dict(m: Message) -> dict[str, Any]:
@@ -321,6 +325,11 @@ def _message_from_dict(d: Any, where: str) -> Message:
         usage_raw = d.get("usage")
         usage = None
         if usage_raw is not None:
+            if not isinstance(usage_raw, Mapping):
+                raise TranscriptError(f"{where}.usage must be an object")
+            for key, count in usage_raw.items():
+                if isinstance(count, bool) or not isinstance(count, int):
+                    raise TranscriptError(f"{where}.usage.{key} must be an integer")
             try:
                 usage = Usage(**usage_raw)
             except TypeError as exc:

@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
 
-from toolwire._errors import InvalidToolConstraintError, ToolsetError
+from toolwire._errors import InvalidToolConstraintError, ToolsetError, UnknownToolError
 from toolwire._tools import Tool, ToolDef
-from toolwire._toolset import Selector, SelectorLike, Toolset
+from toolwire._toolset import SelectorLike, Toolset
 
 if TYPE_CHECKING:
     from toolwire._hooks import HookContext, HookSet
@@ -194,7 +194,10 @@ def resolve_turn(
                 assert tool is not None
                 chosen.append(tool)
 
-    all_hooks = (*toolset.collected_hooks(), *hooks) if toolset.collected_hooks() else tuple(hooks)
+    # The hooks passed here (policy plugins, tool packs, the application's sets) run
+    # before the toolsets' own, so no toolset hook can answer a call a policy rejects.
+    collected = toolset.collected_hooks()
+    all_hooks = (*hooks, *collected) if collected else tuple(hooks)
     ctx = context
     if all_hooks:
         from toolwire._hooks import HookContext, visible_tools
@@ -227,10 +230,11 @@ def resolve_turn(
     required: str | None = None
     if requirement.kind == "specific":
         assert requirement.tool is not None
-        if isinstance(requirement.tool, (str, Selector)) and str(requirement.tool) not in toolset:
-            required = str(requirement.tool)
-        else:
+        try:
             required = _selector_name(toolset, requirement.tool)
+        except UnknownToolError as exc:
+            # Not in the toolset at all: it is certainly not in the available set.
+            required = exc.name
         if required not in offered:
             raise InvalidToolConstraintError(required)
         choice = ToolChoice("specific", required)

@@ -1,0 +1,396 @@
+"""Decoding replies into rounds, recoverable issues, commit validation, the hot path."""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from typing import Any
+
+import pytest
+from _helpers import needs_tools, reply
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import toolwire as tw
+import toolwire._tools
+
+OK = '{"city":"Oslo"}'
+
+
+@pytest.fixture
+def turn(toolset: tw.Toolset) -> tw.ResolvedTurn:
+    return tw.resolve_turn(toolset, availability=tw.Availability.only("get_weather"))
+
+
+# -- decoding -------------------------------------------------------------------------------
+
+
+def test_reply_without_calls_is_finished_and_committed(
+    session: tw.Session, turn: tw.ResolvedTurn
+) -> None:
+    out = tw.decode_reply(session, turn, reply(text="Hello."))
+    assert (tw.Finished, "Hello.", "Hello.") == (type(out), out.text, session.messages[-1].text)  # type: ignore[union-attr]
+
+
+def test_valid_call_is_typed(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+    rnd = needs_tools(session, turn, ("c1", "get_weather", OK))
+    assert ("Oslo", 1) == (rnd.expect_one().input.city, rnd.expect_one().input.days)
+
+
+def test_nothing_is_written_before_commit(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+    needs_tools(session, turn, ("c1", "get_weather", OK))
+    assert 1 == len(session)
+
+
+def test_tool_not_offered_is_not_available(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+    rnd = needs_tools(session, turn, ("c1", "search_docs", '{"query":"x"}'))
+    assert (
+        [tw.NotAvailable],
+        "tool `search_docs` is not available in this round",
+    ) == ([type(i) for i in rnd.issues], rnd.issues[0].reason)
+
+
+def test_unknown_tool(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+    rnd = needs_tools(session, turn, ("c1", "nope", "{}"))
+    assert (
+        [tw.UnknownTool],
+        "tool `nope` is not recognized in this toolset or round",
+    ) == ([type(i) for i in rnd.issues], rnd.issues[0].reason)
+
+
+def test_all_availability_accepts_off_tools(session: tw.Session, toolset: tw.Toolset) -> None:
+    turn = tw.resolve_turn(toolset, availability=tw.Availability.all())
+    rnd = needs_tools(session, turn, ("c1", "search_docs", '{"query":"x"}'))
+    assert (1, ()) == (len(rnd.calls), rnd.issues)
+
+
+def test_argument_text_that_is_not_json(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+    issue = needs_tools(session, turn, ("c1", "get_weather", "{city")).issues[0]
+    assert (tw.InvalidArguments, "json_invalid") == (type(issue), issue.errors[0]["type"])  # type: ignore[union-attr]
+
+
+def test_json_that_is_not_an_object(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+    issue = needs_tools(session, turn, ("c1", "get_weather", "[1]")).issues[0]
+    assert "model_type" == issue.errors[0]["type"]  # type: ignore[union-attr]
+
+
+def test_wrong_types_keep_pydantic_detail(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+    issue = needs_tools(session, turn, ("c1", "get_weather", '{"city":"x","days":"many"}')).issues[
+        0
+    ]
+    assert [("days",), "int_parsing"] == [issue.errors[0]["loc"], issue.errors[0]["type"]]  # type: ignore[union-attr]
+
+
+def test_invalid_arguments_rejection_carries_the_detail(
+    session: tw.Session, turn: tw.ResolvedTurn
+) -> None:
+    issue = needs_tools(session, turn, ("c1", "get_weather", "{}")).issues[0]
+    assert (
+        "tool `get_weather` arguments did not match the expected schema:\n"
+        "- city: Field required" == tw.rejection_reason(issue.rejection())
+    )
+
+
+def test_issues_set_the_continue_suggestion(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+    rnd = needs_tools(session, turn, ("c1", "nope", "{}"))
+    assert tw.ContinueSuggestion.RECOVERABLE_TOOL_CALL_ISSUE == rnd.continue_suggestion
+
+
+def test_valid_calls_suggest_running_tools(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+    rnd = needs_tools(session, turn, ("c1", "get_weather", OK))
+    assert tw.ContinueSuggestion.RUN_TOOLS == rnd.continue_suggestion
+
+
+def test_duplicate_call_ids_are_dropped(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+    rnd = needs_tools(session, turn, ("c1", "get_weather", OK), ("c1", "get_weather", "{}"))
+    assert ([OK], ()) == ([c.arguments for c in rnd.tool_calls], rnd.issues)
+
+
+def test_issues_are_kept_in_the_assistant_turn(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+    rnd = needs_tools(session, turn, ("c1", "nope", "{}"), ("c2", "get_weather", OK))
+    assert (["c1", "c2"], ["c2"]) == ([c.id for c in rnd.tool_calls], [c.id for c in rnd.calls])
+
+
+_texts = st.one_of(
+    st.text(max_size=40),
+    st.sampled_from(
+        ["", "null", "[]", "{}", '{"city": 1}', '{"city":"x","days":1e400}', "[" * 5000]
+    ),
+)
+
+
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["get_weather", "search_docs", "zz", ""]), _texts), max_size=5
+    )
+)
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_random_argument_text_never_raises(
+    toolset: tw.Toolset, calls: list[tuple[str, str]]
+) -> None:
+    turn = tw.resolve_turn(toolset, availability=tw.Availability.only("get_weather"))
+    raw = [(f"c{i}", name, args) for i, (name, args) in enumerate(calls)]
+    out = tw.decode_reply(tw.Session(), turn, reply(*raw), enforce_requirement=False)
+    decoded = 0 if isinstance(out, tw.Finished) else len(out.round.calls) + len(out.round.issues)
+    assert len(calls) == decoded
+
+
+def test_raw_tool_random_text_becomes_an_issue(session: tw.Session) -> None:
+    ts = tw.Toolset("t", [tw.raw_tool("r", "d", {"properties": {"x": {"type": "array"}}})])
+    rnd = needs_tools(session, tw.resolve_turn(ts), ("c1", "r", '{"x":' + "[" * 5000))
+    assert [tw.InvalidArguments] == [type(i) for i in rnd.issues]
+
+
+# -- requirement checked after decoding ---------------------------------------------------
+
+
+def test_at_least_one_ignored_raises(session: tw.Session, toolset: tw.Toolset) -> None:
+    turn = tw.resolve_turn(toolset, requirement=tw.Requirement.at_least_one())
+    with pytest.raises(tw.RequirementNotMetError) as info:
+        tw.decode_reply(session, turn, reply(text="no"))
+    assert "the turn requires at least one tool call, but the model answered without tools" == str(
+        info.value
+    )
+
+
+def test_specific_ignored_raises_and_writes_nothing(
+    session: tw.Session, toolset: tw.Toolset
+) -> None:
+    turn = tw.resolve_turn(toolset, requirement=tw.Requirement.specific("get_weather"))
+    with pytest.raises(tw.RequirementNotMetError) as info:
+        tw.decode_reply(session, turn, reply(("c1", "search_docs", '{"query":"x"}')))
+    assert (
+        "the turn requires a call to `get_weather`, but the model called `search_docs`",
+        1,
+    ) == (str(info.value), len(session))
+
+
+# -- expect / discard ------------------------------------------------------------------------
+
+
+def test_expect_one_counts_valid_calls_only(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+    rnd = needs_tools(session, turn, ("c1", "get_weather", OK), ("c2", "nope", "{}"))
+    assert "c1" == rnd.expect_one().id
+
+
+def test_expect_one_with_two_calls(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+    rnd = needs_tools(session, turn, ("c1", "get_weather", OK), ("c2", "get_weather", OK))
+    with pytest.raises(tw.ExpectationError) as info:
+        rnd.expect_one()
+    assert "expected exactly one tool call, got 2" == str(info.value)
+
+
+def test_expect_at_most_one_with_none(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+    assert None is needs_tools(session, turn, ("c1", "nope", "{}")).expect_at_most_one()
+
+
+def test_expect_at_most_one_with_two(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+    rnd = needs_tools(session, turn, ("c1", "get_weather", OK), ("c2", "get_weather", OK))
+    with pytest.raises(tw.ExpectationError) as info:
+        rnd.expect_at_most_one()
+    assert "expected at most one tool call, got 2" == str(info.value)
+
+
+def test_discard_writes_nothing_and_closes_the_round(
+    session: tw.Session, turn: tw.ResolvedTurn
+) -> None:
+    rnd = needs_tools(session, turn, ("c1", "get_weather", OK))
+    rnd.discard()
+    with pytest.raises(tw.TranscriptError) as info:
+        rnd.commit([])
+    assert ("this tool round was already discarded", 1) == (str(info.value), len(session))
+
+
+# -- rejections ----------------------------------------------------------------------------
+
+
+def test_rejection_reason_reads_the_prefix_back() -> None:
+    assert "no" == tw.rejection_reason(tw.rejection_content("no"))
+
+
+def test_rejection_prefix_is_fixed() -> None:
+    assert "__toolwire_rejected__: no" == tw.rejection_content("no")
+
+
+def test_rejection_reason_of_ordinary_content_is_none() -> None:
+    assert None is tw.rejection_reason("sunny")
+
+
+# -- commit -----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def two(session: tw.Session, turn: tw.ResolvedTurn) -> tw.ToolRound:
+    return needs_tools(session, turn, ("c1", "get_weather", OK), ("c2", "get_weather", OK))
+
+
+def test_commit_stores_results_in_assistant_order(session: tw.Session, two: tw.ToolRound) -> None:
+    a, b = two.calls
+    two.commit([b.complete("B"), a.complete("A")])
+    last = session.messages[-1]
+    assert ["A", "B"] == [r.content for r in last.results]  # type: ignore[union-attr]
+
+
+def test_commit_appends_the_assistant_turn_and_results(
+    session: tw.Session, two: tw.ToolRound
+) -> None:
+    two.commit([c.complete("x") for c in two.calls])
+    assert ["system", "assistant", "tool"] == [m.role for m in session]
+
+
+def test_commit_auto_rejects_issues(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+    rnd = needs_tools(session, turn, ("c1", "nope", "{}"))
+    rnd.commit([])
+    result = session.messages[-1].results[0]  # type: ignore[union-attr]
+    assert (True, "tool `nope` is not recognized in this toolset or round") == (
+        result.is_error,
+        tw.rejection_reason(result),
+    )
+
+
+def test_commit_keeps_the_callers_answer_to_an_issue(
+    session: tw.Session, turn: tw.ResolvedTurn
+) -> None:
+    rnd = needs_tools(session, turn, ("c1", "nope", "{}"))
+    rnd.commit([rnd.tool_calls[0].result("handled by me")])
+    assert "handled by me" == session.messages[-1].results[0].content  # type: ignore[union-attr]
+
+
+def test_commit_missing_result(two: tw.ToolRound) -> None:
+    with pytest.raises(tw.MissingToolResultError) as info:
+        two.commit([two.calls[0].complete("x")])
+    assert ("c2", "assistant turn references missing tool result `c2`") == (
+        info.value.call_id,
+        str(info.value),
+    )
+
+
+def test_commit_duplicate_result(two: tw.ToolRound) -> None:
+    a = two.calls[0].complete("x")
+    with pytest.raises(tw.DuplicateToolResultError) as info:
+        two.commit([a, a, two.calls[1].complete("y")])
+    assert "assistant turn received duplicate tool result `c1`" == str(info.value)
+
+
+def test_commit_extra_result(two: tw.ToolRound) -> None:
+    extra = tw.ToolResult("c9", "get_weather", OK, "x")
+    with pytest.raises(tw.ExtraToolResultError) as info:
+        two.commit([*(c.complete("x") for c in two.calls), extra])
+    assert "assistant turn received extra tool result `c9`" == str(info.value)
+
+
+def test_commit_wrong_tool_name(two: tw.ToolRound) -> None:
+    wrong = tw.ToolResult("c1", "search_docs", OK, "x")
+    with pytest.raises(tw.MismatchedToolCallNameError) as info:
+        two.commit([wrong, two.calls[1].complete("y")])
+    assert (
+        "assistant turn tool call `c1` expected tool name `get_weather`, got `search_docs`"
+        == str(info.value)
+    )
+
+
+def test_commit_different_argument_text(two: tw.ToolRound) -> None:
+    wrong = tw.ToolResult("c1", "get_weather", '{"city": "Oslo"}', "x")
+    with pytest.raises(tw.MismatchedToolCallArgumentsError) as info:
+        two.commit([wrong, two.calls[1].complete("y")])
+    assert "assistant turn tool call `c1` received mismatched arguments" == str(info.value)
+
+
+def test_commit_non_result_is_a_type_error(two: tw.ToolRound) -> None:
+    with pytest.raises(TypeError) as info:
+        two.commit(["x"])  # type: ignore[list-item]
+    assert "commit takes ToolResult objects, got str" == str(info.value)
+
+
+def test_failed_commit_writes_nothing_and_can_be_retried(
+    session: tw.Session, two: tw.ToolRound
+) -> None:
+    with pytest.raises(tw.CommitError):
+        two.commit([])
+    two.commit([c.complete("x") for c in two.calls])
+    assert 3 == len(session)
+
+
+def test_second_commit_is_refused(two: tw.ToolRound) -> None:
+    two.commit([c.complete("x") for c in two.calls])
+    with pytest.raises(tw.TranscriptError) as info:
+        two.commit([c.complete("x") for c in two.calls])
+    assert "this tool round was already committed" == str(info.value)
+
+
+def test_commit_after_the_session_changed_is_refused(
+    session: tw.Session, two: tw.ToolRound
+) -> None:
+    session.add_user("meanwhile")
+    with pytest.raises(tw.TranscriptError) as info:
+        two.commit([c.complete("x") for c in two.calls])
+    assert "the session changed after this round was decoded; decode a new turn" == str(info.value)
+
+
+_IDS = ["c0", "c1", "c2", "c3"]
+
+
+@given(
+    n=st.integers(1, 4),
+    picks=st.lists(st.sampled_from([*_IDS, "zz"]), max_size=7),
+)
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_commit_succeeds_iff_the_results_match_exactly(
+    toolset: tw.Toolset, n: int, picks: list[str]
+) -> None:
+    session = tw.Session("sys")
+    turn = tw.resolve_turn(toolset)
+    rnd = needs_tools(session, turn, *((i, "get_weather", OK) for i in _IDS[:n]))
+    results = [tw.ToolResult(p, "get_weather", OK, p) for p in picks]
+    exact = sorted(picks) == _IDS[:n]
+    try:
+        rnd.commit(results)
+    except tw.CommitError:
+        assert (False, 1) == (exact, len(session))
+    else:
+        stored = [r.call_id for r in session.messages[-1].results]  # type: ignore[union-attr]
+        assert (True, _IDS[:n]) == (exact, stored)
+
+
+# -- the hot path --------------------------------------------------------------------------
+
+
+def _raise(*args: Any, **kwargs: Any) -> Any:
+    raise AssertionError("called on the hot path")
+
+
+def test_decoding_does_not_introspect_or_rebuild_validators(
+    monkeypatch: pytest.MonkeyPatch, session: tw.Session, toolset: tw.Toolset
+) -> None:
+    turn = tw.resolve_turn(toolset)
+    weather = toolset.get("get_weather")
+    assert weather is not None
+    validator = weather.input_type.__pydantic_validator__
+    monkeypatch.setattr(inspect, "signature", _raise)
+    monkeypatch.setattr(typing, "get_type_hints", _raise)
+    monkeypatch.setattr(toolwire._tools, "get_type_hints", _raise)
+    monkeypatch.setattr(toolwire._tools, "create_model", _raise)
+    monkeypatch.setattr(toolwire._tools, "TypeAdapter", _raise)
+    for i in range(3):
+        rnd = needs_tools(
+            session, turn, ("c1", "get_weather", OK), ("c2", "search_docs", '{"query":"q"}')
+        )
+        rnd.commit([c.complete("x") for c in rnd.calls])
+        session.add_user(f"again {i}")
+    assert validator is weather.input_type.__pydantic_validator__
+
+
+def test_adapter_validator_is_built_once() -> None:
+    tool: tw.Tool[Any, Any] = tw.Tool(name="nums", description="", input_type=list[int])
+    adapter = tool._adapter
+    tool.validate_json("[1]")
+    tool.validate_json("[2]")
+    assert adapter is tool._adapter
+
+
+def test_raw_tool_validator_is_built_once() -> None:
+    tool = tw.raw_tool("r", "d", {})
+    tool.validate_json("{}")
+    first = tool._raw_validator
+    tool.validate_json("{}")
+    assert first is tool._raw_validator

@@ -1,0 +1,153 @@
+"""Clean JSON schemas: no noise titles, descriptions on documented fields, $defs kept correct."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import BaseModel, Field
+
+import toolwire as tw
+from toolwire._schema import clean_schema, model_schema
+
+
+class Address(BaseModel):
+    """A postal address."""
+
+    street: str
+    title: str = "Mr"
+
+
+class Order(BaseModel):
+    """An order."""
+
+    title: str = Field(description="The order title.")
+    ship_to: Address
+    bill_to: Address | None = None
+    kind: Literal["a", "b"] = "a"
+
+
+def test_model_schema_has_no_titles_anywhere() -> None:
+    schema = model_schema(Order)
+    assert "Order" not in repr(schema)
+    assert "'title': 'Title'" not in repr(schema)
+
+
+def test_model_schema_keeps_a_property_named_title() -> None:
+    assert {"description": "The order title.", "type": "string"} == model_schema(Order)[
+        "properties"
+    ]["title"]
+
+
+def test_model_schema_keeps_defs_and_refs_consistent() -> None:
+    schema = model_schema(Order)
+    assert ({"Address"}, "#/$defs/Address") == (
+        set(schema["$defs"]),
+        schema["properties"]["ship_to"]["$ref"],
+    )
+
+
+def test_model_schema_nested_model_keeps_its_property_named_title() -> None:
+    assert ["street", "title"] == list(model_schema(Order)["$defs"]["Address"]["properties"])
+
+
+def test_model_schema_drops_the_top_level_description() -> None:
+    assert "description" not in model_schema(Order)
+
+
+def test_model_schema_fills_missing_descriptions_from_docstrings() -> None:
+    schema = model_schema(Order, descriptions={"kind": "The kind.", "title": "ignored"})
+    props = schema["properties"]
+    assert ("The kind.", "The order title.") == (
+        props["kind"]["description"],
+        props["title"]["description"],
+    )
+
+
+def test_model_schema_of_an_empty_model_has_empty_properties() -> None:
+    class Empty(BaseModel):
+        pass
+
+    assert {"properties": {}, "type": "object"} == model_schema(Empty)
+
+
+def test_clean_schema_adds_properties_to_bare_objects() -> None:
+    assert {"type": "object", "properties": {}} == clean_schema({"type": "object"})
+
+
+def test_clean_schema_leaves_maps_without_properties() -> None:
+    schema = {"type": "object", "additionalProperties": {"type": "integer"}}
+    assert schema == clean_schema(schema)
+
+
+def test_clean_schema_removes_titles_inside_combinators() -> None:
+    schema = {"anyOf": [{"type": "string", "title": "S"}, {"type": "null", "title": "N"}]}
+    assert {"anyOf": [{"type": "string"}, {"type": "null"}]} == clean_schema(schema)
+
+
+def test_clean_schema_does_not_touch_defaults_and_examples() -> None:
+    schema = {"type": "string", "default": {"title": "kept"}, "examples": [{"title": "kept"}]}
+    assert schema == clean_schema(schema)
+
+
+def test_clean_schema_returns_a_new_dict() -> None:
+    schema: dict[str, Any] = {"type": "object", "properties": {"a": {"type": "string"}}}
+    clean_schema(schema)["properties"]["a"]["type"] = "integer"
+    assert "string" == schema["properties"]["a"]["type"]
+
+
+def test_tool_fn_nested_models_keep_defs() -> None:
+    @tw.tool_fn
+    def ship(order: Order) -> str:
+        return ""
+
+    schema = ship.input_schema
+    assert ({"Address", "Order"}, "#/$defs/Order") == (
+        set(schema["$defs"]),
+        schema["properties"]["order"]["$ref"],
+    )
+
+
+_names = st.text(st.characters(categories=["L", "N"]), min_size=1, max_size=8)
+_leaf = st.fixed_dictionaries(
+    {"type": st.sampled_from(["string", "integer"])}, optional={"title": _names}
+)
+_schemas = st.recursive(
+    _leaf,
+    lambda inner: st.fixed_dictionaries(
+        {
+            "type": st.just("object"),
+            "properties": st.dictionaries(st.one_of(st.just("title"), _names), inner, max_size=4),
+        },
+        optional={"title": _names},
+    ),
+    max_leaves=12,
+)
+
+
+def _property_names(schema: Any) -> list[str]:
+    if not isinstance(schema, dict):
+        return []
+    out: list[str] = []
+    for name, sub in schema.get("properties", {}).items():
+        out.append(name)
+        out.extend(_property_names(sub))
+    return out
+
+
+def _title_keywords(schema: Any) -> int:
+    if not isinstance(schema, dict):
+        return 0
+    own = 1 if isinstance(schema.get("title"), str) else 0
+    return own + sum(_title_keywords(s) for s in schema.get("properties", {}).values())
+
+
+@given(_schemas)
+def test_clean_schema_never_drops_a_property_named_title(schema: dict[str, Any]) -> None:
+    assert _property_names(schema) == _property_names(clean_schema(schema))
+
+
+@given(_schemas)
+def test_clean_schema_removes_every_title_keyword(schema: dict[str, Any]) -> None:
+    assert 0 == _title_keywords(clean_schema(schema))

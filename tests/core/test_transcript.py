@@ -1,0 +1,220 @@
+"""The neutral Session: ordering rules, JSON round trip, malformed data named by path."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import toolwire as tw
+
+CALL = tw.ToolCall("c1", "get_weather", '{"city":"Oslo"}')
+RESULT = CALL.result("sunny")
+_RESULT_DICT = {
+    "call_id": "c1",
+    "tool_name": "get_weather",
+    "arguments": CALL.arguments,
+    "content": "sunny",
+    "is_error": False,
+}
+
+
+def _full_session() -> tw.Session:
+    s = tw.Session("sys", id="s1", metadata={"user": "u1"})
+    s.add_user("weather?")
+    s.extend(
+        [
+            tw.AssistantMessage(
+                "", (CALL,), {"anthropic": {"thinking": "x"}}, "m1", tw.Usage(10, 2)
+            ),
+            tw.ToolResultsMessage((RESULT,)),
+        ]
+    )
+    s.add_assistant("It is sunny.")
+    return s
+
+
+def test_session_round_trips_through_json() -> None:
+    s = _full_session()
+    assert s == tw.Session.from_json(s.to_json())
+
+
+def test_session_json_names_its_format() -> None:
+    assert "toolwire.session/1" == json.loads(_full_session().to_json())["format"]
+
+
+def test_system_text_joins_system_messages() -> None:
+    s = tw.Session("one").add_system("two")
+    assert "one\n\ntwo" == s.system_text()
+
+
+def test_unanswered_tool_calls_block_the_next_message() -> None:
+    s = tw.Session()
+    with pytest.raises(tw.TranscriptError) as info:
+        s.extend([tw.AssistantMessage("", (CALL,)), tw.UserMessage("hi")])
+    assert (
+        "message 1 (user) follows an assistant turn whose tool calls `c1` have no results; "
+        "commit the tool round first" == str(info.value)
+    )
+
+
+def test_failed_extend_writes_nothing() -> None:
+    s = tw.Session("sys")
+    with pytest.raises(tw.TranscriptError):
+        s.extend([tw.AssistantMessage("", (CALL,)), tw.UserMessage("hi")])
+    assert 1 == len(s)
+
+
+def test_results_must_follow_tool_calls() -> None:
+    with pytest.raises(tw.TranscriptError) as info:
+        tw.Session().extend([tw.ToolResultsMessage((RESULT,))])
+    assert "message 0: tool results must follow an assistant turn with tool calls" == str(
+        info.value
+    )
+
+
+def test_results_count_must_match_calls() -> None:
+    with pytest.raises(tw.TranscriptError) as info:
+        tw.Session().extend([tw.AssistantMessage("", (CALL,)), tw.ToolResultsMessage(())])
+    assert "1 tool calls but 0 results: calls ['c1'], results []" == str(info.value)
+
+
+def test_results_must_be_in_call_order() -> None:
+    other = tw.ToolCall("c2", "get_weather", "{}")
+    with pytest.raises(tw.TranscriptError) as info:
+        tw.Session().extend(
+            [
+                tw.AssistantMessage("", (CALL, other)),
+                tw.ToolResultsMessage((other.result("x"), RESULT)),
+            ]
+        )
+    assert "result `c2` (get_weather) does not answer call `c1` (get_weather)" in str(info.value)
+
+
+def test_results_must_carry_the_call_arguments() -> None:
+    wrong = tw.ToolResult("c1", "get_weather", "{}", "x")
+    with pytest.raises(tw.TranscriptError) as info:
+        tw.Session().extend([tw.AssistantMessage("", (CALL,)), tw.ToolResultsMessage((wrong,))])
+    assert "result `c1` carries arguments that differ from its call's" == str(info.value)
+
+
+def test_text_must_be_a_string() -> None:
+    with pytest.raises(tw.TranscriptError) as info:
+        tw.Session().add_user(3)  # type: ignore[arg-type]
+    assert "user text must be a string, got int" == str(info.value)
+
+
+def test_extend_rejects_non_messages() -> None:
+    with pytest.raises(tw.TranscriptError) as info:
+        tw.Session().extend(["hi"])  # type: ignore[list-item]
+    assert "not a message: 'hi' (str)" == str(info.value)
+
+
+def test_from_json_not_json() -> None:
+    with pytest.raises(tw.TranscriptError) as info:
+        tw.Session.from_json("{nope")
+    assert str(info.value).startswith("session JSON is not valid JSON: ")
+
+
+def _dump(**changes: Any) -> dict[str, Any]:
+    data = _full_session().to_dict()
+    data.update(changes)
+    return data
+
+
+def _message(i: int, **changes: Any) -> dict[str, Any]:
+    data = _full_session().to_dict()
+    data["messages"][i].update(changes)
+    return data
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ([], "a session must be a JSON object, got list"),
+        (_dump(format="v0"), "unknown session format 'v0'; expected 'toolwire.session/1'"),
+        (_dump(id=""), "session.id must be a non-empty string"),
+        (_dump(metadata=[]), "session.metadata must be an object"),
+        (_dump(messages={}), "session.messages must be a list"),
+        (_dump(messages=[1]), "messages[0] must be an object, got int"),
+        (
+            _message(0, role="robot"),
+            "messages[0].role must be one of 'system', 'user', 'assistant', 'tool'; got 'robot'",
+        ),
+        (_message(1, text=None), "messages[1].text must be a string, got NoneType"),
+        (_message(2, tool_calls={}), "messages[2].tool_calls must be a list"),
+        (_message(2, tool_calls=[3]), "messages[2].tool_calls[0] must be an object"),
+        (
+            _message(2, tool_calls=[{"id": "c1", "name": "n"}]),
+            "messages[2].tool_calls[0].arguments must be a string, got NoneType",
+        ),
+        (_message(2, provider_state=[]), "messages[2].provider_state must be an object"),
+        (_message(2, usage=[1]), "messages[2].usage must be an object"),
+        (
+            _message(2, usage={"input_tokens": "x"}),
+            "messages[2].usage.input_tokens must be an integer",
+        ),
+        (_message(2, model=3), "messages[2].model must be a string"),
+        (_message(3, results={}), "messages[3].results must be a list"),
+        (_message(3, results=["x"]), "messages[3].results[0] must be an object"),
+        (
+            _message(3, results=[{**_RESULT_DICT, "is_error": "no"}]),
+            "messages[3].results[0].is_error must be a boolean",
+        ),
+        (
+            _message(3, results=[{"call_id": "c1", "tool_name": "get_weather"}]),
+            "messages[3].results[0].arguments must be a string, got NoneType",
+        ),
+    ],
+)
+def test_from_dict_names_the_bad_path(data: Any, message: str) -> None:
+    with pytest.raises(tw.TranscriptError) as info:
+        tw.Session.from_dict(data)
+    assert message == str(info.value)
+
+
+def test_from_dict_rejects_an_out_of_order_transcript() -> None:
+    data = _full_session().to_dict()
+    del data["messages"][3]
+    with pytest.raises(tw.TranscriptError) as info:
+        tw.Session.from_dict(data)
+    assert str(info.value).startswith("session s1: message 3 (assistant) follows an assistant")
+
+
+_text = st.text(max_size=20)
+_json_value = st.recursive(
+    st.none() | st.booleans() | st.integers() | _text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@st.composite
+def _sessions(draw: st.DrawFn) -> tw.Session:
+    s = tw.Session(draw(st.none() | _text), id=draw(st.text(min_size=1, max_size=10)))
+    s.metadata.update(draw(st.dictionaries(_text, _json_value, max_size=3)))
+    for turn in range(draw(st.integers(0, 4))):
+        s.add_user(draw(_text))
+        n = draw(st.integers(0, 3))
+        calls = tuple(tw.ToolCall(f"c{turn}_{i}", draw(_text), draw(_text)) for i in range(n))
+        usage = draw(st.none() | st.builds(tw.Usage, st.integers(0, 99), st.integers(0, 99)))
+        state = draw(st.dictionaries(_text, _json_value, max_size=2))
+        msgs: list[tw.Message] = [
+            tw.AssistantMessage(draw(_text), calls, state, draw(st.none() | _text), usage)
+        ]
+        if calls:
+            msgs.append(
+                tw.ToolResultsMessage(
+                    tuple(c.result(draw(_text), is_error=draw(st.booleans())) for c in calls)
+                )
+            )
+        s.extend(msgs)
+    return s
+
+
+@given(_sessions())
+def test_any_valid_session_round_trips(session: tw.Session) -> None:
+    assert session == tw.Session.from_json(session.to_json())
