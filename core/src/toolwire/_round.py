@@ -161,16 +161,22 @@ def decode_calls(
 
     Duplicate call ids are dropped (the first one wins).
     """
-    kept: list[ToolCall] = []
+    calls = tuple(calls)
+    kept: list[ToolCall] | None = None  # made only when a duplicate id shows up
     typed: list[TypedCall[Any]] = []
     issues: list[ToolCallIssue] = []
     seen: set[str] = set()
     offered = turn.offered
-    for call in calls:
-        if call.id in seen:
+    make = TypedCall._trusted
+    for i, call in enumerate(calls):
+        cid = call.id
+        if cid in seen:
+            if kept is None:
+                kept = list(calls[:i])
             continue
-        seen.add(call.id)
-        kept.append(call)
+        seen.add(cid)
+        if kept is not None:
+            kept.append(call)
         tool = offered.get(call.name)
         if tool is None:
             tool = turn.lookup(call.name)
@@ -181,11 +187,13 @@ def decode_calls(
                     issues.append(UnknownTool(call))
                 continue
         try:
-            value = tool.validate_json(call.arguments)
+            value = tool._validate(call.arguments)
         except ValidationError as exc:
             issues.append(InvalidArguments(call, tool, _errors_of(exc)))
             continue
-        typed.append(TypedCall(call, tool, value))
+        typed.append(make(call, tool, value))
+    if kept is None:
+        return calls, tuple(typed), tuple(issues)
     return tuple(kept), tuple(typed), tuple(issues)
 
 
@@ -314,6 +322,10 @@ class ToolRound:
         """
         self._check_open()
         given = list(results)
+        calls = self.message.tool_calls
+        if not self.issues and _in_order(calls, given):
+            self._write(given)
+            return
         by_id: dict[str, ToolResult] = {}
         for r in given:
             if not isinstance(r, ToolResult):
@@ -336,11 +348,15 @@ class ToolRound:
             ordered.append(res)
         if by_id:
             raise ExtraToolResultError(next(iter(by_id)))
+        self._write(ordered)
+
+    def _write(self, ordered: list[ToolResult]) -> None:
         if len(self.session) != self._mark:
             raise TranscriptError(
                 "the session changed after this round was decoded; decode a new turn"
             )
-        self.session.extend([self.message, ToolResultsMessage(tuple(ordered))])
+        # Already checked against the calls: append without checking a second time.
+        self.session._append_trusted((self.message, ToolResultsMessage(tuple(ordered))))
         self._done = "committed"
 
     def apply_hooks(self, *hooks: HookSet, context: HookContext | None = None) -> ToolRoundPlan:
@@ -360,6 +376,21 @@ class ToolRound:
         from toolwire._hooks import aplan_round
 
         return await aplan_round(self, self.calls, (*self.turn.hooks, *hooks), context, (), ())
+
+
+def _in_order(calls: tuple[ToolCall, ...], given: list[ToolResult]) -> bool:
+    """True when ``given`` answers ``calls`` exactly, in order (the common case)."""
+    if len(calls) != len(given):
+        return False
+    for call, r in zip(calls, given, strict=True):
+        if (
+            type(r) is not ToolResult
+            or r.call_id != call.id
+            or r.tool_name != call.name
+            or r.arguments != call.arguments
+        ):
+            return False
+    return True
 
 
 @attrs.frozen

@@ -13,6 +13,7 @@ from typing import (
     Annotated,
     Any,
     Generic,
+    NamedTuple,
     TypeVar,
     cast,
     get_args,
@@ -258,9 +259,12 @@ class ToolDef:
         }
 
 
-@attrs.frozen
-class ToolCall:
-    """One tool call as the model made it; ``arguments`` is the raw JSON text, compared as text."""
+class ToolCall(NamedTuple):
+    """One tool call as the model made it; ``arguments`` is the raw JSON text, compared as text.
+
+    A named tuple rather than an attrs class: providers build one per call on the
+    decode hot path, and a tuple is immutable and three times cheaper to make.
+    """
 
     id: str
     name: str
@@ -280,15 +284,21 @@ class ToolCall:
         return ToolResult(self.id, self.name, self.arguments, tool.dump_output(output), False)
 
 
-@attrs.frozen
-class ToolResult:
-    """The answer to one tool call, ready for the transcript."""
+class ToolResult(NamedTuple):
+    """The answer to one tool call, ready for the transcript (an immutable named tuple).
+
+    ``replace(content=...)`` makes a changed copy (for redaction, say).
+    """
 
     call_id: str
     tool_name: str
     arguments: str
     content: str
     is_error: bool = False
+
+    def replace(self, **changes: Any) -> ToolResult:
+        """A copy with some fields changed."""
+        return self._replace(**changes)
 
 
 class Injected:
@@ -318,6 +328,7 @@ def _check_name(name: Any) -> str:
 
 
 _MISSING: Any = object()
+_new_object = object.__new__
 
 
 class Tool(Generic[InT, OutT]):
@@ -337,6 +348,7 @@ class Tool(Generic[InT, OutT]):
         "_output_schema",
         "_raw_validator",
         "_schema_descriptions",
+        "_validate",
         "cache",
         "description",
         "fn",
@@ -399,6 +411,16 @@ class Tool(Generic[InT, OutT]):
             self._adapter = None
         else:
             self._adapter = TypeAdapter(input_type)
+        # The one validator of this tool, bound once: decoding calls it straight on the text.
+        self._validate: Callable[[str | bytes], Any]
+        if self._adapter is not None:
+            self._validate = self._adapter.validate_json
+        elif input_type is dict:
+            self._validate = self._validate_raw
+        elif getattr(input_type, "__pydantic_complete__", False):
+            self._validate = input_type.__pydantic_validator__.validate_json
+        else:  # forward references not resolved yet: let pydantic rebuild on first use
+            self._validate = input_type.model_validate_json
         self._output_adapter: TypeAdapter[Any] | None = None
         if output_type is not None and output_type is not str:
             try:
@@ -465,12 +487,7 @@ class Tool(Generic[InT, OutT]):
 
     def validate_json(self, text: str | bytes) -> InT:
         """Validate the model's argument text; raises pydantic's ValidationError."""
-        it = self.input_type
-        if self._adapter is not None:
-            return cast("InT", self._adapter.validate_json(text))
-        if it is dict:
-            return cast("InT", self._validate_raw(text))
-        return cast("InT", it.model_validate_json(text))
+        return cast("InT", self._validate(text))
 
     def validate_python(self, value: Any) -> InT:
         it = self.input_type
@@ -903,24 +920,73 @@ def raw_tool_from_file(
     return raw_tool(data["name"], data["description"], schema, fn, **options)
 
 
-@attrs.frozen
 class TypedCall(Generic[InT]):
     """A decoded, validated tool call: the raw call, its tool and its typed input.
 
     ``edited`` is true once a hook (or ``with_input``) replaced the input; the
     raw argument text stays what the model sent, as the transcript requires.
+    Immutable: every attribute is read-only; ``with_input`` makes an edited copy.
+    (A hand-written slotted class, not attrs: one is made per decoded call and
+    attrs' frozen ``__init__`` costs more than validating the arguments.)
     """
 
-    call: ToolCall
-    tool: Tool[InT, Any]
-    input: InT
-    edited: bool = False
+    __slots__ = ("_call", "_edited", "_input", "_tool")
 
-    def __attrs_post_init__(self) -> None:
-        if self.call.name != self.tool.name:
+    def __init__(
+        self, call: ToolCall, tool: Tool[InT, Any], input: InT, edited: bool = False
+    ) -> None:
+        if call.name != tool.name:
             raise MismatchedToolNameError(
-                f"tool call `{self.call.id}` names tool `{self.call.name}`, not `{self.tool.name}`"
+                f"tool call `{call.id}` names tool `{call.name}`, not `{tool.name}`"
             )
+        self._call = call
+        self._tool = tool
+        self._input = input
+        self._edited = edited
+
+    @classmethod
+    def _trusted(cls, call: ToolCall, tool: Tool[InT, Any], input: InT) -> TypedCall[InT]:
+        # The decoder found ``tool`` by ``call.name``: skip the name check on the hot path.
+        self = _new_object(cls)
+        self._call = call
+        self._tool = tool
+        self._input = input
+        self._edited = False
+        return self
+
+    @property
+    def call(self) -> ToolCall:
+        return self._call
+
+    @property
+    def tool(self) -> Tool[InT, Any]:
+        return self._tool
+
+    @property
+    def input(self) -> InT:
+        return self._input
+
+    @property
+    def edited(self) -> bool:
+        return self._edited
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TypedCall):
+            return NotImplemented
+        return (self._call, self._tool, self._input, self._edited) == (
+            other._call,
+            other._tool,
+            other._input,
+            other._edited,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"TypedCall(call={self._call!r}, tool={self._tool!r}, input={self._input!r}, "
+            f"edited={self._edited!r})"
+        )
 
     @property
     def id(self) -> str:
@@ -947,9 +1013,9 @@ class TypedCall(Generic[InT]):
 
     def complete(self, output: Any) -> ToolResult:
         """The result of this call carrying ``output`` (text as is, anything else as JSON)."""
-        return ToolResult(
-            self.call.id, self.call.name, self.call.arguments, self.tool.dump_output(output), False
-        )
+        call = self._call
+        content = output if type(output) is str else self._tool.dump_output(output)
+        return ToolResult(call.id, call.name, call.arguments, content, False)
 
     def error(self, message: str) -> ToolResult:
         """An error result for this call (``is_error`` set)."""

@@ -155,6 +155,10 @@ class Session:
         self._append_checked(list(messages))
         return self
 
+    def _append_trusted(self, new: tuple[Message, ...]) -> None:
+        # For a committed tool round, whose results commit already matched to its calls.
+        self._messages.extend(new)
+
     def _append_checked(self, new: list[Message]) -> None:
         _check_sequence(self._messages, new)
         self._messages.extend(new)
