@@ -23,6 +23,7 @@
     │   └── PolicyError                          a policy failed: tool execution is blocked
     ├── RoundLimitError (RuntimeError)           the agent loop ran out of rounds
     ├── ToolExecutionError (RuntimeError)        raised by Executor.dispatch for a failed call
+    ├── ApprovalPendingError (RuntimeError)      an approver deferred; resume with the decisions
     └── ProviderError                            a provider request failed
         ├── AuthenticationError (PermissionError)
         ├── PermissionDeniedError (PermissionError)
@@ -39,7 +40,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
+    "ApprovalPendingError",
     "AuthenticationError",
     "BadRequestError",
     "CommitError",
@@ -194,7 +198,32 @@ class RoundLimitError(ToolwireError, RuntimeError):
 
 
 class ToolExecutionError(ToolwireError, RuntimeError):
-    """Raised by ``Executor.dispatch`` when a call ends in an error result."""
+    """Raised by ``Executor.dispatch`` when a call ends in an error result.
+
+    ``result`` is that error result (a ToolResult, or None when raised elsewhere).
+    """
+
+    def __init__(self, message: str, *, result: Any = None) -> None:
+        self.result = result
+        super().__init__(message)
+
+
+class ApprovalPendingError(ToolwireError, RuntimeError):
+    """An approver deferred its decision, so nothing was run.
+
+    ``pending`` holds one ApprovalRequest per deferred call (with the
+    fingerprint of the arguments to review); decide them and pass the
+    decisions to ``Executor.resume`` (or ``execute``/``run_plan`` with
+    ``approvals=``).
+    """
+
+    def __init__(self, pending: tuple[Any, ...]) -> None:
+        self.pending = pending
+        names = ", ".join(f"`{getattr(p, 'tool_name', '?')}`" for p in pending)
+        super().__init__(
+            f"{len(pending)} tool call(s) await approval ({names}); nothing was run. "
+            f"Decide them and resume with executor.resume(plan, approvals)"
+        )
 
 
 class ProviderError(ToolwireError):

@@ -1,0 +1,450 @@
+"""A convenience tool loop: request, decode, hook, execute, commit, repeat until the answer.
+
+Everything it uses is public and passed in (provider, toolset, session, hook
+sets, executor), so an application or the ``toolwire chat`` command can hand
+it the plugin host's pieces. The loop itself is written once, as a generator
+of commands and events (``_loop``); the sync and async drivers carry out the
+commands (a provider request, applying hooks, executing a plan).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING, Any, Literal, Union
+
+import attrs
+
+from toolwire._errors import RoundLimitError, StreamError
+from toolwire._execute import Executor, PlanRun
+from toolwire._hooks import HookContext, HookSet, ToolRoundPlan
+from toolwire._provider import (
+    Provider,
+    ReplyCompleted,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallStarted,
+)
+from toolwire._round import AssistantReply, Finished, ToolRound, decode_reply
+from toolwire._tools import ToolCall, ToolResult
+from toolwire._toolset import Toolset
+from toolwire._transcript import AssistantMessage, Session, ToolResultsMessage, Usage
+from toolwire._turn import Requirement, ResolvedTurn, Turn
+
+if TYPE_CHECKING:
+    from toolwire._otel import ChatSpan, Tracing
+
+__all__ = [
+    "Agent",
+    "AgentEvent",
+    "AgentFinished",
+    "AgentResult",
+    "ApprovalNeeded",
+    "RoundCommitted",
+    "ToolCallDecided",
+    "ToolResultReady",
+    "arun_agent",
+    "run_agent",
+]
+
+
+@attrs.frozen
+class ToolCallDecided:
+    """What happened to one call of the model, after hooks and before execution.
+
+    ``outcome``: ``run`` (pending, goes to the executor), ``handled`` (a hook
+    answered it), ``rejected`` (a hook rejected it, ``reason`` says why) or
+    ``invalid`` (a recoverable issue: unknown tool, not offered, bad arguments).
+    """
+
+    round: int
+    call: ToolCall
+    outcome: Literal["run", "handled", "rejected", "invalid"]
+    reason: str = ""
+
+
+@attrs.frozen
+class ToolResultReady:
+    """One committed tool result (in the assistant's order)."""
+
+    round: int
+    result: ToolResult
+
+
+@attrs.frozen
+class RoundCommitted:
+    """A tool round is in the session; ``results`` in the assistant's order."""
+
+    round: int
+    results: tuple[ToolResult, ...]
+
+
+@attrs.frozen
+class ApprovalNeeded:
+    """The approver deferred: nothing ran or was committed; resume ``run`` with the decisions.
+
+    ``executor.resume(event.run, approvals)`` commits the round; run the agent
+    on the same session again to continue the conversation.
+    """
+
+    round: int
+    run: PlanRun
+
+
+@attrs.frozen
+class AgentResult:
+    """How a loop ended.
+
+    ``status``: ``finished`` (the model answered; ``text`` is the answer),
+    ``stopped`` (``stop_when`` returned true after a round) or
+    ``approval_pending`` (``pending`` is the PlanRun to resume).
+    """
+
+    status: Literal["finished", "stopped", "approval_pending"]
+    text: str
+    session: Session
+    rounds: int
+    usage: Usage
+    message: AssistantMessage | None = None
+    pending: PlanRun | None = None
+
+
+@attrs.frozen
+class AgentFinished:
+    """The last event of a loop."""
+
+    result: AgentResult
+
+
+AgentEvent = Union[
+    TextDelta,
+    ToolCallStarted,
+    ToolCallDelta,
+    ReplyCompleted,
+    ToolCallDecided,
+    ToolResultReady,
+    RoundCommitted,
+    ApprovalNeeded,
+    AgentFinished,
+]
+
+
+# commands the loop yields to its driver
+@attrs.frozen
+class _Request:
+    turn: ResolvedTurn
+
+
+@attrs.frozen
+class _Hook:
+    round: ToolRound
+
+
+@attrs.frozen
+class _Execute:
+    plan: ToolRoundPlan
+
+
+_Loop = Generator[Union[AgentEvent, _Request, _Hook, _Execute], Any, None]
+
+
+class Agent:
+    """The tool loop, ready to run on sessions.
+
+    - ``provider``, ``toolset``: what to ask and which tools to offer;
+    - ``executor``: runs the pending calls (default ``Executor()``);
+    - ``hooks``: hook sets applied every round (after the toolset's own);
+    - ``turn``: the turn for a request that follows a user message (default:
+      default availability, optional requirement);
+    - ``follow_up``: the turn for requests after a tool round; by default
+      ``turn`` with ``Requirement.optional()``, so a forced tool call
+      (``at_least_one`` / ``specific``) is forced once, not forever;
+    - ``context``: the HookContext (default: session id, provider, model);
+    - ``max_rounds`` (20): tool rounds per run; the model asking for tools
+      once more raises RoundLimitError (that reply is not committed);
+    - ``stop_when(results) -> bool``: checked after each committed round;
+    - ``tracing``: a Tracing for ``chat`` spans (give the executor its own
+      for ``execute_tool`` spans; a default executor gets this one).
+    """
+
+    def __init__(
+        self,
+        provider: Provider,
+        toolset: Toolset,
+        *,
+        executor: Executor | None = None,
+        hooks: Sequence[HookSet] = (),
+        turn: Turn | None = None,
+        follow_up: Turn | None = None,
+        context: HookContext | None = None,
+        max_rounds: int = 20,
+        stop_when: Callable[[tuple[ToolResult, ...]], bool] | None = None,
+        tracing: Tracing | None = None,
+        enforce_requirement: bool = True,
+    ) -> None:
+        if not isinstance(provider, Provider):
+            raise TypeError(f"provider must be a toolwire Provider, got {type(provider).__name__}")
+        if not isinstance(toolset, Toolset):
+            raise TypeError(f"toolset must be a Toolset, got {type(toolset).__name__}")
+        if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 0:
+            raise ValueError(f"max_rounds must be an int >= 0, got {max_rounds!r}")
+        self.provider = provider
+        self.toolset = toolset
+        self.executor = executor if executor is not None else Executor(tracing=tracing)
+        self.hooks = tuple(hooks)
+        self.turn = turn if turn is not None else Turn()
+        self.follow_up = (
+            follow_up
+            if follow_up is not None
+            else attrs.evolve(self.turn, requirement=Requirement.optional())
+        )
+        self.context = context
+        self.max_rounds = max_rounds
+        self.stop_when = stop_when
+        self.tracing = tracing
+        self.enforce_requirement = enforce_requirement
+
+    def __repr__(self) -> str:
+        return f"<Agent provider={self.provider!r} toolset={self.toolset.name!r}>"
+
+    # -- the loop, once -------------------------------------------------------------------
+
+    def _context(self, session: Session) -> HookContext:
+        if self.context is not None:
+            return self.context
+        return HookContext(
+            session_id=session.id, provider=self.provider.name, model=self.provider.model
+        )
+
+    def _loop(self, session: Session) -> _Loop:
+        ctx = self._context(session)
+        usage = Usage()
+        rounds = 0
+        resuming = isinstance(session.last, ToolResultsMessage)
+        config = self.follow_up if resuming else self.turn
+        while True:
+            turn = config.resolve(self.toolset, hooks=self.hooks, context=ctx)
+            reply: AssistantReply = yield _Request(turn)
+            if reply.usage is not None:
+                usage = usage + reply.usage
+            outcome = decode_reply(
+                session, turn, reply, enforce_requirement=self.enforce_requirement
+            )
+            if isinstance(outcome, Finished):
+                yield AgentFinished(
+                    AgentResult("finished", outcome.text, session, rounds, usage, outcome.message)
+                )
+                return
+            round_ = outcome.round
+            if rounds >= self.max_rounds:
+                round_.discard()
+                names = ", ".join(f"`{c.name}`" for c in round_.tool_calls)
+                raise RoundLimitError(
+                    f"the agent loop reached max_rounds={self.max_rounds}: after {rounds} tool "
+                    f"round(s) the model asked for tools again ({names}); that reply was not "
+                    f"committed. Raise max_rounds, or end the loop earlier with stop_when"
+                )
+            rounds += 1
+            plan: ToolRoundPlan = yield _Hook(round_)
+            yield from _decisions(rounds, round_, plan)
+            run: PlanRun = yield _Execute(plan)
+            if run.pending:
+                yield ApprovalNeeded(rounds, run)
+                yield AgentFinished(
+                    AgentResult("approval_pending", "", session, rounds, usage, round_.message, run)
+                )
+                return
+            last = session.last
+            committed = last.results if isinstance(last, ToolResultsMessage) else ()
+            for r in committed:
+                yield ToolResultReady(rounds, r)
+            yield RoundCommitted(rounds, committed)
+            if self.stop_when is not None and self.stop_when(committed):
+                yield AgentFinished(
+                    AgentResult("stopped", "", session, rounds, usage, round_.message)
+                )
+                return
+            config = self.follow_up
+
+    def _span(self) -> AbstractContextManager[ChatSpan | None]:
+        if self.tracing is None:
+            return nullcontext()
+        return self.tracing.chat_span(self.provider)
+
+    # -- sync -----------------------------------------------------------------------------
+
+    def stream(self, session: Session, prompt: str | None = None) -> Iterator[AgentEvent]:
+        """Run the loop, yielding every event (provider stream events included)."""
+        return self._drive(session, prompt, streaming=True)
+
+    def run(
+        self,
+        session: Session,
+        prompt: str | None = None,
+        *,
+        on_event: Callable[[AgentEvent], Any] | None = None,
+        stream: bool = False,
+    ) -> AgentResult:
+        """Run the loop to its end; ``on_event`` sees each event.
+
+        With ``stream=True`` the provider streams and its events are included.
+        """
+        for event in self._drive(session, prompt, streaming=stream):
+            if on_event is not None:
+                on_event(event)
+            if isinstance(event, AgentFinished):
+                return event.result
+        raise AssertionError("the agent loop ended without finishing")  # pragma: no cover
+
+    def _drive(self, session: Session, prompt: str | None, *, streaming: bool) -> Iterator[Any]:
+        if prompt is not None:
+            session.add_user(prompt)
+        loop = self._loop(session)
+        value: Any = None
+        while True:
+            try:
+                item = loop.send(value)
+            except StopIteration:
+                return
+            value = None
+            if isinstance(item, _Request):
+                value = yield from self._request(session, item.turn, streaming)
+            elif isinstance(item, _Hook):
+                value = item.round.apply_hooks()
+            elif isinstance(item, _Execute):
+                value = self.executor.execute_and_commit(item.plan)
+            else:
+                yield item
+
+    def _request(
+        self, session: Session, turn: ResolvedTurn, streaming: bool
+    ) -> Generator[StreamEvent, None, AssistantReply]:
+        with self._span() as span:
+            if streaming:
+                reply: AssistantReply | None = None
+                events = self.provider.stream(session, turn)
+                try:
+                    for event in events:
+                        yield event
+                        if isinstance(event, ReplyCompleted):
+                            reply = event.reply
+                            break
+                finally:
+                    close = getattr(events, "close", None)
+                    if close is not None:
+                        close()
+                if reply is None:
+                    raise StreamError("the stream ended without a completed reply")
+            else:
+                reply = self.provider.generate(session, turn)
+            if span is not None:
+                span.record(reply)
+        return reply
+
+    # -- async ----------------------------------------------------------------------------
+
+    def astream(self, session: Session, prompt: str | None = None) -> AsyncIterator[AgentEvent]:
+        """Async :meth:`stream`."""
+        return self._adrive(session, prompt, streaming=True)
+
+    async def arun(
+        self,
+        session: Session,
+        prompt: str | None = None,
+        *,
+        on_event: Callable[[AgentEvent], Any] | None = None,
+        stream: bool = False,
+    ) -> AgentResult:
+        """Async :meth:`run`; ``on_event`` may be sync or async."""
+        async for event in self._adrive(session, prompt, streaming=stream):
+            if on_event is not None:
+                out = on_event(event)
+                if hasattr(out, "__await__"):
+                    await out
+            if isinstance(event, AgentFinished):
+                return event.result
+        raise AssertionError("the agent loop ended without finishing")  # pragma: no cover
+
+    async def _adrive(
+        self, session: Session, prompt: str | None, *, streaming: bool
+    ) -> AsyncIterator[Any]:
+        if prompt is not None:
+            session.add_user(prompt)
+        loop = self._loop(session)
+        value: Any = None
+        while True:
+            try:
+                item = loop.send(value)
+            except StopIteration:
+                return
+            value = None
+            if isinstance(item, _Request):
+                with self._span() as span:
+                    reply: AssistantReply | None = None
+                    if streaming:
+                        async for event in self.provider.astream(session, item.turn):
+                            yield event
+                            if isinstance(event, ReplyCompleted):
+                                reply = event.reply
+                                break
+                        if reply is None:
+                            raise StreamError("the stream ended without a completed reply")
+                    else:
+                        reply = await self.provider.agenerate(session, item.turn)
+                    if span is not None:
+                        span.record(reply)
+                value = reply
+            elif isinstance(item, _Hook):
+                value = await item.round.aapply_hooks()
+            elif isinstance(item, _Execute):
+                value = await self.executor.aexecute_and_commit(item.plan)
+            else:
+                yield item
+
+
+def _decisions(rounds: int, round_: ToolRound, plan: ToolRoundPlan) -> Iterator[ToolCallDecided]:
+    outcome: dict[str, tuple[Literal["run", "handled", "rejected", "invalid"], str]] = {}
+    for c in plan.pending:
+        outcome[c.id] = ("run", "")
+    for h in plan.handled:
+        outcome[h.call.id] = ("handled", "")
+    for r in plan.rejected:
+        outcome[r.call.id] = ("rejected", r.reason)
+    for issue in plan.issues:
+        outcome[issue.call.id] = ("invalid", issue.reason)
+    for call in round_.tool_calls:
+        kind, reason = outcome.get(call.id, ("invalid", ""))
+        yield ToolCallDecided(rounds, call, kind, reason)
+
+
+def run_agent(
+    provider: Provider,
+    toolset: Toolset,
+    session: Session,
+    prompt: str | None = None,
+    *,
+    on_event: Callable[[AgentEvent], Any] | None = None,
+    stream: bool = False,
+    **options: Any,
+) -> AgentResult:
+    """Run the tool loop once: ``Agent(provider, toolset, **options).run(session, prompt)``."""
+    return Agent(provider, toolset, **options).run(
+        session, prompt, on_event=on_event, stream=stream
+    )
+
+
+async def arun_agent(
+    provider: Provider,
+    toolset: Toolset,
+    session: Session,
+    prompt: str | None = None,
+    *,
+    on_event: Callable[[AgentEvent], Any] | None = None,
+    stream: bool = False,
+    **options: Any,
+) -> AgentResult:
+    """Async :func:`run_agent`."""
+    return await Agent(provider, toolset, **options).arun(
+        session, prompt, on_event=on_event, stream=stream
+    )

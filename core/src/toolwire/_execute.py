@@ -1,0 +1,1365 @@
+"""The executor: checks, approval, interceptors, timeout, retry and parallelism for tool calls.
+
+The executor is something user code hands calls (or a whole ToolRoundPlan) to;
+it never runs anything on its own. Per call, in this order:
+
+    lookup -> capability allow-list -> availability -> schema validation
+    -> custom validation -> approval -> [retry: interceptors -> timeout -> tool]
+    -> output validation -> on_result -> ToolResult
+
+Every failure becomes an error result (``is_error=True``): refusals where the
+tool was not run (unknown tool, sandbox violation, unavailable, invalid
+arguments, failed validation, approval denied) carry the standard rejection
+prefix, so ``rejection_reason(result)`` reads the reason back; failures of the
+tool itself (its exception, a timeout, output of the wrong type) are plain
+error text. ``dispatch`` raises ToolExecutionError instead.
+
+Everything that depends only on the tool (is it async, its timeout, its retry
+hint, its sandbox verdict, its output validator) is decided once per tool and
+cached on the executor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import enum
+import functools
+import hashlib
+import inspect
+import json
+import logging
+import random
+import sys
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, Union, cast
+
+import attrs
+import pydantic_core
+from pydantic import BaseModel, ValidationError
+
+from toolwire._errors import ApprovalPendingError, ProviderError, ToolExecutionError
+from toolwire._hooks import HookContext, ToolRoundPlan
+from toolwire._round import ToolRound, rejection_content
+from toolwire._tools import (
+    Capability,
+    Tool,
+    ToolCall,
+    ToolEffect,
+    ToolMetadata,
+    ToolResult,
+    TypedCall,
+    tool_of,
+)
+from toolwire._toolset import Toolset
+
+if TYPE_CHECKING:
+    from toolwire._otel import Tracing
+
+__all__ = [
+    "Allow",
+    "Approval",
+    "ApprovalDecision",
+    "ApprovalGate",
+    "ApprovalRequest",
+    "Defer",
+    "Deny",
+    "Executor",
+    "Interceptor",
+    "LoggingInterceptor",
+    "Modify",
+    "PlanRun",
+    "RateLimitInterceptor",
+    "TimeoutInterceptor",
+    "ToolRequest",
+    "call_fingerprint",
+    "is_transient",
+]
+
+logger = logging.getLogger("toolwire.execute")
+_T = TypeVar("_T")
+
+# -- approval -----------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Allow:
+    """Approve the call as reviewed."""
+
+
+@attrs.frozen
+class Deny:
+    """Refuse the call; the model receives a rejection carrying ``reason``."""
+
+    reason: str = "denied"
+
+
+@attrs.frozen
+class Modify:
+    """Approve the call with other arguments (a dict, a model instance or JSON text).
+
+    They are validated against the tool's schema again; invalid ones give an
+    error result and the tool is not run.
+    """
+
+    arguments: Any
+
+
+@attrs.frozen
+class Defer:
+    """Decide later: nothing runs; the caller gets ApprovalRequest records to resume with."""
+
+    note: str = ""
+
+
+ApprovalDecision = Union[Allow, Deny, Modify, Defer]
+
+
+class ApprovalGate(str, enum.Enum):
+    """Which calls the approver sees, by the tool's effect."""
+
+    ALWAYS = "always"
+    DESTRUCTIVE_ONLY = "destructive_only"
+    MUTATING_AND_ABOVE = "mutating_and_above"
+
+    def applies(self, effect: ToolEffect) -> bool:
+        if self is ApprovalGate.ALWAYS:
+            return True
+        if self is ApprovalGate.DESTRUCTIVE_ONLY:
+            return effect is ToolEffect.DESTRUCTIVE
+        return effect.rank >= ToolEffect.MUTATING.rank
+
+
+def _canonical_json(value: Any) -> str:
+    plain = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+    plain = pydantic_core.to_jsonable_python(plain, fallback=repr)
+    return json.dumps(plain, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def call_fingerprint(call: TypedCall[Any]) -> str:
+    """sha256 (hex) of the canonical JSON of ``{"tool": name, "input": input}``.
+
+    Canonical: keys sorted, no spaces, UTF-8. An approval is bound to this
+    value; a call whose input no longer has it is not run.
+    """
+    text = _canonical_json({"tool": call.name, "input": _plain(call.input)})
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _plain(value: Any) -> Any:
+    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+
+
+@attrs.frozen
+class Approval:
+    """A decision for one deferred call, bound to the fingerprint that was reviewed."""
+
+    call_id: str
+    fingerprint: str
+    decision: ApprovalDecision
+
+
+@attrs.frozen
+class ApprovalRequest:
+    """What an approver reviews (and what a deferred approval hands back to the caller).
+
+    ``call`` is the typed call with the input that would run, ``fingerprint``
+    binds a decision to exactly that input, ``context`` is the round's hook
+    context (or None). ``allow()``, ``deny(reason)`` and ``modify(arguments)``
+    make the Approval records :meth:`Executor.resume` takes.
+    """
+
+    call: TypedCall[Any]
+    fingerprint: str
+    context: HookContext | None = None
+
+    @property
+    def call_id(self) -> str:
+        return self.call.id
+
+    @property
+    def tool_name(self) -> str:
+        return self.call.name
+
+    @property
+    def input(self) -> Any:
+        return self.call.input
+
+    @property
+    def effect(self) -> ToolEffect:
+        return self.call.metadata.effect
+
+    @property
+    def arguments_json(self) -> str:
+        """The canonical JSON of the input under review (what the fingerprint hashes)."""
+        return _canonical_json(_plain(self.call.input))
+
+    def allow(self) -> Approval:
+        return Approval(self.call.id, self.fingerprint, Allow())
+
+    def deny(self, reason: str = "denied") -> Approval:
+        return Approval(self.call.id, self.fingerprint, Deny(reason))
+
+    def modify(self, arguments: Any) -> Approval:
+        return Approval(self.call.id, self.fingerprint, Modify(arguments))
+
+
+Approver = Callable[[ApprovalRequest], "ApprovalDecision | Awaitable[ApprovalDecision]"]
+
+# -- interceptors -------------------------------------------------------------------------
+
+
+@attrs.frozen
+class ToolRequest:
+    """What an interceptor receives for one attempt at running a call.
+
+    - ``call``: the TypedCall about to run (``call.input`` is the validated,
+      possibly hook-edited or approver-modified input; ``call.call`` the raw
+      model call, whose id and argument text the result keeps);
+    - ``attempt``: 1 for the first attempt, 2 for the first retry, ...;
+    - ``context``: the round's HookContext (app, session, provider, user
+      mapping), or None for a bare ``execute``;
+    - ``approved``: the fingerprint an approver approved, or None when no
+      approval applied. If the input run differs from it, the tool is not run.
+
+    ``tool``, ``input``, ``name``, ``id`` and ``metadata`` are shortcuts;
+    ``with_input(value)`` gives a request with another input.
+    """
+
+    call: TypedCall[Any]
+    attempt: int = 1
+    context: HookContext | None = None
+    approved: str | None = None
+
+    @property
+    def tool(self) -> Tool[Any, Any]:
+        return self.call.tool
+
+    @property
+    def input(self) -> Any:
+        return self.call.input
+
+    @property
+    def name(self) -> str:
+        return self.call.name
+
+    @property
+    def id(self) -> str:
+        return self.call.id
+
+    @property
+    def metadata(self) -> ToolMetadata:
+        return self.call.tool.metadata
+
+    def with_input(self, value: Any) -> ToolRequest:
+        return attrs.evolve(self, call=self.call.with_input(value))
+
+
+Next = Callable[[ToolRequest], Awaitable[ToolResult]]
+
+
+class Interceptor(Protocol):
+    """Wraps every attempt at running a tool: ``result = await next(request)``.
+
+    An interceptor may look at or edit the request (``request.with_input``),
+    return its own ToolResult without calling ``next``, call ``next`` more than
+    once, or let the tool's exception propagate (the executor turns it into an
+    error result, or retries it). A plain function ``f(request, next)``
+    (sync or async) works too; the first interceptor given is the outermost.
+    """
+
+    def __call__(
+        self, request: ToolRequest, next: Next, /
+    ) -> Awaitable[ToolResult] | ToolResult: ...
+
+
+class LoggingInterceptor:
+    """Logs each attempt (tool, call id, attempt, duration, outcome) to ``toolwire.execute``."""
+
+    def __init__(
+        self,
+        logger: logging.Logger | None = None,
+        *,
+        level: int = logging.INFO,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.logger = logger or logging.getLogger("toolwire.execute")
+        self.level = level
+        self.clock = clock
+
+    async def __call__(self, request: ToolRequest, next: Next) -> ToolResult:
+        log = self.logger
+        if not log.isEnabledFor(self.level):
+            return await next(request)
+        start = self.clock()
+        log.log(
+            self.level,
+            "tool=%s call=%s attempt=%d start",
+            request.name,
+            request.id,
+            request.attempt,
+        )
+        try:
+            result = await next(request)
+        except Exception as exc:
+            log.log(
+                self.level,
+                "tool=%s call=%s attempt=%d raised %s after %.1f ms",
+                request.name,
+                request.id,
+                request.attempt,
+                type(exc).__name__,
+                (self.clock() - start) * 1000,
+            )
+            raise
+        log.log(
+            self.level,
+            "tool=%s call=%s attempt=%d %s after %.1f ms",
+            request.name,
+            request.id,
+            request.attempt,
+            "error" if result.is_error else "ok",
+            (self.clock() - start) * 1000,
+        )
+        return result
+
+
+class RateLimitInterceptor:
+    """A token bucket: ``rate`` calls per second with bursts of ``burst``.
+
+    ``per_tool=True`` (the default) keeps one bucket per tool name, otherwise
+    one for every tool. A call that finds the bucket empty waits (through the
+    injectable ``sleep``) for its token rather than failing.
+    """
+
+    def __init__(
+        self,
+        rate: float,
+        *,
+        burst: int = 1,
+        per_tool: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+    ) -> None:
+        if not rate > 0:
+            raise ValueError(f"rate must be > 0 calls per second, got {rate!r}")
+        if burst < 1:
+            raise ValueError(f"burst must be >= 1, got {burst!r}")
+        self.rate = float(rate)
+        self.burst = burst
+        self.per_tool = per_tool
+        self.clock = clock
+        self.sleep = sleep
+        self._buckets: dict[str, list[float]] = {}
+
+    async def __call__(self, request: ToolRequest, next: Next) -> ToolResult:
+        key = request.name if self.per_tool else ""
+        now = self.clock()
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = [float(self.burst), now]
+        tokens = min(float(self.burst), bucket[0] + (now - bucket[1]) * self.rate) - 1.0
+        bucket[0], bucket[1] = tokens, now
+        if tokens < 0:
+            # The token is reserved now (the balance goes negative), so concurrent
+            # callers queue up in order instead of racing for the same refill.
+            await self.sleep(-tokens / self.rate)
+        return await next(request)
+
+
+class TimeoutInterceptor:
+    """A deadline around everything inside it (later interceptors, the tool), per attempt.
+
+    The tool's own ``metadata.timeout`` is always applied by the executor;
+    this adds a cap for every tool (e.g. a request-wide deadline).
+    """
+
+    def __init__(self, seconds: float) -> None:
+        if not seconds > 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {seconds!r}")
+        self.seconds = float(seconds)
+
+    async def __call__(self, request: ToolRequest, next: Next) -> ToolResult:
+        return cast("ToolResult", await _with_timeout(next(request), self.seconds))
+
+
+# -- results of a plan run ----------------------------------------------------------------
+
+
+@attrs.frozen
+class PlanRun:
+    """What ``execute_and_commit`` / ``resume`` did with a plan.
+
+    ``results``: the executor's results for the plan's pending calls, in the
+    plan's order (empty when approval is pending); ``pending``: the deferred
+    approvals (nothing ran, nothing was committed); ``committed``: the round
+    is in the session; ``plan``: the plan (or round), to resume.
+    """
+
+    plan: ToolRoundPlan | ToolRound
+    results: tuple[ToolResult, ...] = ()
+    pending: tuple[ApprovalRequest, ...] = ()
+    committed: bool = False
+
+    @property
+    def is_pending(self) -> bool:
+        return bool(self.pending)
+
+
+# -- retry classification -----------------------------------------------------------------
+
+
+def is_transient(exc: BaseException) -> bool:
+    """The default retry classifier: is this failure worth another attempt?
+
+    True for TimeoutError, ConnectionError and ProviderError subclasses marked
+    ``transient`` (rate limit, overload, 5xx, connection, timeout); any other
+    exception may opt in or out with a boolean ``transient`` attribute.
+    """
+    if isinstance(exc, _NotRetryable):
+        return False
+    flag = getattr(exc, "transient", None)
+    if isinstance(flag, bool):
+        return flag
+    if isinstance(exc, ProviderError):
+        return False
+    return isinstance(exc, (TimeoutError, ConnectionError))
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    value = getattr(exc, "retry_after", None)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    return None
+
+
+class _NotRetryable(Exception):
+    """Failures the executor itself detects inside an attempt: never retried."""
+
+    kind = "error"
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        super().__init__(message)
+
+
+class _OutputMismatch(_NotRetryable):
+    kind = "invalid_output"
+
+
+class _ApprovalMismatch(_NotRetryable):
+    kind = "approval_mismatch"
+
+
+class _ToolTimeout(TimeoutError):
+    """An attempt ran past its timeout (raised by the executor, not the tool)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        super().__init__(f"timed out after {float(seconds)!r} s")
+
+
+class _Deadline:
+    """The timer of one timed attempt: on expiry it cancels the task running the attempt."""
+
+    __slots__ = ("fired", "task")
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task = task
+        self.fired = False
+
+    def __call__(self) -> None:
+        self.fired = True
+        self.task.cancel()
+
+
+async def _with_timeout(aw: Awaitable[Any], seconds: float) -> Any:
+    """Await ``aw``, cancelling it after ``seconds``; expiry raises _ToolTimeout.
+
+    One loop timer per attempt (cheaper than ``asyncio.timeout``, which the
+    executor would otherwise pay on every call). A cancellation from outside
+    still propagates as CancelledError.
+    """
+    task = asyncio.current_task()
+    assert task is not None
+    deadline = _Deadline(task)
+    handle = asyncio.get_running_loop().call_later(seconds, deadline)
+    try:
+        return await aw
+    except asyncio.CancelledError:
+        if deadline.fired and _uncancel(task):
+            raise _ToolTimeout(seconds) from None
+        raise
+    finally:
+        handle.cancel()
+
+
+if sys.version_info >= (3, 11):
+
+    def _uncancel(task: asyncio.Task[Any]) -> bool:
+        """Withdraw the deadline's cancel; True unless someone else cancelled too."""
+        return task.uncancel() == 0
+
+else:  # pragma: no cover - Python 3.10 has no cancel counting
+
+    def _uncancel(task: asyncio.Task[Any]) -> bool:
+        return True
+
+
+# -- per-tool decisions, made once --------------------------------------------------------
+
+
+class _ToolPlan:
+    """Everything about running one tool that does not depend on the call."""
+
+    __slots__ = (
+        "available",
+        "blocking",
+        "gated",
+        "hint",
+        "injected",
+        "is_async",
+        "max_attempts",
+        "missing",
+        "name",
+        "out_adapter",
+        "out_str",
+        "run_alone",
+        "timeout",
+        "tool",
+        "validate",
+        "violation",
+    )
+
+    def __init__(self, ex: Executor, tool: Tool[Any, Any]) -> None:
+        meta = tool.metadata
+        name = tool.name
+        self.tool = tool
+        self.name = name
+        fn = tool.fn
+        self.is_async = tool.is_async or (
+            fn is not None
+            and not inspect.isfunction(fn)
+            and inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
+        )
+        self.blocking = meta.blocking and not self.is_async
+        self.run_alone = meta.run_alone
+        self.timeout = meta.timeout
+        self.hint = meta.retry_hint
+        self.max_attempts = meta.max_attempts
+        missing_caps = meta.capabilities - ex._allowed
+        self.violation = (
+            f"sandbox violation: tool `{name}` requires "
+            + ", ".join(sorted(c.value for c in missing_caps))
+            if missing_caps
+            else None
+        )
+        self.gated = ex._approver is not None and ex._gate.applies(meta.effect)
+        self.available = [f for match, f in ex._availability if match(tool)]
+        if ex._is_available is not None:
+            self.available.insert(0, ex._is_available)
+        self.validate = [f for match, f in ex._validators if match(tool)]
+        if ex._validate is not None:
+            self.validate.insert(0, ex._validate)
+        self.injected = {k: ex._injected[k] for k in tool.injected if k in ex._injected}
+        self.missing: str | None = None
+        if fn is None:
+            self.missing = (
+                f"tool `{name}` has no implementation (it was declared with @tool_input); "
+                f"run it in your own code and answer with call.complete(output)"
+            )
+        elif len(self.injected) != len(tool.injected):
+            absent = [k for k in tool.injected if k not in ex._injected]
+            self.missing = (
+                f"tool `{name}` needs injected value(s) {', '.join(map(repr, absent))}; "
+                f"pass them as Executor(injected={{...}})"
+            )
+        self.out_adapter = None
+        self.out_str = False
+        if ex.validate_output and tool.output_type is not None:
+            if tool.output_type is str:
+                self.out_str = True
+            else:
+                self.out_adapter = getattr(tool, "_output_adapter", None)
+
+
+def _matcher(target: Any) -> Callable[[Tool[Any, Any]], bool]:
+    if isinstance(target, str):
+        return lambda tool: tool.name == target
+    origin = tool_of(target).origin
+    return lambda tool: tool.origin is origin
+
+
+class _Job:
+    """One call on its way through the executor (internal, mutable)."""
+
+    __slots__ = ("approved", "call", "context", "error_type", "plan", "raw", "result")
+
+    def __init__(self, raw: ToolCall, context: HookContext | None) -> None:
+        self.raw = raw
+        self.context = context
+        self.call: TypedCall[Any] | None = None
+        self.plan: _ToolPlan | None = None
+        self.result: ToolResult | None = None
+        self.error_type: str | None = None
+        self.approved: str | None = None
+
+    def refuse(self, reason: str, kind: str) -> None:
+        self.result = self.raw.result(rejection_content(reason), is_error=True)
+        self.error_type = kind
+
+
+def _errors_text(exc: ValidationError) -> str:
+    lines = []
+    for e in exc.errors(include_url=False, include_input=False):
+        loc = ".".join(str(p) for p in e["loc"]) or "(arguments)"
+        lines.append(f"- {loc}: {e['msg']}")
+    return "\n".join(lines)
+
+
+async def _maybe_await(value: Any) -> Any:
+    if hasattr(value, "__await__"):
+        return await value
+    return value
+
+
+# -- the executor -------------------------------------------------------------------------
+
+
+class Executor:
+    """Runs tool calls: checks, approval, interceptors, timeout, retry, parallelism.
+
+    Options (all keyword-only):
+
+    - ``tools``: a Toolset (or tools) to look raw ToolCalls up in; TypedCalls
+      carry their tool.
+    - ``allowed_capabilities``: the sandbox allow-list (default: every Capability).
+    - ``is_available`` / ``validate``: checks for every tool (``fn(tool) -> bool``;
+      ``fn(call) -> None | bool | str``, a string or False or a ValueError
+      being the refusal); per-tool ones with :meth:`availability` / :meth:`validator`.
+    - ``approval``: the approver, ``fn(ApprovalRequest) -> Allow | Deny | Modify
+      | Defer`` (sync or async); ``approval_gate``: which effects it sees
+      (``always`` by default).
+    - ``interceptors``: wrap each attempt; the first one is the outermost.
+    - ``max_concurrency``: calls in flight in ``execute_all`` (None: no bound).
+    - ``validate_output``: check outputs against the tool's output type.
+    - ``retry_if``: the retry classifier (default :func:`is_transient`).
+    - ``injected``: values for tools' injected parameters, by parameter name.
+    - ``on_result``: ``fn(call, result) -> ToolResult | None`` sees every result
+      of a typed call (observe, or return a redacted result); if it raises,
+      the call gets an error result (fail closed).
+    - ``tracing``: a :class:`toolwire.Tracing` for OpenTelemetry spans.
+    - ``clock``, ``sleep``, ``rng``: injectable time source, backoff sleep, jitter.
+    - ``thread_pool``: where ``blocking=True`` tools run (default: a pool of
+      ``max_concurrency`` threads, made on first use).
+
+    Sync tools run inline on the event loop (no thread hop) unless declared
+    ``blocking=True``. A timeout cannot preempt an inline sync tool: it applies
+    to async tools and to blocking (threaded) tools, whose thread is left to
+    finish on its own once the call has timed out.
+    """
+
+    def __init__(
+        self,
+        *,
+        tools: Toolset | Iterable[Any] | None = None,
+        allowed_capabilities: Iterable[Capability | str] | None = None,
+        is_available: Callable[[Tool[Any, Any]], Any] | None = None,
+        validate: Callable[[TypedCall[Any]], Any] | None = None,
+        approval: Approver | None = None,
+        approval_gate: ApprovalGate | str = ApprovalGate.ALWAYS,
+        interceptors: Iterable[Interceptor | Callable[..., Any]] = (),
+        max_concurrency: int | None = 8,
+        validate_output: bool = True,
+        retry_if: Callable[[BaseException], bool] = is_transient,
+        injected: Mapping[str, Any] | None = None,
+        on_result: Callable[[TypedCall[Any], ToolResult], Any] | None = None,
+        tracing: Tracing | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        rng: Callable[[], float] = random.random,
+        thread_pool: concurrent.futures.Executor | None = None,
+    ) -> None:
+        if max_concurrency is not None and (
+            isinstance(max_concurrency, bool)
+            or not isinstance(max_concurrency, int)
+            or max_concurrency < 1
+        ):
+            raise ValueError(
+                f"max_concurrency must be an int >= 1 or None, got {max_concurrency!r}"
+            )
+        self._tools: dict[str, Tool[Any, Any]] = {}
+        if tools is not None:
+            items = tools.tools() if isinstance(tools, Toolset) else (tool_of(t) for t in tools)
+            self._tools = {t.name: t for t in items}
+        self._toolset = tools if isinstance(tools, Toolset) else None
+        self._allowed = (
+            frozenset(Capability)
+            if allowed_capabilities is None
+            else frozenset(Capability(c) for c in allowed_capabilities)
+        )
+        self._is_available = is_available
+        self._validate = validate
+        self._approver = approval
+        self._gate = ApprovalGate(approval_gate)
+        self._interceptors = tuple(interceptors)
+        self.max_concurrency = max_concurrency
+        self.validate_output = validate_output
+        self._retry_if = retry_if
+        self._injected = dict(injected or {})
+        self._on_result = on_result
+        self._tracing = tracing
+        self._clock = clock
+        self._sleep = sleep
+        self._rng = rng
+        self._pool = thread_pool
+        self._own_pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._availability: list[tuple[Callable[[Tool[Any, Any]], bool], Callable[..., Any]]] = []
+        self._validators: list[tuple[Callable[[Tool[Any, Any]], bool], Callable[..., Any]]] = []
+        self._plans: dict[Tool[Any, Any], _ToolPlan] = {}
+        self._chain = self._build_chain()
+
+    def __repr__(self) -> str:
+        return (
+            f"<Executor max_concurrency={self.max_concurrency} "
+            f"interceptors={len(self._interceptors)} approval={self._approver is not None}>"
+        )
+
+    # -- configuration ------------------------------------------------------------------
+
+    def availability(self, target: Any, fn: Callable[..., Any] | None = None) -> Any:
+        """Register ``fn(tool) -> bool`` deciding whether ``target`` may run now.
+
+        ``target`` is a tool, a @tool_input class, a function tool or a wire
+        name. Usable as a decorator. A check that raises counts as unavailable.
+        """
+
+        def register(f: Callable[..., Any]) -> Callable[..., Any]:
+            self._availability.append((_matcher(target), f))
+            self._plans.clear()
+            return f
+
+        return register if fn is None else register(fn)
+
+    def validator(self, target: Any, fn: Callable[..., Any] | None = None) -> Any:
+        """Register ``fn(call) -> None | bool | str`` validating ``target``'s calls.
+
+        Runs after schema validation. None or True passes; False, a string
+        (the reason) or a raised ValueError refuses the call. May be async.
+        """
+
+        def register(f: Callable[..., Any]) -> Callable[..., Any]:
+            self._validators.append((_matcher(target), f))
+            self._plans.clear()
+            return f
+
+        return register if fn is None else register(fn)
+
+    def close(self) -> None:
+        """Shut down the executor's own thread pool (threads still running are not waited for)."""
+        pool, self._own_pool = self._own_pool, None
+        if pool is not None:
+            pool.shutdown(wait=False)
+
+    def _plan(self, tool: Tool[Any, Any]) -> _ToolPlan:
+        plan = self._plans.get(tool)
+        if plan is None:
+            plan = self._plans[tool] = _ToolPlan(self, tool)
+        return plan
+
+    def _thread_pool(self) -> concurrent.futures.Executor:
+        if self._pool is not None:
+            return self._pool
+        if self._own_pool is None:
+            self._own_pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=self.max_concurrency or 32, thread_name_prefix="toolwire-tool"
+            )
+        return self._own_pool
+
+    def _build_chain(self) -> Next | None:
+        if not self._interceptors:
+            return None
+
+        async def innermost(request: ToolRequest) -> ToolResult:
+            return await self._attempt(
+                self._plan(request.call.tool), request.call, request.approved
+            )
+
+        chain: Next = innermost
+        for icpt in reversed(self._interceptors):
+            chain = _link(icpt, chain)
+        return chain
+
+    # -- stage 1: lookup and checks -------------------------------------------------------
+
+    def _lookup(self, name: str) -> Tool[Any, Any] | None:
+        tool = self._tools.get(name)
+        if tool is None and self._toolset is not None:
+            tool = self._toolset.get(name)
+        return tool
+
+    def _check(self, job: _Job, call: TypedCall[Any] | ToolCall) -> bool:
+        """Lookup, capability, availability and schema validation.
+
+        A refusal sets ``job.result``. Returns True when custom validators
+        are left to run (they may be async).
+        """
+        if isinstance(call, TypedCall):
+            tool = call.tool
+            typed: TypedCall[Any] | None = call
+        else:
+            found = self._lookup(call.name)
+            if found is None:
+                job.refuse(f"unknown tool `{call.name}`", "unknown_tool")
+                return False
+            tool, typed = found, None
+        plan = job.plan = self._plan(tool)
+        if plan.violation is not None:
+            job.refuse(plan.violation, "sandbox_violation")
+            return False
+        if plan.available and not self._is_tool_available(plan, tool):
+            job.refuse(f"tool `{tool.name}` is currently unavailable", "unavailable")
+            return False
+        if typed is None:
+            try:
+                value = tool.validate_json(job.raw.arguments)
+            except ValidationError as exc:
+                job.refuse(
+                    f"tool `{tool.name}` arguments did not match the expected schema:\n"
+                    + _errors_text(exc),
+                    "invalid_arguments",
+                )
+                return False
+            typed = TypedCall(job.raw, tool, value)
+        job.call = typed
+        return bool(plan.validate)
+
+    def _is_tool_available(self, plan: _ToolPlan, tool: Tool[Any, Any]) -> bool:
+        for check in plan.available:
+            try:
+                if not check(tool):
+                    return False
+            except Exception as exc:
+                logger.warning("availability check for tool %s failed: %r", tool.name, exc)
+                return False
+        return True
+
+    async def _run_validators(self, job: _Job, plan: _ToolPlan, call: TypedCall[Any]) -> None:
+        for check in plan.validate:
+            try:
+                verdict = await _maybe_await(check(call))
+            except (ValueError, TypeError) as exc:
+                verdict = str(exc) or type(exc).__name__
+            except Exception as exc:
+                verdict = f"validator failed: {type(exc).__name__}: {exc}"
+            if verdict is None or verdict is True:
+                continue
+            reason = verdict if isinstance(verdict, str) else "validation failed"
+            job.refuse(f"tool `{call.name}` arguments were refused: {reason}", "validation_failed")
+            return
+
+    # -- stage 2: approval ----------------------------------------------------------------
+
+    async def _approve(
+        self, jobs: Sequence[_Job], approvals: Mapping[str, Approval]
+    ) -> list[ApprovalRequest]:
+        pending: list[ApprovalRequest] = []
+        for job in jobs:
+            call, plan = job.call, job.plan
+            if job.result is not None or call is None or plan is None:
+                continue
+            given = approvals.get(call.id)
+            if given is not None:
+                current = call_fingerprint(call)
+                if current != given.fingerprint:
+                    job.refuse(
+                        f"the arguments of tool `{call.name}` changed after they were approved; "
+                        f"the call was not run",
+                        "approval_mismatch",
+                    )
+                    continue
+                decision: Any = given.decision
+                request = ApprovalRequest(call, current, job.context)
+            elif not plan.gated:
+                continue
+            else:
+                request = ApprovalRequest(call, call_fingerprint(call), job.context)
+                assert self._approver is not None
+                try:
+                    decision = await _maybe_await(self._approver(request))
+                except Exception as exc:
+                    decision = Deny(f"approver failed: {type(exc).__name__}: {exc}")
+            await self._apply_decision(job, request, decision, pending)
+        return pending
+
+    async def _apply_decision(
+        self, job: _Job, request: ApprovalRequest, decision: Any, pending: list[ApprovalRequest]
+    ) -> None:
+        call = request.call
+        if isinstance(decision, Allow):
+            job.approved = request.fingerprint
+        elif isinstance(decision, Deny):
+            job.refuse(f"approval denied for tool `{call.name}`: {decision.reason}", "denied")
+        elif isinstance(decision, Defer):
+            pending.append(request)
+        elif isinstance(decision, Modify):
+            args = decision.arguments
+            try:
+                if isinstance(args, (str, bytes)):
+                    value = call.tool.validate_json(args)
+                else:
+                    value = call.tool.validate_python(args)
+            except ValidationError as exc:
+                job.refuse(
+                    f"the approver's arguments for tool `{call.name}` did not match the "
+                    f"expected schema:\n" + _errors_text(exc),
+                    "invalid_arguments",
+                )
+                return
+            modified = call.with_input(value)
+            job.call = modified
+            assert job.plan is not None
+            if job.plan.validate:
+                await self._run_validators(job, job.plan, modified)
+                if job.result is not None:
+                    return
+            job.approved = call_fingerprint(modified)
+        else:
+            job.refuse(
+                f"the approver returned {type(decision).__name__} for tool `{call.name}`; "
+                f"expected Allow, Deny, Modify or Defer",
+                "denied",
+            )
+
+    # -- stage 3: running -----------------------------------------------------------------
+
+    async def _attempt(
+        self, plan: _ToolPlan, call: TypedCall[Any], approved: str | None
+    ) -> ToolResult:
+        """One attempt: run the tool under its timeout, validate its output. Raises on failure."""
+        if approved is not None and call_fingerprint(call) != approved:
+            raise _ApprovalMismatch(
+                f"the arguments of tool `{call.name}` changed after they were approved; "
+                f"the call was not run"
+            )
+        tool = plan.tool
+        timeout = plan.timeout
+        if plan.is_async:
+            aw = tool.call(call.input, **plan.injected)
+            out = await (aw if timeout is None else _with_timeout(aw, timeout))
+        elif plan.blocking:
+            loop = asyncio.get_running_loop()
+            ctx = contextvars.copy_context()
+            fut = loop.run_in_executor(
+                self._thread_pool(),
+                functools.partial(ctx.run, tool.call, call.input, **plan.injected),
+            )
+            out = await (fut if timeout is None else _with_timeout(fut, timeout))
+        else:
+            out = tool.call(call.input, **plan.injected)
+            if hasattr(out, "__await__"):
+                out = await (out if timeout is None else _with_timeout(out, timeout))
+        if plan.out_adapter is not None:
+            try:
+                out = plan.out_adapter.validate_python(out)
+            except ValidationError as exc:
+                raise _OutputMismatch(
+                    f"tool `{call.name}` returned output that does not match its output type "
+                    f"{_type_name(tool.output_type)}:\n{_errors_text(exc)}"
+                ) from None
+        elif plan.out_str and not isinstance(out, str):
+            raise _OutputMismatch(
+                f"tool `{call.name}` returned {type(out).__name__}, but its output type is str"
+            )
+        return call.complete(out)
+
+    async def _run_job(self, job: _Job) -> None:
+        """Retries around interceptors around one attempt; sets job.result."""
+        call, plan = job.call, job.plan
+        assert call is not None
+        assert plan is not None
+        if plan.missing is not None:
+            job.result = call.error(plan.missing)
+            job.error_type = "not_runnable"
+            return
+        chain = self._chain
+        attempt = 1
+        while True:
+            try:
+                if chain is None:
+                    result = await self._attempt(plan, call, job.approved)
+                else:
+                    result = await chain(ToolRequest(call, attempt, job.context, job.approved))
+                break
+            except Exception as exc:
+                if (
+                    attempt >= plan.max_attempts
+                    or isinstance(exc, _NotRetryable)
+                    or not self._retry_if(exc)
+                ):
+                    result = self._failure(call, exc, attempt, job)
+                    break
+                assert plan.hint is not None
+                delay = plan.hint.delay(
+                    attempt - 1, rand=self._rng(), retry_after=_retry_after(exc)
+                )
+                logger.info(
+                    "tool=%s call=%s attempt=%d failed (%s); retrying in %.3f s",
+                    call.name,
+                    call.id,
+                    attempt,
+                    type(exc).__name__,
+                    delay,
+                )
+                # A cancellation here propagates: the failed attempt is over and
+                # the next one has not started, so nothing is left half done.
+                await self._sleep(delay)
+                attempt += 1
+        job.result = result
+        if self._on_result is not None:
+            await self._observe(job, call)
+
+    def _failure(
+        self, call: TypedCall[Any], exc: Exception, attempts: int, job: _Job
+    ) -> ToolResult:
+        if isinstance(exc, _ToolTimeout):
+            text = f"tool `{call.name}` timed out after {float(exc.seconds)!r} s"
+            job.error_type = "timeout"
+        elif isinstance(exc, _ApprovalMismatch):
+            job.error_type = exc.kind
+            return call.error(rejection_content(exc.message))
+        elif isinstance(exc, _NotRetryable):
+            text = exc.message
+            job.error_type = exc.kind
+        else:
+            text = f"tool `{call.name}` failed: {type(exc).__name__}: {exc}"
+            job.error_type = type(exc).__qualname__
+        if attempts > 1:
+            text += f" (after {attempts} attempts)"
+        return call.error(text)
+
+    async def _observe(self, job: _Job, call: TypedCall[Any]) -> None:
+        assert self._on_result is not None
+        assert job.result is not None
+        try:
+            new = await _maybe_await(self._on_result(call, job.result))
+        except Exception as exc:
+            job.result = call.error(f"result hook failed: {type(exc).__name__}: {exc}")
+            job.error_type = "result_hook_failed"
+            return
+        if new is None:
+            return
+        if not isinstance(new, ToolResult) or (new.call_id, new.tool_name, new.arguments) != (
+            call.id,
+            call.name,
+            call.arguments,
+        ):
+            job.result = call.error(
+                f"result hook returned {type(new).__name__} that does not answer call "
+                f"`{call.id}`; return None or a ToolResult for the same call"
+            )
+            job.error_type = "result_hook_failed"
+            return
+        job.result = new
+
+    async def _run(self, job: _Job) -> None:
+        if self._tracing is None:
+            await self._run_job(job)
+        else:
+            await self._tracing._traced_job(self, job)
+
+    def _runner(self) -> Callable[[_Job], Coroutine[Any, Any, None]]:
+        return self._run_job if self._tracing is None else self._run
+
+    async def _parallel(self, jobs: list[_Job]) -> None:
+        if len(jobs) == 1:
+            await self._run(jobs[0])
+            return
+        bound = self.max_concurrency
+        if bound is None or bound >= len(jobs):
+            run = self._runner()
+            loop = asyncio.get_running_loop()
+            tasks = [loop.create_task(run(j)) for j in jobs]
+        else:
+            queue = iter(jobs)
+            tasks = [asyncio.ensure_future(self._worker(queue)) for _ in range(bound)]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for t in tasks:
+                t.cancel()
+            raise
+
+    async def _worker(self, queue: Iterator[_Job]) -> None:
+        for job in queue:
+            await self._run(job)
+
+    async def _run_all(self, jobs: Sequence[_Job]) -> None:
+        runnable = [j for j in jobs if j.result is None]
+        if not runnable:
+            return
+        if len(runnable) == 1:
+            await self._run(runnable[0])
+            return
+        segment: list[_Job] = []
+        for job in runnable:
+            assert job.plan is not None
+            if job.plan.run_alone:
+                if segment:
+                    await self._parallel(segment)
+                    segment = []
+                await self._run(job)
+            else:
+                segment.append(job)
+        if segment:
+            await self._parallel(segment)
+
+    async def _process(
+        self,
+        calls: Sequence[TypedCall[Any] | ToolCall],
+        context: HookContext | None,
+        approvals: Iterable[Approval] | Mapping[str, Approval],
+    ) -> tuple[list[_Job], list[ApprovalRequest]]:
+        jobs: list[_Job] = []
+        for c in calls:
+            raw = c.call if isinstance(c, TypedCall) else c
+            if not isinstance(raw, ToolCall):
+                raise TypeError(
+                    f"the executor takes TypedCall or ToolCall objects, got {type(c).__name__}"
+                )
+            job = _Job(raw, context)
+            if self._check(job, c):
+                assert job.plan is not None
+                assert job.call is not None
+                await self._run_validators(job, job.plan, job.call)
+            jobs.append(job)
+        given = _approval_map(approvals, jobs) if approvals else {}
+        if self._approver is not None or given:
+            pending = await self._approve(jobs, given)
+            if pending:
+                return jobs, pending
+        if self._tracing is not None:
+            self._tracing._refused_jobs(jobs)
+        await self._run_all(jobs)
+        return jobs, []
+
+    # -- public API -----------------------------------------------------------------------
+
+    async def aexecute(
+        self,
+        call: TypedCall[Any] | ToolCall,
+        *,
+        context: HookContext | None = None,
+        approvals: Iterable[Approval] | Mapping[str, Approval] = (),
+    ) -> ToolResult:
+        """Run one call; every failure is an error result (never raised).
+
+        Raises ApprovalPendingError only when the approver deferred.
+        """
+        jobs, pending = await self._process((call,), context, approvals)
+        if pending:
+            raise ApprovalPendingError(tuple(pending))
+        result = jobs[0].result
+        assert result is not None
+        return result
+
+    def execute(
+        self,
+        call: TypedCall[Any] | ToolCall,
+        *,
+        context: HookContext | None = None,
+        approvals: Iterable[Approval] | Mapping[str, Approval] = (),
+    ) -> ToolResult:
+        """Sync :meth:`aexecute` (runs an event loop; not for use inside one)."""
+        return _run_sync(self.aexecute(call, context=context, approvals=approvals), "execute")
+
+    async def aexecute_all(
+        self,
+        calls: Iterable[TypedCall[Any] | ToolCall],
+        *,
+        context: HookContext | None = None,
+        approvals: Iterable[Approval] | Mapping[str, Approval] = (),
+    ) -> list[ToolResult]:
+        """Run calls in parallel (at most ``max_concurrency`` at once); results in input order.
+
+        Async tools are awaited concurrently; sync tools run inline, ``blocking``
+        ones in worker threads; a ``run_alone`` tool waits for everything
+        before it, runs by itself, then the rest continue. Approval is decided
+        for every call before any runs: if one is deferred nothing runs and
+        ApprovalPendingError carries every pending request.
+        """
+        jobs, pending = await self._process(list(calls), context, approvals)
+        if pending:
+            raise ApprovalPendingError(tuple(pending))
+        return [j.result for j in jobs if j.result is not None]
+
+    def execute_all(
+        self,
+        calls: Iterable[TypedCall[Any] | ToolCall],
+        *,
+        context: HookContext | None = None,
+        approvals: Iterable[Approval] | Mapping[str, Approval] = (),
+    ) -> list[ToolResult]:
+        """Sync :meth:`aexecute_all`."""
+        return _run_sync(
+            self.aexecute_all(calls, context=context, approvals=approvals), "execute_all"
+        )
+
+    async def adispatch(
+        self, call: TypedCall[Any] | ToolCall, *, context: HookContext | None = None
+    ) -> ToolResult:
+        """As :meth:`aexecute`, but an error result raises ToolExecutionError (``.result``)."""
+        result = await self.aexecute(call, context=context)
+        if result.is_error:
+            raise ToolExecutionError(_error_text(result), result=result)
+        return result
+
+    def dispatch(
+        self, call: TypedCall[Any] | ToolCall, *, context: HookContext | None = None
+    ) -> ToolResult:
+        """Sync :meth:`adispatch`."""
+        return _run_sync(self.adispatch(call, context=context), "dispatch")
+
+    async def arun_plan(
+        self,
+        plan: ToolRoundPlan | ToolRound,
+        *,
+        approvals: Iterable[Approval] | Mapping[str, Approval] = (),
+    ) -> list[ToolResult]:
+        """Run a plan's pending calls (or a bare round's calls); results in the plan's order."""
+        calls, context = _plan_calls(plan)
+        return await self.aexecute_all(calls, context=context, approvals=approvals)
+
+    def run_plan(
+        self,
+        plan: ToolRoundPlan | ToolRound,
+        *,
+        approvals: Iterable[Approval] | Mapping[str, Approval] = (),
+    ) -> list[ToolResult]:
+        """Sync :meth:`arun_plan`."""
+        return _run_sync(self.arun_plan(plan, approvals=approvals), "run_plan")
+
+    async def aexecute_and_commit(
+        self,
+        plan: ToolRoundPlan | ToolRound,
+        *,
+        approvals: Iterable[Approval] | Mapping[str, Approval] = (),
+    ) -> PlanRun:
+        """Run the pending calls and commit the round (handled + rejected + issues + results).
+
+        If an approval is deferred, nothing runs and nothing is committed: the
+        PlanRun carries the pending requests; resume with :meth:`aresume`.
+        """
+        calls, context = _plan_calls(plan)
+        jobs, pending = await self._process(calls, context, approvals)
+        if pending:
+            return PlanRun(plan, (), tuple(pending), False)
+        results = tuple(j.result for j in jobs if j.result is not None)
+        plan.commit(results)
+        return PlanRun(plan, results, (), True)
+
+    def execute_and_commit(
+        self,
+        plan: ToolRoundPlan | ToolRound,
+        *,
+        approvals: Iterable[Approval] | Mapping[str, Approval] = (),
+    ) -> PlanRun:
+        """Sync :meth:`aexecute_and_commit`."""
+        return _run_sync(self.aexecute_and_commit(plan, approvals=approvals), "execute_and_commit")
+
+    async def aresume(
+        self,
+        plan: ToolRoundPlan | ToolRound | PlanRun,
+        approvals: Iterable[Approval] | Mapping[str, Approval],
+    ) -> PlanRun:
+        """Continue a plan whose approval was deferred, with the decisions made since.
+
+        Each Approval is bound to the fingerprint that was reviewed: a call
+        whose arguments changed since gets an error result and is not run.
+        Calls without a decision go to the approver again.
+        """
+        target = plan.plan if isinstance(plan, PlanRun) else plan
+        return await self.aexecute_and_commit(target, approvals=approvals)
+
+    def resume(
+        self,
+        plan: ToolRoundPlan | ToolRound | PlanRun,
+        approvals: Iterable[Approval] | Mapping[str, Approval],
+    ) -> PlanRun:
+        """Sync :meth:`aresume`."""
+        return _run_sync(self.aresume(plan, approvals), "resume")
+
+
+def _link(icpt: Callable[..., Any], inner: Next) -> Next:
+    async def run(request: ToolRequest) -> ToolResult:
+        out = icpt(request, inner)
+        if hasattr(out, "__await__"):
+            out = await out
+        if not isinstance(out, ToolResult):
+            raise TypeError(
+                f"interceptor {icpt!r} returned {type(out).__name__}; expected a ToolResult "
+                f"(return `await next(request)` or your own result)"
+            )
+        return out
+
+    return run
+
+
+def _approval_map(
+    approvals: Iterable[Approval] | Mapping[str, Approval], jobs: Sequence[_Job]
+) -> dict[str, Approval]:
+    if isinstance(approvals, Mapping):
+        given = dict(approvals)
+    else:
+        given = {}
+        for a in approvals:
+            if not isinstance(a, Approval):
+                raise TypeError(
+                    f"approvals must be Approval records (from ApprovalRequest.allow(), "
+                    f".deny() or .modify()), got {type(a).__name__}"
+                )
+            given[a.call_id] = a
+    if given:
+        known = {j.raw.id for j in jobs}
+        unknown = sorted(set(given) - known)
+        if unknown:
+            raise ValueError(
+                f"approvals for call id(s) {', '.join(map(repr, unknown))} that are not in "
+                f"these calls ({', '.join(map(repr, sorted(known)))})"
+            )
+    return given
+
+
+def _plan_calls(
+    plan: ToolRoundPlan | ToolRound,
+) -> tuple[tuple[TypedCall[Any], ...], HookContext | None]:
+    if isinstance(plan, ToolRoundPlan):
+        return plan.pending, plan.context
+    if isinstance(plan, ToolRound):
+        return plan.calls, plan.turn.context
+    raise TypeError(f"expected a ToolRoundPlan or a ToolRound, got {type(plan).__name__}")
+
+
+def _error_text(result: ToolResult) -> str:
+    from toolwire._round import rejection_reason
+
+    reason = rejection_reason(result)
+    return reason if reason is not None else result.content
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or repr(tp)
+
+
+def _run_sync(coro: Coroutine[Any, Any, _T], what: str) -> _T:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    coro.close()
+    raise RuntimeError(
+        f"Executor.{what}() runs its own event loop and cannot be called inside a running "
+        f"one; use `await executor.a{what}(...)` in async code"
+    )

@@ -1,0 +1,556 @@
+"""The executor: ordered checks, error results, timeouts, retries, parallelism, outputs."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Annotated, Any
+
+import pytest
+from pydantic import BaseModel
+
+import toolwire as tw
+from toolwire._round import rejection_reason
+
+
+def typed(tool: tw.Tool[Any, Any], arguments: str = "{}", id: str = "c1") -> tw.TypedCall[Any]:
+    return tw.TypedCall(tw.ToolCall(id, tool.name, arguments), tool, tool.validate_json(arguments))
+
+
+class Recorder:
+    """An injectable backoff sleep that records the delays it was asked for."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    async def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
+
+
+@tw.tool_fn
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@tw.tool_fn(capabilities=["network"])
+def fetch(url: str) -> str:
+    """Fetch a URL."""
+    return f"fetched {url}"
+
+
+# -- lookup and checks ---------------------------------------------------------------------
+
+
+def test_a_typed_call_runs_and_its_output_is_serialised() -> None:
+    result = tw.Executor().execute(typed(add, '{"a": 2, "b": 3}'))
+    assert tw.ToolResult("c1", "add", '{"a": 2, "b": 3}', "5", False) == result
+
+
+def test_a_raw_call_is_looked_up_and_validated() -> None:
+    ex = tw.Executor(tools=tw.Toolset("t", [add]))
+    assert "5" == ex.execute(tw.ToolCall("c1", "add", '{"a": 2, "b": 3}')).content
+
+
+def test_an_unknown_tool_is_an_error_result() -> None:
+    result = tw.Executor(tools=[add]).execute(tw.ToolCall("c1", "nope", "{}"))
+    assert result.is_error
+    assert "unknown tool `nope`" == rejection_reason(result)
+
+
+def test_a_capability_outside_the_allow_list_is_a_sandbox_violation() -> None:
+    ex = tw.Executor(allowed_capabilities=[tw.Capability.PURE_COMPUTATION])
+    result = ex.execute(typed(fetch, '{"url": "x"}'))
+    assert result.is_error
+    assert "sandbox violation: tool `fetch` requires network" == rejection_reason(result)
+
+
+def test_every_capability_is_allowed_by_default() -> None:
+    assert "fetched x" == tw.Executor().execute(typed(fetch, '{"url": "x"}')).content
+
+
+def test_the_capability_check_comes_before_schema_validation() -> None:
+    ex = tw.Executor(tools=[fetch], allowed_capabilities=())
+    result = ex.execute(tw.ToolCall("c1", "fetch", "not json"))
+    assert "sandbox violation: tool `fetch` requires network" == rejection_reason(result)
+
+
+def test_an_unavailable_tool_is_not_run() -> None:
+    ran = []
+    ex = tw.Executor(is_available=lambda tool: tool.name != "add")
+    ex.validator(add, lambda call: ran.append(call) and None)
+    result = ex.execute(typed(add, '{"a": 1, "b": 1}'))
+    assert "tool `add` is currently unavailable" == rejection_reason(result)
+    assert [] == ran
+
+
+def test_a_per_tool_availability_check_applies_to_that_tool_only() -> None:
+    ex = tw.Executor()
+    ex.availability(add, lambda tool: False)
+    assert ex.execute(typed(add, '{"a": 1, "b": 1}')).is_error
+    assert not ex.execute(typed(fetch, '{"url": "x"}')).is_error
+
+
+def test_an_availability_check_that_raises_fails_closed() -> None:
+    def broken(tool: tw.Tool[Any, Any]) -> bool:
+        raise RuntimeError("no idea")
+
+    result = tw.Executor(is_available=broken).execute(typed(add, '{"a": 1, "b": 1}'))
+    assert "tool `add` is currently unavailable" == rejection_reason(result)
+
+
+def test_invalid_raw_arguments_keep_pydantic_detail() -> None:
+    ex = tw.Executor(tools=[add])
+    result = ex.execute(tw.ToolCall("c1", "add", '{"a": "x"}'))
+    assert result.is_error
+    assert (
+        "tool `add` arguments did not match the expected schema:\n"
+        "- a: Input should be a valid integer, unable to parse string as an integer\n"
+        "- b: Field required"
+    ) == rejection_reason(result)
+
+
+@pytest.mark.parametrize(
+    ("verdict", "reason"),
+    [("b must be positive", "b must be positive"), (False, "validation failed")],
+)
+def test_a_validator_refusal_is_an_error_result(verdict: Any, reason: str) -> None:
+    ex = tw.Executor(validate=lambda call: verdict)
+    result = ex.execute(typed(add, '{"a": 1, "b": -1}'))
+    assert f"tool `add` arguments were refused: {reason}" == rejection_reason(result)
+
+
+def test_a_validator_raising_value_error_refuses_with_its_message() -> None:
+    ex = tw.Executor()
+
+    @ex.validator(add)
+    async def check(call: tw.TypedCall[Any]) -> None:
+        if call.input.b < 0:
+            raise ValueError("b must be positive")
+
+    assert "tool `add` arguments were refused: b must be positive" == rejection_reason(
+        ex.execute(typed(add, '{"a": 1, "b": -1}'))
+    )
+    assert "1" == ex.execute(typed(add, '{"a": 1, "b": 0}')).content
+
+
+def test_a_tool_exception_is_an_error_result() -> None:
+    @tw.tool_fn
+    def boom() -> str:
+        raise ValueError("bad input")
+
+    result = tw.Executor().execute(typed(boom))
+    assert tw.ToolResult("c1", "boom", "{}", "tool `boom` failed: ValueError: bad input", True) == (
+        result
+    )
+
+
+def test_dispatch_raises_for_an_error_result_and_returns_a_success() -> None:
+    ex = tw.Executor(tools=[add])
+    assert "3" == ex.dispatch(tw.ToolCall("c1", "add", '{"a": 1, "b": 2}')).content
+    with pytest.raises(tw.ToolExecutionError, match="unknown tool `nope`") as info:
+        ex.dispatch(tw.ToolCall("c2", "nope", "{}"))
+    assert info.value.result is not None
+    assert info.value.result.is_error
+
+
+def test_a_tool_input_class_without_implementation_is_an_error_result() -> None:
+    @tw.tool_input
+    class Lookup(BaseModel):
+        key: str
+
+    tool = tw.tool_of(Lookup)
+    result = tw.Executor().execute(typed(tool, '{"key": "k"}'))
+    assert result.is_error
+    assert result.content.startswith("tool `lookup` has no implementation")
+
+
+def test_injected_values_are_passed_and_missing_ones_are_named() -> None:
+    @tw.tool_fn
+    def greet(name: str, prefix: Annotated[str, tw.Injected]) -> str:
+        return f"{prefix} {name}"
+
+    call = typed(greet, '{"name": "Ada"}')
+    assert "Hi Ada" == tw.Executor(injected={"prefix": "Hi"}).execute(call).content
+    missing = tw.Executor().execute(call)
+    assert missing.is_error
+    assert "needs injected value(s) 'prefix'" in missing.content
+
+
+def test_the_executor_takes_only_calls() -> None:
+    with pytest.raises(TypeError, match="TypedCall or ToolCall objects, got str"):
+        tw.Executor().execute("add")  # type: ignore[arg-type]
+
+
+async def test_the_sync_variant_refuses_to_run_inside_an_event_loop() -> None:
+    with pytest.raises(RuntimeError, match=r"use `await executor.aexecute\(...\)`"):
+        tw.Executor().execute(typed(add, '{"a": 1, "b": 1}'))
+
+
+def test_max_concurrency_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="max_concurrency must be an int >= 1 or None, got 0"):
+        tw.Executor(max_concurrency=0)
+
+
+# -- output validation ---------------------------------------------------------------------
+
+
+def test_output_of_the_wrong_type_is_an_error_result() -> None:
+    @tw.tool_fn
+    def count() -> int:
+        return "many"  # type: ignore[return-value]
+
+    result = tw.Executor().execute(typed(count))
+    assert result.is_error
+    assert result.content.startswith(
+        "tool `count` returned output that does not match its output type int:\n- (arguments): "
+    )
+
+
+def test_a_str_tool_returning_something_else_is_an_error_result() -> None:
+    @tw.tool_fn
+    def name() -> str:
+        return 42  # type: ignore[return-value]
+
+    result = tw.Executor().execute(typed(name))
+    assert "tool `name` returned int, but its output type is str" == result.content
+
+
+def test_output_validation_can_be_turned_off() -> None:
+    @tw.tool_fn
+    def count() -> int:
+        return "many"  # type: ignore[return-value]
+
+    assert "many" == tw.Executor(validate_output=False).execute(typed(count)).content
+
+
+class Point(BaseModel):
+    x: int
+    y: int
+
+
+def test_model_outputs_are_validated_and_serialised() -> None:
+    @tw.tool_fn
+    def origin() -> Point:
+        return {"x": 0, "y": 0}  # type: ignore[return-value]
+
+    assert '{"x":0,"y":0}' == tw.Executor().execute(typed(origin)).content
+
+
+def test_on_result_can_redact_and_fails_closed() -> None:
+    seen: list[str] = []
+
+    def redact(call: tw.TypedCall[Any], result: tw.ToolResult) -> tw.ToolResult | None:
+        seen.append(call.name)
+        return call.complete("[redacted]") if call.name == "add" else None
+
+    ex = tw.Executor(on_result=redact)
+    assert "[redacted]" == ex.execute(typed(add, '{"a": 1, "b": 1}')).content
+    assert "fetched x" == ex.execute(typed(fetch, '{"url": "x"}')).content
+    assert ["add", "fetch"] == seen
+
+    def broken(call: tw.TypedCall[Any], result: tw.ToolResult) -> None:
+        raise RuntimeError("oops")
+
+    failed = tw.Executor(on_result=broken).execute(typed(add, '{"a": 1, "b": 1}'))
+    assert "result hook failed: RuntimeError: oops" == failed.content
+    assert failed.is_error
+
+
+# -- timeouts ------------------------------------------------------------------------------
+
+
+async def test_an_async_tool_that_hangs_times_out() -> None:
+    never = asyncio.Event()
+
+    @tw.tool_fn(timeout=0.05)
+    async def hang() -> str:
+        await never.wait()
+        return "never"
+
+    result = await tw.Executor().aexecute(typed(hang))
+    assert tw.ToolResult("c1", "hang", "{}", "tool `hang` timed out after 0.05 s", True) == result
+
+
+async def test_a_blocking_tool_that_hangs_times_out_and_its_thread_is_left_alone() -> None:
+    release = threading.Event()
+
+    @tw.tool_fn(timeout=0.05, blocking=True)
+    def hang() -> str:
+        release.wait(5)
+        return "late"
+
+    ex = tw.Executor()
+    try:
+        result = await ex.aexecute(typed(hang))
+    finally:
+        release.set()
+        ex.close()
+    assert "tool `hang` timed out after 0.05 s" == result.content
+
+
+async def test_a_tool_raising_timeout_error_itself_is_a_failure_not_a_timeout() -> None:
+    @tw.tool_fn
+    async def slow() -> str:
+        raise TimeoutError("upstream")
+
+    result = await tw.Executor().aexecute(typed(slow))
+    assert "tool `slow` failed: TimeoutError: upstream" == result.content
+
+
+async def test_the_timeout_interceptor_caps_every_tool() -> None:
+    never = asyncio.Event()
+
+    @tw.tool_fn(timeout=None)
+    async def hang() -> str:
+        await never.wait()
+        return "never"
+
+    ex = tw.Executor(interceptors=[tw.TimeoutInterceptor(0.05)])
+    assert "tool `hang` timed out after 0.05 s" == (await ex.aexecute(typed(hang))).content
+
+
+# -- sync inline vs blocking ----------------------------------------------------------------
+
+
+async def test_sync_tools_run_inline_and_blocking_ones_in_a_worker_thread() -> None:
+    threads: dict[str, int] = {}
+
+    @tw.tool_fn
+    def inline() -> str:
+        threads["inline"] = threading.get_ident()
+        return "ok"
+
+    @tw.tool_fn(blocking=True)
+    def blocking() -> str:
+        threads["blocking"] = threading.get_ident()
+        return "ok"
+
+    ex = tw.Executor()
+    await ex.aexecute_all([typed(inline, id="a"), typed(blocking, id="b")])
+    ex.close()
+    assert threading.get_ident() == threads["inline"]
+    assert threading.get_ident() != threads["blocking"]
+
+
+# -- retries -------------------------------------------------------------------------------
+
+
+def flaky(failures: int, exc: BaseException, **options: Any) -> tuple[tw.Tool[Any, Any], list[int]]:
+    attempts: list[int] = []
+
+    @tw.tool_fn(name="flaky", **options)
+    def tool() -> str:
+        attempts.append(1)
+        if len(attempts) <= failures:
+            raise exc
+        return "ok"
+
+    return tool, attempts
+
+
+def test_a_tool_with_a_retry_hint_is_retried_with_exponential_backoff() -> None:
+    hint = tw.RetryHint(max_attempts=4, initial_backoff=0.1, jitter=0.5)
+    tool, attempts = flaky(3, ConnectionError("reset"), retry_hint=hint)
+    sleep = Recorder()
+    result = tw.Executor(sleep=sleep, rng=lambda: 0.5).execute(typed(tool))
+    assert "ok" == result.content
+    assert 4 == len(attempts)
+    # base * (1 + jitter * rand): 0.1, 0.2, 0.4 each times 1.25
+    assert [0.125, 0.25, 0.5] == sleep.delays
+
+
+def test_retries_stop_at_max_attempts_and_say_how_many_there_were() -> None:
+    tool, attempts = flaky(
+        10, ConnectionError("reset"), retry_hint=tw.RetryHint(3, initial_backoff=0.01)
+    )
+    result = tw.Executor(sleep=Recorder(), rng=lambda: 0.0).execute(typed(tool))
+    assert 3 == len(attempts)
+    assert "tool `flaky` failed: ConnectionError: reset (after 3 attempts)" == result.content
+
+
+def test_without_a_retry_hint_there_is_exactly_one_attempt() -> None:
+    tool, attempts = flaky(1, ConnectionError("reset"))
+    sleep = Recorder()
+    result = tw.Executor(sleep=sleep).execute(typed(tool))
+    assert result.is_error
+    assert (1, []) == (len(attempts), sleep.delays)
+
+
+def test_a_non_transient_error_is_not_retried() -> None:
+    tool, attempts = flaky(1, ValueError("bad"), retry_hint=tw.RetryHint(3))
+    result = tw.Executor(sleep=Recorder()).execute(typed(tool))
+    assert "tool `flaky` failed: ValueError: bad" == result.content
+    assert 1 == len(attempts)
+
+
+def test_retry_after_from_the_error_replaces_the_backoff() -> None:
+    error = tw.RateLimitError("slow down", provider="x", status=429, retry_after=2.5)
+    tool, _ = flaky(1, error, retry_hint=tw.RetryHint(3, initial_backoff=0.1, max_backoff=10))
+    sleep = Recorder()
+    assert "ok" == tw.Executor(sleep=sleep, rng=lambda: 0.0).execute(typed(tool)).content
+    assert [2.5] == sleep.delays
+
+
+def test_retry_after_is_capped_at_max_backoff() -> None:
+    error = tw.RateLimitError("slow down", retry_after=600)
+    tool, _ = flaky(1, error, retry_hint=tw.RetryHint(3, max_backoff=5))
+    sleep = Recorder()
+    tw.Executor(sleep=sleep).execute(typed(tool))
+    assert [5.0] == sleep.delays
+
+
+def test_the_retry_classifier_is_configurable() -> None:
+    tool, attempts = flaky(2, KeyError("k"), retry_hint=tw.RetryHint(3, initial_backoff=0))
+    ex = tw.Executor(sleep=Recorder(), retry_if=lambda exc: isinstance(exc, KeyError))
+    assert "ok" == ex.execute(typed(tool)).content
+    assert 3 == len(attempts)
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (TimeoutError(), True),
+        (ConnectionError(), True),
+        (tw.ServerError("x"), True),
+        (tw.BadRequestError("x"), False),
+        (ValueError(), False),
+    ],
+)
+def test_is_transient(exc: BaseException, expected: bool) -> None:
+    assert expected == tw.is_transient(exc)
+
+
+async def test_cancellation_during_backoff_propagates_and_stops_retrying() -> None:
+    tool, attempts = flaky(5, ConnectionError("reset"), retry_hint=tw.RetryHint(5))
+    sleeping = asyncio.Event()
+
+    async def sleep(seconds: float) -> None:
+        sleeping.set()
+        await asyncio.Event().wait()
+
+    task = asyncio.ensure_future(tw.Executor(sleep=sleep).aexecute(typed(tool)))
+    await sleeping.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert 1 == len(attempts)
+
+
+async def test_a_timed_out_attempt_is_retried_for_a_tool_with_a_hint() -> None:
+    calls: list[int] = []
+
+    @tw.tool_fn(timeout=0.05, retry_hint=tw.RetryHint(2, initial_backoff=0))
+    async def sometimes() -> str:
+        calls.append(1)
+        if len(calls) == 1:
+            await asyncio.Event().wait()
+        return "second"
+
+    assert "second" == (await tw.Executor(sleep=Recorder()).aexecute(typed(sometimes))).content
+
+
+# -- execute_all -----------------------------------------------------------------------------
+
+
+async def test_execute_all_respects_the_concurrency_bound() -> None:
+    in_flight = 0
+    peak = 0
+
+    @tw.tool_fn
+    async def work(n: int) -> int:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+        for _ in range(3):
+            await asyncio.sleep(0)
+        in_flight -= 1
+        return n
+
+    calls = [typed(work, f'{{"n": {i}}}', id=f"c{i}") for i in range(20)]
+    results = await tw.Executor(max_concurrency=3).aexecute_all(calls)
+    assert 3 == peak
+    assert [str(i) for i in range(20)] == [r.content for r in results]
+
+
+async def test_execute_all_keeps_input_order_when_tools_finish_out_of_order() -> None:
+    gates = [asyncio.Event() for _ in range(4)]
+    finished: list[int] = []
+
+    @tw.tool_fn
+    async def wait(n: int) -> int:
+        await gates[n].wait()
+        finished.append(n)
+        if n > 0:
+            gates[n - 1].set()
+        return n
+
+    gates[3].set()
+    calls = [typed(wait, f'{{"n": {i}}}', id=f"c{i}") for i in range(4)]
+    results = await tw.Executor().aexecute_all(calls)
+    assert [3, 2, 1, 0] == finished
+    assert ["c0", "c1", "c2", "c3"] == [r.call_id for r in results]
+    assert ["0", "1", "2", "3"] == [r.content for r in results]
+
+
+async def test_a_run_alone_tool_is_a_barrier() -> None:
+    log: list[str] = []
+    in_flight: set[str] = set()
+
+    @tw.tool_fn
+    async def step(name: str) -> str:
+        in_flight.add(name)
+        log.append(f"start {name} with {sorted(in_flight - {name})}")
+        await asyncio.sleep(0)
+        in_flight.discard(name)
+        return name
+
+    @tw.tool_fn(run_alone=True)
+    async def migrate() -> str:
+        log.append(f"start migrate with {sorted(in_flight)}")
+        await asyncio.sleep(0)
+        return "migrated"
+
+    calls = [
+        typed(step, '{"name": "a"}', id="1"),
+        typed(step, '{"name": "b"}', id="2"),
+        typed(migrate, id="3"),
+        typed(step, '{"name": "c"}', id="4"),
+    ]
+    results = await tw.Executor().aexecute_all(calls)
+    assert [
+        "start a with []",
+        "start b with ['a']",
+        "start migrate with []",
+        "start c with []",
+    ] == (log)
+    assert ["a", "b", "migrated", "c"] == [r.content for r in results]
+
+
+def test_execute_all_mixes_errors_and_successes_in_order() -> None:
+    ex = tw.Executor(tools=[add])
+    results = ex.execute_all(
+        [
+            tw.ToolCall("1", "add", '{"a": 1, "b": 1}'),
+            tw.ToolCall("2", "nope", "{}"),
+            tw.ToolCall("3", "add", "{"),
+        ]
+    )
+    assert ["1", "2", "3"] == [r.call_id for r in results]
+    assert [False, True, True] == [r.is_error for r in results]
+
+
+async def test_cancelling_a_timed_call_from_outside_is_not_reported_as_a_timeout() -> None:
+    started = asyncio.Event()
+
+    @tw.tool_fn(timeout=10)
+    async def hang() -> str:
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    task = asyncio.ensure_future(tw.Executor().aexecute(typed(hang)))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
