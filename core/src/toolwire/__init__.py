@@ -3,7 +3,22 @@
 Importing toolwire loads no plugin and touches no network.
 """
 
+import typing as _typing
+
+from toolwire._agent import (
+    Agent,
+    AgentEvent,
+    AgentFinished,
+    AgentResult,
+    ApprovalNeeded,
+    RoundCommitted,
+    ToolCallDecided,
+    ToolResultReady,
+    arun_agent,
+    run_agent,
+)
 from toolwire._errors import (
+    ApprovalPendingError,
     AuthenticationError,
     BadRequestError,
     CommitError,
@@ -38,6 +53,25 @@ from toolwire._errors import (
     TranscriptError,
     UnknownToolError,
 )
+from toolwire._execute import (
+    Allow,
+    Approval,
+    ApprovalDecision,
+    ApprovalGate,
+    ApprovalRequest,
+    Defer,
+    Deny,
+    Executor,
+    Interceptor,
+    LoggingInterceptor,
+    Modify,
+    PlanRun,
+    RateLimitInterceptor,
+    TimeoutInterceptor,
+    ToolRequest,
+    call_fingerprint,
+    is_transient,
+)
 from toolwire._hooks import (
     Complete,
     HandledCall,
@@ -49,6 +83,7 @@ from toolwire._hooks import (
     ToolDecision,
     ToolRoundPlan,
 )
+from toolwire._otel import ChatSpan, Tracing
 from toolwire._provider import (
     Provider,
     ReplyCompleted,
@@ -115,19 +150,62 @@ from toolwire._turn import (
 
 __version__ = "0.1.0"
 
+if _typing.TYPE_CHECKING:
+    from toolwire._plugins import PluginHost, PluginRecord, get_host
+    from toolwire.hookspecs import hookimpl
+
+# The plugin host pulls in pluggy; it is imported on first use, not with toolwire.
+_LAZY = {
+    "PluginHost": "toolwire._plugins",
+    "PluginRecord": "toolwire._plugins",
+    "get_host": "toolwire._plugins",
+    "hookimpl": "toolwire.hookspecs",
+}
+
+
+def __getattr__(name: str) -> _typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolwire' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
 __all__ = [
     "REJECTION_PREFIX",
+    "Agent",
+    "AgentEvent",
+    "AgentFinished",
+    "AgentResult",
+    "Allow",
+    "Approval",
+    "ApprovalDecision",
+    "ApprovalGate",
+    "ApprovalNeeded",
+    "ApprovalPendingError",
+    "ApprovalRequest",
     "AssistantMessage",
     "AssistantReply",
     "AuthenticationError",
     "Availability",
     "BadRequestError",
     "Capability",
+    "ChatSpan",
     "CommitError",
     "Complete",
     "ContextLengthError",
     "ContinueSuggestion",
+    "Defer",
+    "Deny",
     "DuplicateToolResultError",
+    "Executor",
     "ExpectationError",
     "ExtraToolResultError",
     "Finished",
@@ -137,26 +215,33 @@ __all__ = [
     "HookError",
     "HookSet",
     "Injected",
+    "Interceptor",
     "InvalidArguments",
     "InvalidToolConstraintError",
+    "LoggingInterceptor",
     "Message",
     "MismatchedToolCallArgumentsError",
     "MismatchedToolCallNameError",
     "MismatchedToolNameError",
     "MissingToolResultError",
+    "Modify",
     "NameCollisionError",
     "NeedsTools",
     "NotAvailable",
     "NotFoundError",
     "OverloadedError",
     "PermissionDeniedError",
+    "PlanRun",
     "PluginError",
+    "PluginHost",
+    "PluginRecord",
     "PolicyError",
     "Provider",
     "ProviderConnectionError",
     "ProviderError",
     "ProviderTimeoutError",
     "RateLimitError",
+    "RateLimitInterceptor",
     "Reject",
     "RejectedCall",
     "ReplyCompleted",
@@ -165,6 +250,7 @@ __all__ = [
     "ResolvedTool",
     "ResolvedTurn",
     "RetryHint",
+    "RoundCommitted",
     "RoundLimitError",
     "RunNormally",
     "Selector",
@@ -174,8 +260,10 @@ __all__ = [
     "StreamEvent",
     "SystemMessage",
     "TextDelta",
+    "TimeoutInterceptor",
     "Tool",
     "ToolCall",
+    "ToolCallDecided",
     "ToolCallDelta",
     "ToolCallIssue",
     "ToolCallStarted",
@@ -186,13 +274,16 @@ __all__ = [
     "ToolEffect",
     "ToolExecutionError",
     "ToolMetadata",
+    "ToolRequest",
     "ToolResult",
+    "ToolResultReady",
     "ToolResultsMessage",
     "ToolRound",
     "ToolRoundPlan",
     "Toolset",
     "ToolsetError",
     "ToolwireError",
+    "Tracing",
     "TranscriptError",
     "Turn",
     "TypedCall",
@@ -201,14 +292,20 @@ __all__ = [
     "Usage",
     "UserMessage",
     "__version__",
+    "arun_agent",
     "arun_turn",
+    "call_fingerprint",
     "decode_reply",
+    "get_host",
+    "hookimpl",
+    "is_transient",
     "parse_docstring",
     "raw_tool",
     "raw_tool_from_file",
     "rejection_content",
     "rejection_reason",
     "resolve_turn",
+    "run_agent",
     "run_turn",
     "tool_fn",
     "tool_input",

@@ -10,6 +10,7 @@ them. Scripted mode replays given replies, for tests and examples.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
@@ -20,6 +21,7 @@ from toolwire._round import AssistantReply, rejection_reason
 from toolwire._tools import ToolCall
 from toolwire._transcript import AssistantMessage, Session, ToolResultsMessage, Usage, UserMessage
 from toolwire._turn import ResolvedTurn
+from toolwire.hookspecs import RegisterProvider, hookimpl
 
 __all__ = ["TestProvider", "example_arguments"]
 
@@ -56,7 +58,9 @@ class TestProvider(Provider):
         if self._script is not None:
             if not self._script:
                 raise ProviderError(
-                    "the scripted test provider has no replies left", provider=self.name
+                    f"the scripted test provider has no replies left (request "
+                    f"{len(self.requests)}; give one reply per request in script=[...])",
+                    provider=self.name,
                 )
             return self._script.pop(0)
         return self._heuristic(session, turn)
@@ -166,25 +170,70 @@ def _example(
             if k in req
         }
     if t == "array":
-        n = int(s.get("minItems", 1))
+        if "prefixItems" in s:  # tuples: one value per position
+            return [_example(x, defs, pool, depth + 1, required=True) for x in s["prefixItems"]]
+        n = int(s.get("minItems", 1 if s.get("maxItems", 1) else 0))
         item = s.get("items", {})
         return [_example(item, defs, pool, depth + 1, required=True) for _ in range(n)]
     if t == "string":
+        fmt = s.get("format")
+        if fmt in _FORMATS:
+            return _FORMATS[fmt]
         text = pool.pop(0) if pool else "example"
         min_len = int(s.get("minLength", 0))
         max_len = s.get("maxLength")
         text = text.ljust(min_len, "x")
         return text[: int(max_len)] if max_len is not None else text
     if t == "integer":
-        lo = s.get("minimum", s.get("exclusiveMinimum", 0) + 1 if "exclusiveMinimum" in s else 1)
-        return int(lo)
+        return _integer(s)
     if t == "number":
-        return float(s.get("minimum", 1.0))
+        return _number(s)
     if t == "boolean":
         return False
     if t == "null":
         return None
     return "example"
+
+
+# Values valid for the string formats pydantic emits (datetime, date, UUID, ...).
+_FORMATS = {
+    "date-time": "2024-01-01T00:00:00Z",
+    "date": "2024-01-01",
+    "time": "12:00:00",
+    "duration": "PT1S",
+    "email": "user@example.com",
+    "uri": "https://example.com/",
+    "uuid": "00000000-0000-4000-8000-000000000000",
+    "ipv4": "127.0.0.1",
+    "ipv6": "::1",
+    "hostname": "example.com",
+}
+
+
+def _integer(s: Mapping[str, Any]) -> int:
+    lo = s.get("minimum")
+    if lo is None and "exclusiveMinimum" in s:
+        lo = math.floor(s["exclusiveMinimum"]) + 1
+    hi = s.get("maximum")
+    if hi is None and "exclusiveMaximum" in s:
+        hi = math.ceil(s["exclusiveMaximum"]) - 1
+    value = math.ceil(lo) if lo is not None else (min(1, math.floor(hi)) if hi is not None else 1)
+    step = s.get("multipleOf")
+    if isinstance(step, int) and step > 0:
+        value = -(-value // step) * step
+    return int(value)
+
+
+def _number(s: Mapping[str, Any]) -> float:
+    lo = s.get("minimum", s.get("exclusiveMinimum"))
+    hi = s.get("maximum", s.get("exclusiveMaximum"))
+    if lo is not None and hi is not None:
+        return (float(lo) + float(hi)) / 2
+    if lo is not None:
+        return float(lo) + (1.0 if "minimum" not in s else 0.0)
+    if hi is not None:
+        return float(hi) - (1.0 if "maximum" not in s else 0.0)
+    return 1.0
 
 
 def _to_reply(r: AssistantReply | Mapping[str, Any], i: int) -> AssistantReply:
@@ -194,6 +243,10 @@ def _to_reply(r: AssistantReply | Mapping[str, Any], i: int) -> AssistantReply:
         raise TypeError(f"script[{i}] must be an AssistantReply or a dict, got {type(r).__name__}")
     calls = []
     for j, c in enumerate(r.get("tool_calls", ())):
+        if not isinstance(c, Mapping) or not isinstance(c.get("name"), str):
+            raise TypeError(
+                f"script[{i}].tool_calls[{j}] must be a dict with a string 'name', got {c!r}"
+            )
         args = c.get("arguments", {})
         text = args if isinstance(args, str) else json.dumps(args, separators=(",", ":"))
         calls.append(ToolCall(str(c.get("id", f"call_{i}_{j}")), str(c["name"]), text))
@@ -203,3 +256,12 @@ def _to_reply(r: AssistantReply | Mapping[str, Any], i: int) -> AssistantReply:
         "tool_calls" if calls else "stop",
         model="scripted",
     )
+
+
+# -- registration: the built-in provider is a plugin like any other ---------------------
+
+
+@hookimpl
+def toolwire_register_providers(register: RegisterProvider) -> None:
+    """Register the offline ``test`` provider (entry point ``toolwire.providers: test``)."""
+    register(TestProvider.name, TestProvider)

@@ -1,0 +1,914 @@
+"""The plugin host: entry-point discovery, isolation, and the typed facade over ``pm.hook``.
+
+Nothing else in toolwire touches ``pm.hook.*``. The host resolves every hook
+implementation once, into plain functions held by core ``HookSet`` objects
+(one for policy plugins, one for everything else), so the per-call cost is a
+function call and a clock read, and nothing at all when no plugin
+implements a hook.
+
+Lifecycle: ``discover()`` reads entry-point metadata (once per process) and
+imports the policies; ``assemble()`` and ``hook_sets()`` import the tool
+packs; ``provider(name)`` imports a provider when it is named.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import difflib
+import functools
+import importlib
+import inspect
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+import pluggy
+
+from toolwire import hookspecs
+from toolwire._errors import PluginError, PolicyError
+from toolwire._hooks import Complete, HookContext, HookSet, Reject, RunNormally
+from toolwire._provider import Provider
+from toolwire._round import rejection_content
+from toolwire._tools import Tool, ToolResult, TypedCall
+from toolwire._toolset import Toolset
+
+if TYPE_CHECKING:
+    from toolwire._hooks import ToolDecision
+
+__all__ = [
+    "ENTRY_POINT_GROUPS",
+    "PluginHost",
+    "PluginKind",
+    "PluginRecord",
+    "get_host",
+]
+
+logger = logging.getLogger("toolwire.plugins")
+
+PluginKind = Literal["policy", "toolset", "provider"]
+
+ENTRY_POINT_GROUPS: Mapping[PluginKind, str] = {
+    "policy": "toolwire.policies",
+    "toolset": "toolwire.toolsets",
+    "provider": "toolwire.providers",
+}
+"""The entry-point group of each kind of plugin."""
+
+# Built-ins register through the same hooks; this table is their fallback when
+# entry points are not read (autoload off, or toolwire run from a source tree).
+_BUILTINS: tuple[tuple[PluginKind, str, str], ...] = (
+    ("provider", "test", "toolwire.providers.test"),
+)
+_CORE_DISTRIBUTION = "toolwire"
+
+DEFAULT_HOOK_TIMEOUT = 5.0
+_DECISIONS = frozenset({RunNormally, Complete, Reject, type(None)})
+_PROVIDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_KIND_RANK: Mapping[str, int] = {"policy": 0, "toolset": 1, "provider": 2}
+
+
+@attrs.frozen
+class PluginRecord:
+    """One plugin the host knows of.
+
+    ``status`` is ``discovered`` (found, not imported yet), ``loaded``,
+    ``failed`` (``reason`` says why; the plugin is not in use) or ``disabled``
+    (by ``TOOLWIRE_PLUGINS`` / ``TOOLWIRE_DISABLE_PLUGINS``).
+    """
+
+    kind: PluginKind
+    name: str
+    distribution: str
+    version: str
+    value: str
+    status: Literal["discovered", "loaded", "failed", "disabled"] = "discovered"
+    reason: str = ""
+
+    def label(self) -> str:
+        """``name (distribution version)``, for messages."""
+        dist = f"{self.distribution} {self.version}".strip()
+        return f"`{self.name}` ({dist})" if dist else f"`{self.name}`"
+
+
+@attrs.frozen
+class _Candidate:
+    record: PluginRecord
+    load: Callable[[], object]
+
+
+# -- environment ----------------------------------------------------------------------
+
+
+def _env_names(var: str) -> frozenset[str] | None:
+    raw = os.environ.get(var)
+    if raw is None:
+        return None
+    return frozenset(n.strip() for n in raw.split(",") if n.strip())
+
+
+def _env_flag(var: str, default: bool) -> bool:
+    raw = os.environ.get(var)
+    if raw is None or not raw.strip():
+        return default
+    return raw.strip().lower() not in ("0", "false", "no", "off")
+
+
+def _env_timeout() -> float:
+    raw = os.environ.get("TOOLWIRE_HOOK_TIMEOUT")
+    if raw is None or not raw.strip():
+        return DEFAULT_HOOK_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise PluginError(
+            f"TOOLWIRE_HOOK_TIMEOUT must be a positive number of seconds, got {raw!r}"
+        )
+    return value
+
+
+# -- entry points (read once per process) ----------------------------------------------
+
+_EP_LOCK = threading.Lock()
+_EP_CACHE: dict[str, tuple[Any, ...]] | None = None
+
+
+def _entry_points() -> Mapping[str, tuple[Any, ...]]:
+    """Every toolwire entry point, by group; metadata is read once per process."""
+    global _EP_CACHE
+    with _EP_LOCK:
+        if _EP_CACHE is None:
+            import importlib_metadata  # only when discovery runs (import time matters)
+
+            eps = importlib_metadata.entry_points()
+            _EP_CACHE = {
+                group: tuple(eps.select(group=group)) for group in ENTRY_POINT_GROUPS.values()
+            }
+        return _EP_CACHE
+
+
+def _reset_entry_point_cache() -> None:
+    """Forget the metadata read (for tests that install distributions mid-process)."""
+    global _EP_CACHE
+    with _EP_LOCK:
+        _EP_CACHE = None
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+# -- the host -------------------------------------------------------------------------
+
+
+class PluginHost:
+    """Discovers, loads and isolates plugins; the one typed facade over their hooks.
+
+    Settings default to the environment: ``TOOLWIRE_AUTOLOAD_PLUGINS=0`` (read
+    no entry points; register plugins yourself), ``TOOLWIRE_PLUGINS`` (allow-list
+    of entry-point names, comma separated), ``TOOLWIRE_DISABLE_PLUGINS``
+    (deny-list), ``TOOLWIRE_STRICT_PLUGINS=1`` (a plugin that fails is an
+    error, not a skip), ``TOOLWIRE_HOOK_TIMEOUT`` (seconds per hook call, 5).
+    Built-in plugins are exempt from the allow-list, not from the deny-list.
+
+    Use :meth:`hook_sets` when resolving a turn, so policies run first::
+
+        host = toolwire.get_host()
+        toolset = host.assemble(app_tools)
+        turn = toolwire.resolve_turn(toolset, hooks=[*host.hook_sets(), *app_hooks])
+    """
+
+    def __init__(
+        self,
+        *,
+        autoload: bool | None = None,
+        strict: bool | None = None,
+        allow: Iterable[str] | None = None,
+        deny: Iterable[str] | None = None,
+        hook_timeout: float | None = None,
+    ) -> None:
+        self.autoload = (
+            _env_flag("TOOLWIRE_AUTOLOAD_PLUGINS", True) if autoload is None else autoload
+        )
+        self.strict = _env_flag("TOOLWIRE_STRICT_PLUGINS", False) if strict is None else strict
+        self.allow = _env_names("TOOLWIRE_PLUGINS") if allow is None else frozenset(allow)
+        self.deny = (
+            (_env_names("TOOLWIRE_DISABLE_PLUGINS") or frozenset())
+            if deny is None
+            else frozenset(deny)
+        )
+        if hook_timeout is not None and not hook_timeout > 0:
+            raise PluginError(f"hook_timeout must be a positive number, got {hook_timeout!r}")
+        self.hook_timeout = _env_timeout() if hook_timeout is None else float(hook_timeout)
+        self._pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self._pm.add_hookspecs(hookspecs)
+        self._lock = threading.RLock()
+        self._discovered = False
+        self._records: dict[tuple[str, str], PluginRecord] = {}
+        self._pending: dict[str, list[_Candidate]] = {k: [] for k in ENTRY_POINT_GROUPS}
+        self._kind: dict[str, PluginKind] = {}  # pluggy plugin name -> kind
+        self._blocked: dict[str, str] = {}  # failed policy name -> reason (fail closed)
+        self._toolsets: dict[str, Toolset] = {}  # plugin name -> its group
+        self._toolsets_of: set[str] = set()  # plugins whose toolsets were collected
+        self._providers: dict[str, tuple[str, Callable[..., Provider]]] = {}
+        self._providers_of: set[str] = set()
+        self._sets: tuple[HookSet, HookSet] | None = None
+        self._result_hooks: tuple[_ResultHook, ...] | None = None
+
+    def __repr__(self) -> str:
+        loaded = [r.name for r in self._records.values() if r.status == "loaded"]
+        return f"<PluginHost loaded={loaded} failures={len(self.failures)}>"
+
+    # -- what the host knows ----------------------------------------------------------
+
+    @property
+    def plugins(self) -> tuple[PluginRecord, ...]:
+        """Every plugin seen: discovered, loaded, failed or disabled, by kind then name."""
+        return tuple(sorted(self._records.values(), key=lambda r: (_KIND_RANK[r.kind], r.name)))
+
+    @property
+    def failures(self) -> tuple[PluginRecord, ...]:
+        """The plugins that failed to import, register or validate, with the reason."""
+        return tuple(r for r in self.plugins if r.status == "failed")
+
+    @property
+    def blocked(self) -> tuple[str, ...]:
+        """Why tool calls are blocked: one reason per policy that failed (empty: not blocked)."""
+        return tuple(self._blocked.values())
+
+    # -- discovery and loading -------------------------------------------------------
+
+    def discover(self) -> PluginHost:
+        """Read entry points (once per process) and load the policies; idempotent."""
+        with self._lock:
+            if self._discovered:
+                return self
+            self._discovered = True
+            if self.autoload:
+                for kind, group in ENTRY_POINT_GROUPS.items():
+                    for ep in _entry_points().get(group, ()):
+                        self._add_candidate(kind, ep)
+            for kind, name, module in _BUILTINS:
+                if (kind, name) in self._records or name in self.deny:
+                    continue
+                record = PluginRecord(kind, name, _CORE_DISTRIBUTION, _version(), module)
+                self._records[(kind, name)] = record
+                self._pending[kind].append(
+                    _Candidate(record, functools.partial(importlib.import_module, module))
+                )
+            self._load_pending("policy")
+            return self
+
+    def _add_candidate(self, kind: PluginKind, ep: Any) -> None:
+        dist = getattr(ep, "dist", None)
+        record = PluginRecord(
+            kind,
+            ep.name,
+            getattr(dist, "name", "") or "",
+            getattr(dist, "version", "") or "",
+            ep.value,
+        )
+        prior = self._records.get((kind, ep.name))
+        if prior is not None:
+            self._fail(
+                record,
+                f"was skipped: the name `{ep.name}` is already used by {prior.label()} in "
+                f"`{ENTRY_POINT_GROUPS[kind]}`; rename one of the entry points",
+                key=(kind, f"{ep.name} ({record.distribution})"),
+            )
+            return
+        is_builtin = record.distribution == _CORE_DISTRIBUTION
+        if ep.name in self.deny:
+            self._records[(kind, ep.name)] = attrs.evolve(
+                record, status="disabled", reason="listed in TOOLWIRE_DISABLE_PLUGINS"
+            )
+            return
+        if self.allow is not None and ep.name not in self.allow and not is_builtin:
+            self._records[(kind, ep.name)] = attrs.evolve(
+                record, status="disabled", reason="not listed in TOOLWIRE_PLUGINS"
+            )
+            return
+        self._records[(kind, ep.name)] = record
+        self._pending[kind].append(_Candidate(record, ep.load))
+
+    def _load_pending(self, kind: str, only: str | None = None) -> None:
+        pending = self._pending[kind]
+        for cand in list(pending):
+            if only is not None and cand.record.name != only:
+                continue
+            pending.remove(cand)
+            self._load(cand)
+
+    def _load(self, cand: _Candidate) -> None:
+        record = cand.record
+        try:
+            obj = cand.load()
+        except Exception as exc:
+            self._fail(record, f"failed to import `{record.value}`: {_describe(exc)}", exc)
+            return
+        self._add_plugin(obj, record)
+
+    def register(
+        self, plugin: object, name: str | None = None, *, kind: PluginKind = "toolset"
+    ) -> None:
+        """Register a plugin object directly (tests, applications), as if discovered.
+
+        It is validated as an entry-point plugin would be; a failure is recorded
+        and, in strict mode, raised. A failing ``kind="policy"`` plugin blocks
+        every tool call (fail closed).
+        """
+        if kind not in ENTRY_POINT_GROUPS:
+            raise ValueError(f"kind must be one of {sorted(ENTRY_POINT_GROUPS)}, got {kind!r}")
+        with self._lock:
+            self.discover()
+            name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
+            module = getattr(plugin, "__module__", None) or getattr(plugin, "__name__", "")
+            record = PluginRecord(kind, name, "", "", str(module))
+            if (kind, name) in self._records:
+                raise PluginError(
+                    f"a {kind} plugin named `{name}` is already registered; pass another name",
+                    plugin=name,
+                )
+            self._records[(kind, name)] = record
+            self._add_plugin(plugin, record)
+
+    def _add_plugin(self, obj: object, record: PluginRecord) -> None:
+        name = record.name
+        pm = self._pm
+        if pm.is_registered(obj):
+            # The same module behind two entry points (a policy that also ships tools).
+            existing = pm.get_name(obj)
+            assert existing is not None
+            if _KIND_RANK[record.kind] < _KIND_RANK[self._kind[existing]]:
+                self._kind[existing] = record.kind
+            self._loaded(record)
+            return
+        if pm.get_plugin(name) is not None:
+            self._fail(record, f"another plugin is already registered as `{name}`")
+            return
+        try:
+            pm.register(obj, name=name)
+        except Exception as exc:
+            self._fail(record, f"does not match the toolwire hookspecs: {_describe(exc)}", exc)
+            return
+        problems = self._validate(obj)
+        if problems:
+            pm.unregister(obj)
+            self._fail(record, "; ".join(problems))
+            return
+        self._kind[name] = record.kind
+        self._loaded(record)
+
+    def _loaded(self, record: PluginRecord) -> None:
+        self._records[(record.kind, record.name)] = attrs.evolve(record, status="loaded")
+        self._invalidate()
+
+    def _validate(self, obj: object) -> list[str]:
+        problems: list[str] = []
+        known = [fn.__name__ for fn in hookspecs._hooks()]
+        for caller in self._pm.get_hookcallers(obj) or ():
+            if caller.spec is None:
+                close = difflib.get_close_matches(caller.name, known, n=1)
+                hint = f" (did you mean `{close[0]}`?)" if close else ""
+                problems.append(f"implements `{caller.name}`, which is not a toolwire hook{hint}")
+                continue
+            for impl in caller.get_hookimpls():
+                if impl.plugin is not obj:
+                    continue
+                if impl.hookwrapper or impl.wrapper:
+                    problems.append(f"`{caller.name}` cannot be a hook wrapper")
+                elif inspect.iscoroutinefunction(impl.function) and caller.name not in _ASYNC_OK:
+                    problems.append(f"`{caller.name}` must be sync, got an `async def`")
+        return problems
+
+    def _fail(
+        self,
+        record: PluginRecord,
+        reason: str,
+        exc: BaseException | None = None,
+        *,
+        key: tuple[str, str] | None = None,
+    ) -> None:
+        """Record a failure; raise in strict mode; a failed policy blocks every call.
+
+        Without ``key`` the plugin is the one registered under ``record.name``,
+        and it is unregistered along with everything it contributed.
+        """
+        if key is None:
+            key = (record.kind, record.name)
+            plugin = self._pm.get_plugin(record.name)
+            if plugin is not None:
+                self._forget(record.name, plugin)
+        if key not in self._records or self._records[key].status != "failed":
+            self._records[key] = attrs.evolve(record, status="failed", reason=reason)
+        kind_label = "policy" if record.kind == "policy" else f"{record.kind} plugin"
+        message = f"{kind_label} {record.label()} {reason}"
+        if record.kind == "policy":
+            self._blocked[record.name] = (
+                f"policy {record.label()} failed to load, so tool calls are blocked: {reason}"
+            )
+            self._invalidate()
+        if self.strict:
+            cls = PolicyError if record.kind == "policy" else PluginError
+            raise cls(
+                message + " (TOOLWIRE_STRICT_PLUGINS is set)",
+                plugin=record.name,
+                distribution=record.distribution,
+            ) from exc
+        logger.warning("skipped %s", message)
+
+    def _forget(self, name: str, plugin: object) -> None:
+        self._pm.unregister(plugin)
+        self._kind.pop(name, None)
+        self._toolsets.pop(name, None)
+        self._toolsets_of.discard(name)
+        for pname, (owner, _) in list(self._providers.items()):
+            if owner == name:
+                del self._providers[pname]
+        self._invalidate()
+
+    def _invalidate(self) -> None:
+        self._sets = None
+        self._result_hooks = None
+
+    def _record_of(self, plugin_name: str) -> PluginRecord:
+        kind = self._kind.get(plugin_name, "toolset")
+        found = self._records.get((kind, plugin_name))
+        return found or PluginRecord(kind, plugin_name, "", "", "")
+
+    def _impls(self, hook: str, plugin_name: str | None = None) -> list[Any]:
+        """Hook implementations in call order (pluggy's: tryfirst first, then LIFO)."""
+        caller = getattr(self._pm.hook, hook)
+        impls = list(reversed(caller.get_hookimpls()))
+        if plugin_name is None:
+            return impls
+        return [i for i in impls if i.plugin_name == plugin_name]
+
+    # -- toolsets --------------------------------------------------------------------
+
+    def _ensure_toolsets(self) -> None:
+        self.discover()
+        self._load_pending("toolset")
+        for plugin_name in list(self._kind):
+            if plugin_name not in self._toolsets_of:
+                self._collect_toolsets(plugin_name)
+
+    def _collect_toolsets(self, plugin_name: str) -> None:
+        self._toolsets_of.add(plugin_name)
+        record = self._record_of(plugin_name)
+        group = Toolset(plugin_name, description=f"tools from plugin {plugin_name}")
+        count = 0
+
+        def register(toolset: Toolset, *, off: bool = False, prefix: str = "") -> None:
+            nonlocal count
+            if not isinstance(toolset, Toolset):
+                raise PluginError(
+                    f"register() takes a toolwire.Toolset, got {type(toolset).__name__}; "
+                    f"wrap tools as Toolset('name', [tool, ...])",
+                    plugin=plugin_name,
+                )
+            if not isinstance(off, bool):
+                raise PluginError(
+                    f"off must be a bool, got {type(off).__name__}", plugin=plugin_name
+                )
+            if not isinstance(prefix, str):
+                raise PluginError(
+                    f"prefix must be a string, got {type(prefix).__name__}", plugin=plugin_name
+                )
+            group.add(toolset, off=off, prefix=prefix)
+            count += 1
+
+        try:
+            for impl in self._impls("toolwire_register_toolsets", plugin_name):
+                out = impl.function(**dict.fromkeys(impl.argnames, register))
+                if inspect.isawaitable(out):
+                    _close(out)
+                    raise PluginError("toolwire_register_toolsets must be sync")
+            if count:
+                len(group)  # assemble now: a collision inside the plugin fails the plugin
+        except Exception as exc:
+            self._fail(record, f"failed to register its toolsets: {_describe(exc)}", exc)
+            return
+        if count:
+            self._toolsets[plugin_name] = group
+
+    def assemble(self, toolset: Toolset | None = None) -> Toolset:
+        """The application's parent toolset: its tools, then each tool pack's, by plugin.
+
+        Tool packs are imported here (the first time). Each plugin's toolsets
+        are nested under a toolset named after the plugin. A plugin whose tool
+        names collide with tools already assembled is skipped and recorded.
+        """
+        with self._lock:
+            self._ensure_toolsets()
+            if toolset is not None and not isinstance(toolset, Toolset):
+                raise TypeError(f"assemble() takes a Toolset, got {type(toolset).__name__}")
+            parent = Toolset(toolset.name if toolset is not None else "tools")
+            taken: dict[str, str] = {}
+            if toolset is not None:
+                parent.add(toolset)
+                taken = {s.name: toolset.source(s.name) for s in toolset.all()}
+            for plugin_name in sorted(self._toolsets):
+                group = self._toolsets[plugin_name]
+                clash = [s.name for s in group.all() if s.name in taken]
+                if clash:
+                    name = clash[0]
+                    self._fail(
+                        self._record_of(plugin_name),
+                        f"was skipped: its tool `{name}` (from `{group.source(name)}`) "
+                        f"collides with `{name}` from `{taken[name]}`; "
+                        f"register it with a prefix (register(toolset, prefix='x_'))",
+                    )
+                    continue
+                parent.add(group)
+                taken.update({s.name: f"{parent.name}/{group.source(s.name)}" for s in group.all()})
+            return parent
+
+    # -- providers -------------------------------------------------------------------
+
+    def _collect_providers(self, plugin_name: str) -> None:
+        self._providers_of.add(plugin_name)
+        record = self._record_of(plugin_name)
+        added: list[str] = []
+
+        def register(name: str, factory: Callable[..., Provider]) -> None:
+            if not isinstance(name, str) or not _PROVIDER_NAME.match(name):
+                raise PluginError(
+                    f"a provider name must match {_PROVIDER_NAME.pattern}, got {name!r}",
+                    plugin=plugin_name,
+                )
+            if not callable(factory):
+                raise PluginError(
+                    f"provider `{name}`: factory must be callable, got {type(factory).__name__}",
+                    plugin=plugin_name,
+                )
+            owner = self._providers.get(name)
+            if owner is not None:
+                raise PluginError(
+                    f"provider `{name}` is already registered by plugin `{owner[0]}`",
+                    plugin=plugin_name,
+                )
+            self._providers[name] = (plugin_name, factory)
+            added.append(name)
+
+        try:
+            for impl in self._impls("toolwire_register_providers", plugin_name):
+                out = impl.function(**dict.fromkeys(impl.argnames, register))
+                if inspect.isawaitable(out):
+                    _close(out)
+                    raise PluginError("toolwire_register_providers must be sync")
+        except Exception as exc:
+            for name in added:
+                self._providers.pop(name, None)
+            self._fail(record, f"failed to register its providers: {_describe(exc)}", exc)
+
+    def _ensure_providers(self, name: str | None) -> None:
+        self.discover()
+        if name is not None and name not in self._providers:
+            self._load_pending("provider", only=name)
+            self._collect_all_providers()
+        if name is None or name not in self._providers:
+            self._load_pending("provider")
+            self._collect_all_providers()
+
+    def _collect_all_providers(self) -> None:
+        for plugin_name in list(self._kind):
+            if plugin_name not in self._providers_of:
+                self._collect_providers(plugin_name)
+
+    def providers(self) -> tuple[str, ...]:
+        """The names of every provider that can be created (imports all provider plugins)."""
+        with self._lock:
+            self._ensure_providers(None)
+            return tuple(sorted(self._providers))
+
+    def provider(self, name: str, **options: Any) -> Provider:
+        """Create the provider registered as ``name`` (imports its plugin if needed).
+
+        ``options`` go to the factory (``model=...``). Raises PluginError for an
+        unknown name (listing the known ones) or a factory that does not return
+        a Provider; errors of the provider itself (a missing key) propagate.
+        """
+        with self._lock:
+            self._ensure_providers(name)
+            found = self._providers.get(name)
+        if found is None:
+            known = ", ".join(f"`{n}`" for n in sorted(self._providers)) or "none"
+            hint = difflib.get_close_matches(name, list(self._providers), n=1)
+            did = f"; did you mean `{hint[0]}`?" if hint else ""
+            raise PluginError(
+                f"no provider named `{name}` (known: {known}){did}; "
+                f"install the distribution that provides it (e.g. `pip install toolwire-{name}`)",
+                plugin=name,
+            )
+        owner, factory = found
+        made = factory(**options)
+        if not isinstance(made, Provider):
+            raise PluginError(
+                f"plugin `{owner}`: the factory of provider `{name}` returned "
+                f"{type(made).__name__}; expected a toolwire.Provider",
+                plugin=owner,
+                distribution=self._record_of(owner).distribution,
+            )
+        return made
+
+    # -- hooks -----------------------------------------------------------------------
+
+    def hook_sets(self) -> tuple[HookSet, HookSet]:
+        """``(policies, plugins)``: pass both first to ``resolve_turn(hooks=...)``.
+
+        The policy set holds every policy plugin's decision, description and
+        availability hooks (and, for a policy that failed to load, a hook that
+        rejects every call); the other set holds the tool packs' and other
+        plugins'. Both are empty (and cost nothing) when no plugin implements
+        a hook. Tool packs are imported here (the first time).
+        """
+        sets = self._sets
+        if sets is not None:
+            return sets
+        with self._lock:
+            self._ensure_toolsets()
+            if self._sets is None:
+                self._sets = self._build_sets()
+            return self._sets
+
+    def _build_sets(self) -> tuple[HookSet, HookSet]:
+        policies = HookSet("plugins:policies")
+        packs = HookSet("plugins:toolsets")
+        for name, reason in self._blocked.items():
+            policies.on(None, _blocker(reason), name=f"plugin:{name}")
+        budget = self.hook_timeout
+        for impl in self._impls("toolwire_tool_decision"):
+            target = policies if self._kind.get(impl.plugin_name) == "policy" else packs
+            label = f"plugin:{impl.plugin_name}"
+            target.on(None, _decision_hook(impl.function, impl.argnames, label, budget), name=label)
+        for impl in self._impls("toolwire_tool_description"):
+            target = policies if self._kind.get(impl.plugin_name) == "policy" else packs
+            label = f"plugin:{impl.plugin_name}"
+            target.describe(
+                None, _description_hook(impl.function, impl.argnames, label), name=label
+            )
+        for impl in self._impls("toolwire_tool_availability"):
+            target = policies if self._kind.get(impl.plugin_name) == "policy" else packs
+            label = f"plugin:{impl.plugin_name}"
+            target.hide(_availability_hook(impl.function, impl.argnames), name=label)
+        return policies, packs
+
+    def _result_pipeline(self) -> tuple[_ResultHook, ...]:
+        hooks = self._result_hooks
+        if hooks is not None:
+            return hooks
+        with self._lock:
+            self._ensure_toolsets()
+            impls = self._impls("toolwire_tool_result")
+            packs = [i for i in impls if self._kind.get(i.plugin_name) != "policy"]
+            policies = [i for i in impls if self._kind.get(i.plugin_name) == "policy"]
+            self._result_hooks = tuple(
+                _ResultHook(i.function, i.argnames, i.plugin_name, policy)
+                for policy, group in ((False, packs), (True, policies))
+                for i in group
+            )
+            return self._result_hooks
+
+    def tool_result(
+        self, call: TypedCall[Any], result: ToolResult, context: HookContext | None = None
+    ) -> ToolResult:
+        """Run ``toolwire_tool_result`` over a result (sync implementations only).
+
+        Tool packs first, then policies. An async implementation is skipped
+        with a warning (a policy's withholds the result): use :meth:`atool_result`.
+        """
+        if self._blocked:
+            return _withheld(call, next(iter(self._blocked.values())))
+        hooks = self._result_pipeline()
+        ctx = context or HookContext()
+        for h in hooks:
+            result = h.run(call, result, ctx, self.hook_timeout)
+        return result
+
+    async def atool_result(
+        self, call: TypedCall[Any], result: ToolResult, context: HookContext | None = None
+    ) -> ToolResult:
+        """As :meth:`tool_result`, awaiting async implementations (each within the budget)."""
+        if self._blocked:
+            return _withheld(call, next(iter(self._blocked.values())))
+        hooks = self._result_pipeline()
+        ctx = context or HookContext()
+        for h in hooks:
+            result = await h.arun(call, result, ctx, self.hook_timeout)
+        return result
+
+
+_ASYNC_OK = frozenset({"toolwire_tool_decision", "toolwire_tool_result"})
+
+
+def _version() -> str:
+    from toolwire import __version__
+
+    return __version__
+
+
+def _close(obj: object) -> None:
+    close = getattr(obj, "close", None)
+    if callable(close):
+        close()
+
+
+def _caller(
+    fn: Callable[..., Any], argnames: Sequence[str], names: Sequence[str]
+) -> Callable[..., Any]:
+    """``fn`` called positionally with the hook's arguments, for impls taking a subset."""
+    if tuple(argnames) == tuple(names):
+        return fn
+    index = [names.index(a) for a in argnames]
+
+    def call(*args: Any) -> Any:
+        return fn(**{argnames[i]: args[j] for i, j in enumerate(index)})
+
+    return call
+
+
+def _blocker(reason: str) -> Callable[[TypedCall[Any], HookContext], ToolDecision]:
+    def blocked(call: TypedCall[Any], context: HookContext) -> ToolDecision:
+        return Reject(reason)
+
+    return blocked
+
+
+def _over_budget(label: str, elapsed: float, budget: float) -> Reject:
+    return Reject(
+        f"hook `{label}` took {elapsed:.3g} s, over its {budget:g} s budget "
+        f"(TOOLWIRE_HOOK_TIMEOUT); the call was not run"
+    )
+
+
+async def _await_within(aw: Awaitable[Any], label: str, budget: float) -> Any:
+    try:
+        return await asyncio.wait_for(aw, budget)
+    except asyncio.TimeoutError:
+        return _over_budget(label, budget, budget)
+
+
+def _decision_hook(
+    fn: Callable[..., Any], argnames: Sequence[str], label: str, budget: float
+) -> Callable[[TypedCall[Any], HookContext], Any]:
+    """A plain function for the core pipeline: the impl, within its time budget."""
+    f = _caller(fn, argnames, ("call", "context"))
+    clock = time.perf_counter
+    decisions = _DECISIONS
+    if inspect.iscoroutinefunction(fn):
+
+        async def decide_async(call: TypedCall[Any], context: HookContext) -> Any:
+            return await _await_within(f(call, context), label, budget)
+
+        return decide_async
+
+    def decide(call: TypedCall[Any], context: HookContext) -> Any:
+        start = clock()
+        decision = f(call, context)
+        elapsed = clock() - start
+        if elapsed > budget:
+            if inspect.isawaitable(decision):
+                _close(decision)
+            return _over_budget(label, elapsed, budget)
+        if decision.__class__ in decisions or not inspect.isawaitable(decision):
+            return decision
+        return _await_within(decision, label, budget)
+
+    return decide
+
+
+def _description_hook(
+    fn: Callable[..., Any], argnames: Sequence[str], label: str
+) -> Callable[[Tool[Any, Any], str, HookContext], str | None]:
+    f = _caller(fn, argnames, ("tool", "description", "context"))
+
+    def describe(tool: Tool[Any, Any], description: str, context: HookContext) -> str | None:
+        try:
+            out = f(tool, description, context)
+        except Exception as exc:
+            logger.warning("description hook %s failed for %s: %r", label, tool.name, exc)
+            return None
+        if out is not None and not isinstance(out, str):
+            logger.warning(
+                "description hook %s returned %s for %s; expected a string or None",
+                label,
+                type(out).__name__,
+                tool.name,
+            )
+            return None
+        return out
+
+    return describe
+
+
+def _availability_hook(
+    fn: Callable[..., Any], argnames: Sequence[str]
+) -> Callable[[Tool[Any, Any], HookContext], bool]:
+    f = _caller(fn, argnames, ("tool", "context"))
+
+    def available(tool: Tool[Any, Any], context: HookContext) -> bool:
+        # None is "no opinion"; an exception propagates and core hides the tool.
+        return f(tool, context) is not False
+
+    return available
+
+
+def _withheld(call: TypedCall[Any], reason: str) -> ToolResult:
+    return call.call.result(rejection_content(reason), is_error=True)
+
+
+class _ResultHook:
+    __slots__ = ("fn", "label", "plugin", "policy")
+
+    def __init__(
+        self, fn: Callable[..., Any], argnames: Sequence[str], plugin: str, policy: bool
+    ) -> None:
+        self.fn = _caller(fn, argnames, ("call", "result", "context"))
+        self.plugin = plugin
+        self.label = f"plugin:{plugin}"
+        self.policy = policy
+
+    def _bad(self, call: TypedCall[Any], result: ToolResult, problem: str) -> ToolResult:
+        if self.policy:
+            reason = f"policy `{self.plugin}` {problem}; the result was withheld"
+            logger.warning("tool %s call %s: %s", call.name, call.id, reason)
+            return _withheld(call, reason)
+        logger.warning(
+            "tool %s call %s: result hook `%s` %s; ignored", call.name, call.id, self.label, problem
+        )
+        return result
+
+    def _check(self, call: TypedCall[Any], result: ToolResult, out: Any) -> ToolResult:
+        if out is None:
+            return result
+        if not isinstance(out, ToolResult):
+            return self._bad(
+                call, result, f"returned {type(out).__name__}; expected a ToolResult or None"
+            )
+        if (out.call_id, out.tool_name, out.arguments) != (call.id, call.name, call.arguments):
+            return self._bad(
+                call,
+                result,
+                f"returned a result for call `{out.call_id}` of `{out.tool_name}`, "
+                f"not for call `{call.id}` of `{call.name}` with the same arguments",
+            )
+        return out
+
+    def run(
+        self, call: TypedCall[Any], result: ToolResult, ctx: HookContext, budget: float
+    ) -> ToolResult:
+        start = time.perf_counter()
+        try:
+            out = self.fn(call, result, ctx)
+        except Exception as exc:
+            return self._bad(call, result, f"failed: {_describe(exc)}")
+        elapsed = time.perf_counter() - start
+        if inspect.isawaitable(out):
+            _close(out)
+            return self._bad(call, result, "is async; use `await host.atool_result(...)`")
+        if elapsed > budget:
+            return self._bad(call, result, f"took {elapsed:.3g} s, over its {budget:g} s budget")
+        return self._check(call, result, out)
+
+    async def arun(
+        self, call: TypedCall[Any], result: ToolResult, ctx: HookContext, budget: float
+    ) -> ToolResult:
+        start = time.perf_counter()
+        try:
+            out = self.fn(call, result, ctx)
+            if inspect.isawaitable(out):
+                out = await asyncio.wait_for(out, budget)
+        except asyncio.TimeoutError:
+            return self._bad(call, result, f"took over its {budget:g} s budget")
+        except Exception as exc:
+            return self._bad(call, result, f"failed: {_describe(exc)}")
+        elapsed = time.perf_counter() - start
+        if elapsed > budget:
+            return self._bad(call, result, f"took {elapsed:.3g} s, over its {budget:g} s budget")
+        return self._check(call, result, out)
+
+
+# -- the default host --------------------------------------------------------------------
+
+_DEFAULT: PluginHost | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def get_host() -> PluginHost:
+    """The process's default host, created (and its policies loaded) on first use."""
+    global _DEFAULT
+    host = _DEFAULT
+    if host is None:
+        with _DEFAULT_LOCK:
+            if _DEFAULT is None:
+                _DEFAULT = PluginHost().discover()
+            host = _DEFAULT
+    return host

@@ -1,0 +1,264 @@
+"""The toolwire hook specifications, and the ``hookimpl`` marker plugins use.
+
+A plugin is a module (or any object) with functions named after these hooks,
+marked with ``@toolwire.hookimpl``. It is found through one of three
+entry-point groups: ``toolwire.toolsets`` (tool packs), ``toolwire.policies``
+(organisation policies) and ``toolwire.providers`` (provider adapters)::
+
+    # pyproject.toml
+    [project.entry-points."toolwire.toolsets"]
+    weather = "toolwire_weather"
+
+    # toolwire_weather.py
+    from toolwire import Toolset, hookimpl
+
+    @hookimpl
+    def toolwire_register_toolsets(register):
+        register(Toolset("weather", [get_weather]))
+
+An implementation may take any subset of the hook's parameters, by name.
+Implementations of ``toolwire_tool_decision`` and ``toolwire_tool_result``
+may be ``async def``: the host awaits them itself. The others must be sync.
+
+The hook reference in ``docs/hooks.md`` is generated from this module:
+``python -m toolwire.hookspecs > docs/hooks.md``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
+
+import pluggy
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
+    from toolwire._hooks import HookContext, ToolDecision
+    from toolwire._provider import Provider
+    from toolwire._tools import Tool, ToolResult, TypedCall
+    from toolwire._toolset import Toolset
+
+__all__ = [
+    "PROJECT",
+    "RegisterProvider",
+    "RegisterToolset",
+    "hookimpl",
+    "hookspec",
+]
+
+PROJECT = "toolwire"
+"""The pluggy project name: every hook is named ``toolwire_*``."""
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+"""Marks a hook specification (used by this module only)."""
+
+hookimpl = pluggy.HookimplMarker(PROJECT)
+"""Marks a hook implementation: ``@toolwire.hookimpl`` (``tryfirst=True``/``trylast=True``)."""
+
+
+class RegisterToolset(Protocol):
+    """The ``register`` callback passed to ``toolwire_register_toolsets``."""
+
+    def __call__(self, toolset: Toolset, *, off: bool = False, prefix: str = "") -> None: ...
+
+
+class RegisterProvider(Protocol):
+    """The ``register`` callback passed to ``toolwire_register_providers``."""
+
+    def __call__(self, name: str, factory: Callable[..., Provider]) -> None: ...
+
+
+# -- registration ------------------------------------------------------------------
+
+
+@hookspec
+def toolwire_register_toolsets(register: RegisterToolset) -> None:
+    """Contribute toolsets: a tool pack's tools, nested into the application's toolset.
+
+    Calling rule: called once per plugin, the first time the host assembles a
+    toolset (``PluginHost.assemble``). Every toolset registered by a plugin is
+    nested into a group named after the plugin, which is nested into the
+    application's parent toolset. The return value is ignored.
+
+    A plugin whose implementation raises, registers something that is not a
+    Toolset, or whose tools collide with tools already assembled is skipped,
+    unregistered and recorded (``toolwire plugins`` shows why);
+    ``TOOLWIRE_STRICT_PLUGINS=1`` makes that an error.
+
+    :param register: ``register(toolset, *, off=False, prefix="")``.
+        ``toolset`` is a :class:`toolwire.Toolset`; ``off=True`` hides all its
+        tools from the default availability (a turn must ask for them);
+        ``prefix`` is prepended to each tool's wire name (``"fs_"``).
+
+    Added in 0.1.
+    """
+
+
+@hookspec
+def toolwire_register_providers(register: RegisterProvider) -> None:
+    """Contribute provider adapters, by name.
+
+    Calling rule: called once per plugin, when a provider is first looked up
+    (``PluginHost.provider(name)``). A provider plugin is imported only when a
+    provider is named: first the entry point of that name, then the others.
+    The return value is ignored.
+
+    A plugin whose implementation raises, or registers a name that is already
+    taken or a factory that is not callable, is skipped and recorded.
+
+    :param register: ``register(name, factory)``. ``name`` is what users pass
+        (``"openai"``); ``factory(**options)`` returns a
+        :class:`toolwire.Provider` (``model=...`` is always accepted).
+
+    Added in 0.1.
+    """
+
+
+# -- per call and per turn ---------------------------------------------------------
+
+
+@hookspec
+def toolwire_tool_decision(
+    call: TypedCall[object], context: HookContext
+) -> ToolDecision | Awaitable[ToolDecision | None] | None:
+    """Decide what happens to one decoded tool call before it runs.
+
+    Calling rule: a pipeline. Every implementation is a decision hook; the
+    order is policy plugins first, then tool-pack plugins, then the hook sets
+    the application passes, then the toolsets' own hook sets (``tryfirst`` /
+    ``trylast`` order implementations within their group). ``RunNormally``
+    (or None) continues, threading an edited input to the next hook; the
+    first ``Complete`` or ``Reject`` ends the pipeline, so a tool pack can
+    never answer a call that a policy rejected. May be ``async def``.
+
+    An implementation that raises, returns something that is not a decision,
+    or runs longer than its budget (``TOOLWIRE_HOOK_TIMEOUT`` seconds, 5 by
+    default) rejects the call with a reason naming the plugin. A policy
+    plugin that failed to load rejects every call (fail closed).
+
+    :param call: the call, with its tool (``call.tool``), metadata and
+        validated input (``call.input``), as edited by earlier hooks.
+    :param context: the turn's application, session, provider and model, and
+        the application's own ``extra`` mapping.
+    :returns: ``RunNormally(input)``, ``Complete(output)``, ``Reject(reason)``
+        or None (run normally, unchanged).
+
+    Added in 0.1.
+    """
+
+
+@hookspec
+def toolwire_tool_description(
+    tool: Tool[object, object], description: str, context: HookContext
+) -> str | None:
+    """Rewrite the description a tool is offered with, for one turn.
+
+    Calling rule: threads, when a turn is resolved: each implementation gets
+    the description as the previous one left it; policy plugins first, then
+    tool packs, then the application's hook sets. Per-turn description
+    overrides apply last. Must be sync. An implementation that raises is
+    logged and leaves the description unchanged.
+
+    :param tool: the tool, under its wire name.
+    :param description: the current description.
+    :param context: the turn's context.
+    :returns: the new description, or None to keep it.
+
+    Added in 0.1.
+    """
+
+
+@hookspec
+def toolwire_tool_availability(tool: Tool[object, object], context: HookContext) -> bool | None:
+    """Say whether a tool is offered in a turn.
+
+    Calling rule: all implementations, when a turn is resolved, in the same
+    order as decisions; the first False hides the tool. Must be sync. An
+    implementation that raises hides the tool (fail closed).
+
+    :param tool: the tool, under its wire name.
+    :param context: the turn's context.
+    :returns: False to hide the tool; True or None to leave it offered.
+
+    Added in 0.1.
+    """
+
+
+@hookspec
+def toolwire_tool_result(
+    call: TypedCall[object], result: ToolResult, context: HookContext
+) -> ToolResult | Awaitable[ToolResult | None] | None:
+    """Observe, redact or audit a tool's result before it is committed.
+
+    Calling rule: threads, after a call ran (or was answered by a hook):
+    tool-pack plugins first, then policy plugins, so a policy has the last
+    word on what reaches the model and audits what is actually committed.
+    Each implementation gets the result as the previous one left it; a
+    returned ToolResult replaces it. May be ``async def``.
+
+    A returned result must answer the same call (same call id, tool name and
+    argument text). From a tool pack, a result for another call, another
+    type, an exception or an overrun of the time budget is ignored and
+    logged. From a policy it withholds the result (fail closed): the call is
+    answered with an error result naming the policy instead.
+
+    :param call: the call the result answers.
+    :param result: the result so far.
+    :param context: the turn's context.
+    :returns: a replacement ToolResult, or None to keep the result.
+
+    Added in 0.1.
+    """
+
+
+# -- the reference ---------------------------------------------------------------
+
+
+def _hooks() -> list[Callable[..., object]]:
+    module = sys.modules[__name__]
+    return [
+        fn for name, fn in vars(module).items() if name.startswith(f"{PROJECT}_") and callable(fn)
+    ]
+
+
+def reference() -> str:
+    """The hook reference (Markdown) generated from these hookspecs' docstrings."""
+    lines = [
+        "# Hook reference",
+        "",
+        "<!-- Generated by `python -m toolwire.hookspecs > docs/hooks.md`; do not edit. -->",
+        "",
+        inspect.cleandoc(__doc__ or "").split("\n\n")[0],
+        "",
+        "Implement a hook with `@toolwire.hookimpl` on a function of the same name;",
+        "an implementation may take any subset of the parameters, by name.",
+        "",
+    ]
+    for fn in _hooks():
+        sig = str(inspect.signature(fn)).replace("'", "")
+        lines += [f"## `{fn.__name__}`", "", "```python", f"def {fn.__name__}{sig}", "```", ""]
+        lines += [_markdown(inspect.cleandoc(fn.__doc__ or "")), ""]
+    return "\n".join(lines).replace("``", "`").rstrip() + "\n"
+
+
+def _markdown(doc: str) -> str:
+    out: list[str] = []
+    for line in doc.splitlines():
+        stripped = line.lstrip()
+        if stripped.startswith(":param "):
+            name, _, text = stripped[len(":param ") :].partition(":")
+            out.append(f"- `{name}`: {text.strip()}")
+        elif stripped.startswith(":returns:"):
+            out.append(f"- returns: {stripped[len(':returns:') :].strip()}")
+        elif line.startswith("    ") and out and out[-1].startswith("- "):
+            out[-1] += " " + stripped
+        else:
+            out.append(line)
+    return "\n".join(out).replace(":class:", "").replace("``", "`")
+
+
+if __name__ == "__main__":
+    sys.stdout.write(reference())

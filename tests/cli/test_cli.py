@@ -1,0 +1,245 @@
+"""The real ``toolwire`` command, run in a subprocess inside the fixture environment."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+sys.path.insert(0, str(FIXTURES))
+plugin_venv = importlib.import_module("plugin_venv")
+
+QUIET = {"TOOLWIRE_DISABLE_PLUGINS": "brokenpolicy,brokenimport,badregister"}
+APP = {**QUIET, "PYTHONPATH": str(FIXTURES)}
+
+
+@pytest.fixture(scope="session")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    built = plugin_venv.build(tmp_path_factory.getbasetemp() / "plugin-venv")
+    if built is None:
+        pytest.skip("uv is needed to build the fixture environment")
+    return built
+
+
+def test_help_documents_the_exit_codes(venv: Any) -> None:
+    done = venv.cli("--help")
+    assert 0 == done.returncode
+    for line in (
+        "0  ok",
+        "1  a tool call was rejected",
+        "2  usage error",
+        "3  plugin or policy",
+        "4  provider error",
+    ):
+        assert line in done.stdout
+
+
+def test_python_dash_m_runs_the_same_command(venv: Any) -> None:
+    done = venv.run(str(venv.python), "-m", "toolwire", "plugins", env=venv.env(**QUIET))
+    assert (0, "policies:") == (done.returncode, done.stdout.splitlines()[0])
+
+
+def test_no_command_is_a_usage_error(venv: Any) -> None:
+    done = venv.cli()
+    assert 2 == done.returncode
+    assert "toolwire: error: the following arguments are required: COMMAND" in done.stderr
+
+
+def test_plugins_lists_kinds_distributions_and_failures(venv: Any) -> None:
+    done = venv.cli("plugins", TOOLWIRE_DISABLE_PLUGINS="brokenpolicy")
+    assert 0 == done.returncode
+    lines = [line.split() for line in done.stdout.splitlines()]
+    assert ["goodpack", "tw-good-pack", "1.0", "loaded"] in lines
+    assert ["canned", "tw-canned-provider", "1.0", "loaded"] in lines
+    assert ["test", "toolwire", "0.1.0", "loaded"] in lines
+    assert (
+        "  toolset `brokenimport` (tw-broken-import 1.0): failed to import `tw_broken_import`: "
+        "ImportError: tw_broken_import needs the `frobnicate` package, which is not installed"
+    ) in done.stdout.splitlines()
+    assert "toolwire: warning: skipped toolset plugin `badregister`" in done.stderr
+
+
+def test_plugins_json(venv: Any) -> None:
+    done = venv.cli("plugins", "--json", TOOLWIRE_DISABLE_PLUGINS="brokenpolicy")
+    data = json.loads(done.stdout)
+    by_name = {p["name"]: p for p in data["plugins"]}
+    assert ("policy", "disabled", "listed in TOOLWIRE_DISABLE_PLUGINS") == (
+        by_name["brokenpolicy"]["kind"],
+        by_name["brokenpolicy"]["status"],
+        by_name["brokenpolicy"]["reason"],
+    )
+    assert [] == data["blocked"]
+
+
+def test_tools_lists_name_effect_source_and_off(venv: Any) -> None:
+    done = venv.cli("--app", "cli_app:toolset", "tools", "--json", **APP)
+    assert 0 == done.returncode, done.stderr
+    rows = [(r["name"], r["effect"], r["source"], r["off"]) for r in json.loads(done.stdout)]
+    assert [
+        ("get_weather", "read_only", "app/app", False),
+        ("explode", "read_only", "app/app", False),
+        ("echo", "read_only", "app/goodpack/good", False),
+        ("add", "read_only", "app/goodpack/good", False),
+        ("delete_file", "destructive", "app/goodpack/good", False),
+    ] == rows
+
+
+def test_tools_with_a_provider_prints_the_wire_form(venv: Any) -> None:
+    done = venv.cli("tools", "--provider", "test", **QUIET)
+    assert 0 == done.returncode, done.stderr
+    echo = json.loads(done.stdout)[0]
+    assert ("echo", "Say the text back. (from goodpack)", ["text"]) == (
+        echo["name"],
+        echo["description"],
+        echo["parameters"]["required"],
+    )
+
+
+def test_unknown_provider_exits_4(venv: Any) -> None:
+    done = venv.cli("tools", "--provider", "nope", **QUIET)
+    assert (4, "toolwire: error: unknown provider `nope` (known: canned, test)\n") == (
+        done.returncode,
+        done.stderr,
+    )
+
+
+def test_call_runs_an_allowed_tool(venv: Any) -> None:
+    done = venv.cli("call", "add", '{"a": 2, "b": 3}', **QUIET)
+    assert (0, ['> add {"a": 2, "b": 3}', "  decision: run", "  result: 5"]) == (
+        done.returncode,
+        done.stdout.splitlines(),
+    )
+
+
+def test_call_json(venv: Any) -> None:
+    done = venv.cli("call", "echo", '{"text": "hi"}', "--json", **QUIET)
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [
+        {"event": "call", "id": "call_cli", "name": "echo", "arguments": '{"text": "hi"}'},
+        {"event": "decision", "id": "call_cli", "decision": "run", "source": ""},
+        {"event": "result", "id": "call_cli", "content": "hi", "is_error": False},
+    ] == events
+
+
+def test_call_rejected_by_a_policy_exits_1_with_the_reason(venv: Any) -> None:
+    done = venv.cli("call", "delete_file", '{"path": "/"}', **QUIET)
+    assert 1 == done.returncode
+    assert (
+        "  decision: rejected by plugin:raisingpolicy: hook `plugin:raisingpolicy` failed: "
+        "RuntimeError: policy backend unreachable"
+    ) == done.stdout.splitlines()[1]
+
+
+def test_call_of_a_failing_tool_exits_1(venv: Any) -> None:
+    done = venv.cli("--app", "cli_app:toolset", "call", "explode", "{}", **APP)
+    assert (1, "  error: RuntimeError: kaboom") == (done.returncode, done.stdout.splitlines()[2])
+
+
+def test_call_with_arguments_not_matching_the_schema_exits_1(venv: Any) -> None:
+    done = venv.cli("call", "add", '{"a": "x", "b": 1}', **QUIET)
+    assert 1 == done.returncode
+    assert "rejected by toolwire: tool `add` arguments did not match the expected schema" in (
+        done.stdout
+    )
+
+
+def test_call_with_malformed_json_exits_2(venv: Any) -> None:
+    done = venv.cli("call", "add", '{"a": 1', **QUIET)
+    assert (2, "") == (done.returncode, done.stdout)
+    assert done.stderr.endswith(
+        "toolwire: error: JSON for `add` is not valid JSON: Expecting ',' delimiter: "
+        "line 1 column 8 (char 7)\n"
+    )
+
+
+def test_call_of_an_unknown_tool_exits_2(venv: Any) -> None:
+    done = venv.cli("call", "nope", "{}", **QUIET)
+    assert (2, "toolwire: error: unknown tool `nope` (known: echo, add, delete_file)\n") == (
+        done.returncode,
+        done.stderr,
+    )
+
+
+def test_call_is_blocked_when_a_policy_failed_to_load(venv: Any) -> None:
+    done = venv.cli("call", "echo", '{"text": "hi"}')
+    assert 3 == done.returncode
+    reason = (
+        "policy `brokenpolicy` (tw-broken-policy 1.0) failed to load, so tool calls are blocked: "
+        "failed to import `tw_broken_policy`: RuntimeError: cannot read /etc/corp/policy.toml"
+    )
+    assert f"  decision: rejected by plugin:brokenpolicy: {reason}" in done.stdout.splitlines()
+    assert f"toolwire: warning: {reason}" in done.stderr.splitlines()
+
+
+def test_strict_mode_exits_3_naming_the_plugin(venv: Any) -> None:
+    done = venv.cli("tools", TOOLWIRE_STRICT_PLUGINS="1", TOOLWIRE_DISABLE_PLUGINS="brokenpolicy")
+    assert 3 == done.returncode
+    assert done.stderr.startswith(
+        "toolwire: error: toolset plugin `brokenimport` (tw-broken-import 1.0) failed to import"
+    )
+    assert "Traceback" not in done.stderr
+
+
+def test_debug_shows_the_traceback(venv: Any) -> None:
+    done = venv.cli(
+        "--debug", "tools", TOOLWIRE_STRICT_PLUGINS="1", TOOLWIRE_DISABLE_PLUGINS="brokenpolicy"
+    )
+    assert 1 == done.returncode
+    assert "Traceback" in done.stderr
+
+
+def test_chat_runs_the_tool_loop_offline(venv: Any) -> None:
+    done = venv.cli("--app", "cli_app:toolset", "chat", "what is the weather in 'Paris'?", **APP)
+    assert (0, "") == (done.returncode, done.stderr)
+    assert [
+        '> get_weather {"city":"Paris"}',
+        "  decision: run",
+        "  result: sunny in Paris",
+        "assistant: Here is what I found. get_weather returned: sunny in Paris.",
+    ] == done.stdout.splitlines()
+
+
+def test_chat_json_reports_a_rejected_call_and_exits_1(venv: Any) -> None:
+    done = venv.cli("chat", "delete file 'x'", "--json", **QUIET)
+    assert 1 == done.returncode
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert ["call", "decision", "result", "answer"] == [e["event"] for e in events]
+    assert ("reject", "plugin:raisingpolicy") == (events[1]["decision"], events[1]["source"])
+
+
+def test_chat_with_a_named_provider_and_model(venv: Any) -> None:
+    done = venv.cli("chat", "hi", "--provider", "canned", "--model", "c-2", **QUIET)
+    assert (0, "assistant: canned answer from c-2\n") == (done.returncode, done.stdout)
+
+
+def test_chat_with_an_unknown_provider_exits_4(venv: Any) -> None:
+    done = venv.cli("chat", "hi", "--provider", "nope", **QUIET)
+    assert 4 == done.returncode
+
+
+def test_chat_max_rounds_must_be_positive(venv: Any) -> None:
+    done = venv.cli("chat", "hi", "--max-rounds", "0", **QUIET)
+    assert (2, "toolwire: error: --max-rounds must be at least 1, got 0\n") == (
+        done.returncode,
+        done.stderr,
+    )
+
+
+def test_check_prints_a_loss_report_per_tool(venv: Any) -> None:
+    done = venv.cli("--app", "cli_app:toolset", "check", "--provider", "openai", **APP)
+    assert (0, "") == (done.returncode, done.stderr)
+    assert [
+        "tool `get_weather` for openai (parameters, strict: on): lossless",
+        "tool `explode` for openai (parameters, strict: on): lossless",
+    ] == done.stdout.splitlines()[:2]
+
+
+def test_check_with_an_unknown_compiler_exits_4(venv: Any) -> None:
+    done = venv.cli("check", "--provider", "nope", **QUIET)
+    assert 4 == done.returncode
+    assert done.stderr.startswith("toolwire: error: no schema compiler for `nope` (known: ")

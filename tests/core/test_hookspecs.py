@@ -1,0 +1,56 @@
+"""The hookspecs are the documentation: complete, annotated, and the generated doc is current."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+from toolwire import hookspecs
+
+ROOT = Path(__file__).resolve().parents[2]
+HOOKS = hookspecs._hooks()
+NAMES = [fn.__name__ for fn in HOOKS]
+
+
+def test_the_hooks_are_the_documented_set() -> None:
+    assert [
+        "toolwire_register_toolsets",
+        "toolwire_register_providers",
+        "toolwire_tool_decision",
+        "toolwire_tool_description",
+        "toolwire_tool_availability",
+        "toolwire_tool_result",
+    ] == NAMES
+
+
+@pytest.mark.parametrize("hook", HOOKS, ids=NAMES)
+def test_every_hookspec_is_annotated_and_documented(hook: object) -> None:
+    sig = inspect.signature(hook)  # type: ignore[arg-type]
+    doc = inspect.getdoc(hook) or ""
+    assert sig.return_annotation is not inspect.Signature.empty
+    for name, param in sig.parameters.items():
+        assert param.annotation is not inspect.Parameter.empty, name
+        assert f":param {name}:" in doc, name
+    assert "Calling rule:" in doc
+    assert doc.rstrip().endswith("Added in 0.1.")
+
+
+def test_the_committed_hook_reference_is_current() -> None:
+    committed = (ROOT / "docs" / "hooks.md").read_text()
+    assert hookspecs.reference() == committed, (
+        "docs/hooks.md is stale: run `python -m toolwire.hookspecs > docs/hooks.md`"
+    )
+
+
+def test_every_hook_is_in_the_reference() -> None:
+    committed = (ROOT / "docs" / "hooks.md").read_text()
+    assert NAMES == re.findall(r"^## `(toolwire_\w+)`$", committed, flags=re.M)
+
+
+def test_every_hook_has_its_own_test() -> None:
+    tests = (Path(__file__).parent / "test_plugins.py").read_text()
+    missing = [name for name in NAMES if f"def test_{name}(" not in tests]
+    assert [] == missing

@@ -1,0 +1,537 @@
+"""The plugin host in-process: a fresh host per test, autoload off, inline plugin classes."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import subprocess
+import sys
+import time
+from typing import Any
+
+import pytest
+
+import toolwire as tw
+from toolwire import hookimpl
+from toolwire._plugins import PluginHost
+
+
+@pytest.fixture
+def host() -> PluginHost:
+    return PluginHost(autoload=False, strict=False, allow=None, deny=(), hook_timeout=5.0)
+
+
+@pytest.fixture
+def strict_host() -> PluginHost:
+    return PluginHost(autoload=False, strict=True, allow=None, deny=(), hook_timeout=5.0)
+
+
+@tw.tool_fn
+def echo(text: str) -> str:
+    """Say it back."""
+    return text
+
+
+@tw.tool_fn(effect="destructive")
+def wipe(path: str) -> str:
+    """Wipe a path."""
+    return f"wiped {path}"
+
+
+class Pack:
+    """A tool pack contributing `echo` and `wipe`."""
+
+    @hookimpl
+    def toolwire_register_toolsets(self, register: Any) -> None:
+        register(tw.Toolset("basics", [echo, wipe]))
+
+
+def _round(
+    host: PluginHost,
+    name: str = "echo",
+    args: str = '{"text":"hi"}',
+    *,
+    app_hooks: tuple[tw.HookSet, ...] = (),
+    toolset: tw.Toolset | None = None,
+) -> tw.ToolRound:
+    toolset = toolset if toolset is not None else host.assemble()
+    turn = tw.resolve_turn(
+        toolset, availability=tw.Availability.all(), hooks=[*host.hook_sets(), *app_hooks]
+    )
+    reply = tw.AssistantReply("", (tw.ToolCall("c1", name, args),), "tool_calls")
+    out = tw.decode_reply(tw.Session(), turn, reply)
+    assert isinstance(out, tw.NeedsTools)
+    return out.round
+
+
+# -- the public surface ---------------------------------------------------------------
+
+
+def test_importing_toolwire_loads_neither_pluggy_nor_metadata() -> None:
+    code = (
+        "import sys, toolwire; "
+        "print(sorted(m for m in ('pluggy', 'importlib_metadata', 'toolwire._plugins') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "[]" == out.stdout.strip()
+
+
+def test_hookimpl_is_the_toolwire_marker() -> None:
+    from toolwire.hookspecs import hookimpl as spec_marker
+
+    assert spec_marker is tw.hookimpl
+    assert "toolwire" == tw.hookimpl.project_name
+
+
+def test_get_host_is_created_once() -> None:
+    assert tw.get_host() is tw.get_host()
+
+
+# -- one test per hook ------------------------------------------------------------------
+
+
+def test_toolwire_register_toolsets(host: PluginHost) -> None:
+    class OffPack:
+        @hookimpl
+        def toolwire_register_toolsets(self, register: Any) -> None:
+            register(tw.Toolset("more", [echo]), off=True, prefix="x_")
+
+    host.register(Pack(), "pack")
+    host.register(OffPack(), "offpack")
+    app = tw.Toolset("app", [tw.tool_fn(lambda n: n, name="ident", description="Identity.")])
+    toolset = host.assemble(app)
+    assert ["ident", "x_echo", "echo", "wipe"] == [t.name for t in toolset.tools()]
+    assert "app/app" == toolset.source("ident")
+    assert "app/pack/basics" == toolset.source("echo")
+    assert [False, True, False, False] == [toolset.is_off(t.name) for t in toolset.tools()]
+
+
+def test_toolwire_register_providers(host: PluginHost) -> None:
+    class Mine(tw.Provider):
+        name = "mine"
+        default_model = "m0"
+
+        def generate(self, session: tw.Session, turn: tw.ResolvedTurn) -> tw.AssistantReply:
+            return tw.AssistantReply("hello")
+
+    class Plugin:
+        @hookimpl
+        def toolwire_register_providers(self, register: Any) -> None:
+            register("mine", Mine)
+
+    host.register(Plugin(), "mine-plugin", kind="provider")
+    provider = host.provider("mine", model="m1")
+    assert (Mine, "m1") == (type(provider), provider.model)
+    assert ("mine", "test") == host.providers()
+
+
+def test_toolwire_tool_decision(host: PluginHost) -> None:
+    class Policy:
+        @hookimpl
+        def toolwire_tool_decision(self, call: Any, context: Any) -> Any:
+            return tw.Reject("no wiping") if call.name == "wipe" else None
+
+    host.register(Pack(), "pack")
+    host.register(Policy(), "corp", kind="policy")
+    plan = _round(host, "wipe", '{"path":"/"}').apply_hooks()
+    assert [("no wiping", "plugin:corp")] == [(r.reason, r.source) for r in plan.rejected]
+    assert [] == list(plan.pending)
+
+
+def test_toolwire_tool_description(host: PluginHost) -> None:
+    class First:
+        @hookimpl
+        def toolwire_tool_description(self, tool: Any, description: str) -> str:
+            return description + " [first]"
+
+    class Second:
+        @hookimpl
+        def toolwire_tool_description(self, description: str) -> str | None:
+            return description + " [second]" if "[first]" in description else None
+
+    host.register(Pack(), "pack")
+    host.register(First(), "first")
+    host.register(Second(), "second")  # registered last: pluggy calls it first
+    turn = tw.resolve_turn(host.assemble(), hooks=host.hook_sets())
+    assert "Say it back. [first]" == turn.tools[0].description
+
+
+def test_toolwire_tool_availability(host: PluginHost) -> None:
+    class HideDestructive:
+        @hookimpl
+        def toolwire_tool_availability(self, tool: Any) -> bool | None:
+            return False if tool.metadata.effect.value == "destructive" else None
+
+    host.register(Pack(), "pack")
+    host.register(HideDestructive(), "hide", kind="policy")
+    turn = tw.resolve_turn(host.assemble(), hooks=host.hook_sets())
+    assert ["echo"] == [t.name for t in turn.tools]
+
+
+def test_toolwire_tool_result(host: PluginHost) -> None:
+    class Redact:
+        @hookimpl
+        def toolwire_tool_result(self, call: Any, result: tw.ToolResult) -> tw.ToolResult:
+            return tw.ToolResult(
+                result.call_id, result.tool_name, result.arguments, "[redacted]", False
+            )
+
+    host.register(Pack(), "pack")
+    host.register(Redact(), "redact", kind="policy")
+    call = _round(host).calls[0]
+    assert "[redacted]" == host.tool_result(call, call.complete("secret")).content
+
+
+# -- ordering -----------------------------------------------------------------------------
+
+
+def test_decisions_run_policies_then_packs_then_app_sets(host: PluginHost) -> None:
+    seen: list[str] = []
+
+    def recorder(label: str) -> Any:
+        class Plugin:
+            @hookimpl
+            def toolwire_tool_decision(self, call: Any) -> None:
+                seen.append(label)
+
+        return Plugin()
+
+    host.register(Pack(), "pack")
+    host.register(recorder("pack-hook"), "pack-hook")
+    host.register(recorder("policy"), "policy", kind="policy")
+    app = tw.HookSet("app")
+    app.on(None, lambda call: seen.append("app"))
+    _round(host, app_hooks=(app,)).apply_hooks()
+    assert ["policy", "pack-hook", "app"] == seen
+
+
+def test_tryfirst_orders_within_a_group(host: PluginHost) -> None:
+    seen: list[str] = []
+
+    class Early:
+        @hookimpl(tryfirst=True)
+        def toolwire_tool_decision(self, call: Any) -> None:
+            seen.append("early")
+
+    class Late:
+        @hookimpl
+        def toolwire_tool_decision(self, call: Any) -> None:
+            seen.append("late")
+
+    host.register(Pack(), "pack")
+    host.register(Early(), "early")
+    host.register(Late(), "late")
+    _round(host).apply_hooks()
+    assert ["early", "late"] == seen
+
+
+def test_a_pack_complete_cannot_bypass_a_policy_reject(host: PluginHost) -> None:
+    class Shortcut:
+        @hookimpl(tryfirst=True)
+        def toolwire_tool_decision(self, call: Any) -> Any:
+            return tw.Complete("answered by the pack")
+
+    class Policy:
+        @hookimpl(trylast=True)
+        def toolwire_tool_decision(self, call: Any) -> Any:
+            return tw.Reject("blocked by policy")
+
+    host.register(Pack(), "pack")
+    host.register(Policy(), "corp", kind="policy")
+    host.register(Shortcut(), "shortcut")  # registered last and tryfirst: still after policies
+    plan = _round(host, "wipe", '{"path":"/"}').apply_hooks()
+    assert (["blocked by policy"], ()) == ([r.reason for r in plan.rejected], plan.handled)
+
+
+def test_a_toolset_hook_complete_cannot_bypass_a_policy_reject(host: PluginHost) -> None:
+    class Policy:
+        @hookimpl
+        def toolwire_tool_decision(self, call: Any) -> Any:
+            return tw.Reject("blocked by policy")
+
+    own = tw.HookSet("pack-own")
+    own.on(None, lambda call: tw.Complete("answered by the toolset's own hook"))
+
+    class HookedPack:
+        @hookimpl
+        def toolwire_register_toolsets(self, register: Any) -> None:
+            register(tw.Toolset("hooked", [echo], hooks=own))
+
+    host.register(HookedPack(), "hooked")
+    host.register(Policy(), "corp", kind="policy")
+    plan = _round(host).apply_hooks()
+    assert (["blocked by policy"], ()) == ([r.reason for r in plan.rejected], plan.handled)
+
+
+# -- failures in hooks ----------------------------------------------------------------------
+
+
+def test_a_raising_decision_hook_rejects_naming_the_plugin(host: PluginHost) -> None:
+    class Broken:
+        @hookimpl
+        def toolwire_tool_decision(self, call: Any) -> Any:
+            raise RuntimeError("backend down")
+
+    host.register(Pack(), "pack")
+    host.register(Broken(), "corp", kind="policy")
+    plan = _round(host).apply_hooks()
+    assert ["hook `plugin:corp` failed: RuntimeError: backend down"] == [
+        r.reason for r in plan.rejected
+    ]
+
+
+def test_a_slow_sync_hook_is_rejected_after_the_fact(host: PluginHost) -> None:
+    slow_host = PluginHost(autoload=False, strict=False, allow=None, deny=(), hook_timeout=0.01)
+
+    class Slow:
+        @hookimpl
+        def toolwire_tool_decision(self, call: Any) -> None:
+            time.sleep(0.05)
+
+    slow_host.register(Pack(), "pack")
+    slow_host.register(Slow(), "slow", kind="policy")
+    plan = _round(slow_host).apply_hooks()
+    assert 1 == len(plan.rejected)
+    assert plan.rejected[0].reason.startswith("hook `plugin:slow` took ")
+    assert "over its 0.01 s budget (TOOLWIRE_HOOK_TIMEOUT)" in plan.rejected[0].reason
+
+
+async def test_a_slow_async_hook_times_out(host: PluginHost) -> None:
+    slow_host = PluginHost(autoload=False, strict=False, allow=None, deny=(), hook_timeout=0.01)
+
+    class Slow:
+        @hookimpl
+        async def toolwire_tool_decision(self, call: Any) -> None:
+            await asyncio.sleep(1)
+
+    slow_host.register(Pack(), "pack")
+    slow_host.register(Slow(), "slow", kind="policy")
+    plan = await _round(slow_host).aapply_hooks()
+    assert [
+        "hook `plugin:slow` took 0.01 s, over its 0.01 s budget (TOOLWIRE_HOOK_TIMEOUT); "
+        "the call was not run"
+    ] == [r.reason for r in plan.rejected]
+
+
+async def test_async_decision_hooks_are_awaited(host: PluginHost) -> None:
+    class Edit:
+        @hookimpl
+        async def toolwire_tool_decision(self, call: Any) -> Any:
+            return tw.RunNormally(call.input.model_copy(update={"text": "edited"}))
+
+    host.register(Pack(), "pack")
+    host.register(Edit(), "edit")
+    plan = await _round(host).aapply_hooks()
+    assert ["edited"] == [c.input.text for c in plan.pending]
+
+
+def test_result_for_another_call_is_ignored_from_a_pack(
+    host: PluginHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Wrong:
+        @hookimpl
+        def toolwire_tool_result(self, result: tw.ToolResult) -> tw.ToolResult:
+            return tw.ToolResult("other", result.tool_name, result.arguments, "swapped", False)
+
+    host.register(Pack(), "pack")
+    host.register(Wrong(), "wrong")
+    call = _round(host).calls[0]
+    with caplog.at_level(logging.WARNING, logger="toolwire.plugins"):
+        assert "hi" == host.tool_result(call, call.complete("hi")).content
+    assert "result hook `plugin:wrong` returned a result for call `other`" in caplog.text
+
+
+def test_result_for_another_call_is_withheld_from_a_policy(host: PluginHost) -> None:
+    class Wrong:
+        @hookimpl
+        def toolwire_tool_result(self, result: tw.ToolResult) -> tw.ToolResult:
+            return tw.ToolResult("other", result.tool_name, result.arguments, "swapped", False)
+
+    host.register(Pack(), "pack")
+    host.register(Wrong(), "corp", kind="policy")
+    call = _round(host).calls[0]
+    result = host.tool_result(call, call.complete("secret"))
+    assert (True, "c1") == (result.is_error, result.call_id)
+    assert (tw.rejection_reason(result) or "").startswith("policy `corp` returned a result for")
+
+
+async def test_async_result_hooks_run_packs_then_policies(host: PluginHost) -> None:
+    class PackHook:
+        @hookimpl
+        async def toolwire_tool_result(self, result: tw.ToolResult) -> tw.ToolResult:
+            return tw.ToolResult(
+                result.call_id, result.tool_name, result.arguments, result.content + "+pack", False
+            )
+
+    class PolicyHook:
+        @hookimpl(tryfirst=True)
+        def toolwire_tool_result(self, result: tw.ToolResult) -> tw.ToolResult:
+            return tw.ToolResult(
+                result.call_id,
+                result.tool_name,
+                result.arguments,
+                result.content + "+policy",
+                False,
+            )
+
+    host.register(Pack(), "pack")
+    host.register(PolicyHook(), "corp", kind="policy")
+    host.register(PackHook(), "audit")
+    call = _round(host).calls[0]
+    assert "hi+pack+policy" == (await host.atool_result(call, call.complete("hi"))).content
+
+
+# -- isolation: skip, record, strict, fail closed ------------------------------------------
+
+
+def test_a_pack_whose_register_is_invalid_is_skipped_and_recorded(host: PluginHost) -> None:
+    class Bad:
+        @hookimpl
+        def toolwire_register_toolsets(self, register: Any) -> None:
+            register([echo])
+
+    host.register(Bad(), "bad")
+    host.register(Pack(), "pack")
+    assert ["echo", "wipe"] == [t.name for t in host.assemble().tools()]
+    assert [("bad", "failed")] == [(r.name, r.status) for r in host.failures]
+    assert host.failures[0].reason == (
+        "failed to register its toolsets: PluginError: register() takes a toolwire.Toolset, "
+        "got list; wrap tools as Toolset('name', [tool, ...])"
+    )
+
+
+def test_strict_mode_makes_a_bad_pack_an_error_naming_it(strict_host: PluginHost) -> None:
+    class Bad:
+        @hookimpl
+        def toolwire_register_toolsets(self, register: Any) -> None:
+            raise ValueError("boom")
+
+    strict_host.register(Bad(), "bad")
+    with pytest.raises(tw.PluginError) as info:
+        strict_host.assemble()
+    assert "bad" == info.value.plugin
+    assert "toolset plugin `bad` failed to register its toolsets: ValueError: boom" in str(
+        info.value
+    )
+
+
+def test_an_unknown_hook_name_fails_validation_with_a_hint(host: PluginHost) -> None:
+    class Typo:
+        @hookimpl
+        def toolwire_tool_decison(self, call: Any) -> None:
+            return None
+
+    host.register(Typo(), "typo")
+    assert [
+        "implements `toolwire_tool_decison`, which is not a toolwire hook "
+        "(did you mean `toolwire_tool_decision`?)"
+    ] == [r.reason for r in host.failures]
+    assert not any(host.hook_sets())
+
+
+def test_an_async_description_hook_fails_validation(host: PluginHost) -> None:
+    class AsyncDescribe:
+        @hookimpl
+        async def toolwire_tool_description(self, description: str) -> str:
+            return description
+
+    host.register(AsyncDescribe(), "ad")
+    assert ["`toolwire_tool_description` must be sync, got an `async def`"] == [
+        r.reason for r in host.failures
+    ]
+
+
+def test_a_policy_that_fails_validation_blocks_every_call(host: PluginHost) -> None:
+    class BadPolicy:
+        @hookimpl
+        def toolwire_tool_decision(self, call: Any, nonsense: Any) -> None:
+            return None
+
+    host.register(Pack(), "pack")
+    host.register(BadPolicy(), "corp", kind="policy")
+    plan = _round(host).apply_hooks()
+    assert ["plugin:corp"] == [r.source for r in plan.rejected]
+    assert plan.rejected[0].reason.startswith(
+        "policy `corp` failed to load, so tool calls are blocked: does not match the toolwire "
+        "hookspecs"
+    )
+    call = _round(host).calls[0]
+    assert host.tool_result(call, call.complete("x")).is_error
+
+
+def test_a_policy_that_fails_in_strict_mode_raises_policy_error(strict_host: PluginHost) -> None:
+    class BadPolicy:
+        @hookimpl
+        def toolwire_register_toolsets(self, register: Any) -> None:
+            raise OSError("cannot read policy file")
+
+    strict_host.register(BadPolicy(), "corp", kind="policy")
+    with pytest.raises(tw.PolicyError, match=r"policy `corp` failed to register its toolsets"):
+        strict_host.assemble()
+
+
+def test_a_pack_colliding_with_the_app_is_skipped(host: PluginHost) -> None:
+    host.register(Pack(), "pack")
+    toolset = host.assemble(tw.Toolset("app", [echo]))
+    assert ["echo"] == [t.name for t in toolset.tools()]
+    assert host.failures[0].reason.startswith(
+        "was skipped: its tool `echo` (from `pack/basics`) collides with `echo` from `app`"
+    )
+
+
+def test_unknown_provider_lists_the_known_ones(host: PluginHost) -> None:
+    with pytest.raises(tw.PluginError, match=r"no provider named `tset` \(known: `test`\); "):
+        host.provider("tset")
+
+
+def test_a_factory_that_returns_no_provider_is_an_error(host: PluginHost) -> None:
+    class Plugin:
+        @hookimpl
+        def toolwire_register_providers(self, register: Any) -> None:
+            register("odd", lambda **kw: object())
+
+    host.register(Plugin(), "odd-plugin", kind="provider")
+    with pytest.raises(tw.PluginError, match=r"returned object; expected a toolwire\.Provider"):
+        host.provider("odd")
+
+
+def test_the_builtin_test_provider_registers_through_the_hook(host: PluginHost) -> None:
+    from toolwire.providers import test as builtin
+
+    seen: list[tuple[str, Any]] = []
+    builtin.toolwire_register_providers(lambda name, factory: seen.append((name, factory)))
+    assert [("test", builtin.TestProvider)] == seen
+    assert isinstance(host.provider("test"), builtin.TestProvider)
+
+
+def test_the_deny_list_disables_a_builtin() -> None:
+    denied = PluginHost(autoload=False, strict=False, allow=None, deny=["test"])
+    assert () == denied.providers()
+
+
+def test_no_plugin_hooks_means_empty_sets(host: PluginHost) -> None:
+    host.register(Pack(), "pack")
+    assert (False, False) == tuple(bool(s) for s in host.hook_sets())
+
+
+def test_an_invalid_hook_timeout_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLWIRE_HOOK_TIMEOUT", "soon")
+    with pytest.raises(tw.PluginError, match="TOOLWIRE_HOOK_TIMEOUT must be a positive number"):
+        PluginHost(autoload=False)
+
+
+def test_environment_switches_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TOOLWIRE_PLUGINS", "a, b")
+    monkeypatch.setenv("TOOLWIRE_DISABLE_PLUGINS", "c")
+    monkeypatch.setenv("TOOLWIRE_AUTOLOAD_PLUGINS", "0")
+    monkeypatch.setenv("TOOLWIRE_STRICT_PLUGINS", "1")
+    monkeypatch.setenv("TOOLWIRE_HOOK_TIMEOUT", "0.5")
+    h = PluginHost()
+    assert (frozenset({"a", "b"}), frozenset({"c"}), False, True, 0.5) == (
+        h.allow,
+        h.deny,
+        h.autoload,
+        h.strict,
+        h.hook_timeout,
+    )

@@ -1,0 +1,172 @@
+"""Discovery through real installed distributions with real entry points.
+
+A session-scoped virtual environment holds toolwire and the fixture
+distributions of ``tests/fixtures/dists`` (see ``tests/fixtures/plugin_venv.py``);
+each test runs Python in it, with its own switches.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
+plugin_venv = importlib.import_module("plugin_venv")
+
+EVERYTHING_BUT_THE_BROKEN_POLICY = {"TOOLWIRE_DISABLE_PLUGINS": "brokenpolicy"}
+
+REPORT = """
+import json, sys
+from toolwire import PluginHost
+host = PluginHost()
+{body}
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="session")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    built = plugin_venv.build(tmp_path_factory.getbasetemp() / "plugin-venv")
+    if built is None:
+        pytest.skip("uv is needed to build the fixture environment")
+    return built
+
+
+def report(venv: Any, body: str, **switches: str) -> Any:
+    done = venv.python_code(REPORT.format(body=body), **switches)
+    assert 0 == done.returncode, done.stderr
+    return json.loads(done.stdout)
+
+
+STATUS = """
+host.assemble(); host.providers()
+out = {f"{r.kind}:{r.name}": [r.distribution, r.version, r.status] for r in host.plugins}
+"""
+
+
+def test_discovery_records_every_plugin_with_its_distribution(venv: Any) -> None:
+    assert {
+        "policy:brokenpolicy": ["tw-broken-policy", "1.0", "disabled"],
+        "policy:raisingpolicy": ["tw-raising-policy", "1.0", "loaded"],
+        "toolset:badregister": ["tw-bad-register", "1.0", "failed"],
+        "toolset:brokenimport": ["tw-broken-import", "1.0", "failed"],
+        "toolset:goodpack": ["tw-good-pack", "1.0", "loaded"],
+        "provider:canned": ["tw-canned-provider", "1.0", "loaded"],
+        "provider:test": ["toolwire", "0.1.0", "loaded"],
+    } == report(venv, STATUS, **EVERYTHING_BUT_THE_BROKEN_POLICY)
+
+
+def test_failures_carry_the_reason(venv: Any) -> None:
+    body = """
+host.assemble()
+out = {r.name: r.reason for r in host.failures}
+"""
+    assert {
+        "brokenimport": "failed to import `tw_broken_import`: ImportError: tw_broken_import "
+        "needs the `frobnicate` package, which is not installed",
+        "badregister": "failed to register its toolsets: PluginError: register() takes a "
+        "toolwire.Toolset, got FunctionTool; wrap tools as Toolset('name', [tool, ...])",
+    } == report(venv, body, **EVERYTHING_BUT_THE_BROKEN_POLICY)
+
+
+def test_plugins_are_imported_only_when_needed(venv: Any) -> None:
+    body = """
+mods = ("tw_raising_policy", "tw_good_pack", "tw_canned_provider", "toolwire.providers.test")
+seen = lambda: [m for m in mods if m in sys.modules]
+out = []
+host.discover(); out.append(seen())
+host.assemble(); out.append(seen())
+host.provider("test"); out.append(seen())
+host.provider("canned"); out.append(seen())
+"""
+    assert [
+        ["tw_raising_policy"],
+        ["tw_raising_policy", "tw_good_pack"],
+        ["tw_raising_policy", "tw_good_pack", "toolwire.providers.test"],
+        ["tw_raising_policy", "tw_good_pack", "tw_canned_provider", "toolwire.providers.test"],
+    ] == report(venv, body, **EVERYTHING_BUT_THE_BROKEN_POLICY)
+
+
+def test_importing_toolwire_imports_no_plugin_machinery(venv: Any) -> None:
+    code = (
+        "import sys, toolwire; prefixes = ('pluggy', 'importlib_metadata', 'tw_'); "
+        "print(sorted(m for m in sys.modules if m.startswith(prefixes)))"
+    )
+    done = venv.python_code(code)
+    assert ("[]", "") == (done.stdout.strip(), done.stderr)
+
+
+def test_strict_mode_fails_naming_the_plugin(venv: Any) -> None:
+    done = venv.python_code(
+        "from toolwire import PluginHost; PluginHost().assemble()",
+        TOOLWIRE_STRICT_PLUGINS="1",
+        TOOLWIRE_DISABLE_PLUGINS="brokenpolicy,badregister",
+    )
+    assert 1 == done.returncode
+    assert (
+        "toolwire._errors.PluginError: toolset plugin `brokenimport` (tw-broken-import 1.0) "
+        "failed to import `tw_broken_import`"
+    ) in done.stderr
+
+
+def test_the_allow_list_loads_only_the_named_plugins(venv: Any) -> None:
+    statuses = report(venv, STATUS, TOOLWIRE_PLUGINS="goodpack,canned")
+    assert {
+        "policy:brokenpolicy": "disabled",
+        "policy:raisingpolicy": "disabled",
+        "toolset:badregister": "disabled",
+        "toolset:brokenimport": "disabled",
+        "toolset:goodpack": "loaded",
+        "provider:canned": "loaded",
+        "provider:test": "loaded",  # built-ins are exempt from the allow-list
+    } == {k: v[2] for k, v in statuses.items()}
+
+
+def test_autoload_off_reads_no_entry_point(venv: Any) -> None:
+    statuses = report(venv, STATUS, TOOLWIRE_AUTOLOAD_PLUGINS="0")
+    assert {"provider:test": ["toolwire", "0.1.0", "loaded"]} == statuses
+
+
+def test_a_policy_that_fails_to_load_blocks_every_call(venv: Any) -> None:
+    body = """
+import toolwire as tw
+toolset = host.assemble()
+turn = tw.resolve_turn(toolset, hooks=host.hook_sets())
+reply = tw.AssistantReply("", (tw.ToolCall("c1", "echo", '{"text": "hi"}'),), "tool_calls")
+plan = tw.decode_reply(tw.Session(), turn, reply).round.apply_hooks()
+out = [[r.source, r.reason] for r in plan.rejected] + [len(plan.pending)]
+"""
+    assert [
+        [
+            "plugin:brokenpolicy",
+            "policy `brokenpolicy` (tw-broken-policy 1.0) failed to load, so tool calls are "
+            "blocked: failed to import `tw_broken_policy`: RuntimeError: cannot read "
+            "/etc/corp/policy.toml",
+        ],
+        0,
+    ] == report(venv, body)
+
+
+def test_a_raising_policy_rejects_only_what_it_raised_for(venv: Any) -> None:
+    body = """
+import toolwire as tw
+toolset = host.assemble()
+turn = tw.resolve_turn(toolset, hooks=host.hook_sets())
+calls = (tw.ToolCall("c1", "echo", '{"text": "hi"}'), tw.ToolCall("c2", "delete_file", '{"path": "/"}'))
+plan = tw.decode_reply(tw.Session(), turn, tw.AssistantReply("", calls, "tool_calls")).round.apply_hooks()
+out = [[c.name for c in plan.pending], [[r.call.name, r.reason] for r in plan.rejected]]
+"""  # noqa: E501 - code run in the venv
+    assert [
+        ["echo"],
+        [
+            [
+                "delete_file",
+                "hook `plugin:raisingpolicy` failed: RuntimeError: policy backend unreachable",
+            ]
+        ],
+    ] == report(venv, body, **EVERYTHING_BUT_THE_BROKEN_POLICY)
