@@ -5,18 +5,6 @@ Importing toolwire loads no plugin and touches no network.
 
 import typing as _typing
 
-from toolwire._agent import (
-    Agent,
-    AgentEvent,
-    AgentFinished,
-    AgentResult,
-    ApprovalNeeded,
-    RoundCommitted,
-    ToolCallDecided,
-    ToolResultReady,
-    arun_agent,
-    run_agent,
-)
 from toolwire._errors import (
     ApprovalPendingError,
     AuthenticationError,
@@ -53,25 +41,6 @@ from toolwire._errors import (
     TranscriptError,
     UnknownToolError,
 )
-from toolwire._execute import (
-    Allow,
-    Approval,
-    ApprovalDecision,
-    ApprovalGate,
-    ApprovalRequest,
-    Defer,
-    Deny,
-    Executor,
-    Interceptor,
-    LoggingInterceptor,
-    Modify,
-    PlanRun,
-    RateLimitInterceptor,
-    TimeoutInterceptor,
-    ToolRequest,
-    call_fingerprint,
-    is_transient,
-)
 from toolwire._hooks import (
     Complete,
     HandledCall,
@@ -83,7 +52,6 @@ from toolwire._hooks import (
     ToolDecision,
     ToolRoundPlan,
 )
-from toolwire._otel import ChatSpan, Tracing
 from toolwire._provider import (
     Provider,
     ReplyCompleted,
@@ -151,11 +119,82 @@ from toolwire._turn import (
 __version__ = "0.1.0"
 
 if _typing.TYPE_CHECKING:
+    from toolwire._agent import (
+        Agent,
+        AgentEvent,
+        AgentFinished,
+        AgentResult,
+        ApprovalNeeded,
+        RoundCommitted,
+        ToolCallDecided,
+        ToolResultReady,
+        arun_agent,
+        run_agent,
+    )
+    from toolwire._execute import (
+        Allow,
+        Approval,
+        ApprovalDecision,
+        ApprovalGate,
+        ApprovalRequest,
+        Defer,
+        Deny,
+        Executor,
+        Interceptor,
+        LoggingInterceptor,
+        Modify,
+        PlanRun,
+        RateLimitInterceptor,
+        TimeoutInterceptor,
+        ToolRequest,
+        call_fingerprint,
+        is_transient,
+    )
+    from toolwire._http import (
+        ApiKey,
+        RetryPolicy,
+    )
+    from toolwire._otel import (
+        ChatSpan,
+        Tracing,
+    )
     from toolwire._plugins import PluginHost, PluginRecord, get_host
     from toolwire.hookspecs import hookimpl
 
-# The plugin host pulls in pluggy; it is imported on first use, not with toolwire.
+# Imported on first use, not with toolwire: the plugin host pulls in pluggy, the executor
+# and agent asyncio, the transport httpx. ``import toolwire`` stays close to pydantic's cost.
 _LAZY = {
+    "Agent": "toolwire._agent",
+    "AgentEvent": "toolwire._agent",
+    "AgentFinished": "toolwire._agent",
+    "AgentResult": "toolwire._agent",
+    "ApprovalNeeded": "toolwire._agent",
+    "RoundCommitted": "toolwire._agent",
+    "ToolCallDecided": "toolwire._agent",
+    "ToolResultReady": "toolwire._agent",
+    "arun_agent": "toolwire._agent",
+    "run_agent": "toolwire._agent",
+    "Allow": "toolwire._execute",
+    "Approval": "toolwire._execute",
+    "ApprovalDecision": "toolwire._execute",
+    "ApprovalGate": "toolwire._execute",
+    "ApprovalRequest": "toolwire._execute",
+    "Defer": "toolwire._execute",
+    "Deny": "toolwire._execute",
+    "Executor": "toolwire._execute",
+    "Interceptor": "toolwire._execute",
+    "LoggingInterceptor": "toolwire._execute",
+    "Modify": "toolwire._execute",
+    "PlanRun": "toolwire._execute",
+    "RateLimitInterceptor": "toolwire._execute",
+    "TimeoutInterceptor": "toolwire._execute",
+    "ToolRequest": "toolwire._execute",
+    "call_fingerprint": "toolwire._execute",
+    "is_transient": "toolwire._execute",
+    "ApiKey": "toolwire._http",
+    "RetryPolicy": "toolwire._http",
+    "ChatSpan": "toolwire._otel",
+    "Tracing": "toolwire._otel",
     "PluginHost": "toolwire._plugins",
     "PluginRecord": "toolwire._plugins",
     "get_host": "toolwire._plugins",
@@ -185,6 +224,7 @@ __all__ = [
     "AgentFinished",
     "AgentResult",
     "Allow",
+    "ApiKey",
     "Approval",
     "ApprovalDecision",
     "ApprovalGate",
@@ -250,6 +290,7 @@ __all__ = [
     "ResolvedTool",
     "ResolvedTurn",
     "RetryHint",
+    "RetryPolicy",
     "RoundCommitted",
     "RoundLimitError",
     "RunNormally",
