@@ -1,0 +1,62 @@
+"""toolwire-policy: an organisation policy for toolwire, from a TOML file.
+
+Allow and deny tools by name and effect, require approval, constrain
+arguments, redact, and keep a JSON-lines audit log of every decision. The
+plugin (entry point ``policy`` in ``toolwire.policies``) loads the file named
+by ``TOOLWIRE_POLICY``; :class:`PolicyPlugin` and :class:`Policy` use one from code.
+"""
+
+from toolwire_policy._audit import AuditLog, canonical_json, fingerprint
+from toolwire_policy._config import (
+    POLICY_ENV,
+    REQUIRED_ENV,
+    AuditConfig,
+    ConstraintRule,
+    PolicyConfig,
+    PolicyFileError,
+    RedactRule,
+    find_policy_file,
+    parse_policy_text,
+    policy_paths,
+    read_policy_file,
+)
+from toolwire_policy._plugin import PolicyPlugin
+from toolwire_policy._policy import (
+    APPROVAL_REASON,
+    APPROVED,
+    APPROVER,
+    REDACTED,
+    Policy,
+    Verdict,
+    approval_key,
+    call_arguments,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "APPROVAL_REASON",
+    "APPROVED",
+    "APPROVER",
+    "POLICY_ENV",
+    "REDACTED",
+    "REQUIRED_ENV",
+    "AuditConfig",
+    "AuditLog",
+    "ConstraintRule",
+    "Policy",
+    "PolicyConfig",
+    "PolicyFileError",
+    "PolicyPlugin",
+    "RedactRule",
+    "Verdict",
+    "__version__",
+    "approval_key",
+    "call_arguments",
+    "canonical_json",
+    "find_policy_file",
+    "fingerprint",
+    "parse_policy_text",
+    "policy_paths",
+    "read_policy_file",
+]

@@ -1,0 +1,294 @@
+"""The policy file: where it is looked for, its schema (pydantic), and clear errors about it."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
+
+from toolwire import PolicyError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+
+__all__ = [
+    "DISTRIBUTION",
+    "PLUGIN_NAME",
+    "POLICY_ENV",
+    "REQUIRED_ENV",
+    "AuditConfig",
+    "ConstraintRule",
+    "PolicyConfig",
+    "PolicyFileError",
+    "RedactRule",
+    "find_policy_file",
+    "parse_policy_text",
+    "policy_paths",
+    "read_policy_file",
+]
+
+POLICY_ENV = "TOOLWIRE_POLICY"
+REQUIRED_ENV = "TOOLWIRE_POLICY_REQUIRED"
+PLUGIN_NAME = "policy"
+DISTRIBUTION = "toolwire-policy"
+
+
+class PolicyFileError(PolicyError):
+    """The policy file is missing, unreadable or malformed; tool execution is blocked.
+
+    ``path`` is the file; ``problems`` holds ``(key, message)`` pairs, the key
+    written as in the file (``constraints[0].deny_patterns[1]``; ``""`` for
+    the file as a whole).
+    """
+
+    def __init__(self, path: Path | str, problems: list[tuple[str, str]]) -> None:
+        self.path = Path(path)
+        self.problems = tuple(problems)
+        lines = [f"  {key}: {msg}" if key else f"  {msg}" for key, msg in problems]
+        super().__init__(
+            f"policy file '{path}' is invalid; tool execution is blocked until it is fixed:\n"
+            + "\n".join(lines),
+            plugin=PLUGIN_NAME,
+            distribution=DISTRIBUTION,
+        )
+
+
+# -- schema ----------------------------------------------------------------------------
+
+
+def _check_regex(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"invalid regular expression {value!r}: {exc}") from None
+    return value
+
+
+Effect = Literal["read_only", "mutating", "destructive"]
+Glob = Annotated[str, StringConstraints(min_length=1)]
+Regex = Annotated[str, StringConstraints(min_length=1), AfterValidator(_check_regex)]
+
+
+class _Table(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class ConstraintRule(_Table):
+    """A ``[[constraints]]`` table: limits on the string values of some tools' arguments."""
+
+    tools: list[Glob] = ["*"]
+    """Tool-name globs this rule applies to."""
+    arguments: list[Glob] | None = None
+    """Top-level argument names (globs) it checks; every argument when absent."""
+    max_length: Annotated[int, Field(ge=1)] | None = None
+    """The longest string allowed, anywhere inside the checked arguments."""
+    deny_patterns: list[Regex] = []
+    """Regular expressions no string inside the checked arguments may contain (re.search)."""
+
+    @model_validator(mode="after")
+    def _does_something(self) -> ConstraintRule:
+        if self.max_length is None and not self.deny_patterns:
+            raise ValueError("a [[constraints]] table needs max_length or deny_patterns (or both)")
+        return self
+
+
+class RedactRule(_Table):
+    """A ``[[redact]]`` table: what is never written to the audit log or shown in results."""
+
+    tools: list[Glob] = ["*"]
+    """Tool-name globs this rule applies to."""
+    arguments: list[Glob] = []
+    """Argument names (globs, case-insensitive, at any depth) replaced by ``[REDACTED]``."""
+    result_patterns: list[Regex] = []
+    """Regular expressions whose matches in result content are replaced by ``[REDACTED]``."""
+
+    @model_validator(mode="after")
+    def _does_something(self) -> RedactRule:
+        if not self.arguments and not self.result_patterns:
+            raise ValueError("a [[redact]] table needs arguments or result_patterns (or both)")
+        return self
+
+
+class AuditConfig(_Table):
+    """The ``[audit]`` table: a JSON-lines audit log of every decision (and result)."""
+
+    path: Annotated[str, StringConstraints(min_length=1)]
+    """The log file; ``~`` is expanded, a relative path is relative to the policy file."""
+    results: bool = True
+    """Also write a record for every result."""
+    arguments: bool = True
+    """Write the (redacted) arguments in decision records, not only their fingerprint."""
+    context_keys: list[Glob] = []
+    """Keys of ``HookContext.extra`` to copy into each record (``user``, ``tenant``)."""
+
+
+class PolicyConfig(_Table):
+    """The whole policy file."""
+
+    allow: list[Glob] = ["*"]
+    """Tool-name globs; a tool must match one to be offered or run."""
+    deny: list[Glob] = []
+    """Tool-name globs that are never offered or run (deny wins over allow)."""
+    deny_effects: list[Effect] = []
+    """Effects whose tools are never offered or run."""
+    approve: list[Glob] = []
+    """Tool-name globs whose calls need approval."""
+    approve_effects: list[Effect] = []
+    """Effects whose tools' calls need approval."""
+    constraints: list[ConstraintRule] = []
+    redact: list[RedactRule] = []
+    audit: AuditConfig | None = None
+
+
+# -- errors ----------------------------------------------------------------------------
+
+
+def _key(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The model class of the table at ``loc`` (for listing its allowed keys)."""
+    model: type[BaseModel] = PolicyConfig
+    for part in loc:
+        if isinstance(part, int):
+            continue
+        field = model.model_fields.get(part)
+        if field is None:
+            return None
+        nested = _nested_model(field.annotation)
+        if nested is None:
+            return None
+        model = nested
+    return model
+
+
+def _nested_model(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()):
+        found = _nested_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{text} ({type(value).__name__})"
+
+
+def _problem(err: Mapping[str, Any]) -> tuple[str, str]:
+    loc: tuple[int | str, ...] = tuple(err["loc"])
+    kind = err["type"]
+    if kind == "extra_forbidden":
+        parent = _model_at(loc[:-1])
+        allowed = ", ".join(parent.model_fields) if parent is not None else ""
+        where = f"in table {_key(loc[:-1])}" if loc[:-1] else "at the top level"
+        return _key(loc), f"unknown key {where}; allowed keys: {allowed}"
+    if kind == "missing":
+        return _key(loc), "missing required key"
+    msg = str(err["msg"])
+    if msg.startswith("Value error, "):
+        return _key(loc), msg[len("Value error, ") :]
+    return _key(loc), f"{msg}, got {_shown(err.get('input'))}"
+
+
+def parse_policy_text(text: str, source: Path | str) -> PolicyConfig:
+    """Parse and validate policy TOML; raises PolicyFileError naming ``source`` and the keys."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise PolicyFileError(source, [("", f"not valid TOML: {exc}")]) from None
+    try:
+        return PolicyConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = [_problem(e) for e in exc.errors(include_url=False)]
+        raise PolicyFileError(source, problems) from None
+
+
+def read_policy_file(path: Path | str) -> PolicyConfig:
+    """Read, parse and validate a policy file; raises PolicyFileError."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise PolicyFileError(p, [("", "the file does not exist")]) from None
+    except UnicodeDecodeError:
+        raise PolicyFileError(p, [("", "the file is not UTF-8 text")]) from None
+    except OSError as exc:
+        raise PolicyFileError(p, [("", f"cannot read the file: {exc.strerror}")]) from None
+    return parse_policy_text(text, p)
+
+
+# -- where the file is -------------------------------------------------------------------
+
+
+def policy_paths(
+    environ: Mapping[str, str] | None = None, *, cwd: Path | None = None
+) -> list[Path]:
+    """The places looked at, in order, when ``TOOLWIRE_POLICY`` is not set.
+
+    ``./toolwire-policy.toml``, then ``$XDG_CONFIG_HOME/toolwire/policy.toml``
+    (``~/.config/toolwire/policy.toml`` when XDG_CONFIG_HOME is not set).
+    """
+    env = os.environ if environ is None else environ
+    config_home = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return [
+        (cwd or Path.cwd()) / "toolwire-policy.toml",
+        Path(config_home) / "toolwire" / "policy.toml",
+    ]
+
+
+def find_policy_file(
+    environ: Mapping[str, str] | None = None, *, cwd: Path | None = None
+) -> Path | None:
+    """The policy file to use, or None when there is none (the plugin is then inert).
+
+    ``TOOLWIRE_POLICY`` names the file explicitly; if it is set and the file
+    is missing, that is an error (PolicyFileError), not "no policy". With
+    ``TOOLWIRE_POLICY_REQUIRED=1``, finding no file is an error too.
+    """
+    env = os.environ if environ is None else environ
+    named = env.get(POLICY_ENV, "").strip()
+    if named:
+        p = Path(named).expanduser()
+        if not p.is_file():
+            raise PolicyFileError(
+                p, [("", f"the file named by {POLICY_ENV} does not exist or is not a file")]
+            )
+        return p
+    candidates = policy_paths(env, cwd=cwd)
+    for p in candidates:
+        if p.is_file():
+            return p
+    if env.get(REQUIRED_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
+        looked = ", ".join(f"'{p}'" for p in candidates)
+        raise PolicyFileError(
+            candidates[0],
+            [("", f"no policy file found ({REQUIRED_ENV} is set); looked for {looked}")],
+        )
+    return None

@@ -1,0 +1,156 @@
+"""PolicyPlugin: the hook implementations for a policy, failing closed."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable, Mapping
+from pathlib import Path
+from typing import Any
+
+from toolwire import HookContext, PolicyError, Reject, Tool, ToolDecision, ToolResult, TypedCall
+from toolwire.hookspecs import hookimpl
+from toolwire_policy._config import DISTRIBUTION, PLUGIN_NAME, find_policy_file, policy_paths
+from toolwire_policy._policy import Policy
+
+__all__ = ["PolicyPlugin"]
+
+logger = logging.getLogger("toolwire.policy")
+
+_BLOCKED = (
+    "the organisation policy (toolwire-policy) failed to load, so no tool may run until it is fixed"
+)
+
+
+class PolicyPlugin:
+    """The hooks of an organisation policy, in one of three states.
+
+    - *active*: a :class:`Policy` decides, hides, audits and redacts;
+    - *inert*: no policy file was found; every hook returns None (no opinion);
+    - *failed*: the policy could not be loaded; every call is rejected and
+      every tool hidden (fail closed).
+
+    The entry-point module ``toolwire_policy.plugin`` holds one built from the
+    environment; register your own on a host to use a policy from code.
+    """
+
+    __slots__ = ("error", "policy", "searched")
+
+    def __init__(
+        self,
+        policy: Policy | None = None,
+        *,
+        error: PolicyError | None = None,
+        searched: tuple[Path, ...] = (),
+    ) -> None:
+        if policy is not None and error is not None:
+            raise ValueError("a PolicyPlugin has a policy or an error, not both")
+        self.policy = policy
+        self.error = error
+        self.searched = searched
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> PolicyPlugin:
+        """An active plugin for a policy file; raises PolicyFileError if it is malformed."""
+        return cls(Policy.from_file(path))
+
+    @classmethod
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, *, cwd: Path | None = None
+    ) -> PolicyPlugin:
+        """The plugin for ``TOOLWIRE_POLICY`` or the default locations; never raises.
+
+        A load failure is kept in ``error`` (see :meth:`raise_if_failed`).
+        """
+        env = os.environ if environ is None else environ
+        try:
+            path = find_policy_file(env, cwd=cwd)
+            if path is None:
+                searched = tuple(policy_paths(env, cwd=cwd))
+                logger.warning(
+                    "toolwire-policy is installed but found no policy file (looked for %s); "
+                    "tool calls are not checked. Set TOOLWIRE_POLICY to a file, or "
+                    "TOOLWIRE_POLICY_REQUIRED=1 to block tools without one.",
+                    ", ".join(str(p) for p in searched),
+                )
+                return cls(searched=searched)
+            return cls(Policy.from_file(path))
+        except PolicyError as exc:
+            return cls(error=exc)
+        except Exception as exc:  # fail closed on anything unexpected too
+            return cls(
+                error=PolicyError(
+                    f"toolwire-policy failed to load: {type(exc).__name__}: {exc}",
+                    plugin=PLUGIN_NAME,
+                    distribution=DISTRIBUTION,
+                )
+            )
+
+    def __repr__(self) -> str:
+        return f"<PolicyPlugin {self.state}>"
+
+    @property
+    def state(self) -> str:
+        """``"active"``, ``"inert"`` or ``"failed"``."""
+        if self.error is not None:
+            return "failed"
+        return "active" if self.policy is not None else "inert"
+
+    def status(self) -> str:
+        """One line for ``toolwire plugins``: the policy file in use, or why there is none."""
+        if self.error is not None:
+            return f"failed (tool execution blocked): {self.error}"
+        if self.policy is not None:
+            audit = f", audit log {self.policy.audit_log.path}" if self.policy.audit_log else ""
+            return f"active: {self.policy.source}{audit}"
+        looked = ", ".join(str(p) for p in self.searched) or "the default locations"
+        return f"inert: no policy file (looked for {looked})"
+
+    def raise_if_failed(self) -> None:
+        """Raise the load error, if any (the entry-point module does, so the host sees it)."""
+        if self.error is not None:
+            raise self.error
+
+    # -- hooks --------------------------------------------------------------------------
+
+    @hookimpl(tryfirst=True)
+    def toolwire_tool_decision(
+        self, call: TypedCall[Any], context: HookContext
+    ) -> ToolDecision | Awaitable[ToolDecision | None] | None:
+        """Reject calls the policy denies, breaks a constraint of, or that need approval."""
+        if self.error is not None:
+            return Reject(_BLOCKED)
+        if self.policy is None:
+            return None
+        try:
+            return self.policy.decide(call, context)
+        except Exception as exc:  # fail closed
+            logger.exception("toolwire-policy failed on call %s (%s)", call.id, call.name)
+            return Reject(
+                f"the organisation policy failed on this call ({type(exc).__name__}), "
+                f"so it was not run"
+            )
+
+    @hookimpl(tryfirst=True)
+    def toolwire_tool_availability(self, tool: Tool[Any, Any], context: HookContext) -> bool | None:
+        """Hide tools the policy denies (every tool, when the policy failed to load)."""
+        if self.error is not None:
+            return False
+        if self.policy is None:
+            return None
+        try:
+            return None if self.policy.is_visible(tool) else False
+        except Exception:  # fail closed
+            logger.exception("toolwire-policy failed on the availability of %s", tool.name)
+            return False
+
+    @hookimpl(trylast=True)
+    def toolwire_tool_result(
+        self, call: TypedCall[Any], result: ToolResult, context: HookContext
+    ) -> ToolResult | None:
+        """Audit the result and redact its content by the policy's result patterns."""
+        if self.error is not None:
+            return result.replace(content=_BLOCKED, is_error=True)
+        if self.policy is None:
+            return None
+        return self.policy.on_result(call, result, context)

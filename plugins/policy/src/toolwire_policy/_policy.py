@@ -1,0 +1,504 @@
+"""The compiled policy: matching, constraints, approval, redaction and auditing."""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import inspect
+import json
+import logging
+import re
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Container,
+    Coroutine,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+)
+from pathlib import Path
+from typing import Any, Generic, TypeVar
+
+import attrs
+
+from toolwire import HookContext, Reject, Tool, ToolDecision, ToolResult, TypedCall
+from toolwire_policy._audit import AuditLog, fingerprint, utc_now
+from toolwire_policy._config import (
+    PLUGIN_NAME,
+    ConstraintRule,
+    PolicyConfig,
+    PolicyFileError,
+    parse_policy_text,
+    read_policy_file,
+)
+
+__all__ = [
+    "APPROVED",
+    "APPROVER",
+    "APPROVAL_REASON",
+    "REDACTED",
+    "Policy",
+    "Verdict",
+    "approval_key",
+    "call_arguments",
+]
+
+logger = logging.getLogger("toolwire.policy")
+
+T = TypeVar("T")
+
+REDACTED = "[REDACTED]"
+#: ``HookContext.extra[APPROVER]``: ``approver(call, reason) -> bool`` (or an awaitable bool).
+APPROVER = "toolwire.approver"
+#: ``HookContext.extra[APPROVED]``: a container of :func:`approval_key` values already approved.
+APPROVED = "toolwire.approved"
+#: Every approval rejection reason starts with this.
+APPROVAL_REASON = "requires approval"
+
+
+def _globs(patterns: Iterable[str], *, fold: bool = False) -> re.Pattern[str] | None:
+    """One regex matching any of the fnmatch globs (None when there are none)."""
+    parts = [fnmatch.translate(p.lower() if fold else p) for p in patterns]
+    return re.compile("|".join(f"(?:{p})" for p in parts)) if parts else None
+
+
+def _matches(rx: re.Pattern[str] | None, names: Iterable[str]) -> bool:
+    return rx is not None and any(rx.match(n) for n in names)
+
+
+def _names(tool: Tool[Any, Any]) -> tuple[str, ...]:
+    # The wire name, and the name the tool was defined with (before any prefix).
+    origin = tool.origin.name
+    return (tool.name,) if origin == tool.name else (tool.name, origin)
+
+
+def call_arguments(call: TypedCall[Any]) -> dict[str, Any]:
+    """The call's effective arguments (as edited by earlier hooks) as a JSON object."""
+    try:
+        value = json.loads(call.tool.dump_input(call.input))
+    except (TypeError, ValueError):
+        value = json.loads(call.arguments)
+    return value if isinstance(value, dict) else {"input": value}
+
+
+def approval_key(call: TypedCall[Any]) -> str:
+    """What approves exactly this call: a fingerprint of its tool name and arguments.
+
+    Put it in ``HookContext.extra["toolwire.approved"]`` (any container) and a
+    call with the same tool and the same arguments is approved; any other
+    arguments are not. The key is computed over the unredacted arguments and
+    is never written to the audit log.
+    """
+    return fingerprint({"tool": call.name, "arguments": call_arguments(call)})
+
+
+@attrs.frozen
+class Verdict:
+    """The policy's verdict on one call: ``allowed``, and why not (or how it was approved)."""
+
+    allowed: bool
+    reason: str = ""
+    approval: str | None = None  # "approved" (key in the approved set) or "approver"
+
+
+_ALLOW = Verdict(True)
+
+
+# A constraint rule, its argument-name matcher (None: every argument), its deny regexes.
+_Constraint = tuple[ConstraintRule, "re.Pattern[str] | None", tuple["re.Pattern[str]", ...]]
+
+
+@attrs.frozen
+class _Compiled:
+    """What the policy says about one tool, independent of the call's arguments."""
+
+    hidden: str | None  # why the tool is hidden and every call rejected
+    needs_approval: str | None  # the approval reason, when calls need approval
+    constraints: tuple[_Constraint, ...]
+    redact_arguments: re.Pattern[str] | None
+    redact_results: tuple[re.Pattern[str], ...]
+
+
+class Policy:
+    """An organisation policy compiled from a :class:`PolicyConfig`.
+
+    Build one with :meth:`from_file` or :meth:`from_text` (or from a config
+    you validated yourself); hook it up with :class:`PolicyPlugin`.
+    """
+
+    __slots__ = (
+        "_allow",
+        "_approve",
+        "_cache",
+        "_deny",
+        "audit_log",
+        "config",
+        "source",
+    )
+
+    def __init__(
+        self,
+        config: PolicyConfig,
+        *,
+        source: Path | None = None,
+        audit_log: AuditLog | None = None,
+    ) -> None:
+        self.config = config
+        self.source = source
+        self.audit_log = audit_log
+        self._allow = _globs(config.allow)
+        self._deny = _globs(config.deny)
+        self._approve = _globs(config.approve)
+        self._cache: dict[tuple[str, ...], _Compiled] = {}
+
+    def __repr__(self) -> str:
+        src = str(self.source) if self.source is not None else "<config>"
+        return f"<Policy from {src!r}>"
+
+    # -- building ---------------------------------------------------------------------
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Policy:
+        """Load a policy file; raises PolicyFileError naming the file and the key."""
+        p = Path(path).expanduser()
+        return cls._build(read_policy_file(p), p)
+
+    @classmethod
+    def from_text(cls, text: str, *, source: str | Path = "<string>") -> Policy:
+        """Parse policy TOML (a relative audit path is relative to the current directory)."""
+        return cls._build(parse_policy_text(text, source), Path(source))
+
+    @classmethod
+    def _build(cls, config: PolicyConfig, source: Path) -> Policy:
+        audit = None
+        if config.audit is not None:
+            log_path = Path(config.audit.path).expanduser()
+            if not log_path.is_absolute():
+                base = source.parent if source.name != "<string>" else Path.cwd()
+                log_path = base / log_path
+            audit = AuditLog(log_path)
+            try:
+                audit.check()
+            except OSError as exc:
+                raise PolicyFileError(
+                    source,
+                    [("audit.path", f"cannot append to '{log_path}': {exc.strerror or exc}")],
+                ) from None
+        return cls(config, source=source, audit_log=audit)
+
+    # -- per tool -----------------------------------------------------------------------
+
+    def _compiled(self, tool: Tool[Any, Any]) -> _Compiled:
+        names = _names(tool)
+        effect = tool.metadata.effect.value
+        key = (*names, effect)
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = self._compile(tool.name, names, effect)
+            self._cache[key] = hit
+        return hit
+
+    def _compile(self, wire: str, names: tuple[str, ...], effect: str) -> _Compiled:
+        cfg = self.config
+        hidden = None
+        if _matches(self._deny, names):
+            hidden = f"tool `{wire}` is denied by the organisation policy"
+        elif not _matches(self._allow, names):
+            hidden = f"tool `{wire}` is not in the organisation policy's allow list"
+        elif effect in cfg.deny_effects:
+            hidden = f"tool `{wire}` is {effect}, and the organisation policy denies {effect} tools"
+        approval = None
+        if _matches(self._approve, names):
+            approval = f"{APPROVAL_REASON}: the organisation policy requires approval for `{wire}`"
+        elif effect in cfg.approve_effects:
+            approval = (
+                f"{APPROVAL_REASON}: `{wire}` is {effect}, and the organisation policy "
+                f"requires approval for {effect} tools"
+            )
+        constraints = tuple(
+            (
+                rule,
+                _globs(rule.arguments) if rule.arguments is not None else None,
+                tuple(re.compile(p) for p in rule.deny_patterns),
+            )
+            for rule in cfg.constraints
+            if _matches(_globs(rule.tools), names)
+        )
+        redact = [r for r in cfg.redact if _matches(_globs(r.tools), names)]
+        return _Compiled(
+            hidden,
+            approval,
+            constraints,
+            _globs((a for r in redact for a in r.arguments), fold=True),
+            tuple(re.compile(p) for r in redact for p in r.result_patterns),
+        )
+
+    def hidden_reason(self, tool: Tool[Any, Any]) -> str | None:
+        """Why the policy hides ``tool`` (denied, not allowed, denied effect), or None."""
+        return self._compiled(tool).hidden
+
+    def is_visible(self, tool: Tool[Any, Any]) -> bool:
+        return self._compiled(tool).hidden is None
+
+    # -- per call -----------------------------------------------------------------------
+
+    def constraint_violation(
+        self, call: TypedCall[Any], arguments: Mapping[str, Any]
+    ) -> str | None:
+        """The first argument constraint the call breaks, as a reason; None if it keeps them."""
+        for rule, names, patterns in self._compiled(call.tool).constraints:
+            for where, text in _strings(arguments, names):
+                if rule.max_length is not None and len(text) > rule.max_length:
+                    return (
+                        f"argument `{where}` is {len(text)} characters long; the organisation "
+                        f"policy allows at most {rule.max_length} for `{call.name}`"
+                    )
+                for rx in patterns:
+                    if rx.search(text):
+                        return (
+                            f"argument `{where}` matches a pattern the organisation policy "
+                            f"denies for `{call.name}`: {rx.pattern!r}"
+                        )
+        return None
+
+    def check(self, call: TypedCall[Any], context: HookContext) -> Verdict | Awaitable[Verdict]:
+        """The verdict for one call (awaitable only when an async approver is asked)."""
+        compiled = self._compiled(call.tool)
+        if compiled.hidden is not None:
+            return Verdict(False, compiled.hidden)
+        if compiled.constraints:
+            broken = self.constraint_violation(call, call_arguments(call))
+            if broken is not None:
+                return Verdict(False, broken)
+        if compiled.needs_approval is None:
+            return _ALLOW
+        return _approve(call, context, compiled.needs_approval)
+
+    def redact_arguments(self, tool: Tool[Any, Any], arguments: Any) -> Any:
+        """The arguments with every value under a redacted name replaced by ``[REDACTED]``."""
+        rx = self._compiled(tool).redact_arguments
+        return arguments if rx is None else _redact(arguments, rx)
+
+    def redact_content(self, tool: Tool[Any, Any], content: str) -> tuple[str, int]:
+        """Result content with the policy's result patterns replaced; and how many were."""
+        total = 0
+        for rx in self._compiled(tool).redact_results:
+            content, n = rx.subn(REDACTED, content)
+            total += n
+        return content, total
+
+    # -- the hooks' work ----------------------------------------------------------------
+
+    def decide(
+        self, call: TypedCall[Any], context: HookContext
+    ) -> ToolDecision | Awaitable[ToolDecision | None] | None:
+        """Check, audit, and answer: None (run) or Reject. Awaitable with an async approver."""
+        verdict = self.check(call, context)
+        if inspect.isawaitable(verdict):
+            pending = verdict
+            return _Deferred(lambda: self._decide_later(call, context, pending))
+        return self._conclude(call, context, verdict)
+
+    async def _decide_later(
+        self, call: TypedCall[Any], context: HookContext, pending: Awaitable[Verdict]
+    ) -> ToolDecision | None:
+        return self._conclude(call, context, await pending)
+
+    def _conclude(
+        self, call: TypedCall[Any], context: HookContext, verdict: Verdict
+    ) -> ToolDecision | None:
+        try:
+            self.audit_decision(call, context, verdict)
+        except OSError as exc:
+            logger.error("cannot write the audit log %s: %s", self.audit_log, exc)
+            return Reject(
+                "the organisation policy cannot write its audit log, so no tool may run; "
+                "tell the operator"
+            )
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug(
+                "tool=%s call=%s decision=%s reason=%s arguments=%s",
+                call.name,
+                call.id,
+                "allow" if verdict.allowed else "reject",
+                verdict.reason,
+                json.dumps(self.redact_arguments(call.tool, call_arguments(call)), default=str),
+            )
+        return None if verdict.allowed else Reject(verdict.reason)
+
+    def audit_decision(self, call: TypedCall[Any], context: HookContext, verdict: Verdict) -> None:
+        """Write the decision record (when an audit log is configured); raises OSError."""
+        if self.audit_log is None:
+            return
+        audit = self.config.audit
+        assert audit is not None
+        redacted = self.redact_arguments(call.tool, call_arguments(call))
+        record = self._record("decision", call, context)
+        record["decision"] = "allow" if verdict.allowed else "reject"
+        record["fingerprint"] = fingerprint(redacted)
+        record["reason"] = verdict.reason or None
+        record["approval"] = verdict.approval
+        record["effect"] = call.tool.metadata.effect.value
+        if audit.arguments:
+            record["arguments"] = redacted
+        self.audit_log.write(record)
+
+    def on_result(
+        self, call: TypedCall[Any], result: ToolResult, context: HookContext
+    ) -> ToolResult | None:
+        """Redact the result's content by the result patterns, and audit it."""
+        content, count = self.redact_content(call.tool, result.content)
+        audit = self.config.audit
+        if self.audit_log is not None and audit is not None and audit.results:
+            redacted = self.redact_arguments(call.tool, call_arguments(call))
+            record = self._record("result", call, context)
+            record["decision"] = "error" if result.is_error else "ok"
+            record["fingerprint"] = fingerprint(redacted)
+            record["content_sha256"] = hashlib.sha256(content.encode("utf-8")).hexdigest()
+            record["content_length"] = len(content)
+            record["redactions"] = count
+            try:
+                self.audit_log.write(record)
+            except OSError as exc:
+                # The call already ran; the result must still be answered. Say so loudly.
+                logger.error("cannot write the audit log %s: %s", self.audit_log, exc)
+        if count:
+            return result.replace(content=content)
+        return None
+
+    def _record(self, event: str, call: TypedCall[Any], context: HookContext) -> dict[str, Any]:
+        record: dict[str, Any] = {
+            "time": utc_now(),
+            "event": event,
+            "call_id": call.id,
+            "tool": call.name,
+            "decision": None,
+            "plugin": PLUGIN_NAME,
+            "fingerprint": None,
+            "reason": None,
+            "app": context.app or None,
+            "session_id": context.session_id or None,
+            "provider": context.provider or None,
+            "model": context.model or None,
+        }
+        audit = self.config.audit
+        if audit is not None and audit.context_keys:
+            keys = _globs(audit.context_keys)
+            extra = {
+                str(k): v
+                for k, v in context.extra.items()
+                if keys is not None and keys.match(str(k)) and _plain(v)
+            }
+            record["context"] = extra
+        return record
+
+
+def _plain(value: Any) -> bool:
+    return value is None or isinstance(value, (str, int, float, bool))
+
+
+def _approve(
+    call: TypedCall[Any], context: HookContext, reason: str
+) -> Verdict | Awaitable[Verdict]:
+    extra = context.extra
+    approved = extra.get(APPROVED)
+    if approved is not None:
+        if not isinstance(approved, Container):
+            return Verdict(
+                False,
+                f"{reason} (HookContext.extra[{APPROVED!r}] must be a set of approval keys, "
+                f"got {type(approved).__name__})",
+            )
+        if approval_key(call) in approved:
+            return Verdict(True, approval="approved")
+    approver = extra.get(APPROVER)
+    if approver is None:
+        return Verdict(False, reason)
+    if not callable(approver):
+        return Verdict(False, f"{reason} (HookContext.extra[{APPROVER!r}] is not callable)")
+    if _is_async(approver):
+        # Called only when awaited: a caller that drops the awaitable (a sync
+        # pipeline) leaves no un-awaited coroutine behind.
+        return _Deferred(lambda: _ask_async(approver, call, reason))
+    try:
+        answer = approver(call, reason)
+    except Exception as exc:
+        return Verdict(False, f"{reason} (the approver failed: {type(exc).__name__}: {exc})")
+    if inspect.isawaitable(answer):
+        return _Deferred(lambda: _await_answer(answer, reason))
+    return _approval_verdict(answer, reason)
+
+
+def _is_async(fn: Any) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004  (an object with an async __call__)
+    )
+
+
+async def _ask_async(approver: Any, call: TypedCall[Any], reason: str) -> Verdict:
+    try:
+        value = await approver(call, reason)
+    except Exception as exc:
+        return Verdict(False, f"{reason} (the approver failed: {type(exc).__name__}: {exc})")
+    return _approval_verdict(value, reason)
+
+
+async def _await_answer(answer: Awaitable[Any], reason: str) -> Verdict:
+    try:
+        value = await answer
+    except Exception as exc:
+        return Verdict(False, f"{reason} (the approver failed: {type(exc).__name__}: {exc})")
+    return _approval_verdict(value, reason)
+
+
+class _Deferred(Generic[T]):
+    """An awaitable that starts its coroutine only when awaited."""
+
+    __slots__ = ("_start",)
+
+    def __init__(self, start: Callable[[], Coroutine[Any, Any, T]]) -> None:
+        self._start = start
+
+    def __await__(self) -> Generator[Any, None, T]:
+        return self._start().__await__()
+
+    def close(self) -> None:
+        """Nothing was started, so there is nothing to close (for callers that close awaitables)."""
+
+
+def _approval_verdict(answer: Any, reason: str) -> Verdict:
+    # Only True approves: a truthy non-bool is more likely a bug than a yes.
+    if answer is True:
+        return Verdict(True, approval="approver")
+    return Verdict(False, f"{reason}; the approver declined")
+
+
+def _strings(
+    arguments: Mapping[str, Any], names: re.Pattern[str] | None
+) -> Iterator[tuple[str, str]]:
+    for name, value in arguments.items():
+        if names is None or names.match(str(name)):
+            yield from _walk(value, str(name))
+
+
+def _walk(value: Any, where: str) -> Iterator[tuple[str, str]]:
+    if isinstance(value, str):
+        yield where, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _walk(v, f"{where}.{k}")
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _walk(v, f"{where}[{i}]")
+
+
+def _redact(value: Any, rx: re.Pattern[str]) -> Any:
+    if isinstance(value, dict):
+        return {
+            k: REDACTED if rx.match(str(k).lower()) else _redact(v, rx) for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_redact(v, rx) for v in value]
+    return value

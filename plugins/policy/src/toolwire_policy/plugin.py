@@ -1,0 +1,56 @@
+"""The toolwire-policy plugin (entry point ``policy`` in ``toolwire.policies``).
+
+Importing this module loads the policy named by ``TOOLWIRE_POLICY`` (or found
+in ``./toolwire-policy.toml``, then ``~/.config/toolwire/policy.toml``). A
+malformed policy raises :class:`toolwire_policy.PolicyFileError` here, so the
+host marks the policy failed and blocks tool execution; should the hooks be
+called anyway, they reject every call and hide every tool. With no policy
+file at all the plugin is inert (see :func:`status`), unless
+``TOOLWIRE_POLICY_REQUIRED=1``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any
+
+from toolwire import HookContext, Tool, ToolDecision, ToolResult, TypedCall
+from toolwire.hookspecs import hookimpl
+from toolwire_policy._plugin import PolicyPlugin
+
+__all__ = [
+    "status",
+    "toolwire_tool_availability",
+    "toolwire_tool_decision",
+    "toolwire_tool_result",
+]
+
+PLUGIN: PolicyPlugin = PolicyPlugin.from_env()
+PLUGIN.raise_if_failed()
+
+
+def status() -> str:
+    """One line saying which policy file is in force, or that there is none."""
+    return PLUGIN.status()
+
+
+@hookimpl(tryfirst=True)
+def toolwire_tool_decision(
+    call: TypedCall[Any], context: HookContext
+) -> ToolDecision | Awaitable[ToolDecision | None] | None:
+    """Reject calls the policy denies, breaks a constraint of, or that need approval."""
+    return PLUGIN.toolwire_tool_decision(call, context)
+
+
+@hookimpl(tryfirst=True)
+def toolwire_tool_availability(tool: Tool[Any, Any], context: HookContext) -> bool | None:
+    """Hide the tools the policy denies."""
+    return PLUGIN.toolwire_tool_availability(tool, context)
+
+
+@hookimpl(trylast=True)
+def toolwire_tool_result(
+    call: TypedCall[Any], result: ToolResult, context: HookContext
+) -> ToolResult | None:
+    """Audit every result; redact its content by the policy's result patterns."""
+    return PLUGIN.toolwire_tool_result(call, result, context)

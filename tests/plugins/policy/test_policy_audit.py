@@ -1,0 +1,194 @@
+"""The JSON-lines audit log: one record per decision and per result, nothing redacted in it."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolwire import HookContext, Reject, TypedCall
+from toolwire_policy import REDACTED, Policy, canonical_json, fingerprint
+
+MakePolicy = Callable[[str], Policy]
+CallOf = Callable[..., TypedCall[Any]]
+
+CTX = HookContext(
+    app="notes", session_id="s-1", provider="test", model="offline", extra={"user": "ada"}
+)
+AUDIT = """
+[audit]
+path = "audit.jsonl"
+
+[[redact]]
+arguments = ["content"]
+"""
+
+
+def records(policy: Policy) -> list[dict[str, Any]]:
+    assert policy.audit_log is not None
+    text = policy.audit_log.path.read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def test_the_audit_path_is_relative_to_the_policy_file(
+    make_policy: MakePolicy, tmp_path: Path
+) -> None:
+    policy = make_policy(AUDIT)
+    assert policy.audit_log is not None
+    assert (tmp_path / "audit.jsonl", True) == (
+        policy.audit_log.path,
+        policy.audit_log.path.exists(),
+    )
+
+
+def test_the_audit_directory_is_created(make_policy: MakePolicy, tmp_path: Path) -> None:
+    make_policy("[audit]\npath = 'logs/deep/audit.jsonl'\n")
+    assert (tmp_path / "logs" / "deep" / "audit.jsonl").is_file()
+
+
+def test_an_allowed_call_is_audited(make_policy: MakePolicy, call_of: CallOf) -> None:
+    policy = make_policy(AUDIT)
+    policy.decide(call_of("write_notes", {"path": "a.txt", "content": "hunter2"}, "call_7"), CTX)
+    [record] = records(policy)
+    time = record.pop("time")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", time)
+    redacted = {"path": "a.txt", "content": REDACTED}
+    assert {
+        "event": "decision",
+        "call_id": "call_7",
+        "tool": "write_notes",
+        "decision": "allow",
+        "plugin": "policy",
+        "fingerprint": fingerprint(redacted),
+        "reason": None,
+        "app": "notes",
+        "session_id": "s-1",
+        "provider": "test",
+        "model": "offline",
+        "approval": None,
+        "effect": "mutating",
+        "arguments": redacted,
+    } == record
+
+
+def test_a_rejected_call_is_audited_with_its_reason(
+    make_policy: MakePolicy, call_of: CallOf
+) -> None:
+    policy = make_policy("deny = ['drop_table']\n" + AUDIT)
+    policy.decide(call_of("drop_table", {"name": "users"}), CTX)
+    [record] = records(policy)
+    assert ("reject", "tool `drop_table` is denied by the organisation policy") == (
+        record["decision"],
+        record["reason"],
+    )
+
+
+def test_an_approval_is_audited(make_policy: MakePolicy, call_of: CallOf) -> None:
+    policy = make_policy("approve_effects = ['mutating']\n" + AUDIT)
+    ctx = HookContext(extra={"toolwire.approver": lambda call, reason: True})
+    policy.decide(call_of("write_notes", {"path": "a", "content": "b"}), ctx)
+    [record] = records(policy)
+    assert ("allow", "approver") == (record["decision"], record["approval"])
+
+
+def test_redacted_values_never_reach_the_file(make_policy: MakePolicy, call_of: CallOf) -> None:
+    policy = make_policy(AUDIT)
+    call = call_of("write_notes", {"path": "a.txt", "content": "hunter2"})
+    policy.decide(call, CTX)
+    policy.on_result(call, call.complete("ok"), CTX)
+    assert policy.audit_log is not None
+    assert "hunter2" not in policy.audit_log.path.read_text(encoding="utf-8")
+
+
+def test_the_fingerprint_is_sha256_of_the_canonical_redacted_arguments(
+    make_policy: MakePolicy, call_of: CallOf
+) -> None:
+    policy = make_policy(AUDIT)
+    policy.decide(call_of("write_notes", {"content": "x", "path": "é"}), CTX)
+    [record] = records(policy)
+    canonical = '{"content":"[REDACTED]","path":"é"}'
+    assert canonical == canonical_json({"path": "é", "content": REDACTED})
+    assert "sha256:" + hashlib.sha256(canonical.encode()).hexdigest() == record["fingerprint"]
+
+
+def test_a_result_is_audited(make_policy: MakePolicy, call_of: CallOf) -> None:
+    policy = make_policy(AUDIT)
+    call = call_of("read_notes", {"path": "a"}, "call_9")
+    policy.on_result(call, call.error("boom"), CTX)
+    [record] = records(policy)
+    assert {
+        "event": "result",
+        "call_id": "call_9",
+        "tool": "read_notes",
+        "decision": "error",
+        "content_length": 4,
+        "redactions": 0,
+        "fingerprint": fingerprint({"path": "a"}),
+    } == {
+        k: record[k]
+        for k in (
+            "event",
+            "call_id",
+            "tool",
+            "decision",
+            "content_length",
+            "redactions",
+            "fingerprint",
+        )
+    }
+
+
+def test_results_are_not_audited_when_turned_off(make_policy: MakePolicy, call_of: CallOf) -> None:
+    policy = make_policy("[audit]\npath = 'audit.jsonl'\nresults = false\n")
+    call = call_of("read_notes", {"path": "a"})
+    policy.on_result(call, call.complete("x"), CTX)
+    assert [] == records(policy)
+
+
+def test_arguments_can_be_left_out(make_policy: MakePolicy, call_of: CallOf) -> None:
+    policy = make_policy("[audit]\npath = 'audit.jsonl'\narguments = false\n")
+    policy.decide(call_of("read_notes", {"path": "a"}), CTX)
+    [record] = records(policy)
+    assert ("arguments" in record, record["fingerprint"]) == (False, fingerprint({"path": "a"}))
+
+
+def test_context_keys_are_copied_when_plain(make_policy: MakePolicy, call_of: CallOf) -> None:
+    policy = make_policy("[audit]\npath = 'audit.jsonl'\ncontext_keys = ['user', 'tenant', 'cb']\n")
+    ctx = HookContext(extra={"user": "ada", "secret": "x", "cb": print})
+    policy.decide(call_of("read_notes", {"path": "a"}), ctx)
+    [record] = records(policy)
+    assert {"user": "ada"} == record["context"]
+
+
+def test_every_decision_appends_one_line(make_policy: MakePolicy, call_of: CallOf) -> None:
+    policy = make_policy(AUDIT)
+    for i in range(3):
+        policy.decide(call_of("read_notes", {"path": str(i)}, f"c{i}"), CTX)
+    assert ["c0", "c1", "c2"] == [r["call_id"] for r in records(policy)]
+
+
+def test_a_decision_that_cannot_be_audited_is_rejected(
+    make_policy: MakePolicy, call_of: CallOf, tmp_path: Path
+) -> None:
+    policy = make_policy(AUDIT)
+    (tmp_path / "audit.jsonl").unlink()
+    (tmp_path / "audit.jsonl").mkdir()  # appending now fails
+    assert Reject(
+        "the organisation policy cannot write its audit log, so no tool may run; tell the operator"
+    ) == policy.decide(call_of("read_notes", {"path": "a"}), CTX)
+
+
+def test_a_result_that_cannot_be_audited_is_still_answered(
+    make_policy: MakePolicy, call_of: CallOf, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    policy = make_policy(AUDIT)
+    (tmp_path / "audit.jsonl").unlink()
+    (tmp_path / "audit.jsonl").mkdir()
+    call = call_of("read_notes", {"path": "a"})
+    assert policy.on_result(call, call.complete("x"), CTX) is None
+    assert "cannot write the audit log" in caplog.text

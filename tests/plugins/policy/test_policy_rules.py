@@ -1,0 +1,354 @@
+"""Matching, constraints, approval and redaction."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from toolwire import HookContext, Reject, Tool, ToolResult, Toolset, TypedCall
+from toolwire_policy import APPROVED, APPROVER, REDACTED, Policy, Verdict, approval_key
+
+MakePolicy = Callable[[str], Policy]
+CallOf = Callable[..., TypedCall[Any]]
+Tools = dict[str, Tool[Any, Any]]
+CTX = HookContext(app="test")
+
+
+def verdict(policy: Policy, call: TypedCall[Any], context: HookContext = CTX) -> Verdict:
+    out = policy.check(call, context)
+    assert isinstance(out, Verdict)
+    return out
+
+
+# -- allow and deny ------------------------------------------------------------------------
+
+
+def test_an_empty_policy_allows_and_shows_everything(
+    make_policy: MakePolicy, tools: Tools, call_of: CallOf
+) -> None:
+    policy = make_policy("")
+    assert all(policy.is_visible(t) for t in tools.values())
+    assert Verdict(True) == verdict(policy, call_of("drop_table", {"name": "x"}))
+
+
+def test_a_denied_name_is_hidden_and_rejected(
+    make_policy: MakePolicy, tools: Tools, call_of: CallOf
+) -> None:
+    policy = make_policy("deny = ['drop_*']")
+    reason = "tool `drop_table` is denied by the organisation policy"
+    assert (reason, Verdict(False, reason)) == (
+        policy.hidden_reason(tools["drop_table"]),
+        verdict(policy, call_of("drop_table", {"name": "x"})),
+    )
+
+
+def test_deny_wins_over_allow(make_policy: MakePolicy, tools: Tools) -> None:
+    policy = make_policy("allow = ['*']\ndeny = ['read_notes']")
+    assert (False, True) == (
+        policy.is_visible(tools["read_notes"]),
+        policy.is_visible(tools["write_notes"]),
+    )
+
+
+def test_a_tool_outside_the_allow_list_is_hidden_and_rejected(
+    make_policy: MakePolicy, tools: Tools, call_of: CallOf
+) -> None:
+    policy = make_policy("allow = ['read_*', 'http_get']")
+    reason = "tool `write_notes` is not in the organisation policy's allow list"
+    assert ([True, False, False, True], Verdict(False, reason)) == (
+        [policy.is_visible(t) for t in tools.values()],
+        verdict(policy, call_of("write_notes", {"path": "a", "content": "b"})),
+    )
+
+
+def test_a_denied_effect_is_hidden_and_rejected(
+    make_policy: MakePolicy, tools: Tools, call_of: CallOf
+) -> None:
+    policy = make_policy("deny_effects = ['destructive']")
+    reason = (
+        "tool `drop_table` is destructive, and the organisation policy denies destructive tools"
+    )
+    assert (reason, Verdict(False, reason)) == (
+        policy.hidden_reason(tools["drop_table"]),
+        verdict(policy, call_of("drop_table", {"name": "x"})),
+    )
+
+
+def test_names_match_case_sensitively(make_policy: MakePolicy, tools: Tools) -> None:
+    assert make_policy("deny = ['READ_NOTES']").is_visible(tools["read_notes"])
+
+
+def test_a_prefixed_tool_matches_by_its_defined_name_too(
+    make_policy: MakePolicy, tools: Tools
+) -> None:
+    mounted = Toolset("app").add(Toolset("pack", [tools["drop_table"]]), prefix="db_")
+    [tool] = mounted.tools()
+    policy = make_policy("deny = ['drop_table']")
+    assert ("db_drop_table", "tool `db_drop_table` is denied by the organisation policy") == (
+        tool.name,
+        policy.hidden_reason(tool),
+    )
+
+
+def test_a_prefixed_tool_matches_by_its_wire_name(make_policy: MakePolicy, tools: Tools) -> None:
+    mounted = Toolset("app").add(Toolset("pack", [tools["read_notes"]]), prefix="fs_")
+    [tool] = mounted.tools()
+    assert False is make_policy("deny = ['fs_*']").is_visible(tool)
+
+
+# -- constraints ---------------------------------------------------------------------------
+
+
+def test_a_string_over_max_length_is_rejected(make_policy: MakePolicy, call_of: CallOf) -> None:
+    policy = make_policy("[[constraints]]\ntools = ['write_notes']\nmax_length = 5\n")
+    assert Verdict(
+        False,
+        "argument `content` is 6 characters long; the organisation policy allows at most 5 "
+        "for `write_notes`",
+    ) == verdict(policy, call_of("write_notes", {"path": "a", "content": "123456"}))
+
+
+def test_a_string_at_max_length_is_allowed(make_policy: MakePolicy, call_of: CallOf) -> None:
+    policy = make_policy("[[constraints]]\nmax_length = 5\n")
+    assert verdict(policy, call_of("write_notes", {"path": "a", "content": "12345"})).allowed
+
+
+def test_strings_nested_in_objects_and_lists_are_checked(
+    make_policy: MakePolicy, call_of: CallOf
+) -> None:
+    policy = make_policy("[[constraints]]\ndeny_patterns = ['evil']\n")
+    args = {"url": "https://x", "headers": {"X-Note": "fine"}, "tags": ["ok", "so evil"]}
+    assert Verdict(
+        False,
+        "argument `tags[1]` matches a pattern the organisation policy denies for `http_get`: "
+        "'evil'",
+    ) == verdict(policy, call_of("http_get", args))
+
+
+def test_nested_keys_are_named_with_dots(make_policy: MakePolicy, call_of: CallOf) -> None:
+    policy = make_policy("[[constraints]]\nmax_length = 3\narguments = ['headers']\n")
+    args = {"url": "https://a-long-url", "headers": {"Auth": "12345"}}
+    assert (
+        "argument `headers.Auth` is 5 characters long"
+        in verdict(policy, call_of("http_get", args)).reason
+    )
+
+
+def test_a_constraint_checks_only_its_arguments(make_policy: MakePolicy, call_of: CallOf) -> None:
+    policy = make_policy("[[constraints]]\narguments = ['content']\ndeny_patterns = ['secret']\n")
+    assert (True, False) == (
+        verdict(policy, call_of("write_notes", {"path": "secret", "content": "x"})).allowed,
+        verdict(policy, call_of("write_notes", {"path": "x", "content": "secret"})).allowed,
+    )
+
+
+def test_a_constraint_applies_only_to_its_tools(make_policy: MakePolicy, call_of: CallOf) -> None:
+    policy = make_policy("[[constraints]]\ntools = ['write_*']\nmax_length = 1\n")
+    assert (True, False) == (
+        verdict(policy, call_of("read_notes", {"path": "long"})).allowed,
+        verdict(policy, call_of("write_notes", {"path": "long", "content": ""})).allowed,
+    )
+
+
+def test_deny_patterns_search_anywhere_in_the_value(
+    make_policy: MakePolicy, call_of: CallOf
+) -> None:
+    policy = make_policy("[[constraints]]\ndeny_patterns = ['(?i)drop\\s+table']\n")
+    call = call_of("read_notes", {"path": "notes; DROP  TABLE users"})
+    assert False is verdict(policy, call).allowed
+
+
+def test_constraints_see_the_input_as_edited_by_earlier_hooks(
+    make_policy: MakePolicy, call_of: CallOf, tools: Tools
+) -> None:
+    policy = make_policy("[[constraints]]\ndeny_patterns = ['bad']\n")
+    call = call_of("read_notes", {"path": "good"})
+    edited = call.with_input(tools["read_notes"].validate_python({"path": "bad"}))
+    assert False is verdict(policy, edited).allowed
+
+
+# -- approval ------------------------------------------------------------------------------
+
+APPROVE_MUTATING = "approve_effects = ['mutating']\n"
+WRITE = {"path": "a.txt", "content": "hello"}
+
+
+def test_a_call_needing_approval_is_rejected_without_it(
+    make_policy: MakePolicy, call_of: CallOf
+) -> None:
+    policy = make_policy(APPROVE_MUTATING)
+    assert Verdict(
+        False,
+        "requires approval: `write_notes` is mutating, and the organisation policy requires "
+        "approval for mutating tools",
+    ) == verdict(policy, call_of("write_notes", WRITE))
+
+
+def test_approval_by_name(make_policy: MakePolicy, call_of: CallOf, tools: Tools) -> None:
+    policy = make_policy("approve = ['read_notes']\n")
+    assert (
+        True,
+        Verdict(
+            False, "requires approval: the organisation policy requires approval for `read_notes`"
+        ),
+    ) == (
+        policy.is_visible(tools["read_notes"]),
+        verdict(policy, call_of("read_notes", {"path": "a"})),
+    )
+
+
+def test_an_approved_key_lets_exactly_that_call_run(
+    make_policy: MakePolicy, call_of: CallOf
+) -> None:
+    policy = make_policy(APPROVE_MUTATING)
+    approved = call_of("write_notes", WRITE)
+    ctx = HookContext(extra={APPROVED: {approval_key(approved)}})
+    same_again = call_of("write_notes", WRITE, "c2")
+    other = call_of("write_notes", {**WRITE, "content": "other"})
+    assert (Verdict(True, approval="approved"), False) == (
+        verdict(policy, same_again, ctx),
+        verdict(policy, other, ctx).allowed,
+    )
+
+
+def test_an_approval_key_binds_the_tool_name(call_of: CallOf) -> None:
+    assert approval_key(call_of("read_notes", {"path": "a"})) != approval_key(
+        call_of("drop_table", {"name": "a"})
+    )
+
+
+def test_an_approval_key_ignores_argument_order(call_of: CallOf) -> None:
+    a = call_of("write_notes", {"path": "p", "content": "c"})
+    b = call_of("write_notes", {"content": "c", "path": "p"})
+    assert approval_key(a) == approval_key(b)
+
+
+def test_an_approver_that_says_yes(make_policy: MakePolicy, call_of: CallOf) -> None:
+    seen: list[tuple[str, str]] = []
+
+    def approver(call: TypedCall[Any], reason: str) -> bool:
+        seen.append((call.id, reason[:17]))
+        return True
+
+    ctx = HookContext(extra={APPROVER: approver})
+    result = verdict(make_policy(APPROVE_MUTATING), call_of("write_notes", WRITE), ctx)
+    assert (Verdict(True, approval="approver"), [("c1", "requires approval")]) == (result, seen)
+
+
+@pytest.mark.parametrize("answer", [False, None, 1, "yes"])
+def test_only_true_approves(make_policy: MakePolicy, call_of: CallOf, answer: Any) -> None:
+    ctx = HookContext(extra={APPROVER: lambda call, reason: answer})
+    result = verdict(make_policy(APPROVE_MUTATING), call_of("write_notes", WRITE), ctx)
+    assert (False, True) == (result.allowed, result.reason.endswith("; the approver declined"))
+
+
+def test_an_approver_that_raises_rejects(make_policy: MakePolicy, call_of: CallOf) -> None:
+    def approver(call: TypedCall[Any], reason: str) -> bool:
+        raise RuntimeError("ui closed")
+
+    ctx = HookContext(extra={APPROVER: approver})
+    result = verdict(make_policy(APPROVE_MUTATING), call_of("write_notes", WRITE), ctx)
+    assert (False, True) == (
+        result.allowed,
+        result.reason.endswith("(the approver failed: RuntimeError: ui closed)"),
+    )
+
+
+def test_an_async_approver_is_awaited(make_policy: MakePolicy, call_of: CallOf) -> None:
+    async def approver(call: TypedCall[Any], reason: str) -> bool:
+        await asyncio.sleep(0)
+        return True
+
+    policy = make_policy(APPROVE_MUTATING)
+    decision = policy.decide(call_of("write_notes", WRITE), HookContext(extra={APPROVER: approver}))
+    assert inspect.isawaitable(decision)
+    assert asyncio.run(_await(decision)) is None
+
+
+async def _await(value: Any) -> Any:
+    return await value
+
+
+def test_an_approved_set_of_the_wrong_type_rejects(
+    make_policy: MakePolicy, call_of: CallOf
+) -> None:
+    ctx = HookContext(extra={APPROVED: 42})
+    result = verdict(make_policy(APPROVE_MUTATING), call_of("write_notes", WRITE), ctx)
+    assert (False, True) == (
+        result.allowed,
+        result.reason.endswith(
+            "(HookContext.extra['toolwire.approved'] must be a set of approval keys, got int)"
+        ),
+    )
+
+
+def test_calls_not_needing_approval_do_not_ask(make_policy: MakePolicy, call_of: CallOf) -> None:
+    def approver(call: TypedCall[Any], reason: str) -> bool:
+        raise AssertionError("must not be asked")
+
+    ctx = HookContext(extra={APPROVER: approver})
+    assert verdict(make_policy(APPROVE_MUTATING), call_of("read_notes", {"path": "a"}), ctx).allowed
+
+
+def test_a_denied_tool_is_rejected_even_when_approved(
+    make_policy: MakePolicy, call_of: CallOf
+) -> None:
+    policy = make_policy("deny = ['write_notes']\n" + APPROVE_MUTATING)
+    call = call_of("write_notes", WRITE)
+    ctx = HookContext(extra={APPROVED: {approval_key(call)}})
+    assert False is verdict(policy, call, ctx).allowed
+
+
+def test_decide_answers_with_reject_or_none(make_policy: MakePolicy, call_of: CallOf) -> None:
+    policy = make_policy("deny = ['drop_table']\n")
+    assert (None, Reject("tool `drop_table` is denied by the organisation policy")) == (
+        policy.decide(call_of("read_notes", {"path": "a"}), CTX),
+        policy.decide(call_of("drop_table", {"name": "a"}), CTX),
+    )
+
+
+# -- redaction -----------------------------------------------------------------------------
+
+
+def test_named_arguments_are_redacted_at_any_depth_case_insensitively(
+    make_policy: MakePolicy, tools: Tools
+) -> None:
+    policy = make_policy("[[redact]]\narguments = ['authorization', '*token*']\n")
+    args = {
+        "url": "https://x",
+        "headers": {"Authorization": "Bearer s3cret", "X-Api-Token": "t0k"},
+        "tags": [{"refresh_token": "r"}],
+    }
+    assert {
+        "url": "https://x",
+        "headers": {"Authorization": REDACTED, "X-Api-Token": REDACTED},
+        "tags": [{"refresh_token": REDACTED}],
+    } == policy.redact_arguments(tools["http_get"], args)
+
+
+def test_redaction_applies_only_to_its_tools(make_policy: MakePolicy, tools: Tools) -> None:
+    policy = make_policy("[[redact]]\ntools = ['write_*']\narguments = ['content']\n")
+    args = {"path": "a", "content": "c"}
+    assert (args, {"path": "a", "content": REDACTED}) == (
+        policy.redact_arguments(tools["read_notes"], args),
+        policy.redact_arguments(tools["write_notes"], args),
+    )
+
+
+def test_result_patterns_redact_result_content(make_policy: MakePolicy, call_of: CallOf) -> None:
+    policy = make_policy("[[redact]]\nresult_patterns = ['AKIA[0-9A-Z]{16}']\n")
+    call = call_of("read_notes", {"path": "creds"})
+    result = call.complete("key=AKIAABCDEFGHIJKLMNOP; again AKIAABCDEFGHIJKLMNOP")
+    assert ToolResult(
+        "c1", "read_notes", call.arguments, f"key={REDACTED}; again {REDACTED}"
+    ) == policy.on_result(call, result, CTX)
+
+
+def test_a_result_without_matches_is_left_alone(make_policy: MakePolicy, call_of: CallOf) -> None:
+    policy = make_policy("[[redact]]\nresult_patterns = ['AKIA[0-9A-Z]{16}']\n")
+    call = call_of("read_notes", {"path": "a"})
+    assert policy.on_result(call, call.complete("nothing here"), CTX) is None
