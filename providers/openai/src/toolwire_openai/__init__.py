@@ -1,0 +1,59 @@
+"""toolwire-openai: OpenAI provider adapters for toolwire.
+
+- :class:`OpenAIChatProvider` (``"openai"``): Chat Completions;
+- :class:`OpenAIResponsesProvider` (``"openai-responses"``): the Responses API;
+- :class:`OpenRouterProvider` (``"openrouter"``): OpenRouter's Chat Completions;
+- :class:`OpenAICompatibleProvider` (``"openai-compatible"``): vLLM, Ollama,
+  llama.cpp and other servers with an OpenAI-compatible ``/chat/completions``.
+
+Installing the distribution registers all four with the toolwire plugin host
+(entry point ``toolwire.providers: openai``). Runtime dependencies are
+``toolwire`` and ``httpx`` only.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from toolwire_openai._chat import (
+        OpenAIChatProvider,
+        OpenAICompatibleProvider,
+        OpenRouterProvider,
+    )
+    from toolwire_openai._common import StrictMode
+    from toolwire_openai._responses import OpenAIResponsesProvider
+
+# The adapters are imported on first use: the host imports ``toolwire_openai.plugin``
+# (and so this package) to collect registrations, which must stay cheap.
+_LAZY = {
+    "OpenAIChatProvider": "toolwire_openai._chat",
+    "OpenAICompatibleProvider": "toolwire_openai._chat",
+    "OpenAIResponsesProvider": "toolwire_openai._responses",
+    "OpenRouterProvider": "toolwire_openai._chat",
+    "StrictMode": "toolwire_openai._common",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolwire_openai' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
+__all__ = [
+    "OpenAIChatProvider",
+    "OpenAICompatibleProvider",
+    "OpenAIResponsesProvider",
+    "OpenRouterProvider",
+    "StrictMode",
+]
