@@ -1,0 +1,48 @@
+"""toolwire-anthropic: the Anthropic Messages API as a toolwire provider.
+
+:class:`AnthropicProvider` (``"anthropic"``) renders tools through toolwire's
+schema compiler, encodes the Session (all results of a round in one user
+message, thinking blocks sent back with their signatures), decodes replies
+and SSE streams, and maps errors to toolwire's typed errors.
+
+Installing the distribution registers it with the toolwire plugin host
+(entry point ``toolwire.providers: anthropic``). Runtime dependencies are
+``toolwire`` and ``httpx`` only.
+"""
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DEFAULT_MAX_TOKENS",
+    "STOP_REASONS",
+    "AnthropicProvider",
+]
+
+if TYPE_CHECKING:
+    from toolwire_anthropic._decode import STOP_REASONS
+    from toolwire_anthropic._provider import DEFAULT_MAX_TOKENS, AnthropicProvider
+
+# The host imports ``toolwire_anthropic.plugin`` to collect registrations; the adapter
+# (and its transport) is imported on first use, as toolwire's own lazy exports are.
+_LAZY = {
+    "AnthropicProvider": "toolwire_anthropic._provider",
+    "DEFAULT_MAX_TOKENS": "toolwire_anthropic._provider",
+    "STOP_REASONS": "toolwire_anthropic._decode",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'toolwire_anthropic' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
