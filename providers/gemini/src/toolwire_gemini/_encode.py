@@ -1,0 +1,190 @@
+"""Request side: tools, tool config and the Session as Gemini ``contents``.
+
+The model's own turns are sent back as received: the raw ``parts`` of each
+assistant turn (thought signatures, thought summaries, ``functionCall`` ids or
+their absence) are kept in ``AssistantMessage.provider_state["gemini"]`` and
+echoed verbatim. Only a turn without that state (written by hand, or by
+another provider) is rebuilt from its text and calls.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from toolwire._compile import CompiledTool
+from toolwire._tools import ToolCall
+from toolwire._transcript import (
+    AssistantMessage,
+    Session,
+    SystemMessage,
+    ToolResultsMessage,
+    UserMessage,
+)
+from toolwire._turn import ResolvedTool, ResolvedTurn
+
+__all__ = [
+    "DUMMY_THOUGHT_SIGNATURE",
+    "PROVIDER_KEY",
+    "encode_contents",
+    "function_declaration",
+    "stored_parts",
+    "system_instruction",
+    "tool_config",
+]
+
+logger = logging.getLogger("toolwire.gemini")
+
+PROVIDER_KEY = "gemini"
+"""The key of this adapter's data in ``AssistantMessage.provider_state``."""
+
+DUMMY_THOUGHT_SIGNATURE = "skip_thought_signature_validator"
+"""Sent on the first ``functionCall`` of a model turn that has no stored signature (a turn
+from another provider or written by hand): Gemini 3 rejects unsigned calls otherwise. This
+is the value Google's thought-signature FAQ documents (as pydantic-ai does)."""
+
+
+# -- tools --------------------------------------------------------------------------------
+
+
+def function_declaration(tool: ResolvedTool, compiled: CompiledTool) -> dict[str, Any]:
+    """One ``functionDeclarations`` entry: name, description, and the compiled schema in the
+    field the compiler chose (``parameters`` or ``parametersJsonSchema``)."""
+    decl: dict[str, Any] = {"name": tool.name}
+    if tool.description:
+        decl["description"] = tool.description
+    schema = compiled.schema
+    if compiled.target == "parameters":
+        # Gemini rejects an empty properties map: a tool without arguments sends no schema.
+        if schema.get("properties"):
+            decl["parameters"] = schema
+    else:
+        decl["parametersJsonSchema"] = schema
+    return decl
+
+
+def tool_config(turn: ResolvedTurn) -> dict[str, Any]:
+    """``toolConfig.functionCallingConfig`` for the turn's tool choice."""
+    choice = turn.tool_choice
+    config: dict[str, Any]
+    if choice.kind == "none":
+        config = {"mode": "NONE"}
+    elif choice.kind == "required":
+        config = {"mode": "ANY"}
+    elif choice.kind == "specific":
+        assert choice.name is not None
+        config = {"mode": "ANY", "allowedFunctionNames": [choice.name]}
+    else:
+        config = {"mode": "AUTO"}
+    return {"functionCallingConfig": config}
+
+
+# -- the session ----------------------------------------------------------------------------
+
+
+def system_instruction(session: Session) -> dict[str, Any] | None:
+    text = session.system_text()
+    return {"parts": [{"text": text}]} if text else None
+
+
+def stored_parts(message: AssistantMessage) -> list[dict[str, Any]] | None:
+    """The raw parts kept for ``message``, when they still match its calls (else None)."""
+    state = message.provider_state.get(PROVIDER_KEY)
+    if not isinstance(state, Mapping):
+        return None
+    parts = state.get("parts")
+    if not isinstance(parts, list) or not all(isinstance(p, dict) for p in parts):
+        return None
+    calls = [p["functionCall"] for p in parts if isinstance(p.get("functionCall"), dict)]
+    names = [c.get("name") for c in calls]
+    if names != [c.name for c in message.tool_calls]:
+        logger.debug("stored Gemini parts do not match the message's calls; rebuilding them")
+        return None
+    return parts
+
+
+def _rebuilt_parts(message: AssistantMessage) -> list[dict[str, Any]]:
+    parts: list[dict[str, Any]] = []
+    if message.text:
+        parts.append({"text": message.text})
+    for i, call in enumerate(message.tool_calls):
+        part: dict[str, Any] = {
+            "functionCall": {"name": call.name, "args": _args_object(call), "id": call.id}
+        }
+        if i == 0:
+            part["thoughtSignature"] = DUMMY_THOUGHT_SIGNATURE
+        parts.append(part)
+    return parts
+
+
+def _args_object(call: ToolCall) -> dict[str, Any]:
+    try:
+        value = json.loads(call.arguments)
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _wire_ids(message: AssistantMessage, parts: list[dict[str, Any]] | None) -> list[str | None]:
+    """The id the model used for each call (None when it sent none), in call order."""
+    if parts is None:
+        return [c.id for c in message.tool_calls]
+    out: list[str | None] = []
+    for p in parts:
+        fc = p.get("functionCall")
+        if isinstance(fc, dict):
+            wire = fc.get("id")
+            out.append(wire if isinstance(wire, str) and wire else None)
+    return out
+
+
+def _function_response(
+    name: str, wire_id: str | None, content: str, is_error: bool
+) -> dict[str, Any]:
+    response: dict[str, Any] = {
+        "name": name,
+        "response": {"error" if is_error else "output": content},
+    }
+    if wire_id is not None:
+        response["id"] = wire_id
+    return {"functionResponse": response}
+
+
+def encode_contents(messages: Sequence[Any]) -> list[dict[str, Any]]:
+    """``contents`` for the session's messages (system messages go to systemInstruction).
+
+    Each round's results are one ``user`` content with one ``functionResponse``
+    part per call, in call order, carrying the id the model gave the call (none
+    when it gave none, so the API pairs them by position as it does itself).
+    """
+    contents: list[dict[str, Any]] = []
+    wire_ids: list[str | None] = []
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            continue
+        if isinstance(message, UserMessage):
+            contents.append({"role": "user", "parts": [{"text": message.text}]})
+        elif isinstance(message, AssistantMessage):
+            stored = stored_parts(message)
+            parts = stored if stored is not None else _rebuilt_parts(message)
+            wire_ids = _wire_ids(message, stored)
+            if parts:
+                contents.append({"role": "model", "parts": parts})
+        elif isinstance(message, ToolResultsMessage):
+            contents.append(
+                {
+                    "role": "user",
+                    "parts": [
+                        _function_response(
+                            r.tool_name,
+                            wire_ids[i] if i < len(wire_ids) else r.call_id,
+                            r.content,
+                            r.is_error,
+                        )
+                        for i, r in enumerate(message.results)
+                    ],
+                }
+            )
+    return contents
