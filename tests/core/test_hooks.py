@@ -81,7 +81,7 @@ def test_hook_that_raises_rejects_naming_the_hook(session: tw.Session, toolset: 
     hooks = tw.HookSet()
     hooks.on(None, broken, name="audit")
     rejected = _one(session, toolset).apply_hooks(hooks).rejected[0]
-    assert "hook `audit` failed: RuntimeError: db down" == rejected.reason
+    assert "hook `audit` failed (RuntimeError)" == rejected.reason
 
 
 def test_hook_returning_junk_rejects(session: tw.Session, toolset: tw.Toolset) -> None:
@@ -148,7 +148,7 @@ async def test_async_hook_that_raises_rejects(session: tw.Session, toolset: tw.T
     hooks = tw.HookSet()
     hooks.on(None, hook, name="ah")
     plan = await _one(session, toolset).aapply_hooks(hooks)
-    assert "hook `ah` failed: ValueError: bad" == plan.rejected[0].reason
+    assert "hook `ah` failed (ValueError)" == plan.rejected[0].reason
 
 
 def test_hooks_keyed_by_input_type_apply_only_to_that_tool(

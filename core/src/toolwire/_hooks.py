@@ -131,18 +131,15 @@ def _hook_name(fn: Callable[..., Any]) -> str:
     return f"{module}.{name}" if module and module != "builtins" else str(name)
 
 
-def _arity(fn: Callable[..., Any], kinds: str) -> int:
+def _arity(fn: Callable[..., Any]) -> int:
+    """How many positional arguments a hook takes (read once, at registration)."""
     try:
-        params = [
-            p
-            for p in inspect.signature(fn).parameters.values()
-            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        ]
-        if any(p.kind is p.VAR_POSITIONAL for p in inspect.signature(fn).parameters.values()):
-            return 99
+        params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
         return 99
-    return len(params)
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return 99
+    return sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
 def _normalise_target(target: Any) -> Any:
@@ -194,7 +191,7 @@ class HookSet:
     def _add(self, bucket: list[_Hook], target: Any, fn: Any, name: str | None) -> None:
         if not callable(fn):
             raise HookError(f"a hook must be callable, got {fn!r} ({type(fn).__name__})")
-        bucket.append(_Hook(fn, name or _hook_name(fn), _normalise_target(target), _arity(fn, "")))
+        bucket.append(_Hook(fn, name or _hook_name(fn), _normalise_target(target), _arity(fn)))
         self._cache.clear()
 
     def on(self, target: Any = None, fn: Any = None, *, name: str | None = None) -> Any:
@@ -356,8 +353,17 @@ def _reject(call: TypedCall[Any], reason: str, source: str) -> RejectedCall:
 
 
 def _failed(call: TypedCall[Any], h: _Hook, exc: BaseException) -> RejectedCall:
-    reason = f"hook `{h.name}` failed: {type(exc).__name__}: {exc}"
-    logger.warning("tool %s call %s rejected: %s", call.name, call.id, reason)
+    # The model sees the hook and the exception type; the message (which may hold
+    # internal detail: hosts, credentials) goes only to the log.
+    reason = f"hook `{h.name}` failed ({type(exc).__name__})"
+    logger.warning(
+        "tool %s call %s rejected: hook %s failed: %s: %s",
+        call.name,
+        call.id,
+        h.name,
+        type(exc).__name__,
+        exc,
+    )
     return _reject(call, reason, h.name)
 
 
@@ -371,7 +377,10 @@ def _interpret(
         return None
     if isinstance(decision, Complete):
         # The handled call carries the input as it was before this pass.
-        return HandledCall(start, decision.output, start.complete(decision.output))
+        try:
+            return HandledCall(start, decision.output, start.complete(decision.output))
+        except Exception as exc:  # an output that cannot be serialised: fail closed
+            return _failed(call, h, exc)
     if isinstance(decision, Reject):
         return _reject(call, str(decision.reason), h.name)
     return _reject(
@@ -385,8 +394,9 @@ def _interpret(
 def _thread(call: TypedCall[Any], h: _Hook, decision: Any) -> TypedCall[Any] | RejectedCall:
     if isinstance(decision, RunNormally) and decision.input is not _UNCHANGED:
         try:
-            # An instance of the input model passes as is; anything else is validated.
-            value = call.tool.validate_python(decision.input)
+            # Revalidated even when it is an instance of the input model: an instance may
+            # have been built with model_construct or changed after it was validated.
+            value = call.tool.validate_python(decision.input, revalidate=True)
         except Exception as exc:
             return _reject(
                 call,
@@ -484,7 +494,7 @@ class ToolRoundPlan:
     pending calls, in the assistant's order.
     """
 
-    __slots__ = ("context", "handled", "issues", "pending", "rejected", "round")
+    __slots__ = ("context", "handled", "pending", "rejected", "round")
 
     def __init__(
         self,
@@ -499,7 +509,11 @@ class ToolRoundPlan:
         self.handled = handled
         self.rejected = rejected
         self.context = context
-        self.issues: tuple[ToolCallIssue, ...] = round.issues
+
+    @property
+    def issues(self) -> tuple[ToolCallIssue, ...]:
+        """The round's recoverable issues (answered with rejections on commit)."""
+        return self.round.issues
 
     def __repr__(self) -> str:
         return (

@@ -179,13 +179,11 @@ def decode_calls(
             kept.append(call)
         tool = offered.get(call.name)
         if tool is None:
-            tool = turn.lookup(call.name)
-            if tool is None:
-                if call.name in turn.toolset:
-                    issues.append(NotAvailable(call))
-                else:
-                    issues.append(UnknownTool(call))
-                continue
+            if call.name in turn.toolset:
+                issues.append(NotAvailable(call))
+            else:
+                issues.append(UnknownTool(call))
+            continue
         try:
             value = tool._validate(call.arguments)
         except ValidationError as exc:
@@ -237,11 +235,12 @@ def _check_requirement(
     kind = turn.requirement.kind
     if kind == "optional":
         return
-    if kind == "at_least_one" and not reply.tool_calls:
+    # Only valid calls count: a call to an unknown tool does not meet a requirement.
+    if kind == "at_least_one" and not typed:
         raise RequirementNotMetError(
             "the turn requires at least one tool call, but the model answered without tools"
         )
-    if kind == "specific" and not any(c.name == turn.required_tool for c in reply.tool_calls):
+    if kind == "specific" and not any(c.name == turn.required_tool for c in typed):
         got = ", ".join(f"`{c.name}`" for c in reply.tool_calls) or "no tool"
         raise RequirementNotMetError(
             f"the turn requires a call to `{turn.required_tool}`, but the model called {got}"

@@ -489,14 +489,18 @@ class Tool(Generic[InT, OutT]):
         """Validate the model's argument text; raises pydantic's ValidationError."""
         return cast("InT", self._validate(text))
 
-    def validate_python(self, value: Any) -> InT:
+    def validate_python(self, value: Any, *, revalidate: bool = False) -> InT:
+        """Validate a Python value; an instance of the input model passes as is unless
+        ``revalidate`` (then its fields are validated again)."""
         it = self.input_type
         if self._adapter is not None:
             return cast("InT", self._adapter.validate_python(value))
         if it is dict:
             return cast("InT", self._validate_raw_value(value))
         if isinstance(value, it):
-            return cast("InT", value)
+            if not revalidate:
+                return cast("InT", value)
+            value = value.model_dump(mode="python", round_trip=True, warnings=False)
         return cast("InT", it.model_validate(value))
 
     def _validate_raw(self, text: str | bytes) -> dict[str, Any]:
@@ -553,10 +557,11 @@ class Tool(Generic[InT, OutT]):
             return output
         if self._output_adapter is not None:
             try:
-                return self._output_adapter.dump_json(output).decode()
+                return self._output_adapter.dump_json(output, warnings="error").decode()
             except pydantic_core.PydanticSerializationError:
-                pass
-        return pydantic_core.to_json(output, fallback=str).decode()
+                pass  # not of the declared output type: serialised as what it is, below
+        # No fallback to str(): an object pydantic cannot serialise is an error, not its repr.
+        return pydantic_core.to_json(output).decode()
 
     # -- calling --------------------------------------------------------------------
 
@@ -717,7 +722,8 @@ def _build_function_tool(
     try:
         model = create_model(
             model_name,
-            __config__=ConfigDict(extra="forbid"),
+            # Frozen: a hook must edit an input with RunNormally(new), never in place.
+            __config__=ConfigDict(extra="forbid", frozen=True),
             __module__=getattr(fn, "__module__", __name__),
             **fields,
         )

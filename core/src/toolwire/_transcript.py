@@ -231,6 +231,15 @@ def _check_sequence(existing: list[Message], new: list[Message]) -> None:
     for i, msg in enumerate(new):
         if not isinstance(msg, (SystemMessage, UserMessage, AssistantMessage, ToolResultsMessage)):
             raise TranscriptError(f"not a message: {msg!r} ({type(msg).__name__})")
+        if isinstance(msg, AssistantMessage) and len({c.id for c in msg.tool_calls}) != len(
+            msg.tool_calls
+        ):
+            call_ids = [c.id for c in msg.tool_calls]
+            dup = next(x for x in call_ids if call_ids.count(x) > 1)
+            raise TranscriptError(
+                f"message {len(existing) + i}: tool call id `{dup}` appears twice in one "
+                f"assistant turn"
+            )
         if isinstance(prev, AssistantMessage) and prev.tool_calls:
             if not isinstance(msg, ToolResultsMessage):
                 ids = ", ".join(f"`{c.id}`" for c in prev.tool_calls)
@@ -245,6 +254,12 @@ def _check_sequence(existing: list[Message], new: list[Message]) -> None:
                 f"with tool calls"
             )
         prev = msg
+    if isinstance(prev, AssistantMessage) and prev.tool_calls:
+        pending = ", ".join(f"`{c.id}`" for c in prev.tool_calls)
+        raise TranscriptError(
+            f"an assistant turn with tool calls {pending} must be followed by their results in the "
+            f"same append; commit tool rounds through ToolRound.commit"
+        )
 
 
 def _check_results(assistant: AssistantMessage, results: ToolResultsMessage) -> None:

@@ -133,17 +133,13 @@ class ResolvedTurn:
     context: HookContext | None = None
 
     def allows(self, name: str) -> bool:
-        """May the model call ``name`` this turn?"""
-        if name in self.offered:
-            return True
-        return self.allow_all and name in self.toolset
+        """May the model call ``name`` this turn? Only what was offered: under
+        ``Availability.all()`` that is every tool no availability hook hid."""
+        return name in self.offered
 
     def lookup(self, name: str) -> Tool[Any, Any] | None:
         """The tool the model may call under ``name`` this turn, or None."""
-        tool = self.offered.get(name)
-        if tool is None and self.allow_all:
-            return self.toolset.get(name)
-        return tool
+        return self.offered.get(name)
 
     def definitions(self) -> tuple[ToolDef, ...]:
         return tuple(t.definition for t in self.tools)

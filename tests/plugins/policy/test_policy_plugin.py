@@ -138,7 +138,7 @@ def test_from_env_without_a_file_is_inert_and_says_so(
     with caplog.at_level(logging.WARNING, logger="toolwire.policy"):
         plugin = PolicyPlugin.from_env(env, cwd=tmp_path)
     looked = (
-        f"{tmp_path / 'toolwire-policy.toml'}, {tmp_path / 'config' / 'toolwire' / 'policy.toml'}"
+        f"{tmp_path / 'config' / 'toolwire' / 'policy.toml'}, {tmp_path / 'toolwire-policy.toml'}"
     )
     assert ("inert", f"inert: no policy file (looked for {looked})") == (
         plugin.state,
@@ -248,7 +248,8 @@ def _host() -> Any:
 
 
 def _round(toolset: Toolset, hooks: Any, *calls: ToolCall) -> Any:
-    # Availability.all(): the model may call any tool, so the decision hook must catch it.
+    # Availability.all(): every tool the policy did not hide is offered; a call to a hidden
+    # tool is a NotAvailable issue, never a valid call.
     turn = resolve_turn(toolset, availability=Availability.all(), hooks=hooks, context=CTX)
     outcome = decode_reply(Session(), turn, AssistantReply(tool_calls=calls))
     assert isinstance(outcome, NeedsTools)
@@ -278,11 +279,13 @@ def test_the_host_loads_the_policy_and_applies_it(
     assert (
         ["read_notes", "write_notes", "http_get"],
         ["c1"],
-        ["tool `drop_table` is denied by the organisation policy"],
+        [],
+        ["tool `drop_table` is not available in this round"],
     ) == (
         [t.name for t in turn.tools],
         [c.id for c in plan.pending],
         [r.reason for r in plan.rejected],
+        [i.reason for i in plan.issues],
     )
 
 

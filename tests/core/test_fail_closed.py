@@ -1,0 +1,182 @@
+"""Paths where bad hooks, hidden tools or malformed transcripts must never let a call through."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from toolwire import (
+    AssistantMessage,
+    AssistantReply,
+    Availability,
+    Complete,
+    HookSet,
+    NeedsTools,
+    Requirement,
+    RequirementNotMetError,
+    RunNormally,
+    Session,
+    ToolCall,
+    ToolRoundPlan,
+    Toolset,
+    TranscriptError,
+    UserMessage,
+    decode_reply,
+    resolve_turn,
+    tool_fn,
+)
+
+
+@tool_fn
+def drop(table: str) -> str:
+    """Drop a table."""
+    return "dropped " + table
+
+
+@tool_fn
+def count(n: int) -> int:
+    """Count."""
+    return n
+
+
+def _plan(hooks: HookSet, *calls: ToolCall, availability: Any = None) -> ToolRoundPlan:
+    tools = Toolset("t", [drop, count])
+    turn = resolve_turn(tools, availability=availability or Availability.default(), hooks=[hooks])
+    outcome = decode_reply(Session().add_user("go"), turn, AssistantReply(tool_calls=calls))
+    assert isinstance(outcome, NeedsTools)
+    return outcome.round.apply_hooks()
+
+
+def test_a_tool_hidden_by_a_hook_is_not_callable_under_availability_all() -> None:
+    hooks = HookSet()
+    hooks.hide(lambda tool, ctx: tool.name != "drop")
+    plan = _plan(
+        hooks, ToolCall("1", "drop", '{"table": "users"}'), availability=Availability.all()
+    )
+    assert ([], ["tool `drop` is not available in this round"]) == (
+        [c.name for c in plan.pending],
+        [i.reason for i in plan.issues],
+    )
+
+
+def test_a_tool_hidden_because_its_availability_hook_raised_is_not_callable() -> None:
+    hooks = HookSet()
+
+    def broken(tool: Any, ctx: Any) -> bool:
+        raise RuntimeError("policy backend down")
+
+    hooks.hide(broken)
+    plan = _plan(
+        hooks, ToolCall("1", "drop", '{"table": "users"}'), availability=Availability.all()
+    )
+    assert [] == list(plan.pending)
+    assert ["tool `drop` is not available in this round"] == [i.reason for i in plan.issues]
+
+
+def test_the_model_sees_the_hook_and_exception_type_but_not_the_message() -> None:
+    hooks = HookSet()
+
+    def leaky(call: Any) -> None:
+        raise RuntimeError("db password=hunter2 at 10.0.0.5")
+
+    hooks.on(count, leaky, name="leaky")
+    plan = _plan(hooks, ToolCall("1", "count", '{"n": 1}'))
+    assert ["hook `leaky` failed (RuntimeError)"] == [r.reason for r in plan.rejected]
+    assert "hunter2" not in plan.rejected[0].result.content
+
+
+def test_a_complete_whose_output_cannot_be_serialised_rejects_the_call() -> None:
+    hooks = HookSet()
+    loop: dict[str, Any] = {}
+    loop["self"] = loop
+    hooks.on(count, lambda call: Complete(loop), name="cyclic")
+    plan = _plan(hooks, ToolCall("1", "count", '{"n": 1}'))
+    assert ([], ["cyclic"]) == (
+        [h.call.id for h in plan.handled],
+        [r.source for r in plan.rejected],
+    )
+
+
+def test_a_complete_with_an_arbitrary_object_is_rejected_not_sent_as_its_repr() -> None:
+    hooks = HookSet()
+    hooks.on(count, lambda call: Complete(object()), name="opaque")
+    plan = _plan(hooks, ToolCall("1", "count", '{"n": 1}'))
+    assert ["opaque"] == [r.source for r in plan.rejected]
+    assert "object at 0x" not in plan.rejected[0].result.content
+
+
+def test_generated_inputs_are_frozen_so_hooks_cannot_edit_them_in_place() -> None:
+    hooks = HookSet()
+
+    def sneaky(call: Any) -> RunNormally[Any]:
+        call.input.n = 42
+        return RunNormally()
+
+    hooks.on(count, sneaky, name="sneaky")
+    plan = _plan(hooks, ToolCall("1", "count", '{"n": 1}'))
+    assert ([], ["hook `sneaky` failed (ValidationError)"]) == (
+        list(plan.pending),
+        [r.reason for r in plan.rejected],
+    )
+
+
+def test_an_edit_built_with_model_construct_is_revalidated() -> None:
+    hooks = HookSet()
+    model = count.input_type
+    hooks.on(count, lambda call: RunNormally(model.model_construct(n="not a number")), name="bad")
+    plan = _plan(hooks, ToolCall("1", "count", '{"n": 1}'))
+    assert [] == list(plan.pending)
+    assert plan.rejected[0].reason.startswith("hook `bad` edited the input into something invalid")
+
+
+def test_a_valid_edit_still_threads_through() -> None:
+    hooks = HookSet()
+    model = count.input_type
+    hooks.on(count, lambda call: RunNormally(model(n=call.input.n + 1)))
+    plan = _plan(hooks, ToolCall("1", "count", '{"n": 1}'))
+    assert [2] == [c.input.n for c in plan.pending]
+
+
+def test_extend_refuses_to_end_on_an_unanswered_tool_call() -> None:
+    session = Session().add_user("hi")
+    with pytest.raises(TranscriptError) as info:
+        session.extend([AssistantMessage(tool_calls=(ToolCall("a", "count", "{}"),))])
+    assert "must be followed by their results" in str(info.value)
+    assert 1 == len(session)
+
+
+def test_a_saved_session_ending_on_an_unanswered_call_does_not_load() -> None:
+    data = Session().add_user("hi").to_dict()
+    data["messages"].append(
+        {
+            "role": "assistant",
+            "text": "",
+            "tool_calls": [{"id": "a", "name": "x", "arguments": "{}"}],
+        }
+    )
+    with pytest.raises(TranscriptError):
+        Session.from_dict(data)
+
+
+def test_duplicate_call_ids_in_one_assistant_turn_are_refused() -> None:
+    calls = (ToolCall("a", "count", "{}"), ToolCall("a", "count", "{}"))
+    with pytest.raises(TranscriptError) as info:
+        Session().extend([UserMessage("hi"), AssistantMessage(tool_calls=calls)])
+    assert "tool call id `a` appears twice" in str(info.value)
+
+
+def test_a_call_to_an_unknown_tool_does_not_meet_at_least_one() -> None:
+    turn = resolve_turn(Toolset("t", [count]), requirement=Requirement.at_least_one())
+    reply = AssistantReply(tool_calls=(ToolCall("1", "nope", "{}"),))
+    with pytest.raises(RequirementNotMetError):
+        decode_reply(Session().add_user("go"), turn, reply)
+
+
+def test_validate_python_can_revalidate_an_instance() -> None:
+    model = count.input_type
+    bogus = model.model_construct(n="x")
+    assert bogus is count.validate_python(bogus)
+    with pytest.raises(ValidationError):
+        count.validate_python(bogus, revalidate=True)
