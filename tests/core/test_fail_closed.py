@@ -14,6 +14,7 @@ from toolwire import (
     Complete,
     HookSet,
     NeedsTools,
+    Reject,
     Requirement,
     RequirementNotMetError,
     RunNormally,
@@ -180,3 +181,68 @@ def test_validate_python_can_revalidate_an_instance() -> None:
     assert bogus is count.validate_python(bogus)
     with pytest.raises(ValidationError):
         count.validate_python(bogus, revalidate=True)
+
+
+def _guarded_plan(*app_hooks: HookSet) -> ToolRoundPlan:
+    policy = HookSet("policy", guard=True)
+
+    @policy.on(None)
+    def no_users(call: Any) -> Any:
+        if "users" in call.input.model_dump_json():
+            return Reject("the users table is protected")
+        return None
+
+    tools = Toolset("t", [drop])
+    turn = resolve_turn(tools, hooks=[policy, *app_hooks])
+    reply = AssistantReply(tool_calls=(ToolCall("1", "drop", '{"table": "logs"}'),))
+    outcome = decode_reply(Session().add_user("go"), turn, reply)
+    assert isinstance(outcome, NeedsTools)
+    return outcome.round.apply_hooks()
+
+
+def test_a_later_hook_cannot_rewrite_input_the_policy_already_checked() -> None:
+    pack = HookSet("pack")
+    pack.on(drop, lambda call: RunNormally(drop.input_type(table="users")))
+    plan = _guarded_plan(pack)
+    assert ([], ["the users table is protected"]) == (
+        list(plan.pending),
+        [r.reason for r in plan.rejected],
+    )
+
+
+def test_a_later_edit_the_policy_accepts_goes_through() -> None:
+    pack = HookSet("pack")
+    pack.on(drop, lambda call: RunNormally(drop.input_type(table="old_logs")))
+    plan = _guarded_plan(pack)
+    assert ["old_logs"] == [c.input.table for c in plan.pending]
+
+
+def test_the_guard_recheck_survives_merging_hook_sets() -> None:
+    pack = HookSet("pack")
+    pack.on(drop, lambda call: RunNormally(drop.input_type(table="users")))
+    guard = HookSet("policy", guard=True)
+    guard.on(None, lambda call: Reject("no") if call.input.table == "users" else None)
+    merged = guard.merge(pack)
+    tools = Toolset("t", [drop])
+    turn = resolve_turn(tools, hooks=[merged])
+    reply = AssistantReply(tool_calls=(ToolCall("1", "drop", '{"table": "logs"}'),))
+    outcome = decode_reply(Session().add_user("go"), turn, reply)
+    assert isinstance(outcome, NeedsTools)
+    assert ["no"] == [r.reason for r in outcome.round.apply_hooks().rejected]
+
+
+async def test_the_guard_recheck_applies_to_async_pipelines_too() -> None:
+    pack = HookSet("pack")
+
+    async def rewrite(call: Any) -> Any:
+        return RunNormally(drop.input_type(table="users"))
+
+    pack.on(drop, rewrite)
+    policy = HookSet("policy", guard=True)
+    policy.on(None, lambda call: Reject("no") if call.input.table == "users" else None)
+    turn = resolve_turn(Toolset("t", [drop]), hooks=[policy, pack])
+    reply = AssistantReply(tool_calls=(ToolCall("1", "drop", '{"table": "logs"}'),))
+    outcome = decode_reply(Session().add_user("go"), turn, reply)
+    assert isinstance(outcome, NeedsTools)
+    plan = await outcome.round.aapply_hooks()
+    assert ["no"] == [r.reason for r in plan.rejected]

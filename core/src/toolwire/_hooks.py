@@ -108,6 +108,7 @@ class _Hook:
     name: str
     target: Any  # None (every tool), a type, a Tool (by origin), or a wire name
     arity: int
+    guard: bool = False  # registered in a guard set: re-run on inputs edited after it
 
     def matches(self, tool: Tool[Any, Any]) -> bool:
         t = self.target
@@ -170,10 +171,13 @@ class HookSet:
     with toolsets (``Toolset(hooks=...)``).
     """
 
-    __slots__ = ("_cache", "_decision", "_description", "_visibility", "name")
+    __slots__ = ("_cache", "_decision", "_description", "_visibility", "guard", "name")
 
-    def __init__(self, name: str = "hooks") -> None:
+    def __init__(self, name: str = "hooks", *, guard: bool = False) -> None:
         self.name = name
+        #: Hooks registered in a guard set (an organisation policy's) see the final input:
+        #: if a later hook edits the input, they run again on the edit (merging keeps this).
+        self.guard = guard
         self._decision: list[_Hook] = []
         self._description: list[_Hook] = []
         self._visibility: list[_Hook] = []
@@ -191,7 +195,9 @@ class HookSet:
     def _add(self, bucket: list[_Hook], target: Any, fn: Any, name: str | None) -> None:
         if not callable(fn):
             raise HookError(f"a hook must be callable, got {fn!r} ({type(fn).__name__})")
-        bucket.append(_Hook(fn, name or _hook_name(fn), _normalise_target(target), _arity(fn)))
+        bucket.append(
+            _Hook(fn, name or _hook_name(fn), _normalise_target(target), _arity(fn), self.guard)
+        )
         self._cache.clear()
 
     def on(self, target: Any = None, fn: Any = None, *, name: str | None = None) -> Any:
@@ -338,11 +344,11 @@ def _close(obj: Any) -> None:
 _Outcome = Union[TypedCall[Any], HandledCall, RejectedCall]
 
 
-def _hooks_for(sets: Sequence[HookSet], tool: Tool[Any, Any]) -> list[_Hook]:
-    out: list[_Hook] = []
+def _hooks_for(sets: Sequence[HookSet], tool: Tool[Any, Any]) -> list[tuple[_Hook, bool]]:
+    out: list[tuple[_Hook, bool]] = []
     for s in sets:
         if s._decision:
-            out.extend(s.decision_hooks(tool))
+            out.extend((h, h.guard) for h in s.decision_hooks(tool))
     return out
 
 
@@ -422,68 +428,98 @@ def _log(call: TypedCall[Any], outcome: _Outcome) -> None:
         )
 
 
-def run_hooks(call: TypedCall[Any], sets: Sequence[HookSet], ctx: HookContext) -> _Outcome:
-    """Run the decision pipeline for one call (sync hooks only)."""
-    hooks = _hooks_for(sets, call.tool)
-    if not hooks:
-        return call
+def _step(
+    call: TypedCall[Any], start: TypedCall[Any], h: _Hook, decision: Any
+) -> tuple[TypedCall[Any], _Outcome | None]:
+    """Apply one hook's decision: the (maybe edited) call, and an outcome if it ends here."""
+    outcome = _interpret(call, start, h, decision)
+    if outcome is not None:
+        return call, outcome
+    threaded = _thread(call, h, decision)
+    if isinstance(threaded, RejectedCall):
+        return call, threaded
+    return threaded, None
+
+
+def _sync_pass(
+    call: TypedCall[Any], hooks: Sequence[tuple[_Hook, bool]], ctx: HookContext
+) -> tuple[_Outcome, TypedCall[Any] | None]:
+    """One pass of the pipeline: the outcome, and the call as the last guard hook left it."""
     start = call
-    outcome: _Outcome | None = None
-    for h in hooks:
+    guarded: TypedCall[Any] | None = None
+    for h, guard in hooks:
         try:
             decision = _call_hook(h, call, ctx)
         except Exception as exc:
-            outcome = _failed(call, h, exc)
-            break
+            return _failed(call, h, exc), guarded
         if inspect.isawaitable(decision):
             _close(decision)
-            outcome = _reject(
-                call,
-                f"hook `{h.name}` is async; use `await round.aapply_hooks(...)`",
-                h.name,
-            )
-            break
-        outcome = _interpret(call, start, h, decision)
+            reason = f"hook `{h.name}` is async; use `await round.aapply_hooks(...)`"
+            return _reject(call, reason, h.name), guarded
+        call, outcome = _step(call, start, h, decision)
         if outcome is not None:
-            break
-        threaded = _thread(call, h, decision)
-        if isinstance(threaded, RejectedCall):
-            outcome = threaded
-            break
-        call = threaded
-    result = outcome if outcome is not None else call
-    if logger.isEnabledFor(logging.DEBUG):
-        _log(call, result)
-    return result
+            return outcome, guarded
+        if guard:
+            guarded = call
+    return call, guarded
 
 
-async def arun_hooks(call: TypedCall[Any], sets: Sequence[HookSet], ctx: HookContext) -> _Outcome:
-    """Run the decision pipeline for one call, awaiting async hooks."""
-    hooks = _hooks_for(sets, call.tool)
-    if not hooks:
-        return call
+async def _async_pass(
+    call: TypedCall[Any], hooks: Sequence[tuple[_Hook, bool]], ctx: HookContext
+) -> tuple[_Outcome, TypedCall[Any] | None]:
     start = call
-    outcome: _Outcome | None = None
-    for h in hooks:
+    guarded: TypedCall[Any] | None = None
+    for h, guard in hooks:
         try:
             decision = _call_hook(h, call, ctx)
             if inspect.isawaitable(decision):
                 decision = await decision
         except Exception as exc:
-            outcome = _failed(call, h, exc)
-            break
-        outcome = _interpret(call, start, h, decision)
+            return _failed(call, h, exc), guarded
+        call, outcome = _step(call, start, h, decision)
         if outcome is not None:
-            break
-        threaded = _thread(call, h, decision)
-        if isinstance(threaded, RejectedCall):
-            outcome = threaded
-            break
-        call = threaded
-    result = outcome if outcome is not None else call
+            return outcome, guarded
+        if guard:
+            guarded = call
+    return call, guarded
+
+
+def _guards_missed(outcome: _Outcome, guarded: TypedCall[Any] | None) -> bool:
+    # A later hook changed the input after the guards (policies) approved it.
+    return guarded is not None and isinstance(outcome, TypedCall) and outcome is not guarded
+
+
+def run_hooks(call: TypedCall[Any], sets: Sequence[HookSet], ctx: HookContext) -> _Outcome:
+    """Run the decision pipeline for one call (sync hooks only).
+
+    If a hook edits the input after the guard sets (policies) ran, the guard
+    hooks run again on the final input: a tool pack cannot rewrite arguments
+    a policy has already checked.
+    """
+    hooks = _hooks_for(sets, call.tool)
+    if not hooks:
+        return call
+    outcome, guarded = _sync_pass(call, hooks, ctx)
+    if _guards_missed(outcome, guarded):
+        assert isinstance(outcome, TypedCall)
+        outcome, _ = _sync_pass(outcome, [p for p in hooks if p[1]], ctx)
     if logger.isEnabledFor(logging.DEBUG):
-        _log(call, result)
-    return result
+        _log(call, outcome)
+    return outcome
+
+
+async def arun_hooks(call: TypedCall[Any], sets: Sequence[HookSet], ctx: HookContext) -> _Outcome:
+    """Run the decision pipeline for one call, awaiting async hooks (see run_hooks)."""
+    hooks = _hooks_for(sets, call.tool)
+    if not hooks:
+        return call
+    outcome, guarded = await _async_pass(call, hooks, ctx)
+    if _guards_missed(outcome, guarded):
+        assert isinstance(outcome, TypedCall)
+        outcome, _ = await _async_pass(outcome, [p for p in hooks if p[1]], ctx)
+    if logger.isEnabledFor(logging.DEBUG):
+        _log(call, outcome)
+    return outcome
 
 
 class ToolRoundPlan:
