@@ -35,6 +35,7 @@ def test_help_documents_the_exit_codes(venv: Any) -> None:
         "2  usage error",
         "3  plugin or policy",
         "4  provider error",
+        "5  chat ran out of tool rounds",
     ):
         assert line in done.stdout
 
@@ -130,14 +131,58 @@ def test_call_rejected_by_a_policy_exits_1_with_the_reason(venv: Any) -> None:
     done = venv.cli("call", "delete_file", '{"path": "/"}', **QUIET)
     assert 1 == done.returncode
     assert (
-        "  decision: rejected by plugin:raisingpolicy: hook `plugin:raisingpolicy` failed: "
-        "RuntimeError: policy backend unreachable"
+        "  decision: rejected by plugin:raisingpolicy: hook `plugin:raisingpolicy` failed "
+        "(RuntimeError)"
     ) == done.stdout.splitlines()[1]
 
 
 def test_call_of_a_failing_tool_exits_1(venv: Any) -> None:
     done = venv.cli("--app", "cli_app:toolset", "call", "explode", "{}", **APP)
-    assert (1, "  error: RuntimeError: kaboom") == (done.returncode, done.stdout.splitlines()[2])
+    assert (1, "  error: tool `explode` failed: RuntimeError: kaboom") == (
+        done.returncode,
+        done.stdout.splitlines()[2],
+    )
+
+
+NO_POLICY = {"TOOLWIRE_DISABLE_PLUGINS": "brokenpolicy,brokenimport,badregister,raisingpolicy"}
+DENIED = (
+    "  approval: denied: `delete_file` is destructive, and `toolwire {}` runs mutating and "
+    "destructive tools only with --approve (or --yes)"
+)
+
+
+def test_call_of_a_destructive_tool_is_denied_without_approve(venv: Any) -> None:
+    done = venv.cli("call", "delete_file", '{"path": "x"}', **NO_POLICY)
+    assert (1, ['> delete_file {"path": "x"}', "  decision: run", DENIED.format("call")]) == (
+        done.returncode,
+        done.stdout.splitlines(),
+    )
+
+
+@pytest.mark.parametrize("switch", ["--approve", "--yes"])
+def test_call_of_a_destructive_tool_runs_with_approve(venv: Any, switch: str) -> None:
+    done = venv.cli("call", "delete_file", '{"path": "x"}', switch, **NO_POLICY)
+    assert (
+        0,
+        [
+            '> delete_file {"path": "x"}',
+            "  decision: run",
+            "  approval: approved (--approve)",
+            "  result: deleted x",
+        ],
+    ) == (done.returncode, done.stdout.splitlines())
+
+
+def test_call_of_a_read_only_tool_needs_no_approval(venv: Any) -> None:
+    done = venv.cli("call", "echo", '{"text": "hi"}', **NO_POLICY)
+    assert (0, "approval" in done.stdout) == (done.returncode, False)
+
+
+def test_approve_does_not_override_a_policy_rejection(venv: Any) -> None:
+    done = venv.cli("call", "delete_file", '{"path": "/"}', "--yes", **QUIET)
+    assert 1 == done.returncode
+    assert "  decision: rejected by plugin:raisingpolicy" in done.stdout
+    assert ("approval" in done.stdout, "deleted" in done.stdout) == (False, False)
 
 
 def test_call_with_arguments_not_matching_the_schema_exits_1(venv: Any) -> None:
@@ -210,6 +255,35 @@ def test_chat_json_reports_a_rejected_call_and_exits_1(venv: Any) -> None:
     events = [json.loads(line) for line in done.stdout.splitlines()]
     assert ["call", "decision", "result", "answer"] == [e["event"] for e in events]
     assert ("reject", "plugin:raisingpolicy") == (events[1]["decision"], events[1]["source"])
+
+
+def test_chat_denies_a_destructive_call_without_approve_and_tells_the_model(venv: Any) -> None:
+    done = venv.cli("chat", "delete file 'x'", "--json", **NO_POLICY)
+    assert 1 == done.returncode
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert ["call", "decision", "approval", "result", "answer"] == [e["event"] for e in events]
+    assert ("run", "deny", True) == (
+        events[1]["decision"],
+        events[2]["decision"],
+        events[3]["is_error"],
+    )
+    assert events[3]["content"].endswith(
+        "approval denied for tool `delete_file`: `delete_file` is destructive, and "
+        "`toolwire chat` runs mutating and destructive tools only with --approve (or --yes)"
+    )
+    assert "delete_file was rejected (approval denied" in events[4]["text"]
+
+
+def test_chat_runs_a_destructive_call_with_yes(venv: Any) -> None:
+    done = venv.cli("chat", "delete file 'x'", "--yes", **NO_POLICY)
+    assert (0, "") == (done.returncode, done.stderr)
+    assert [
+        '> delete_file {"path":"x"}',
+        "  decision: run",
+        "  approval: approved (--approve)",
+        "  result: deleted x",
+        "assistant: Here is what I found. delete_file returned: deleted x.",
+    ] == done.stdout.splitlines()
 
 
 def test_chat_with_a_named_provider_and_model(venv: Any) -> None:

@@ -146,6 +146,21 @@ def test_hook_decisions_and_issues_are_reported(session: tw.Session) -> None:
     assert "tool `ghost` is not recognized in this toolset or round" == decided[1].reason
 
 
+def test_a_rejection_names_the_hook_that_rejected(session: tw.Session) -> None:
+    hooks = tw.HookSet("app-rules")
+    hooks.on(drop, lambda c: tw.Reject("read-only session"), name="read-only")
+    provider = TestProvider(
+        script=[
+            {"tool_calls": [call("drop", "a", table="users"), call("lookup", "b")]},
+            {"text": ""},
+        ]
+    )
+    events: list[Any] = []
+    tw.run_agent(provider, toolset(), session, "drop it", hooks=[hooks], on_event=events.append)
+    decided = [e for e in events if isinstance(e, tw.ToolCallDecided)]
+    assert [("rejected", "read-only"), ("invalid", "")] == [(d.outcome, d.source) for d in decided]
+
+
 def test_a_forced_tool_round_goes_back_to_optional(session: tw.Session) -> None:
     provider = TestProvider(
         script=[{"tool_calls": [call("lookup", "a", city="Oslo")]}, {"text": "Oslo is warm."}]

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import subprocess
 import sys
 import time
+import warnings
 from typing import Any
 
 import pytest
@@ -276,9 +278,7 @@ def test_a_raising_decision_hook_rejects_naming_the_plugin(host: PluginHost) -> 
     host.register(Pack(), "pack")
     host.register(Broken(), "corp", kind="policy")
     plan = _round(host).apply_hooks()
-    assert ["hook `plugin:corp` failed: RuntimeError: backend down"] == [
-        r.reason for r in plan.rejected
-    ]
+    assert ["hook `plugin:corp` failed (RuntimeError)"] == [r.reason for r in plan.rejected]
 
 
 def test_a_slow_sync_hook_is_rejected_after_the_fact(host: PluginHost) -> None:
@@ -324,6 +324,39 @@ async def test_async_decision_hooks_are_awaited(host: PluginHost) -> None:
     host.register(Edit(), "edit")
     plan = await _round(host).aapply_hooks()
     assert ["edited"] == [c.input.text for c in plan.pending]
+
+
+class ReturnsACoroutine:
+    """A sync hookimpl that returns an awaitable (an async approver behind a sync hook)."""
+
+    @hookimpl
+    def toolwire_tool_decision(self, call: Any) -> Any:
+        async def decide() -> tw.ToolDecision:
+            return tw.Reject(f"decided later for {call.name}")
+
+        return decide()
+
+
+def test_an_awaitable_from_a_sync_hook_is_closed_by_the_sync_pipeline(host: PluginHost) -> None:
+    host.register(Pack(), "pack")
+    host.register(ReturnsACoroutine(), "later", kind="policy")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        plan = _round(host).apply_hooks()
+        gc.collect()
+    assert [] == [str(w.message) for w in caught]
+    assert ["hook `plugin:later` is async; use `await round.aapply_hooks(...)`"] == [
+        r.reason for r in plan.rejected
+    ]
+
+
+async def test_an_awaitable_from_a_sync_hook_is_awaited_by_the_async_pipeline(
+    host: PluginHost,
+) -> None:
+    host.register(Pack(), "pack")
+    host.register(ReturnsACoroutine(), "later", kind="policy")
+    plan = await _round(host).aapply_hooks()
+    assert ["decided later for echo"] == [r.reason for r in plan.rejected]
 
 
 def test_result_for_another_call_is_ignored_from_a_pack(
@@ -535,3 +568,49 @@ def test_environment_switches_are_read(monkeypatch: pytest.MonkeyPatch) -> None:
         h.strict,
         h.hook_timeout,
     )
+
+
+# -- a plugin's own status ------------------------------------------------------------
+
+
+def _record(host: PluginHost, name: str) -> Any:
+    [record] = [r for r in host.plugins if r.name == name]
+    return record
+
+
+def test_plugin_status_is_what_the_plugins_status_function_says(host: PluginHost) -> None:
+    class Configured:
+        def status(self) -> str:
+            return "active: /etc/corp/policy.toml"
+
+        @hookimpl
+        def toolwire_tool_decision(self, call: Any) -> None:
+            return None
+
+    host.register(Configured(), "corp", kind="policy")
+    assert "active: /etc/corp/policy.toml" == host.plugin_status(_record(host, "corp"))
+
+
+def test_plugin_status_is_none_without_a_status_function(host: PluginHost) -> None:
+    host.register(Pack(), "pack")
+    assert host.plugin_status(_record(host, "pack")) is None
+
+
+def test_a_status_function_that_raises_is_reported_not_raised(host: PluginHost) -> None:
+    class Broken(Pack):
+        def status(self) -> str:
+            raise OSError("cannot stat /etc/corp")
+
+    host.register(Broken(), "broken")
+    assert "status() failed: OSError: cannot stat /etc/corp" == host.plugin_status(
+        _record(host, "broken")
+    )
+
+
+def test_a_status_function_returning_a_non_string_is_reported(host: PluginHost) -> None:
+    class Odd(Pack):
+        def status(self) -> int:
+            return 3
+
+    host.register(Odd(), "odd")
+    assert "status() returned int; expected a string" == host.plugin_status(_record(host, "odd"))

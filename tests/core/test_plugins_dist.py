@@ -166,7 +166,7 @@ out = [[c.name for c in plan.pending], [[r.call.name, r.reason] for r in plan.re
         [
             [
                 "delete_file",
-                "hook `plugin:raisingpolicy` failed: RuntimeError: policy backend unreachable",
+                "hook `plugin:raisingpolicy` failed (RuntimeError)",
             ]
         ],
     ] == report(venv, body, **EVERYTHING_BUT_THE_BROKEN_POLICY)

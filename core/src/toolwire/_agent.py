@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 import attrs
 
 from toolwire._errors import RoundLimitError, StreamError
-from toolwire._execute import Executor, PlanRun
+from toolwire._execute import Executor, PlanRun, _resolve_host
 from toolwire._hooks import HookContext, HookSet, ToolRoundPlan
 from toolwire._provider import (
     Provider,
@@ -56,12 +56,15 @@ class ToolCallDecided:
     ``outcome``: ``run`` (pending, goes to the executor), ``handled`` (a hook
     answered it), ``rejected`` (a hook rejected it, ``reason`` says why) or
     ``invalid`` (a recoverable issue: unknown tool, not offered, bad arguments).
+    ``source`` names the hook (or plugin, ``plugin:NAME``) that rejected the
+    call; empty otherwise.
     """
 
     round: int
     call: ToolCall
     outcome: Literal["run", "handled", "rejected", "invalid"]
     reason: str = ""
+    source: str = ""
 
 
 @attrs.frozen
@@ -154,7 +157,12 @@ class Agent:
 
     - ``provider``, ``toolset``: what to ask and which tools to offer;
     - ``executor``: runs the pending calls (default ``Executor()``);
-    - ``hooks``: hook sets applied every round (after the toolset's own);
+    - ``plugins``: the plugin host whose hook sets (policies first, then tool
+      packs) run before ``hooks``, every round: ``True`` (the default) is the
+      process's host (``toolwire.get_host()``), ``False`` none; a default
+      executor uses the same host for result hooks and failed policies;
+    - ``hooks``: the application's hook sets, applied every round after the
+      plugins' and before the toolset's own;
     - ``turn``: the turn for a request that follows a user message (default:
       default availability, optional requirement);
     - ``follow_up``: the turn for requests after a tool round; by default
@@ -182,6 +190,7 @@ class Agent:
         stop_when: Callable[[tuple[ToolResult, ...]], bool] | None = None,
         tracing: Tracing | None = None,
         enforce_requirement: bool = True,
+        plugins: Any = True,
     ) -> None:
         if not isinstance(provider, Provider):
             raise TypeError(f"provider must be a toolwire Provider, got {type(provider).__name__}")
@@ -191,8 +200,14 @@ class Agent:
             raise ValueError(f"max_rounds must be an int >= 0, got {max_rounds!r}")
         self.provider = provider
         self.toolset = toolset
-        self.executor = executor if executor is not None else Executor(tracing=tracing)
-        self.hooks = tuple(hooks)
+        host = _resolve_host(plugins)
+        self.host = host
+        self.executor = (
+            executor
+            if executor is not None
+            else Executor(tracing=tracing, plugins=host if host is not None else False)
+        )
+        self.hooks = (*host.hook_sets(), *hooks) if host is not None else tuple(hooks)
         self.turn = turn if turn is not None else Turn()
         self.follow_up = (
             follow_up
@@ -404,18 +419,18 @@ class Agent:
 
 
 def _decisions(rounds: int, round_: ToolRound, plan: ToolRoundPlan) -> Iterator[ToolCallDecided]:
-    outcome: dict[str, tuple[Literal["run", "handled", "rejected", "invalid"], str]] = {}
+    outcome: dict[str, tuple[Literal["run", "handled", "rejected", "invalid"], str, str]] = {}
     for c in plan.pending:
-        outcome[c.id] = ("run", "")
+        outcome[c.id] = ("run", "", "")
     for h in plan.handled:
-        outcome[h.call.id] = ("handled", "")
+        outcome[h.call.id] = ("handled", "", "")
     for r in plan.rejected:
-        outcome[r.call.id] = ("rejected", r.reason)
+        outcome[r.call.id] = ("rejected", r.reason, r.source)
     for issue in plan.issues:
-        outcome[issue.call.id] = ("invalid", issue.reason)
+        outcome[issue.call.id] = ("invalid", issue.reason, "")
     for call in round_.tool_calls:
-        kind, reason = outcome.get(call.id, ("invalid", ""))
-        yield ToolCallDecided(rounds, call, kind, reason)
+        kind, reason, source = outcome.get(call.id, ("invalid", "", ""))
+        yield ToolCallDecided(rounds, call, kind, reason, source)
 
 
 def run_agent(

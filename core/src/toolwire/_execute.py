@@ -652,6 +652,9 @@ class Executor:
       the call gets an error result (fail closed).
     - ``tracing``: a :class:`toolwire.Tracing` for OpenTelemetry spans.
     - ``clock``, ``sleep``, ``rng``: injectable time source, backoff sleep, jitter.
+    - ``plugins``: the plugin host whose result hooks see every result (after
+      ``on_result``) and whose failed policies block every call: ``True`` (the
+      default) is the process's host (``toolwire.get_host()``), ``False`` none.
     - ``thread_pool``: where ``blocking=True`` tools run (default: a pool of
       ``max_concurrency`` threads, made on first use).
 
@@ -681,6 +684,7 @@ class Executor:
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
         rng: Callable[[], float] = random.random,
         thread_pool: concurrent.futures.Executor | None = None,
+        plugins: Any = True,
     ) -> None:
         if max_concurrency is not None and (
             isinstance(max_concurrency, bool)
@@ -710,6 +714,11 @@ class Executor:
         self._retry_if = retry_if
         self._injected = dict(injected or {})
         self._on_result = on_result
+        self._host = _resolve_host(plugins)
+        # The host's result hooks (tool packs, then policies) see every result after
+        # ``on_result``; looked up once. A host with none costs nothing per call.
+        self._host_results = self._host is not None and bool(self._host._result_pipeline())
+        self._observes = on_result is not None or self._host_results
         self._tracing = tracing
         self._clock = clock
         self._sleep = sleep
@@ -1018,8 +1027,19 @@ class Executor:
                 await self._sleep(delay)
                 attempt += 1
         job.result = result
-        if self._on_result is not None:
+        if self._observes:
             await self._observe(job, call)
+
+    async def _observe_handled(self, plan: ToolRoundPlan) -> ToolRoundPlan:
+        """Results hooks answered (Complete) pass the same result hooks as results that ran."""
+        handled = []
+        for h in plan.handled:
+            job = _Job(h.call.call, plan.context)
+            job.result = h.result
+            await self._observe(job, h.call)
+            assert job.result is not None
+            handled.append(attrs.evolve(h, result=job.result))
+        return ToolRoundPlan(plan.round, plan.pending, tuple(handled), plan.rejected, plan.context)
 
     def _failure(
         self, call: TypedCall[Any], exc: Exception, attempts: int, job: _Job
@@ -1041,10 +1061,20 @@ class Executor:
         return call.error(text)
 
     async def _observe(self, job: _Job, call: TypedCall[Any]) -> None:
-        assert self._on_result is not None
+        assert job.result is not None
+        if self._on_result is not None:
+            await self._observe_with(job, call, self._on_result)
+        if self._host_results and self._host is not None:
+            host = self._host
+            ctx = job.context
+            await self._observe_with(job, call, lambda c, r: host.atool_result(c, r, ctx))
+
+    async def _observe_with(
+        self, job: _Job, call: TypedCall[Any], hook: Callable[[TypedCall[Any], ToolResult], Any]
+    ) -> None:
         assert job.result is not None
         try:
-            new = await _maybe_await(self._on_result(call, job.result))
+            new = await _maybe_await(hook(call, job.result))
         except Exception as exc:
             job.result = call.error(f"result hook failed: {type(exc).__name__}: {exc}")
             job.error_type = "result_hook_failed"
@@ -1123,8 +1153,15 @@ class Executor:
         approvals: Iterable[Approval] | Mapping[str, Approval],
     ) -> tuple[list[_Job], list[ApprovalRequest]]:
         jobs: list[_Job] = []
+        blocked = self._host.blocked if self._host is not None else ()
         for c in calls:
             raw = c.call if isinstance(c, TypedCall) else c
+            if blocked and isinstance(raw, ToolCall):
+                # A policy failed to load: nothing runs (fail closed), whatever the hooks said.
+                job = _Job(raw, context)
+                job.refuse(f"tool `{raw.name}` was not run: {blocked[0]}", "policy_blocked")
+                jobs.append(job)
+                continue
             if not isinstance(raw, ToolCall):
                 raise TypeError(
                     f"the executor takes TypedCall or ToolCall objects, got {type(c).__name__}"
@@ -1257,6 +1294,8 @@ class Executor:
         if pending:
             return PlanRun(plan, (), tuple(pending), False)
         results = tuple(j.result for j in jobs if j.result is not None)
+        if isinstance(plan, ToolRoundPlan) and plan.handled and self._observes:
+            plan = await self._observe_handled(plan)
         plan.commit(results)
         return PlanRun(plan, results, (), True)
 
@@ -1290,6 +1329,21 @@ class Executor:
     ) -> PlanRun:
         """Sync :meth:`aresume`."""
         return _run_sync(self.aresume(plan, approvals), "resume")
+
+
+def _resolve_host(plugins: Any) -> Any:
+    """``True``: the process's plugin host; ``False``/None: none; else the host given."""
+    if plugins is True:
+        from toolwire._plugins import get_host
+
+        return get_host()
+    if plugins is False or plugins is None:
+        return None
+    if not hasattr(plugins, "hook_sets") or not hasattr(plugins, "atool_result"):
+        raise TypeError(
+            f"plugins must be True, False or a toolwire.PluginHost, got {type(plugins).__name__}"
+        )
+    return plugins
 
 
 def _link(icpt: Callable[..., Any], inner: Next) -> Next:

@@ -23,7 +23,7 @@ import os
 import re
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
@@ -242,6 +242,35 @@ class PluginHost:
     def blocked(self) -> tuple[str, ...]:
         """Why tool calls are blocked: one reason per policy that failed (empty: not blocked)."""
         return tuple(self._blocked.values())
+
+    def plugin_status(self, record: PluginRecord) -> str | None:
+        """The plugin's own status line: what its ``status()`` function returns.
+
+        A loaded plugin (module or object) may define ``status() -> str``
+        to say how it is configured (the policy plugin: which policy file is
+        in force, or that it found none). None when the plugin is not loaded
+        or has no ``status()``. A ``status()`` that raises or returns
+        something other than a string is reported in the line, never raised.
+        """
+        if record.status != "loaded":
+            return None
+        with self._lock:
+            plugin = self._pm.get_plugin(record.name)
+        fn = getattr(plugin, "status", None) if plugin is not None else None
+        if not callable(fn):
+            return None
+        try:
+            out = fn()
+        except Exception as exc:
+            return f"status() failed: {_describe(exc)}"
+        if inspect.isawaitable(out):
+            _close(out)
+            return "status() is async; it must be a sync function returning a string"
+        if out is None:
+            return None
+        if not isinstance(out, str):
+            return f"status() returned {type(out).__name__}; expected a string"
+        return out
 
     # -- discovery and loading -------------------------------------------------------
 
@@ -640,7 +669,9 @@ class PluginHost:
             return self._sets
 
     def _build_sets(self) -> tuple[HookSet, HookSet]:
-        policies = HookSet("plugins:policies")
+        # A guard set: if a later hook (a tool pack's, the application's) edits an input
+        # after the policies approved it, the policies see the edited input too.
+        policies = HookSet("plugins:policies", guard=True)
         packs = HookSet("plugins:toolsets")
         for name, reason in self._blocked.items():
             policies.on(None, _blocker(reason), name=f"plugin:{name}")
@@ -756,6 +787,29 @@ async def _await_within(aw: Awaitable[Any], label: str, budget: float) -> Any:
         return _over_budget(label, budget, budget)
 
 
+class _Bounded:
+    """The awaitable a sync hookimpl returned, to be awaited within the hook's budget.
+
+    Awaiting it awaits the hookimpl's awaitable under ``asyncio.wait_for``.
+    ``close()`` (what the sync pipeline calls on an awaitable it cannot await)
+    closes the hookimpl's awaitable itself, so an unawaited coroutine does not
+    warn "was never awaited".
+    """
+
+    __slots__ = ("aw", "budget", "label")
+
+    def __init__(self, aw: Awaitable[Any], label: str, budget: float) -> None:
+        self.aw = aw
+        self.label = label
+        self.budget = budget
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return _await_within(self.aw, self.label, self.budget).__await__()
+
+    def close(self) -> None:
+        _close(self.aw)
+
+
 def _decision_hook(
     fn: Callable[..., Any], argnames: Sequence[str], label: str, budget: float
 ) -> Callable[[TypedCall[Any], HookContext], Any]:
@@ -780,7 +834,7 @@ def _decision_hook(
             return _over_budget(label, elapsed, budget)
         if decision.__class__ in decisions or not inspect.isawaitable(decision):
             return decision
-        return _await_within(decision, label, budget)
+        return _Bounded(decision, label, budget)
 
     return decide
 

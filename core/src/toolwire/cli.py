@@ -11,19 +11,28 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
+from toolwire._agent import Agent, AgentEvent, AgentFinished, ToolCallDecided, ToolResultReady
 from toolwire._errors import (
     PluginError,
     ProviderError,
     RoundLimitError,
     ToolwireError,
 )
-from toolwire._hooks import HookContext, ToolRoundPlan
-from toolwire._provider import Provider, arun_turn
-from toolwire._round import AssistantReply, Finished, NeedsTools, decode_reply, rejection_reason
-from toolwire._tools import ToolCall, ToolResult
+from toolwire._execute import (
+    Allow,
+    ApprovalGate,
+    ApprovalRequest,
+    Deny,
+    Executor,
+)
+from toolwire._hooks import HookContext
+from toolwire._provider import Provider
+from toolwire._round import AssistantReply, rejection_reason
+from toolwire._tools import ToolCall
 from toolwire._toolset import Toolset
 from toolwire._transcript import Session
-from toolwire._turn import Availability, resolve_turn
+from toolwire._turn import Availability, Turn, resolve_turn
+from toolwire.providers.test import TestProvider
 
 if TYPE_CHECKING:
     from toolwire._plugins import PluginHost
@@ -35,14 +44,21 @@ EXIT_TOOL = 1
 EXIT_USAGE = 2
 EXIT_PLUGIN = 3
 EXIT_PROVIDER = 4
+EXIT_ROUNDS = 5
 
 EPILOG = """\
 exit status:
   0  ok
-  1  a tool call was rejected or failed (or chat ran out of rounds)
+  1  a tool call was rejected, refused or failed
   2  usage error (bad arguments, malformed JSON, unknown tool)
   3  plugin or policy error (a policy failed to load, strict mode)
   4  provider error (unknown provider or schema compiler, failed request)
+  5  chat ran out of tool rounds (--max-rounds)
+
+approval:
+  `call` and `chat` have no interactive approver: mutating and destructive
+  tools run only with --approve (or --yes); without it they are denied.
+  Policies decide first: --approve never overrides a policy's rejection.
 
 environment:
   TOOLWIRE_PLUGINS           allow-list of plugin names (comma separated)
@@ -93,10 +109,11 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--model", metavar="M", help="model for --provider")
     sp.add_argument("--json", action="store_true", help="print JSON")
 
-    sp = sub.add_parser("call", help="one tool call through the policies and hooks")
+    sp = sub.add_parser("call", help="one tool call through the policies, hooks and executor")
     sp.add_argument("name", help="the tool's wire name")
     sp.add_argument("arguments", metavar="JSON", help="the arguments, as a JSON object")
-    sp.add_argument("--json", action="store_true", help="print JSON")
+    sp.add_argument("--json", action="store_true", help="print one JSON event per line")
+    _approve_switch(sp)
 
     sp = sub.add_parser("chat", help="the tool loop with a provider (offline `test` by default)")
     sp.add_argument("prompt")
@@ -104,12 +121,23 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--model", metavar="M", help="model name")
     sp.add_argument("--max-rounds", type=int, default=8, metavar="N", help="tool rounds (8)")
     sp.add_argument("--json", action="store_true", help="print one JSON event per line")
+    _approve_switch(sp)
 
     sp = sub.add_parser("check", help="schema loss report per tool for a provider")
     sp.add_argument("--provider", metavar="NAME", required=True, help="schema compiler's name")
     sp.add_argument("--verbose", action="store_true", help="also show lossless changes")
     sp.add_argument("--json", action="store_true", help="print JSON")
     return p
+
+
+def _approve_switch(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument(
+        "--approve",
+        "--yes",
+        dest="approve",
+        action="store_true",
+        help="run mutating and destructive tools (denied without it)",
+    )
 
 
 # -- helpers ---------------------------------------------------------------------------
@@ -171,6 +199,7 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
                 "value": r.value,
                 "status": r.status,
                 "reason": r.reason,
+                "plugin_status": host.plugin_status(r),
             }
             for r in records
         ]
@@ -188,6 +217,9 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
         for r in rows:
             dist = f"{r.distribution} {r.version}".strip() or "(registered directly)"
             _out(sys.stdout, f"  {r.name:<20} {dist:<28} {r.status}")
+            own = host.plugin_status(r)
+            if own:
+                _out(sys.stdout, "\n".join(f"{'':<23}{line}" for line in own.splitlines()))
     for status, title in (("failed", "failures"), ("disabled", "disabled")):
         rows = [r for r in records if r.status == status]
         if rows:
@@ -236,59 +268,77 @@ def _cmd_tools(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# -- one round: hooks, run, result hooks, commit -----------------------------------------
+# -- the tool loop: the agent, the executor, the host's hooks -----------------------------
 
 Emit = Callable[[dict[str, Any]], None]
 
+_DECISION = {"run": "run", "handled": "complete", "rejected": "reject", "invalid": "reject"}
 
-async def _run_round(host: PluginHost, plan: ToolRoundPlan, ctx: HookContext, emit: Emit) -> bool:
-    """Run what the hooks allowed, report each call in the assistant's order, commit.
 
-    Returns True when every call ran (or was answered by a hook) without error.
+def _approver(approve: bool, command: str, emit: Emit) -> Callable[[ApprovalRequest], Any]:
+    """The CLI's approver for mutating and destructive calls: ``--approve`` or deny.
+
+    There is no interactive prompt: ``--approve`` (``--yes``) approves every
+    mutating and destructive call the hooks let through; without it they are
+    denied, with a reason the model (and the user) can read.
     """
-    results: dict[str, ToolResult] = {}
-    ok = True
-    for issue in plan.issues:
-        results[issue.call.id] = issue.rejection()
-    for rejected in plan.rejected:
-        results[rejected.call.id] = rejected.result
-    for handled in plan.handled:
-        results[handled.call.id] = await host.atool_result(handled.call, handled.result, ctx)
-    for call in plan.pending:
-        try:
-            output = await call.arun()
-            result = call.complete(output)
-        except Exception as exc:
-            result = call.error(f"{type(exc).__name__}: {exc}")
-        results[call.id] = await host.atool_result(call, result, ctx)
 
-    decisions: dict[str, dict[str, Any]] = {}
-    for issue in plan.issues:
-        decisions[issue.call.id] = {"decision": "reject", "source": "toolwire"}
-    for rejected in plan.rejected:
-        decisions[rejected.call.id] = {"decision": "reject", "source": rejected.source}
-    for handled in plan.handled:
-        decisions[handled.call.id] = {"decision": "complete", "source": "hook"}
-    for call in plan.pending:
-        decisions[call.id] = {"decision": "run", "source": ""}
-
-    for tc in plan.round.tool_calls:
-        result = results[tc.id]
-        emit({"event": "call", "id": tc.id, "name": tc.name, "arguments": tc.arguments})
-        decision = {"event": "decision", "id": tc.id, **decisions[tc.id]}
-        reason = rejection_reason(result) if decision["decision"] == "reject" else None
-        if reason is not None:
-            decision["reason"] = reason
-        emit(decision)
-        emit(
-            {"event": "result", "id": tc.id, "content": result.content, "is_error": result.is_error}
+    def decide(request: ApprovalRequest) -> Allow | Deny:
+        event: dict[str, Any] = {"event": "approval", "id": request.call_id}
+        if approve:
+            emit({**event, "decision": "allow", "reason": "--approve"})
+            return Allow()
+        reason = (
+            f"`{request.tool_name}` is {request.effect.value}, and `toolwire {command}` runs "
+            f"mutating and destructive tools only with --approve (or --yes)"
         )
-        ok = ok and decision["decision"] != "reject" and not result.is_error
-    plan.round.commit(list(results.values()))
-    return ok
+        emit({**event, "decision": "deny", "reason": reason})
+        return Deny(reason)
+
+    return decide
+
+
+class _Events:
+    """Turns the agent's events into CLI events, and remembers whether all went well."""
+
+    def __init__(self, emit: Emit) -> None:
+        self.emit = emit
+        self.clean = True
+
+    def __call__(self, event: AgentEvent) -> None:
+        emit = self.emit
+        if isinstance(event, ToolCallDecided):
+            call = event.call
+            emit({"event": "call", "id": call.id, "name": call.name, "arguments": call.arguments})
+            decision: dict[str, Any] = {
+                "event": "decision",
+                "id": call.id,
+                "decision": _DECISION[event.outcome],
+                "source": "toolwire" if event.outcome == "invalid" else event.source,
+            }
+            if event.outcome in ("rejected", "invalid"):
+                decision["reason"] = event.reason
+                self.clean = False
+            emit(decision)
+        elif isinstance(event, ToolResultReady):
+            r = event.result
+            emit({"event": "result", "id": r.call_id, "content": r.content, "is_error": r.is_error})
+            self.clean = self.clean and not r.is_error
+        elif isinstance(event, AgentFinished) and event.result.status == "finished":
+            emit({"event": "answer", "text": event.result.text})
+
+
+def _indented(label: str, text: str) -> str:
+    """``label: text`` on one line, or ``label:`` then the lines of ``text`` indented."""
+    text = text.rstrip("\n")
+    if "\n" not in text:
+        return f"{label}: {text}"
+    return f"{label}:\n" + "\n".join(f"    {line}" for line in text.splitlines())
 
 
 def _printer(as_json: bool) -> Emit:
+    explained: set[str] = set()  # calls whose rejection reason was already shown
+
     def emit(event: dict[str, Any]) -> None:
         if as_json:
             _out(sys.stdout, json.dumps(event))
@@ -298,20 +348,55 @@ def _printer(as_json: bool) -> Emit:
             _out(sys.stdout, f"> {event['name']} {event['arguments']}")
         elif kind == "decision":
             if event["decision"] == "reject":
+                explained.add(event["id"])
                 source = f" by {event['source']}" if event.get("source") else ""
                 _out(sys.stdout, f"  decision: rejected{source}: {event.get('reason', '')}")
             elif event["decision"] == "complete":
                 _out(sys.stdout, "  decision: answered by a hook (not run)")
             else:
                 _out(sys.stdout, "  decision: run")
+        elif kind == "approval":
+            if event["decision"] == "allow":
+                _out(sys.stdout, f"  approval: approved ({event['reason']})")
+            else:
+                explained.add(event["id"])
+                _out(sys.stdout, f"  approval: denied: {event['reason']}")
         elif kind == "result":
-            if rejection_reason(event["content"]) is None:
-                label = "error" if event["is_error"] else "result"
-                _out(sys.stdout, f"  {label}: {event['content']}")
+            reason = rejection_reason(event["content"])
+            if reason is None:
+                label = "  error" if event["is_error"] else "  result"
+                _out(sys.stdout, _indented(label, event["content"]))
+            elif event["id"] not in explained:
+                _out(sys.stdout, _indented("  refused", reason))
         elif kind == "answer":
             _out(sys.stdout, f"assistant: {event['text']}")
 
     return emit
+
+
+def _agent(
+    host: PluginHost,
+    provider: Provider,
+    toolset: Toolset,
+    ctx: HookContext,
+    args: argparse.Namespace,
+    emit: Emit,
+    **options: Any,
+) -> Agent:
+    # The host's policies and tool packs decide every call; its result hooks see every
+    # result (those hooks answered too); a failed policy blocks every call.
+    executor = Executor(
+        approval=_approver(args.approve, args.command, emit),
+        approval_gate=ApprovalGate.MUTATING_AND_ABOVE,
+        plugins=host,
+    )
+    return Agent(provider, toolset, executor=executor, plugins=host, context=ctx, **options)
+
+
+def _status(host: PluginHost, events: _Events) -> int:
+    if events.clean:
+        return EXIT_OK
+    return EXIT_PLUGIN if host.blocked else EXIT_TOOL
 
 
 # -- call ------------------------------------------------------------------------------
@@ -328,56 +413,30 @@ def _cmd_call(args: argparse.Namespace) -> int:
     except json.JSONDecodeError as exc:
         raise CliError(f"JSON for `{args.name}` is not valid JSON: {exc}", EXIT_USAGE) from exc
     _warn_blocked(host)
-    ctx = HookContext(app=APP, provider="cli")
-    turn = resolve_turn(
-        toolset, availability=Availability.only(args.name), hooks=host.hook_sets(), context=ctx
-    )
+    # The call is replayed as the model's reply, so it takes exactly the path a
+    # chat's tool call takes (hooks, executor, result hooks) for one round.
     reply = AssistantReply("", (ToolCall("call_cli", args.name, args.arguments),), "tool_calls")
-    outcome = decode_reply(Session(), turn, reply, enforce_requirement=False)
-    assert isinstance(outcome, NeedsTools)
-    emit = _printer(args.json)
-
-    async def go() -> bool:
-        plan = await outcome.round.aapply_hooks(context=ctx)
-        return await _run_round(host, plan, ctx, emit)
-
-    if asyncio.run(go()):
-        return EXIT_OK
-    return EXIT_PLUGIN if host.blocked else EXIT_TOOL
+    events = _Events(_printer(args.json))
+    agent = _agent(
+        host,
+        TestProvider(script=[reply]),
+        toolset,
+        HookContext(app=APP, provider="cli"),
+        args,
+        events.emit,
+        turn=Turn(availability=Availability.only(args.name)),
+        max_rounds=1,
+        stop_when=lambda results: True,
+        enforce_requirement=False,
+    )
+    try:
+        asyncio.run(agent.arun(Session(), on_event=events))
+    finally:
+        agent.executor.close()
+    return _status(host, events)
 
 
 # -- chat ------------------------------------------------------------------------------
-
-
-async def _tool_loop(
-    host: PluginHost,
-    provider: Provider,
-    toolset: Toolset,
-    prompt: str,
-    *,
-    max_rounds: int,
-    emit: Emit,
-) -> bool:
-    """Ask, run the tools the hooks allow, repeat until the model answers.
-
-    Returns True when every tool call ran without rejection or error.
-    """
-    # TODO(agent): swap this loop for toolwire._agent.run_agent once it lands.
-    session = Session()
-    session.add_user(prompt)
-    ctx = HookContext(app=APP, session_id=session.id, provider=provider.name, model=provider.model)
-    clean = True
-    for _ in range(max_rounds):
-        turn = resolve_turn(toolset, hooks=host.hook_sets(), context=ctx)
-        outcome = await arun_turn(provider, session, turn)
-        if isinstance(outcome, Finished):
-            emit({"event": "answer", "text": outcome.text})
-            return clean
-        plan = await outcome.round.aapply_hooks(context=ctx)
-        clean = await _run_round(host, plan, ctx, emit) and clean
-    raise RoundLimitError(
-        f"the model did not finish within {max_rounds} tool rounds (raise --max-rounds)"
-    )
 
 
 def _cmd_chat(args: argparse.Namespace) -> int:
@@ -387,22 +446,22 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     toolset = host.assemble(_app_toolset(args.app))
     provider = _provider(host, args.provider, args.model)
     _warn_blocked(host)
+    session = Session()
+    ctx = HookContext(app=APP, session_id=session.id, provider=provider.name, model=provider.model)
+    events = _Events(_printer(args.json))
+    agent = _agent(host, provider, toolset, ctx, args, events.emit, max_rounds=args.max_rounds)
     try:
-        clean = asyncio.run(
-            _tool_loop(
-                host,
-                provider,
-                toolset,
-                args.prompt,
-                max_rounds=args.max_rounds,
-                emit=_printer(args.json),
-            )
-        )
+        asyncio.run(agent.arun(session, args.prompt, on_event=events))
+    except RoundLimitError:
+        raise CliError(
+            f"the model did not finish within {args.max_rounds} tool round(s): it asked for "
+            f"tools again (not run); raise --max-rounds",
+            EXIT_ROUNDS,
+        ) from None
     finally:
+        agent.executor.close()
         provider.close()
-    if clean:
-        return EXIT_OK
-    return EXIT_PLUGIN if host.blocked else EXIT_TOOL
+    return _status(host, events)
 
 
 # -- check -----------------------------------------------------------------------------
@@ -484,7 +543,7 @@ def _classify(exc: Exception) -> tuple[int, str]:
     if isinstance(exc, ProviderError):
         return EXIT_PROVIDER, str(exc)
     if isinstance(exc, RoundLimitError):
-        return EXIT_TOOL, str(exc)
+        return EXIT_ROUNDS, str(exc)
     if isinstance(exc, ToolwireError):
         return EXIT_TOOL, f"{type(exc).__name__}: {exc}"
     return EXIT_TOOL, f"{type(exc).__name__}: {exc} (run with --debug for the traceback)"

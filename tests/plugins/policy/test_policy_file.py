@@ -261,13 +261,34 @@ def test_a_named_file_that_is_missing_is_an_error_not_no_policy(tmp_path: Path) 
     )
 
 
-def test_the_working_directory_comes_before_the_config_home(tmp_path: Path) -> None:
+def test_the_organisation_config_home_comes_before_the_working_directory(
+    tmp_path: Path,
+) -> None:
+    # A project must not be able to override the organisation's policy with its own file.
     home = tmp_path / "config"
     (home / "toolwire").mkdir(parents=True)
     (home / "toolwire" / "policy.toml").write_text("")
     (tmp_path / "toolwire-policy.toml").write_text("")
     env = {"XDG_CONFIG_HOME": str(home)}
-    assert tmp_path / "toolwire-policy.toml" == find_policy_file(env, cwd=tmp_path)
+    assert home / "toolwire" / "policy.toml" == find_policy_file(env, cwd=tmp_path)
+
+
+def test_the_working_directory_is_used_when_the_config_home_has_none(tmp_path: Path) -> None:
+    (tmp_path / "toolwire-policy.toml").write_text("")
+    found = find_policy_file({"XDG_CONFIG_HOME": str(tmp_path / "config")}, cwd=tmp_path)
+    assert tmp_path / "toolwire-policy.toml" == found
+
+
+def test_the_named_file_comes_before_the_config_home_and_the_working_directory(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "config"
+    (home / "toolwire").mkdir(parents=True)
+    (home / "toolwire" / "policy.toml").write_text("")
+    (tmp_path / "toolwire-policy.toml").write_text("")
+    (tmp_path / "named.toml").write_text("")
+    env = {"XDG_CONFIG_HOME": str(home), "TOOLWIRE_POLICY": str(tmp_path / "named.toml")}
+    assert tmp_path / "named.toml" == find_policy_file(env, cwd=tmp_path)
 
 
 def test_the_config_home_is_used_when_the_working_directory_has_none(tmp_path: Path) -> None:
@@ -283,8 +304,8 @@ def test_the_default_config_home_is_dot_config(
 ) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     assert [
-        tmp_path / "work" / "toolwire-policy.toml",
         tmp_path / ".config" / "toolwire" / "policy.toml",
+        tmp_path / "work" / "toolwire-policy.toml",
     ] == policy_paths({}, cwd=tmp_path / "work")
 
 

@@ -252,14 +252,16 @@ def policy_paths(
 ) -> list[Path]:
     """The places looked at, in order, when ``TOOLWIRE_POLICY`` is not set.
 
-    ``./toolwire-policy.toml``, then ``$XDG_CONFIG_HOME/toolwire/policy.toml``
-    (``~/.config/toolwire/policy.toml`` when XDG_CONFIG_HOME is not set).
+    The organisation's ``$XDG_CONFIG_HOME/toolwire/policy.toml``
+    (``~/.config/toolwire/policy.toml`` when XDG_CONFIG_HOME is not set) comes
+    first, so a project cannot override it by shipping its own file; then the
+    project's ``./toolwire-policy.toml``.
     """
     env = os.environ if environ is None else environ
     config_home = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
     return [
-        (cwd or Path.cwd()) / "toolwire-policy.toml",
         Path(config_home) / "toolwire" / "policy.toml",
+        (cwd or Path.cwd()) / "toolwire-policy.toml",
     ]
 
 

@@ -1,7 +1,7 @@
 """The toolwire-policy plugin (entry point ``policy`` in ``toolwire.policies``).
 
 Importing this module loads the policy named by ``TOOLWIRE_POLICY`` (or found
-in ``./toolwire-policy.toml``, then ``~/.config/toolwire/policy.toml``). A
+in ``$XDG_CONFIG_HOME/toolwire/policy.toml``, then ``./toolwire-policy.toml``). A
 malformed policy raises :class:`toolwire_policy.PolicyFileError` here, so the
 host marks the policy failed and blocks tool execution; should the hooks be
 called anyway, they reject every call and hide every tool. With no policy

@@ -1,0 +1,254 @@
+"""The ``toolwire`` command in the workspace environment, with toolwire-fs and toolwire-policy.
+
+Each test runs ``python -m toolwire`` in a subprocess, in a temporary working
+directory, with no TOOLWIRE_* variable from the caller and a private
+XDG_CONFIG_HOME (so no organisation policy of the machine applies).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture
+def here(tmp_path: Path) -> Path:
+    """A working directory holding a few files."""
+    work = tmp_path / "project"
+    (work / "src").mkdir(parents=True)
+    (work / "notes.txt").write_text("remember the milk\n")
+    (work / "src" / "app.py").write_text("print('hi')\n")
+    return work
+
+
+def _env(tmp_path: Path, **switches: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    env.pop("PYTHONPATH", None)
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
+    env.update(switches)
+    return env
+
+
+def _run(
+    cwd: Path, *args: str, code: str | None = None, **switches: str
+) -> subprocess.CompletedProcess[str]:
+    """``python -m toolwire ARGS`` (or ``python -c CODE ARGS``) in ``cwd``."""
+    command = ["-c", code] if code is not None else ["-m", "toolwire"]
+    return subprocess.run(
+        [sys.executable, *command, *args],
+        cwd=cwd,
+        env=_env(cwd.parent, **switches),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _policy(here: Path, text: str) -> Path:
+    path = here.parent / "config" / "toolwire" / "policy.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+# -- the README's main job -------------------------------------------------------------
+
+
+def test_readme_chat_lists_the_files_of_the_working_directory(here: Path) -> None:
+    done = _run(here, "chat", "list the files here")
+    assert 0 == done.returncode, done.stderr
+    lines = done.stdout.splitlines()
+    assert [
+        "> list_dir {}",
+        "  decision: run",
+        "  result:",
+        "    notes.txt (18 bytes)",
+        "    src/",
+    ] == lines[:5]
+    assert lines[5].startswith("assistant: Here is what I found. list_dir returned: notes.txt")
+
+
+def test_readme_chat_json_is_one_event_per_line(here: Path) -> None:
+    done = _run(here, "chat", "list the files here", "--json")
+    assert 0 == done.returncode, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert ["call", "decision", "result", "answer"] == [e["event"] for e in events]
+    assert ("list_dir", "run", False) == (
+        events[0]["name"],
+        events[1]["decision"],
+        events[2]["is_error"],
+    )
+    assert "notes.txt (18 bytes)\nsrc/" == events[2]["content"]
+
+
+def test_chat_without_a_policy_file_warns_that_calls_are_not_checked(here: Path) -> None:
+    done = _run(here, "chat", "list the files here")
+    assert "toolwire: warning: toolwire-policy is installed but found no policy file" in (
+        done.stderr
+    )
+
+
+def test_chat_denies_a_write_without_approve(here: Path) -> None:
+    done = _run(here, "chat", "write file 'a.txt'")
+    assert 1 == done.returncode
+    assert (
+        "  approval: denied: `write_file` is mutating, and `toolwire chat` runs mutating and "
+        "destructive tools only with --approve (or --yes)"
+    ) in done.stdout.splitlines()
+    assert not (here / "a.txt").exists()
+
+
+def test_chat_writes_with_approve(here: Path) -> None:
+    done = _run(here, "chat", "write file 'a.txt'", "--approve")
+    assert (0, "example") == (done.returncode, (here / "a.txt").read_text())
+
+
+# -- the organisation policy, through the executor ----------------------------------------
+
+
+def test_the_policy_redacts_a_result_in_chat(here: Path) -> None:
+    _policy(here, "[[redact]]\nresult_patterns = ['milk']\n")
+    done = _run(here, "chat", "read file 'notes.txt'")
+    assert 0 == done.returncode, done.stderr
+    assert ["  result: remember the [REDACTED]"] == [
+        line for line in done.stdout.splitlines() if line.startswith("  result")
+    ]
+
+
+def test_the_policy_redacts_a_result_in_call(here: Path) -> None:
+    _policy(here, "[[redact]]\nresult_patterns = ['milk']\n")
+    done = _run(here, "call", "read_file", '{"path": "notes.txt"}', "--json")
+    [result] = [e for e in map(json.loads, done.stdout.splitlines()) if e["event"] == "result"]
+    assert (0, "remember the [REDACTED]\n") == (done.returncode, result["content"])
+
+
+def test_approve_does_not_grant_an_approval_the_policy_requires(here: Path) -> None:
+    _policy(here, 'approve = ["write_file"]\n')
+    done = _run(here, "call", "write_file", '{"path": "a.txt", "content": "x"}', "--yes")
+    assert 1 == done.returncode
+    assert done.stdout.splitlines()[1].startswith(
+        "  decision: rejected by plugin:policy: requires approval"
+    )
+    assert not (here / "a.txt").exists()
+
+
+def test_a_policy_deny_hides_the_tool_from_call(here: Path) -> None:
+    _policy(here, 'deny = ["write_file"]\n')
+    done = _run(here, "call", "write_file", '{"path": "a.txt", "content": "x"}', "--yes")
+    assert (
+        1,
+        "  decision: rejected by toolwire: tool `write_file` is not available in this round",
+    ) == (done.returncode, done.stdout.splitlines()[1])
+
+
+def test_a_project_policy_file_does_not_override_the_organisations(here: Path) -> None:
+    _policy(here, 'approve = ["read_file"]\n')
+    (here / "toolwire-policy.toml").write_text("approve = []\n")
+    done = _run(here, "call", "read_file", '{"path": "notes.txt"}')
+    assert 1 == done.returncode
+    assert "  decision: rejected by plugin:policy: requires approval" in done.stdout
+
+
+# -- toolwire plugins: a plugin's own status -------------------------------------------
+
+
+def test_plugins_shows_the_policy_plugins_status(here: Path) -> None:
+    path = _policy(here, "deny = []\n")
+    done = _run(here, "plugins")
+    lines = done.stdout.splitlines()
+    at = lines.index(next(line for line in lines if line.split()[:1] == ["policy"]))
+    assert (0, f"active: {path}") == (done.returncode, lines[at + 1].strip())
+
+
+def test_plugins_json_shows_an_inert_policy_plugin(here: Path) -> None:
+    done = _run(here, "plugins", "--json")
+    by_name = {p["name"]: p for p in json.loads(done.stdout)["plugins"]}
+    config = here.parent / "config" / "toolwire" / "policy.toml"
+    assert (
+        f"inert: no policy file (looked for {config}, {here / 'toolwire-policy.toml'})",
+        None,
+    ) == (by_name["policy"]["plugin_status"], by_name["fs"]["plugin_status"])
+
+
+# -- the loop's limits and the host's hooks, with plugins registered in the process ---------
+
+_WITH_PLUGINS = """
+import sys
+from toolwire import AssistantReply, Complete, ToolCall, Toolset, hookimpl, tool_fn
+from toolwire._plugins import get_host
+from toolwire.cli import main
+from toolwire.providers.test import TestProvider
+
+@tool_fn
+def lookup(city: str) -> str:
+    '''Look a city up.'''
+    return f"{city}: 20C"
+
+class Looping(TestProvider):
+    name = "looping"
+    def generate(self, session, turn):
+        call = ToolCall(f"c{len(session)}", "lookup", '{"city": "Oslo"}')
+        return AssistantReply("", (call,), "tool_calls")
+
+class Plugin:
+    @hookimpl
+    def toolwire_register_toolsets(self, register):
+        register(Toolset("app", [lookup]))
+
+    @hookimpl
+    def toolwire_register_providers(self, register):
+        register("looping", Looping)
+
+    @hookimpl
+    def toolwire_tool_decision(self, call):
+        return Complete("cached: Oslo 21C") if "cached" in sys.argv[-1] else None
+
+    @hookimpl
+    def toolwire_tool_result(self, result):
+        return result.__class__(
+            result.call_id, result.tool_name, result.arguments,
+            result.content + " (checked)", result.is_error,
+        )
+
+get_host().register(Plugin(), "app")
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_chat_out_of_rounds_is_one_line_and_exit_5(here: Path) -> None:
+    done = _run(
+        here, "chat", "weather", "--provider", "looping", "--max-rounds", "2", code=_WITH_PLUGINS
+    )
+    assert (
+        5,
+        "toolwire: error: the model did not finish within 2 tool round(s): it asked for tools "
+        "again (not run); raise --max-rounds\n",
+    ) == (done.returncode, done.stderr.replace(_policy_warning(done.stderr), ""))
+    assert 2 == done.stdout.count("> lookup ")
+
+
+def test_results_that_ran_go_through_the_hosts_result_hooks(here: Path) -> None:
+    done = _run(here, "call", "lookup", '{"city": "Oslo"}', code=_WITH_PLUGINS)
+    assert (0, "  result: Oslo: 20C (checked)") == (done.returncode, done.stdout.splitlines()[-1])
+
+
+def test_results_a_hook_answered_go_through_the_hosts_result_hooks(here: Path) -> None:
+    done = _run(here, "call", "lookup", '{"city": "cached"}', code=_WITH_PLUGINS)
+    assert (
+        0,
+        ["  decision: answered by a hook (not run)", "  result: cached: Oslo 21C (checked)"],
+    ) == (done.returncode, done.stdout.splitlines()[1:])
+
+
+def _policy_warning(stderr: str) -> str:
+    """The inert policy plugin's warning line (not what these tests are about)."""
+    return "".join(
+        line for line in stderr.splitlines(keepends=True) if "found no policy file" in line
+    )

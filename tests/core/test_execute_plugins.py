@@ -1,0 +1,111 @@
+"""The executor and the agent apply the plugin host by default: policies fail closed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import toolwire as tw
+from toolwire import hookimpl
+from toolwire._plugins import PluginHost
+from toolwire.providers.test import TestProvider
+
+
+@tw.tool_fn
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return f"secret-{key}"
+
+
+def _host() -> PluginHost:
+    return PluginHost(autoload=False, strict=False, allow=None, deny=(), hook_timeout=5.0)
+
+
+class BrokenPolicy:
+    @hookimpl
+    def toolwire_tool_decision(self, call: Any, nonsense: Any) -> None:
+        return None
+
+
+class Redactor:
+    @hookimpl
+    def toolwire_tool_result(self, call: Any, result: Any, context: Any) -> Any:
+        return result.replace(content=result.content.replace("secret", "[redacted]"))
+
+
+class NoLookups:
+    @hookimpl
+    def toolwire_tool_decision(self, call: Any, context: Any) -> Any:
+        return tw.Reject("lookups are off today")
+
+
+def _call() -> tw.TypedCall[Any]:
+    return tw.TypedCall(
+        tw.ToolCall("c1", "lookup", '{"key": "k"}'), lookup, lookup.validate_json('{"key": "k"}')
+    )
+
+
+def test_an_executor_on_a_host_with_a_failed_policy_runs_nothing() -> None:
+    host = _host()
+    host.register(BrokenPolicy(), "corp", kind="policy")
+    result = tw.Executor(plugins=host).execute(_call())
+    assert result.is_error
+    reason = tw.rejection_reason(result)
+    assert reason is not None
+    assert reason.startswith("tool `lookup` was not run: policy `corp` failed to load")
+
+
+def test_the_host_result_hooks_see_every_result_the_executor_makes() -> None:
+    host = _host()
+    host.register(Redactor(), "redactor")
+    assert "[redacted]-k" == tw.Executor(plugins=host).execute(_call()).content
+
+
+def test_plugins_false_leaves_results_alone() -> None:
+    host = _host()
+    host.register(Redactor(), "redactor")
+    assert "secret-k" == tw.Executor(plugins=False).execute(_call()).content
+
+
+def test_results_a_hook_answered_pass_the_result_hooks_too() -> None:
+    host = _host()
+    host.register(Redactor(), "redactor")
+    hooks = tw.HookSet()
+    hooks.on(lookup, lambda call: tw.Complete("secret from cache"))
+    session = tw.Session().add_user("go")
+    turn = tw.resolve_turn(tw.Toolset("t", [lookup]), hooks=[hooks])
+    reply = tw.AssistantReply(tool_calls=(tw.ToolCall("c1", "lookup", '{"key": "k"}'),))
+    outcome = tw.decode_reply(session, turn, reply)
+    assert isinstance(outcome, tw.NeedsTools)
+    tw.Executor(plugins=host).execute_and_commit(outcome.round.apply_hooks())
+    assert "[redacted] from cache" == session.messages[-1].results[0].content
+
+
+def test_the_agent_applies_the_host_policies_by_default() -> None:
+    host = _host()
+    host.register(NoLookups(), "corp", kind="policy")
+    provider = TestProvider(
+        script=[{"tool_calls": [{"name": "lookup", "arguments": {"key": "k"}}]}, {"text": "done"}]
+    )
+    session = tw.Session().add_user("look up k")
+    result = tw.Agent(provider, tw.Toolset("t", [lookup]), plugins=host).run(session)
+    assert "finished" == result.status
+    assert "lookups are off today" == tw.rejection_reason(session.messages[-2].results[0])
+
+
+def test_the_agent_without_plugins_runs_the_tool() -> None:
+    host = _host()
+    host.register(NoLookups(), "corp", kind="policy")
+    provider = TestProvider(
+        script=[{"tool_calls": [{"name": "lookup", "arguments": {"key": "k"}}]}, {"text": "done"}]
+    )
+    session = tw.Session().add_user("look up k")
+    tw.Agent(provider, tw.Toolset("t", [lookup]), plugins=False).run(session)
+    assert "secret-k" == session.messages[-2].results[0].content
+
+
+def test_plugins_must_be_a_bool_or_a_host() -> None:
+    with pytest.raises(TypeError) as info:
+        tw.Executor(plugins="corp")
+    assert "plugins must be True, False or a toolwire.PluginHost, got str" == str(info.value)
