@@ -119,6 +119,7 @@ from toolwire._turn import (
 __version__ = "0.1.0"
 
 if _typing.TYPE_CHECKING:
+    from toolwire._adapter import HttpProvider
     from toolwire._agent import (
         Agent,
         AgentEvent,
@@ -164,6 +165,7 @@ if _typing.TYPE_CHECKING:
 # Imported on first use, not with toolwire: the plugin host pulls in pluggy, the executor
 # and agent asyncio, the transport httpx. ``import toolwire`` stays close to pydantic's cost.
 _LAZY = {
+    "HttpProvider": "toolwire._adapter",
     "Agent": "toolwire._agent",
     "AgentEvent": "toolwire._agent",
     "AgentFinished": "toolwire._agent",
@@ -254,6 +256,7 @@ __all__ = [
     "HookContext",
     "HookError",
     "HookSet",
+    "HttpProvider",
     "Injected",
     "Interceptor",
     "InvalidArguments",

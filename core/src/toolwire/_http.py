@@ -745,10 +745,10 @@ class ErrorMapper:
         return error
 
 
-def _snippet(text: str) -> str:
+def _snippet(text: str, limit: int = _SNIPPET_CHARS) -> str:
     collapsed = " ".join(text.split())
-    if len(collapsed) > _SNIPPET_CHARS:
-        return collapsed[:_SNIPPET_CHARS] + "…"
+    if len(collapsed) > limit:
+        return collapsed[:limit] + "…"
     return collapsed
 
 
@@ -1107,6 +1107,28 @@ class Transport:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+    # -- errors built outside the transport
+
+    def scrub(self, text: str) -> str:
+        """``text`` with this transport's key masked, as in every error the transport raises.
+
+        For messages an adapter builds itself (a malformed reply, an in-stream
+        error). Placeholder keys shorter than 4 characters are left alone.
+        """
+        return _scrub(text, self._secrets)
+
+    def error_from_payload(
+        self, payload: object, *, default: type[ProviderError] = ProviderError
+    ) -> ProviderError:
+        """The error for an error object inside a 200 response or a stream, key masked.
+
+        :meth:`ErrorMapper.map_payload` with this transport's provider and key;
+        ``default`` is the class used when the payload names no known error.
+        """
+        return self._mapper.map_payload(
+            payload, provider=self._provider, secrets=self._secrets, default=default
+        )
 
     # -- shared pieces of the request loop
 

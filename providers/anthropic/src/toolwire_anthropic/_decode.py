@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolwire._assemble import ToolCallAssembler
-from toolwire._errors import ProviderError, StreamError
-from toolwire._http import ErrorMapper, SSEEvent
+from toolwire._errors import StreamError
+from toolwire._http import SSEEvent, Transport
 from toolwire._provider import StreamEvent
 from toolwire._round import AssistantReply
 from toolwire._tools import ToolCall
@@ -142,18 +142,16 @@ class MessageStream:
     __slots__ = (
         "_assembler",
         "_blocks",
-        "_mapper",
         "_model",
         "_raw_usage",
-        "_secrets",
         "_started",
         "_stop_reason",
+        "_transport",
         "done",
     )
 
-    def __init__(self, mapper: ErrorMapper, secrets: Sequence[str] = ()) -> None:
-        self._mapper = mapper
-        self._secrets = tuple(secrets)
+    def __init__(self, transport: Transport) -> None:
+        self._transport = transport
         self._assembler = ToolCallAssembler(PROVIDER)
         self._blocks: dict[int, _Block] = {}
         self._started = False
@@ -174,9 +172,7 @@ class MessageStream:
             raise self._fail(f"`{event.event}` data is a JSON {type(data).__name__}, not an object")
         kind = data.get("type", event.event)
         if kind == "error":
-            raise self._mapper.map_payload(
-                data, provider=PROVIDER, secrets=self._secrets, default=StreamError
-            )
+            raise self._transport.error_from_payload(data, default=StreamError)
         if kind == "ping":
             return []
         if kind == "message_start":
@@ -332,9 +328,3 @@ class MessageStream:
             provider_state=_state(thinking),
             model=self._model,
         )
-
-
-def malformed(what: str, *, stream: bool) -> ProviderError:
-    """The error for a reply whose shape is not the API's: StreamError inside a stream."""
-    cls = StreamError if stream else ProviderError
-    return cls(f"malformed {'stream event' if stream else 'response'}: {what}", provider=PROVIDER)

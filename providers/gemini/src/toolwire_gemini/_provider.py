@@ -4,24 +4,17 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import AsyncIterator, Iterator, Mapping
-from typing import Any, ClassVar, Literal, TypeVar
+from collections.abc import Mapping
+from typing import Any, ClassVar, Literal
 from urllib.parse import quote
 
 import httpx
 
+from toolwire._adapter import HttpProvider
 from toolwire._compile import CompiledTool, CompileOptions, compile_tool
-from toolwire._errors import AuthenticationError, ProviderError, StreamError
-from toolwire._http import (
-    ApiKey,
-    AuthStyle,
-    RetryPolicy,
-    SSEEvent,
-    Transport,
-    redact_url,
-    resolve_api_key,
-)
-from toolwire._provider import Provider, ReplyCompleted, StreamEvent
+from toolwire._errors import StreamError
+from toolwire._http import ApiKey, AuthStyle, RetryPolicy, SSEEvent, resolve_api_key
+from toolwire._provider import ReplyCompleted, StreamEvent
 from toolwire._round import AssistantReply
 from toolwire._transcript import Session
 from toolwire._turn import ResolvedTool, ResolvedTurn
@@ -40,25 +33,10 @@ SchemaTarget = Literal["auto", "parameters", "parametersJsonSchema"]
 (``parametersJsonSchema`` unless the subset is less lossy); ``"parameters"`` for APIs that
 take only the OpenAPI subset (the Live API)."""
 
-_P = TypeVar("_P", bound="GeminiProvider")
 _WIRE_CACHE = "toolwire_gemini.wire"
-_MIN_SECRET = 4  # as core's transport: shorter placeholder keys are not scrubbed
-_SNIPPET = 200
-_DECODE_ERRORS = (KeyError, TypeError, ValueError, AttributeError, IndexError, RecursionError)
 
 
-def _scrub(text: str, secrets: tuple[str, ...]) -> str:
-    for secret in secrets:
-        text = text.replace(secret, "****")
-    return text
-
-
-def _snippet(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _SNIPPET else text[:_SNIPPET] + "…"
-
-
-class GeminiProvider(Provider):
+class GeminiProvider(HttpProvider[ReplyBuilder]):
     """Google Gemini ``generateContent`` / ``streamGenerateContent`` (Developer API or Vertex).
 
     Developer API (default): ``POST {base_url}/{api_version}/models/{model}:generateContent``
@@ -108,94 +86,58 @@ class GeminiProvider(Provider):
         http_client: httpx.Client | None = None,
         async_http_client: httpx.AsyncClient | None = None,
     ) -> None:
-        super().__init__(model)
-        if self.model.startswith("models/"):
-            self.model = self.model[len("models/") :]
-        if not self.model:
+        model = model or self.default_model
+        if model.startswith("models/"):
+            model = model[len("models/") :]
+        if not model:
             raise ValueError("GeminiProvider needs a model name, e.g. 'gemini-2.5-flash'")
         if schema_target not in ("auto", "parameters", "parametersJsonSchema"):
             raise ValueError(
                 "schema_target must be 'auto', 'parameters' or 'parametersJsonSchema', "
                 f"got {schema_target!r}"
             )
-        if retry is not None and not isinstance(retry, RetryPolicy):
-            raise TypeError(f"retry must be a toolwire RetryPolicy, got {type(retry).__name__}")
         self._vertex = project is not None
         auth: AuthStyle
-        key: ApiKey | None
+        key: str | ApiKey | None
         if access_token is not None:
             key = resolve_api_key(access_token, (), provider=self.name, required=True)
             auth = AuthStyle.bearer()
         else:
-            key = resolve_api_key(api_key, self.key_env, provider=self.name, required=False)
+            key = api_key
             auth = AuthStyle.query("key") if key_in_query else AuthStyle.header("x-goog-api-key")
-        self._missing_key: str | None = None
-        if key is None:
-            self._missing_key = (
-                f"no API key for {self.name}: pass api_key=... (or access_token=... for Vertex) "
-                f"or set the environment variable {' or '.join(self.key_env)}"
-            )
-        model_path = quote(self.model, safe="-._@")
-        if self._vertex:
-            loc = location or "us-central1"
-            host = (
+        loc = location or "us-central1"
+        if self._vertex and not base_url:
+            base_url = (
                 "https://aiplatform.googleapis.com"
                 if loc == "global"
                 else f"https://{loc}-aiplatform.googleapis.com"
             )
-            url = base_url or host
+        super().__init__(
+            model,
+            api_key=key,
+            base_url=base_url,
+            auth=auth,
+            headers=headers,
+            timeout=timeout,
+            retry=retry,
+            http_client=http_client,
+            async_http_client=async_http_client,
+            key_hint="pass api_key=... (or access_token=... for Vertex)",
+        )
+        model_path = quote(self.model, safe="-._@")
+        if self._vertex:
             prefix = (
                 f"v1/projects/{quote(str(project), safe='')}/locations/{quote(loc, safe='')}"
                 f"/publishers/google/models/{model_path}"
             )
         else:
-            url = base_url or self._base_url_from_env() or self.default_base_url
             prefix = f"{api_version.strip('/')}/models/{model_path}"
         self._path = f"{prefix}:generateContent"
         self._stream_path = f"{prefix}:streamGenerateContent?alt=sse"
-        self._key = key
-        self._secrets: tuple[str, ...] = (
-            (key.get(),) if key is not None and len(key.get()) >= _MIN_SECRET else ()
-        )
         self._compile_options = CompileOptions(gemini_target=schema_target)
         self._generation_config = dict(generation_config or {})
         self._safety_settings = [dict(s) for s in safety_settings or ()]
         self._extra_body = dict(extra_body or {})
-        self._transport = Transport(
-            self.name,
-            url,
-            api_key=key,
-            auth=auth,
-            headers=headers,
-            timeout=timeout,
-            retry=retry,
-            client=http_client,
-            async_client=async_http_client,
-        )
-
-    def _base_url_from_env(self) -> str | None:
-        import os
-
-        for name in self.base_url_env:
-            value = os.environ.get(name)
-            if value:
-                return value
-        return None
-
-    def __repr__(self) -> str:
-        return (
-            f"<{type(self).__name__} {self.name!r} model={self.model!r} "
-            f"base_url={redact_url(self._transport.base_url)!r}>"
-        )
-
-    @property
-    def base_url(self) -> str:
-        return self._transport.base_url
-
-    @property
-    def transport(self) -> Transport:
-        """The HTTP transport (one per provider instance)."""
-        return self._transport
 
     @property
     def path(self) -> str:
@@ -248,109 +190,41 @@ class GeminiProvider(Provider):
             self.name, stream=stream, parallel_calls=turn.parallel_calls, default_model=self.model
         )
 
-    def _malformed(self, what: str, *, stream: bool) -> ProviderError:
-        cls = StreamError if stream else ProviderError
-        kind = "stream event" if stream else "response"
-        return cls(f"malformed {kind}: {_scrub(what, self._secrets)}", provider=self.name)
-
     def decode(self, data: Mapping[str, Any], turn: ResolvedTurn) -> AssistantReply:
         """A non-streaming ``GenerateContentResponse`` -> reply."""
-        if data.get("error") is not None:
-            raise self._transport.error_mapper.map_payload(
-                data, provider=self.name, secrets=self._secrets
-            )
-        builder = self._builder(turn, stream=False)
-        try:
-            builder.add(data)
-            missing = no_candidates(self.name, data)
-            if missing is not None:
-                raise missing
-            return builder.reply()
-        except ProviderError:
-            raise
-        except _DECODE_ERRORS as exc:
-            raise self._malformed(str(exc), stream=False) from exc
-
-    def _feed(self, builder: ReplyBuilder, event: SSEEvent) -> list[StreamEvent]:
-        try:
-            data = json.loads(event.data)
-            if isinstance(data, list) or (isinstance(data, dict) and "error" in data):
-                raise self._transport.error_mapper.map_payload(
-                    data, provider=self.name, secrets=self._secrets, default=StreamError
-                )
-            return builder.add(data)
-        except ProviderError:
-            raise
-        except _DECODE_ERRORS as exc:
-            raise self._malformed(f"{exc} in {_snippet(event.data)!r}", stream=True) from exc
+        return self._decode_body(data, turn)
 
     def _completed(self, builder: ReplyBuilder) -> ReplyCompleted:
-        try:
-            return ReplyCompleted(builder.reply())
-        except ProviderError:
-            raise
-        except _DECODE_ERRORS as exc:
-            raise self._malformed(str(exc), stream=True) from exc
+        return ReplyCompleted(self._guarded(builder.reply, stream=True))
 
-    # -- requests ----------------------------------------------------------------------
+    # -- the request loop's hooks (the loop itself is HttpProvider's) ------------------
 
-    def _check_key(self) -> None:
-        if self._missing_key is not None:
-            raise AuthenticationError(self._missing_key, provider=self.name)
+    def _request_path(self, *, stream: bool) -> str:
+        return self._stream_path if stream else self._path
 
-    def generate(self, session: Session, turn: ResolvedTurn) -> AssistantReply:
-        self._check_key()
-        data = self._transport.post_json(self._path, self.build_body(session, turn))
-        return self.decode(data, turn)
+    def _build_request(
+        self, session: Session, turn: ResolvedTurn, *, stream: bool
+    ) -> dict[str, Any]:
+        return self.build_body(session, turn)
 
-    async def agenerate(self, session: Session, turn: ResolvedTurn) -> AssistantReply:
-        self._check_key()
-        data = await self._transport.apost_json(self._path, self.build_body(session, turn))
-        return self.decode(data, turn)
+    def _decode_json(self, data: Mapping[str, Any], turn: ResolvedTurn) -> AssistantReply:
+        if data.get("error") is not None:
+            raise self._transport.error_from_payload(data)
+        builder = self._builder(turn, stream=False)
+        builder.add(data)
+        missing = no_candidates(self.name, data)
+        if missing is not None:
+            raise missing
+        return builder.reply()
 
-    def stream(self, session: Session, turn: ResolvedTurn) -> Iterator[StreamEvent]:
-        self._check_key()
-        builder = self._builder(turn, stream=True)
-        events = self._transport.stream_sse(self._stream_path, self.build_body(session, turn))
-        try:
-            for event in events:
-                yield from self._feed(builder, event)
-        finally:
-            close = getattr(events, "close", None)
-            if close is not None:
-                close()
-        yield self._completed(builder)
+    def _new_stream(self, turn: ResolvedTurn) -> ReplyBuilder:
+        return self._builder(turn, stream=True)
 
-    async def astream(self, session: Session, turn: ResolvedTurn) -> AsyncIterator[StreamEvent]:
-        self._check_key()
-        builder = self._builder(turn, stream=True)
-        events = self._transport.astream_sse(self._stream_path, self.build_body(session, turn))
-        try:
-            async for event in events:
-                for out in self._feed(builder, event):
-                    yield out
-        finally:
-            aclose = getattr(events, "aclose", None)
-            if aclose is not None:
-                await aclose()
-        yield self._completed(builder)
+    def _handle_event(self, state: ReplyBuilder, event: SSEEvent) -> list[StreamEvent]:
+        data = json.loads(event.data)
+        if isinstance(data, list) or (isinstance(data, dict) and "error" in data):
+            raise self._transport.error_from_payload(data, default=StreamError)
+        return state.add(data)
 
-    # -- resources ---------------------------------------------------------------------
-
-    def close(self) -> None:
-        self._transport.close()
-
-    async def aclose(self) -> None:
-        await self._transport.aclose()
-
-    def __enter__(self: _P) -> _P:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-    async def __aenter__(self: _P) -> _P:
-        return self
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        await self.aclose()
+    def _stream_reply(self, state: ReplyBuilder, turn: ResolvedTurn) -> AssistantReply:
+        return state.reply()

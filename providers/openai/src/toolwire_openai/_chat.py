@@ -18,7 +18,7 @@ import httpx
 from toolwire._assemble import ToolCallAssembler, synthesize_call_id
 from toolwire._compile import CompiledTool
 from toolwire._errors import StreamError
-from toolwire._http import ApiKey, ErrorMapper, RetryPolicy, SSEEvent
+from toolwire._http import ApiKey, RetryPolicy, SSEEvent, Transport
 from toolwire._provider import StreamEvent, TextDelta
 from toolwire._round import AssistantReply
 from toolwire._tools import ToolCall
@@ -122,10 +122,9 @@ def _merge_reasoning_details(fragments: Sequence[Mapping[str, Any]]) -> list[dic
 
 
 class _ChatStream(StreamState):
-    def __init__(self, provider: str, mapper: ErrorMapper, secrets: tuple[str, ...]) -> None:
+    def __init__(self, provider: str, transport: Transport) -> None:
         self.provider = provider
-        self.mapper = mapper
-        self.secrets = secrets
+        self.transport = transport
         self.asm = ToolCallAssembler(provider)
         self.refusal: list[str] = []
         self.finish_reason: object = None
@@ -146,9 +145,7 @@ class _ChatStream(StreamState):
                 self.provider, f"expected a JSON object, got {data[:80]!r}", stream=True
             )
         if payload.get("error") is not None or event.event == "error":
-            raise self.mapper.map_payload(
-                payload, provider=self.provider, secrets=self.secrets, default=StreamError
-            )
+            raise self.transport.error_from_payload(payload, default=StreamError)
         model = payload.get("model")
         if isinstance(model, str) and model:
             self.model = model
@@ -357,9 +354,7 @@ class _ChatProvider(OpenAIBase):
 
     def decode(self, data: Mapping[str, Any]) -> AssistantReply:
         if data.get("error") is not None:
-            raise self._transport.error_mapper.map_payload(
-                data, provider=self.name, secrets=self._secrets
-            )
+            raise self._transport.error_from_payload(data)
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices:
             raise malformed(self.name, "the response has no choices", stream=False)
@@ -410,7 +405,7 @@ class _ChatProvider(OpenAIBase):
         )
 
     def _stream_state(self) -> StreamState:
-        return _ChatStream(self.name, self._transport.error_mapper, self._secrets)
+        return _ChatStream(self.name, self._transport)
 
 
 def _raw(raw: Mapping[str, Any], call: ToolCall) -> str:

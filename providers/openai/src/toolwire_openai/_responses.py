@@ -18,7 +18,7 @@ import httpx
 from toolwire._assemble import ToolCallAssembler, synthesize_call_id
 from toolwire._compile import CompiledTool
 from toolwire._errors import StreamError
-from toolwire._http import ApiKey, ErrorMapper, RetryPolicy, SSEEvent
+from toolwire._http import ApiKey, RetryPolicy, SSEEvent, Transport
 from toolwire._provider import StreamEvent, TextDelta
 from toolwire._round import AssistantReply
 from toolwire._tools import ToolCall
@@ -132,13 +132,11 @@ class _ResponsesStream(StreamState):
     def __init__(
         self,
         provider: str,
-        mapper: ErrorMapper,
-        secrets: tuple[str, ...],
+        transport: Transport,
         decode: Any,
     ) -> None:
         self.provider = provider
-        self.mapper = mapper
-        self.secrets = secrets
+        self.transport = transport
         self.decode = decode
         self.asm = ToolCallAssembler(provider)
         self.refusal: list[str] = []
@@ -159,9 +157,7 @@ class _ResponsesStream(StreamState):
         raise TypeError("the event names neither an output_index nor an item_id")
 
     def _error(self, payload: Mapping[str, Any]) -> Exception:
-        return self.mapper.map_payload(
-            payload, provider=self.provider, secrets=self.secrets, default=StreamError
-        )
+        return self.transport.error_from_payload(payload, default=StreamError)
 
     def feed(self, event: SSEEvent) -> list[StreamEvent]:
         payload = json.loads(event.data)
@@ -420,10 +416,8 @@ class OpenAIResponsesProvider(OpenAIBase):
     def decode(self, data: Mapping[str, Any]) -> AssistantReply:
         status = data.get("status")
         if status == "failed" or (data.get("error") is not None and not data.get("output")):
-            raise self._transport.error_mapper.map_payload(
-                _error_payload(data.get("error"), "the response failed"),
-                provider=self.name,
-                secrets=self._secrets,
+            raise self._transport.error_from_payload(
+                _error_payload(data.get("error"), "the response failed")
             )
         output = data.get("output")
         if not isinstance(output, list):
@@ -436,6 +430,4 @@ class OpenAIResponsesProvider(OpenAIBase):
         return decoded.reply(self.name, data)
 
     def _stream_state(self) -> StreamState:
-        return _ResponsesStream(
-            self.name, self._transport.error_mapper, self._secrets, self._decode_safely
-        )
+        return _ResponsesStream(self.name, self._transport, self._decode_safely)
