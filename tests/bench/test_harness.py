@@ -1,0 +1,91 @@
+"""The benchmark harness runs end to end (smoke mode) and every library passes its check.
+
+Nothing here asserts anything about speed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PEERS = ("pydantic_ai", "langchain_core", "agents")
+
+
+@pytest.fixture(scope="module")
+def smoke_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    for module in PEERS:
+        pytest.importorskip(module, reason="bench dependency group not installed")
+    out = tmp_path_factory.mktemp("bench") / "results.json"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--smoke", "--json", str(out)],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    return proc, out
+
+
+def test_smoke_run_exits_zero(smoke_run: tuple[subprocess.CompletedProcess[str], Path]) -> None:
+    proc, _ = smoke_run
+    assert 0 == proc.returncode, proc.stderr[-3000:]
+
+
+def test_smoke_run_prints_the_table(
+    smoke_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    proc, _ = smoke_run
+    header = next(line for line in proc.stdout.splitlines() if line.startswith("| scenario"))
+    for column in ("floor", "pydantic-ai", "openai-agents", "langchain-core", "toolwire"):
+        assert column in header
+    for label in ("S1 cold", "S1 warm", "S1 re-render", "S2 decode", "S3 round", "S4 import"):
+        assert any(line.startswith(f"| {label}") for line in proc.stdout.splitlines()), label
+
+
+def test_smoke_run_writes_json_with_every_check_passed(
+    smoke_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    _, out = smoke_run
+    results = json.loads(out.read_text())
+    checks = results["checks"]
+    assert {"floor", "pydantic-ai", "openai-agents", "langchain-core"} <= set(checks)
+    assert {} == {name: c["problems"] for name, c in checks.items() if not c["passed"]}
+    assert "smoke" == results["meta"]["mode"]
+    measured = {
+        name for row in results["rows"] for name, entry in row["libs"].items() if "median" in entry
+    }
+    assert {"pydantic-ai", "openai-agents", "langchain-core"} <= measured
+    # discovery and the executor's per-call overhead have no floor of their own
+    assert all(row["floor"]["median"] > 0 for row in results["rows"] if row["floor"])
+
+
+def test_toolwire_runs_every_scenario(
+    smoke_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    _, out = smoke_run
+    results = json.loads(out.read_text())
+    assert {} == results["skipped_scenarios"]
+    toolwire = {
+        row["label"] for row in results["rows"] if "median" in row["libs"].get("toolwire", {})
+    }
+    for label in (
+        "S2 decode",
+        "S3 round",
+        "hooks: S3 + 3 plugin hooks",
+        "discovery: 50 plugin dists",
+        "streaming: openai-chat",
+        "executor: 8 parallel async tools",
+        "executor overhead per call",
+    ):
+        assert label in toolwire, label
