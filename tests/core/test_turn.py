@@ -173,3 +173,50 @@ def test_resolve_rejects_a_bad_requirement(ts: tw.Toolset) -> None:
     with pytest.raises(TypeError) as info:
         tw.resolve_turn(ts, requirement="required")  # type: ignore[arg-type]
     assert "requirement must be a Requirement, got str" == str(info.value)
+
+
+def test_a_turn_without_hooks_or_overrides_reuses_the_resolved_tools() -> None:
+    from toolwire import Toolset, resolve_turn, tool_fn
+
+    @tool_fn
+    def a() -> str:
+        """A."""
+        return "a"
+
+    tools = Toolset("t", [a])
+    assert resolve_turn(tools).tools is resolve_turn(tools).tools
+
+
+def test_the_reused_tools_follow_changes_to_the_toolset() -> None:
+    from toolwire import Toolset, resolve_turn, tool_fn
+
+    @tool_fn
+    def a() -> str:
+        """A."""
+        return "a"
+
+    @tool_fn
+    def b() -> str:
+        """B."""
+        return "b"
+
+    inner = Toolset("inner", [a])
+    tools = Toolset("t").add(inner)
+    assert ["a"] == [t.name for t in resolve_turn(tools).tools]
+    inner.add(b)
+    assert ["a", "b"] == [t.name for t in resolve_turn(tools).tools]
+
+
+def test_overrides_are_not_cached_into_later_turns() -> None:
+    from toolwire import Toolset, resolve_turn, tool_fn
+
+    @tool_fn
+    def a() -> str:
+        """A."""
+        return "a"
+
+    tools = Toolset("t", [a])
+    assert (
+        "Say a." == resolve_turn(tools, description_overrides={"a": "Say a."}).tools[0].description
+    )
+    assert "A." == resolve_turn(tools).tools[0].description

@@ -449,9 +449,13 @@ def _sync_pass(
     guarded: TypedCall[Any] | None = None
     for h, guard in hooks:
         try:
-            decision = _call_hook(h, call, ctx)
+            decision = h.fn(call, ctx) if h.arity == 2 else _call_hook(h, call, ctx)
         except Exception as exc:
             return _failed(call, h, exc), guarded
+        if decision is None:  # the common case: no opinion, nothing to interpret
+            if guard:
+                guarded = call
+            continue
         if inspect.isawaitable(decision):
             _close(decision)
             reason = f"hook `{h.name}` is async; use `await round.aapply_hooks(...)`"
@@ -489,14 +493,34 @@ def _guards_missed(outcome: _Outcome, guarded: TypedCall[Any] | None) -> bool:
     return guarded is not None and isinstance(outcome, TypedCall) and outcome is not guarded
 
 
-def run_hooks(call: TypedCall[Any], sets: Sequence[HookSet], ctx: HookContext) -> _Outcome:
+_HookCache = dict[Tool[Any, Any], list[tuple[_Hook, bool]]]
+
+
+def _hooks_cached(
+    sets: Sequence[HookSet], tool: Tool[Any, Any], cache: _HookCache | None
+) -> list[tuple[_Hook, bool]]:
+    if cache is None:
+        return _hooks_for(sets, tool)
+    hooks = cache.get(tool)
+    if hooks is None:
+        hooks = cache[tool] = _hooks_for(sets, tool)
+    return hooks
+
+
+def run_hooks(
+    call: TypedCall[Any],
+    sets: Sequence[HookSet],
+    ctx: HookContext,
+    cache: _HookCache | None = None,
+) -> _Outcome:
     """Run the decision pipeline for one call (sync hooks only).
 
     If a hook edits the input after the guard sets (policies) ran, the guard
     hooks run again on the final input: a tool pack cannot rewrite arguments
-    a policy has already checked.
+    a policy has already checked. ``cache`` (per round) keeps each tool's hook
+    list between calls.
     """
-    hooks = _hooks_for(sets, call.tool)
+    hooks = _hooks_cached(sets, call.tool, cache)
     if not hooks:
         return call
     outcome, guarded = _sync_pass(call, hooks, ctx)
@@ -508,9 +532,14 @@ def run_hooks(call: TypedCall[Any], sets: Sequence[HookSet], ctx: HookContext) -
     return outcome
 
 
-async def arun_hooks(call: TypedCall[Any], sets: Sequence[HookSet], ctx: HookContext) -> _Outcome:
+async def arun_hooks(
+    call: TypedCall[Any],
+    sets: Sequence[HookSet],
+    ctx: HookContext,
+    cache: _HookCache | None = None,
+) -> _Outcome:
     """Run the decision pipeline for one call, awaiting async hooks (see run_hooks)."""
-    hooks = _hooks_for(sets, call.tool)
+    hooks = _hooks_cached(sets, call.tool, cache)
     if not hooks:
         return call
     outcome, guarded = await _async_pass(call, hooks, ctx)
@@ -617,7 +646,8 @@ def plan_round(
 ) -> ToolRoundPlan:
     ctx = context or round.turn.context or HookContext()
     if any(sets):
-        pending, h, r = _split(run_hooks(c, sets, ctx) for c in calls)
+        cache: _HookCache = {}
+        pending, h, r = _split(run_hooks(c, sets, ctx, cache) for c in calls)
     else:
         pending, h, r = list(calls), [], []
     return ToolRoundPlan(round, tuple(pending), (*handled, *h), (*rejected, *r), ctx)
@@ -632,6 +662,7 @@ async def aplan_round(
     rejected: Sequence[RejectedCall],
 ) -> ToolRoundPlan:
     ctx = context or round.turn.context or HookContext()
-    outcomes = [await arun_hooks(c, sets, ctx) for c in calls] if any(sets) else list(calls)
+    cache: _HookCache = {}
+    outcomes = [await arun_hooks(c, sets, ctx, cache) for c in calls] if any(sets) else list(calls)
     pending, h, r = _split(outcomes)
     return ToolRoundPlan(round, tuple(pending), (*handled, *h), (*rejected, *r), ctx)

@@ -13,7 +13,6 @@ packs; ``provider(name)`` imports a provider when it is named.
 
 from __future__ import annotations
 
-import asyncio
 import difflib
 import functools
 import importlib
@@ -296,14 +295,8 @@ class PluginHost:
             return self
 
     def _add_candidate(self, kind: PluginKind, ep: Any) -> None:
-        dist = getattr(ep, "dist", None)
-        record = PluginRecord(
-            kind,
-            ep.name,
-            getattr(dist, "name", "") or "",
-            getattr(dist, "version", "") or "",
-            ep.value,
-        )
+        dist_name, dist_version = _dist_of(getattr(ep, "dist", None))
+        record = PluginRecord(kind, ep.name, dist_name, dist_version, ep.value)
         prior = self._records.get((kind, ep.name))
         if prior is not None:
             self._fail(
@@ -781,6 +774,8 @@ def _over_budget(label: str, elapsed: float, budget: float) -> Reject:
 
 
 async def _await_within(aw: Awaitable[Any], label: str, budget: float) -> Any:
+    import asyncio  # here, not at the top: assembling a toolset needs no event loop
+
     try:
         return await asyncio.wait_for(aw, budget)
     except asyncio.TimeoutError:
@@ -810,6 +805,21 @@ class _Bounded:
         _close(self.aw)
 
 
+def _dist_of(dist: Any) -> tuple[str, str]:
+    """A distribution's name and version, from its ``NAME-VERSION.dist-info`` folder name
+    when it has one: reading ``dist.name`` parses the whole METADATA file, and discovery
+    does this for every entry point (the folder name is normalised: ``toolwire_fs`` is
+    shown as ``toolwire-fs``)."""
+    if dist is None:
+        return "", ""
+    folder = getattr(getattr(dist, "_path", None), "name", "")
+    if isinstance(folder, str) and folder.endswith(".dist-info"):
+        name, sep, version = folder[: -len(".dist-info")].partition("-")
+        if sep and name and version:
+            return name.replace("_", "-"), version
+    return getattr(dist, "name", "") or "", getattr(dist, "version", "") or ""
+
+
 def _decision_hook(
     fn: Callable[..., Any], argnames: Sequence[str], label: str, budget: float
 ) -> Callable[[TypedCall[Any], HookContext], Any]:
@@ -832,7 +842,9 @@ def _decision_hook(
             if inspect.isawaitable(decision):
                 _close(decision)
             return _over_budget(label, elapsed, budget)
-        if decision.__class__ in decisions or not inspect.isawaitable(decision):
+        if decision is None or decision.__class__ in decisions:
+            return decision
+        if not inspect.isawaitable(decision):
             return decision
         return _Bounded(decision, label, budget)
 
@@ -935,6 +947,8 @@ class _ResultHook:
     async def arun(
         self, call: TypedCall[Any], result: ToolResult, ctx: HookContext, budget: float
     ) -> ToolResult:
+        import asyncio  # see _await_within
+
         start = time.perf_counter()
         try:
             out = self.fn(call, result, ctx)

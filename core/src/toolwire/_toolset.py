@@ -83,6 +83,7 @@ class Toolset:
         "_by_name",
         "_generation",
         "_members",
+        "_turn_cache",
         "description",
         "hooks",
         "name",
@@ -105,6 +106,8 @@ class Toolset:
         self._assembled: tuple[_Leaf, ...] | None = None
         self._by_name: dict[str, _Leaf] = {}
         self._generation = -1
+        # Resolved turns without hooks or overrides, per availability kind (see resolve_turn).
+        self._turn_cache: dict[str, Any] = {}
         for item in tools:
             self.add(item)
 

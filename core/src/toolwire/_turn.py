@@ -174,6 +174,28 @@ def resolve_turn(
     if not isinstance(requirement, Requirement):
         raise TypeError(f"requirement must be a Requirement, got {type(requirement).__name__}")
     kind = availability.kind
+    # The hooks passed here (policy plugins, tool packs, the application's sets) run
+    # before the toolsets' own, so no toolset hook can answer a call a policy rejects.
+    collected = toolset.collected_hooks()
+    all_hooks = (*hooks, *collected) if collected else tuple(hooks)
+    active = any(all_hooks)
+    overrides = list(
+        description_overrides.items()
+        if isinstance(description_overrides, Mapping)
+        else description_overrides
+    )
+    cached = None
+    if not active and not overrides and kind in ("default", "all"):
+        # Nothing per-turn can change the tools: the toolset keeps them (re-render is free).
+        toolset._ensure()  # re-assembles (and moves the generation) if anything changed
+        cached = toolset._turn_cache.get(kind)
+        if cached is not None and cached[0] != toolset._generation:
+            cached = None
+    if cached is not None:
+        resolved, offered = cached[1], cached[2]
+        return _finish(
+            toolset, resolved, offered, requirement, kind, parallel_calls, all_hooks, context
+        )
     chosen: list[Tool[Any, Any]]
     if kind == "all":
         chosen = list(toolset.tools())
@@ -190,27 +212,18 @@ def resolve_turn(
                 assert tool is not None
                 chosen.append(tool)
 
-    # The hooks passed here (policy plugins, tool packs, the application's sets) run
-    # before the toolsets' own, so no toolset hook can answer a call a policy rejects.
-    collected = toolset.collected_hooks()
-    all_hooks = (*hooks, *collected) if collected else tuple(hooks)
     ctx = context
-    if all_hooks:
+    if active:
         from toolwire._hooks import HookContext, visible_tools
 
         ctx = ctx or HookContext()
         chosen = visible_tools(all_hooks, chosen, ctx)
 
     descriptions = {t.name: t.description for t in chosen}
-    if all_hooks:
+    if active:
         from toolwire._hooks import describe_tools
 
         descriptions = describe_tools(all_hooks, chosen, descriptions, ctx)  # type: ignore[arg-type]
-    overrides = (
-        description_overrides.items()
-        if isinstance(description_overrides, Mapping)
-        else description_overrides
-    )
     for sel, text in overrides:
         name = _selector_name(toolset, sel)
         if not isinstance(text, str):
@@ -222,7 +235,22 @@ def resolve_turn(
 
     resolved = tuple(ResolvedTool(t, descriptions[t.name]) for t in chosen)
     offered = {t.name: t for t in chosen}
+    if not active and not overrides and kind in ("default", "all"):
+        toolset._turn_cache[kind] = (toolset._generation, resolved, offered)
+    return _finish(toolset, resolved, offered, requirement, kind, parallel_calls, all_hooks, ctx)
 
+
+def _finish(
+    toolset: Toolset,
+    resolved: tuple[ResolvedTool, ...],
+    offered: Mapping[str, Tool[Any, Any]],
+    requirement: Requirement,
+    kind: str,
+    parallel_calls: bool | None,
+    all_hooks: tuple[HookSet, ...],
+    ctx: HookContext | None,
+) -> ResolvedTurn:
+    """The requirement checked against the resolved tools, and the turn."""
     required: str | None = None
     if requirement.kind == "specific":
         assert requirement.tool is not None
