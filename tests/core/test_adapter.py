@@ -594,3 +594,26 @@ def test_http_provider_is_exported_lazily() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "[]" == out.stdout.strip()
+
+
+def test_cached_wire_caches_only_the_tools_own_description() -> None:
+    from toolwire import tool_fn
+    from toolwire._adapter import cached_wire
+
+    @tool_fn
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    built: list[str] = []
+
+    def build(text: str) -> dict[str, Any]:
+        built.append(text)
+        return {"description": text}
+
+    first = cached_wire(ping, "Ping.", "k", lambda: build("Ping."))
+    assert first is cached_wire(ping, "Ping.", "k", lambda: build("Ping."))
+    for user in ("ada", "bob", "ada"):
+        cached_wire(ping, f"Ping for {user}.", "k", lambda u=user: build(f"Ping for {u}."))
+    assert ["Ping.", "Ping for ada.", "Ping for bob.", "Ping for ada."] == built
+    assert ["k"] == [k for k in ping.cache if k == "k"]

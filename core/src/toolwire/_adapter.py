@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import abc
 import os
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Hashable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Generic, TypeVar
 
 import httpx
@@ -37,10 +37,11 @@ from toolwire._http import (
 )
 from toolwire._provider import Provider, ReplyCompleted, StreamEvent
 from toolwire._round import AssistantReply
+from toolwire._tools import Tool
 from toolwire._transcript import Session
 from toolwire._turn import ResolvedTurn
 
-__all__ = ["DECODE_ERRORS", "HttpProvider", "malformed"]
+__all__ = ["DECODE_ERRORS", "HttpProvider", "cached_wire", "malformed"]
 
 DECODE_ERRORS: tuple[type[Exception], ...] = (
     KeyError,
@@ -57,6 +58,27 @@ _SNIPPET_CHARS = 200  # of the offending event's data, in a malformed-stream-eve
 _S = TypeVar("_S")
 _R = TypeVar("_R")
 _H = TypeVar("_H", bound="HttpProvider[Any]")
+
+
+def cached_wire(
+    tool: Tool[Any, Any],
+    description: str,
+    key: Hashable,
+    build: Callable[[], dict[str, Any]],
+) -> dict[str, Any]:
+    """A tool's rendered wire dict, cached on the tool under ``key``.
+
+    Only the tool's own description is cached: a per-turn description (an
+    override, a hook's per-user text) is built each time from the cached
+    compile, so the cache cannot grow with every description a hook invents.
+    The cached dict is shared: hand out copies.
+    """
+    if description != tool.description:
+        return build()
+    wire: dict[str, Any] | None = tool.cache.get(key)
+    if wire is None:
+        wire = tool.cache[key] = build()
+    return wire
 
 
 def malformed(provider: str, what: str, *, stream: bool) -> ProviderError:

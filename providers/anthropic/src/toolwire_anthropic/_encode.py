@@ -18,6 +18,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from toolwire._adapter import cached_wire
 from toolwire._compile import compile_tool
 from toolwire._tools import Tool, ToolCall
 from toolwire._transcript import (
@@ -36,20 +37,19 @@ _WIRE_CACHE = "toolwire_anthropic.wire"
 
 
 def render_tool(tool: Tool[Any, Any], description: str) -> dict[str, Any]:
-    """``{name, description, input_schema}``, cached on the tool per description.
+    """``{name, description, input_schema}``, cached on the tool (its own description).
 
     The cached dict is shared: callers that hand it out must copy it.
     """
-    key = (_WIRE_CACHE, description)
-    wire: dict[str, Any] | None = tool.cache.get(key)
-    if wire is None:
-        compiled = compile_tool(tool, PROVIDER)
-        wire = {"name": tool.name}
+
+    def build() -> dict[str, Any]:
+        wire: dict[str, Any] = {"name": tool.name}
         if description:
             wire["description"] = description
-        wire["input_schema"] = compiled.schema
-        tool.cache[key] = wire
-    return wire
+        wire["input_schema"] = compile_tool(tool, PROVIDER).schema
+        return wire
+
+    return cached_wire(tool, description, _WIRE_CACHE, build)
 
 
 def tool_choice(turn: ResolvedTurn, *, thinking: bool) -> dict[str, Any] | None:

@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import httpx
 
-from toolwire._adapter import HttpProvider
+from toolwire._adapter import HttpProvider, cached_wire
 from toolwire._compile import CompiledTool, CompileOptions, compile_tool
 from toolwire._errors import StreamError
 from toolwire._http import ApiKey, AuthStyle, RetryPolicy, SSEEvent, resolve_api_key
@@ -152,13 +152,16 @@ class GeminiProvider(HttpProvider[ReplyBuilder]):
 
     def _declarations(self, turn: ResolvedTurn) -> list[dict[str, Any]]:
         out = []
+        key = (_WIRE_CACHE, self._compile_options)
         for rt in turn.tools:
-            key = (_WIRE_CACHE, self._compile_options, rt.description)
-            wire = rt.tool.cache.get(key)
-            if wire is None:
-                wire = function_declaration(rt, self.compiled(rt))
-                rt.tool.cache[key] = wire
-            out.append(wire)
+            out.append(
+                cached_wire(
+                    rt.tool,
+                    rt.description,
+                    key,
+                    lambda rt=rt: function_declaration(rt, self.compiled(rt)),  # type: ignore[misc]
+                )
+            )
         return out
 
     def render_tools(self, turn: ResolvedTurn) -> list[dict[str, Any]]:
