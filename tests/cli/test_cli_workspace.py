@@ -96,7 +96,7 @@ def test_chat_without_a_policy_file_warns_that_calls_are_not_checked(here: Path)
 
 
 def test_chat_denies_a_write_without_approve(here: Path) -> None:
-    done = _run(here, "chat", "write file 'a.txt'")
+    done = _run(here, "chat", "write file 'a.txt'", TOOLWIRE_FS_ROOT=str(here))
     assert 1 == done.returncode
     assert (
         "  approval: denied: `write_file` is mutating, and `toolwire chat` runs mutating and "
@@ -106,8 +106,15 @@ def test_chat_denies_a_write_without_approve(here: Path) -> None:
 
 
 def test_chat_writes_with_approve(here: Path) -> None:
-    done = _run(here, "chat", "write file 'a.txt'", "--approve")
+    done = _run(here, "chat", "write file 'a.txt'", "--approve", TOOLWIRE_FS_ROOT=str(here))
     assert (0, "example") == (done.returncode, (here / "a.txt").read_text())
+
+
+def test_chat_cannot_write_when_the_fs_root_was_not_named(here: Path) -> None:
+    # Without TOOLWIRE_FS_ROOT the pack is rooted wherever the command runs: write_file
+    # is off, so the model is not offered it at all, even with --approve.
+    done = _run(here, "chat", "write file 'a.txt'", "--approve")
+    assert (False, False) == ("> write_file" in done.stdout, (here / "a.txt").exists())
 
 
 # -- the organisation policy, through the executor ----------------------------------------

@@ -143,3 +143,23 @@ def test_the_host_discovers_and_assembles_the_plugin(
     [record] = [r for r in host.plugins if r.name == "fs"]
     assert ("toolset", "toolwire-fs", "loaded") == (record.kind, record.distribution, record.status)
     assert {"read_file", "list_dir", "find", "grep", "write_file"} <= {t.name for t in toolset}
+
+
+def test_without_a_configured_root_write_file_is_off(tmp_path: Any, monkeypatch: Any) -> None:
+    from toolwire_fs import fs_toolset_from_env
+
+    monkeypatch.chdir(tmp_path)
+    toolset = fs_toolset_from_env({})
+    assert (["read_file", "list_dir", "find", "grep"], True) == (
+        [t.name for t in toolset.default_tools()],
+        toolset.is_off("write_file"),
+    )
+
+
+def test_a_configured_root_turns_write_file_on(tmp_path: Any) -> None:
+    from toolwire_fs import fs_toolset_from_env
+
+    toolset = fs_toolset_from_env({"TOOLWIRE_FS_ROOT": str(tmp_path)})
+    assert ["read_file", "list_dir", "find", "grep", "write_file"] == [
+        t.name for t in toolset.default_tools()
+    ]

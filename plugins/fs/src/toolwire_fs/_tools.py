@@ -381,6 +381,7 @@ def fs_toolset(
     max_read_bytes: int = DEFAULT_MAX_READ_BYTES,
     max_write_bytes: int = DEFAULT_MAX_WRITE_BYTES,
     allow_delete: bool = False,
+    write_off: bool = False,
     name: str = "fs",
 ) -> Toolset:
     """A toolset of file tools confined to ``root``.
@@ -388,7 +389,8 @@ def fs_toolset(
     Tools: ``read_file``, ``list_dir``, ``find``, ``grep`` (read-only,
     idempotent), ``write_file`` (mutating) and, with ``allow_delete=True``,
     ``delete_file`` (destructive, added *off*: a turn must select it
-    explicitly). Every tool needs the ``filesystem`` capability. Tools raise
+    explicitly). ``write_off=True`` adds ``write_file`` off as well. Every tool
+    needs the ``filesystem`` capability. Tools raise
     :class:`FsError` (or a subclass) with a message meant for the model.
     """
     fs_root = root if isinstance(root, FsRoot) else FsRoot(root)
@@ -466,9 +468,10 @@ def fs_toolset(
 
     toolset = Toolset(
         name,
-        [read_file, list_dir, find, grep, write_file],
+        [read_file, list_dir, find, grep],
         description="file tools confined to a root directory",
     )
+    toolset.add(write_file, off=write_off)
     if allow_delete:
 
         @tool_fn(effect=ToolEffect.DESTRUCTIVE, capabilities=_FS, idempotent=False)
@@ -507,14 +510,21 @@ def fs_toolset_from_env(environ: Mapping[str, str] | None = None) -> Toolset:
     ``TOOLWIRE_FS_ROOT`` (default: the current directory, read now),
     ``TOOLWIRE_FS_MAX_READ_BYTES``, ``TOOLWIRE_FS_MAX_WRITE_BYTES``, and
     ``TOOLWIRE_FS_ALLOW_DELETE=1`` to add the (off by default) delete tool.
+
+    Without ``TOOLWIRE_FS_ROOT`` the root is wherever the process started, so
+    installing the pack must not hand the model write access to it:
+    ``write_file`` is then added *off* (a turn selects it explicitly). Naming
+    the root turns it on.
     """
     env = os.environ if environ is None else environ
     allow = env.get(ALLOW_DELETE_ENV, "").strip().lower()
     if allow not in _TRUE | _FALSE:
         raise FsError(f"{ALLOW_DELETE_ENV} must be 1 or 0, got {env[ALLOW_DELETE_ENV]!r}")
+    root = env.get(ROOT_ENV, "").strip()
     return fs_toolset(
-        env.get(ROOT_ENV) or os.getcwd(),
+        root or os.getcwd(),
         max_read_bytes=_env_int(env, MAX_READ_ENV, DEFAULT_MAX_READ_BYTES),
         max_write_bytes=_env_int(env, MAX_WRITE_ENV, DEFAULT_MAX_WRITE_BYTES),
         allow_delete=allow in _TRUE,
+        write_off=not root,
     )
