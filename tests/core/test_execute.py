@@ -203,7 +203,7 @@ def test_output_of_the_wrong_type_is_an_error_result() -> None:
     result = tw.Executor().execute(typed(count))
     assert result.is_error
     assert result.content.startswith(
-        "tool `count` returned output that does not match its output type int:\n- (arguments): "
+        "tool `count` returned output that does not match its output type int:\n- (output): "
     )
 
 

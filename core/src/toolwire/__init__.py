@@ -132,6 +132,15 @@ if _typing.TYPE_CHECKING:
         arun_agent,
         run_agent,
     )
+    from toolwire._compile import (
+        CompiledTool,
+        CompileOptions,
+        CompileReport,
+        SchemaChange,
+        check_tools,
+        compile_tool,
+        format_report,
+    )
     from toolwire._execute import (
         Allow,
         Approval,
@@ -166,6 +175,13 @@ if _typing.TYPE_CHECKING:
 # and agent asyncio, the transport httpx. ``import toolwire`` stays close to pydantic's cost.
 _LAZY = {
     "HttpProvider": "toolwire._adapter",
+    "CompileOptions": "toolwire._compile",
+    "CompileReport": "toolwire._compile",
+    "CompiledTool": "toolwire._compile",
+    "SchemaChange": "toolwire._compile",
+    "check_tools": "toolwire._compile",
+    "compile_tool": "toolwire._compile",
+    "format_report": "toolwire._compile",
     "Agent": "toolwire._agent",
     "AgentEvent": "toolwire._agent",
     "AgentFinished": "toolwire._agent",
@@ -241,6 +257,9 @@ __all__ = [
     "Capability",
     "ChatSpan",
     "CommitError",
+    "CompileOptions",
+    "CompileReport",
+    "CompiledTool",
     "Complete",
     "ContextLengthError",
     "ContinueSuggestion",
@@ -297,6 +316,7 @@ __all__ = [
     "RoundCommitted",
     "RoundLimitError",
     "RunNormally",
+    "SchemaChange",
     "Selector",
     "ServerError",
     "Session",
@@ -339,7 +359,10 @@ __all__ = [
     "arun_agent",
     "arun_turn",
     "call_fingerprint",
+    "check_tools",
+    "compile_tool",
     "decode_reply",
+    "format_report",
     "get_host",
     "hookimpl",
     "is_transient",

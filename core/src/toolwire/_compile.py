@@ -42,6 +42,7 @@ from urllib.parse import unquote
 import attrs
 
 from toolwire._errors import ToolDefinitionError, ToolwireError
+from toolwire._schema import _SCHEMA_KEYS, _SCHEMA_LIST_KEYS, _SCHEMA_MAP_KEYS
 from toolwire._tools import Tool, ToolDef
 
 if TYPE_CHECKING:
@@ -345,27 +346,11 @@ _TYPE_KEYS: Mapping[str, frozenset[str]] = {
 _TYPE_KEYS = {**_TYPE_KEYS, "integer": _TYPE_KEYS["number"]}
 _ALL_TYPE_KEYS = frozenset().union(*_TYPE_KEYS.values())
 
-# Where sub-schemas live (keyword -> one schema / list of schemas / name -> schema map).
-_SUB_ONE = frozenset(
-    {
-        "items",
-        "additionalProperties",
-        "not",
-        "if",
-        "then",
-        "else",
-        "contains",
-        "propertyNames",
-        "unevaluatedItems",
-        "unevaluatedProperties",
-        "additionalItems",
-        "contentSchema",
-    }
-)
-_SUB_LIST = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
-_SUB_MAP = frozenset(
-    {"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"}
-)
+# Where sub-schemas live (keyword -> one schema / list of schemas / name -> schema map):
+# the one table, shared with the neutral schema cleaner.
+_SUB_ONE = _SCHEMA_KEYS
+_SUB_LIST = _SCHEMA_LIST_KEYS
+_SUB_MAP = _SCHEMA_MAP_KEYS
 
 _MAX_INLINED_NODES = 20_000
 

@@ -611,10 +611,11 @@ class _Job:
         self.error_type = kind
 
 
-def _errors_text(exc: ValidationError) -> str:
+def _errors_text(exc: ValidationError, whole: str = "(arguments)") -> str:
+    """pydantic's errors, one line each; ``whole`` names an error about the whole value."""
     lines = []
     for e in exc.errors(include_url=False, include_input=False):
-        loc = ".".join(str(p) for p in e["loc"]) or "(arguments)"
+        loc = ".".join(str(p) for p in e["loc"]) or whole
         lines.append(f"- {loc}: {e['msg']}")
     return "\n".join(lines)
 
@@ -976,7 +977,7 @@ class Executor:
             except ValidationError as exc:
                 raise _OutputMismatch(
                     f"tool `{call.name}` returned output that does not match its output type "
-                    f"{_type_name(tool.output_type)}:\n{_errors_text(exc)}"
+                    f"{_type_name(tool.output_type)}:\n{_errors_text(exc, '(output)')}"
                 ) from None
         elif plan.out_str and not isinstance(out, str):
             raise _OutputMismatch(

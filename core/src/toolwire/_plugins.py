@@ -30,7 +30,7 @@ import pluggy
 
 from toolwire import hookspecs
 from toolwire._errors import PluginError, PolicyError
-from toolwire._hooks import Complete, HookContext, HookSet, Reject, RunNormally
+from toolwire._hooks import Complete, HookContext, HookSet, Reject, RunNormally, _close
 from toolwire._provider import Provider
 from toolwire._round import rejection_content
 from toolwire._tools import Tool, ToolResult, TypedCall
@@ -737,12 +737,6 @@ def _version() -> str:
     from toolwire import __version__
 
     return __version__
-
-
-def _close(obj: object) -> None:
-    close = getattr(obj, "close", None)
-    if callable(close):
-        close()
 
 
 def _caller(

@@ -39,6 +39,7 @@ _SCHEMA_KEYS = frozenset(
         "unevaluatedItems",
         "unevaluatedProperties",
         "additionalItems",
+        "contentSchema",
     }
 )
 _SCHEMA_LIST_KEYS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
