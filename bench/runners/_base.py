@@ -58,6 +58,9 @@ class Runner:
     distribution: ClassVar[str | None] = None
     #: Statement timed by S4 in a fresh process.
     import_statement: ClassVar[str] = ""
+    #: For a library whose top-level import is lazy: the imports a program actually makes,
+    #: timed as a second S4 row (empty: not reported).
+    working_set_statement: ClassVar[str] = ""
     #: Human description of the exact code path, per scenario id (goes into the JSON).
     paths: ClassVar[dict[str, str]] = {}
 

@@ -75,6 +75,11 @@ class ToolwireRunner(Runner):
     module = "toolwire"
     distribution = "toolwire"
     import_statement = "import toolwire"
+    # import toolwire is lazy (as pydantic's own import is); this is what the S2/S3 path uses.
+    working_set_statement = (
+        "from toolwire import AssistantReply, Session, ToolCall, Toolset, decode_reply, "
+        "resolve_turn, tool_fn"
+    )
     paths: ClassVar[dict[str, str]] = {
         "S1": "tool_fn(fn) per function + Toolset + resolve_turn + "
         "OpenAIChatProvider._wire_tools(turn) (the cached wire dicts build_body() sends; "

@@ -14,6 +14,7 @@ from typing import (
     Any,
     Generic,
     NamedTuple,
+    ParamSpec,
     TypeVar,
     cast,
     get_args,
@@ -26,7 +27,6 @@ import attrs
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic.fields import FieldInfo
-from typing_extensions import ParamSpec
 
 from toolwire._errors import MismatchedToolNameError, ToolDefinitionError
 from toolwire._schema import (
