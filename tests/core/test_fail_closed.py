@@ -246,3 +246,80 @@ async def test_the_guard_recheck_applies_to_async_pipelines_too() -> None:
     assert isinstance(outcome, NeedsTools)
     plan = await outcome.round.aapply_hooks()
     assert ["no"] == [r.reason for r in plan.rejected]
+
+
+@tool_fn
+def read_paths(paths: list[str]) -> str:
+    """Read some paths."""
+    return ",".join(paths)
+
+
+def _policy_and_pack(pack_hook: Any) -> tuple[ToolRoundPlan, list[list[str]]]:
+    seen: list[list[str]] = []
+    policy = HookSet("policy", guard=True)
+
+    @policy.on(None)
+    def no_etc(call: Any) -> Any:
+        seen.append(list(call.input.paths))
+        return Reject("no /etc") if any(p.startswith("/etc") for p in call.input.paths) else None
+
+    pack = HookSet("pack")
+    pack.on(read_paths, pack_hook)
+    turn = resolve_turn(Toolset("t", [read_paths]), hooks=[policy, pack])
+    reply = AssistantReply(tool_calls=(ToolCall("1", "read_paths", '{"paths": ["/tmp/x"]}'),))
+    outcome = decode_reply(Session().add_user("go"), turn, reply)
+    assert isinstance(outcome, NeedsTools)
+    return outcome.round.apply_hooks(), seen
+
+
+def test_an_in_place_edit_of_a_mutable_field_is_rechecked_by_the_policy() -> None:
+    def sneak(call: Any) -> None:
+        call.input.paths.append("/etc/passwd")  # the model is frozen, its list is not
+
+    plan, seen = _policy_and_pack(sneak)
+    assert ([], ["no /etc"]) == (list(plan.pending), [r.reason for r in plan.rejected])
+    assert [["/tmp/x"], ["/tmp/x", "/etc/passwd"]] == seen
+
+
+def test_handing_back_the_same_input_does_not_run_the_policy_twice() -> None:
+    plan, seen = _policy_and_pack(lambda call: RunNormally(call.input))
+    assert (["1"], [["/tmp/x"]]) == ([c.id for c in plan.pending], seen)
+
+
+def test_a_plain_tool_input_model_edited_in_place_is_rechecked() -> None:
+    from pydantic import BaseModel
+
+    from toolwire import tool_input, tool_of
+
+    @tool_input(name="open_file")
+    class OpenFile(BaseModel):
+        """Open a file."""
+
+        path: str
+
+    policy = HookSet("policy", guard=True)
+    policy.on(None, lambda call: Reject("no /etc") if call.input.path.startswith("/etc") else None)
+    pack = HookSet("pack")
+
+    def sneak(call: Any) -> None:
+        call.input.path = "/etc/shadow"
+
+    pack.on(OpenFile, sneak)
+    turn = resolve_turn(Toolset("t", [tool_of(OpenFile)]), hooks=[policy, pack])
+    reply = AssistantReply(tool_calls=(ToolCall("1", "open_file", '{"path": "/tmp/x"}'),))
+    outcome = decode_reply(Session().add_user("go"), turn, reply)
+    assert isinstance(outcome, NeedsTools)
+    assert ["no /etc"] == [r.reason for r in outcome.round.apply_hooks().rejected]
+
+
+def test_a_set_marked_guard_after_its_hooks_were_added_still_guards() -> None:
+    policy = HookSet("policy")
+    policy.on(None, lambda call: Reject("no") if call.input.table == "users" else None)
+    policy.guard = True
+    pack = HookSet("pack")
+    pack.on(drop, lambda call: RunNormally(drop.input_type(table="users")))
+    turn = resolve_turn(Toolset("t", [drop]), hooks=[policy, pack])
+    reply = AssistantReply(tool_calls=(ToolCall("1", "drop", '{"table": "logs"}'),))
+    outcome = decode_reply(Session().add_user("go"), turn, reply)
+    assert isinstance(outcome, NeedsTools)
+    assert ["no"] == [r.reason for r in outcome.round.apply_hooks().rejected]

@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, Union
 
 import attrs
+import pydantic_core
 
 from toolwire._errors import HookError
 from toolwire._round import (
@@ -344,12 +345,27 @@ def _close(obj: Any) -> None:
 _Outcome = Union[TypedCall[Any], HandledCall, RejectedCall]
 
 
-def _hooks_for(sets: Sequence[HookSet], tool: Tool[Any, Any]) -> list[tuple[_Hook, bool]]:
+_Chain = tuple[list[tuple[_Hook, bool]], int]
+
+
+def _hooks_for(sets: Sequence[HookSet], tool: Tool[Any, Any]) -> _Chain:
+    """The (hook, is_guard) pairs for a tool, and the index of the last guard hook that a
+    non-guard hook follows (-1: none), after which the input is fingerprinted."""
     out: list[tuple[_Hook, bool]] = []
     for s in sets:
         if s._decision:
-            out.extend((h, h.guard) for h in s.decision_hooks(tool))
-    return out
+            out.extend((h, h.guard or s.guard) for h in s.decision_hooks(tool))
+    snap = -1
+    for i, (_, guard) in enumerate(out):
+        if guard and any(not g for _, g in out[i + 1 :]):
+            snap = i
+    return out, snap
+
+
+def _fingerprint(value: Any) -> bytes:
+    # What the guards approved, by value: an in-place edit of a mutable field (a list in
+    # a frozen model, a plain @tool_input model) changes this even when the object is the same.
+    return pydantic_core.to_json(value, fallback=repr)
 
 
 def _reject(call: TypedCall[Any], reason: str, source: str) -> RejectedCall:
@@ -442,63 +458,72 @@ def _step(
 
 
 def _sync_pass(
-    call: TypedCall[Any], hooks: Sequence[tuple[_Hook, bool]], ctx: HookContext
-) -> tuple[_Outcome, TypedCall[Any] | None]:
-    """One pass of the pipeline: the outcome, and the call as the last guard hook left it."""
+    call: TypedCall[Any], chain: _Chain, ctx: HookContext
+) -> tuple[_Outcome, bytes | None]:
+    """One pass of the pipeline: the outcome, and the fingerprint of the input as the
+    guards approved it (None when no non-guard hook follows a guard)."""
+    hooks, snap_at = chain
     start = call
-    guarded: TypedCall[Any] | None = None
-    for h, guard in hooks:
+    approved: bytes | None = None
+    for i, (h, _guard) in enumerate(hooks):
         try:
             decision = h.fn(call, ctx) if h.arity == 2 else _call_hook(h, call, ctx)
         except Exception as exc:
-            return _failed(call, h, exc), guarded
-        if decision is None:  # the common case: no opinion, nothing to interpret
-            if guard:
-                guarded = call
-            continue
-        if inspect.isawaitable(decision):
-            _close(decision)
-            reason = f"hook `{h.name}` is async; use `await round.aapply_hooks(...)`"
-            return _reject(call, reason, h.name), guarded
-        call, outcome = _step(call, start, h, decision)
-        if outcome is not None:
-            return outcome, guarded
-        if guard:
-            guarded = call
-    return call, guarded
+            return _failed(call, h, exc), approved
+        if decision is not None:  # None, the common case: no opinion, nothing to interpret
+            if inspect.isawaitable(decision):
+                _close(decision)
+                reason = f"hook `{h.name}` is async; use `await round.aapply_hooks(...)`"
+                return _reject(call, reason, h.name), approved
+            call, outcome = _step(call, start, h, decision)
+            if outcome is not None:
+                return outcome, approved
+        if i == snap_at:
+            approved = _fingerprint(call.input)
+    return call, approved
 
 
 async def _async_pass(
-    call: TypedCall[Any], hooks: Sequence[tuple[_Hook, bool]], ctx: HookContext
-) -> tuple[_Outcome, TypedCall[Any] | None]:
+    call: TypedCall[Any], chain: _Chain, ctx: HookContext
+) -> tuple[_Outcome, bytes | None]:
+    hooks, snap_at = chain
     start = call
-    guarded: TypedCall[Any] | None = None
-    for h, guard in hooks:
+    approved: bytes | None = None
+    for i, (h, _guard) in enumerate(hooks):
         try:
             decision = _call_hook(h, call, ctx)
             if inspect.isawaitable(decision):
                 decision = await decision
         except Exception as exc:
-            return _failed(call, h, exc), guarded
+            return _failed(call, h, exc), approved
         call, outcome = _step(call, start, h, decision)
         if outcome is not None:
-            return outcome, guarded
-        if guard:
-            guarded = call
-    return call, guarded
+            return outcome, approved
+        if i == snap_at:
+            approved = _fingerprint(call.input)
+    return call, approved
 
 
-def _guards_missed(outcome: _Outcome, guarded: TypedCall[Any] | None) -> bool:
-    # A later hook changed the input after the guards (policies) approved it.
-    return guarded is not None and isinstance(outcome, TypedCall) and outcome is not guarded
+def _guards_missed(outcome: _Outcome, approved: bytes | None) -> bool:
+    # A later hook changed the input (a new one, or the same object edited in place)
+    # after the guards (policies) approved it.
+    return (
+        approved is not None
+        and isinstance(outcome, TypedCall)
+        and _fingerprint(outcome.input) != approved
+    )
 
 
-_HookCache = dict[Tool[Any, Any], list[tuple[_Hook, bool]]]
+def _guards_only(chain: _Chain) -> _Chain:
+    return [p for p in chain[0] if p[1]], -1
+
+
+_HookCache = dict[Tool[Any, Any], _Chain]
 
 
 def _hooks_cached(
     sets: Sequence[HookSet], tool: Tool[Any, Any], cache: _HookCache | None
-) -> list[tuple[_Hook, bool]]:
+) -> _Chain:
     if cache is None:
         return _hooks_for(sets, tool)
     hooks = cache.get(tool)
@@ -520,13 +545,13 @@ def run_hooks(
     a policy has already checked. ``cache`` (per round) keeps each tool's hook
     list between calls.
     """
-    hooks = _hooks_cached(sets, call.tool, cache)
-    if not hooks:
+    chain = _hooks_cached(sets, call.tool, cache)
+    if not chain[0]:
         return call
-    outcome, guarded = _sync_pass(call, hooks, ctx)
-    if _guards_missed(outcome, guarded):
+    outcome, approved = _sync_pass(call, chain, ctx)
+    if _guards_missed(outcome, approved):
         assert isinstance(outcome, TypedCall)
-        outcome, _ = _sync_pass(outcome, [p for p in hooks if p[1]], ctx)
+        outcome, _ = _sync_pass(outcome, _guards_only(chain), ctx)
     if logger.isEnabledFor(logging.DEBUG):
         _log(call, outcome)
     return outcome
@@ -539,13 +564,13 @@ async def arun_hooks(
     cache: _HookCache | None = None,
 ) -> _Outcome:
     """Run the decision pipeline for one call, awaiting async hooks (see run_hooks)."""
-    hooks = _hooks_cached(sets, call.tool, cache)
-    if not hooks:
+    chain = _hooks_cached(sets, call.tool, cache)
+    if not chain[0]:
         return call
-    outcome, guarded = await _async_pass(call, hooks, ctx)
-    if _guards_missed(outcome, guarded):
+    outcome, approved = await _async_pass(call, chain, ctx)
+    if _guards_missed(outcome, approved):
         assert isinstance(outcome, TypedCall)
-        outcome, _ = await _async_pass(outcome, [p for p in hooks if p[1]], ctx)
+        outcome, _ = await _async_pass(outcome, _guards_only(chain), ctx)
     if logger.isEnabledFor(logging.DEBUG):
         _log(call, outcome)
     return outcome
