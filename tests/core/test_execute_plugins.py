@@ -109,3 +109,74 @@ def test_plugins_must_be_a_bool_or_a_host() -> None:
     with pytest.raises(TypeError) as info:
         tw.Executor(plugins="corp")
     assert "plugins must be True, False or a toolwire.PluginHost, got str" == str(info.value)
+
+
+def test_a_policy_registered_after_the_executor_was_made_still_sees_results() -> None:
+    host = _host()
+    executor = tw.Executor(plugins=host)
+    host.register(Redactor(), "redactor")
+    assert "[redacted]-k" == executor.execute(_call()).content
+
+
+def test_a_policy_registered_after_the_agent_was_made_still_decides() -> None:
+    host = _host()
+    provider = TestProvider(
+        script=[{"tool_calls": [{"name": "lookup", "arguments": {"key": "k"}}]}, {"text": "ok"}]
+    )
+    agent = tw.Agent(provider, tw.Toolset("t", [lookup]), plugins=host)
+    host.register(NoLookups(), "corp", kind="policy")
+    session = tw.Session().add_user("look up k")
+    agent.run(session)
+    assert "lookups are off today" == tw.rejection_reason(session.messages[-2].results[0])
+
+
+def test_host_sets_passed_explicitly_are_not_applied_twice() -> None:
+    seen: list[str] = []
+
+    class Counting:
+        @hookimpl
+        def toolwire_tool_decision(self, call: Any, context: Any) -> None:
+            seen.append(call.id)
+
+    host = _host()
+    host.register(Counting(), "corp", kind="policy")
+    provider = TestProvider(
+        script=[{"tool_calls": [{"name": "lookup", "arguments": {"key": "k"}}]}, {"text": "ok"}]
+    )
+    agent = tw.Agent(provider, tw.Toolset("t", [lookup]), plugins=host, hooks=host.hook_sets())
+    agent.run(tw.Session().add_user("look up k"))
+    assert 1 == len(seen)
+
+
+def test_an_approver_cannot_rewrite_arguments_past_a_policy() -> None:
+    class NoSecretKeys:
+        @hookimpl
+        def toolwire_tool_decision(self, call: Any, context: Any) -> Any:
+            return tw.Reject("secret keys are off limits") if call.input.key == "root" else None
+
+    host = _host()
+    host.register(NoSecretKeys(), "corp", kind="policy")
+    executor = tw.Executor(plugins=host, approval=lambda request: tw.Modify({"key": "root"}))
+    result = executor.execute(_call())
+    assert result.is_error
+    assert (
+        "the approver's arguments for tool `lookup` were rejected: secret keys are off limits"
+        == tw.rejection_reason(result)
+    )
+
+
+def test_run_plan_passes_results_hooks_answered_through_the_result_hooks() -> None:
+    host = _host()
+    host.register(Redactor(), "redactor")
+    hooks = tw.HookSet()
+    hooks.on(lookup, lambda call: tw.Complete("secret from cache"))
+    session = tw.Session().add_user("go")
+    turn = tw.resolve_turn(tw.Toolset("t", [lookup]), hooks=[hooks])
+    reply = tw.AssistantReply(tool_calls=(tw.ToolCall("c1", "lookup", '{"key": "k"}'),))
+    outcome = tw.decode_reply(session, turn, reply)
+    assert isinstance(outcome, tw.NeedsTools)
+    plan = outcome.round.apply_hooks()
+    executor = tw.Executor(plugins=host)
+    plan.commit(executor.run_plan(plan))
+    executor.run_plan(plan)  # observed once: running it again does not redact twice
+    assert "[redacted] from cache" == session.messages[-1].results[0].content

@@ -207,7 +207,10 @@ class Agent:
             if executor is not None
             else Executor(tracing=tracing, plugins=host if host is not None else False)
         )
-        self.hooks = (*host.hook_sets(), *hooks) if host is not None else tuple(hooks)
+        # The application's sets; the host's are read every round (a policy registered
+        # after this agent was made still applies). A set the caller passed that the host
+        # also supplies (code written as hooks=host.hook_sets()) is not applied twice.
+        self.hooks = tuple(hooks)
         self.turn = turn if turn is not None else Turn()
         self.follow_up = (
             follow_up
@@ -232,6 +235,12 @@ class Agent:
             session_id=session.id, provider=self.provider.name, model=self.provider.model
         )
 
+    def _hook_sets(self) -> tuple[HookSet, ...]:
+        if self.host is None:
+            return self.hooks
+        host_sets = self.host.hook_sets()
+        return (*host_sets, *(h for h in self.hooks if all(h is not s for s in host_sets)))
+
     def _loop(self, session: Session) -> _Loop:
         ctx = self._context(session)
         usage = Usage()
@@ -239,7 +248,7 @@ class Agent:
         resuming = isinstance(session.last, ToolResultsMessage)
         config = self.follow_up if resuming else self.turn
         while True:
-            turn = config.resolve(self.toolset, hooks=self.hooks, context=ctx)
+            turn = config.resolve(self.toolset, hooks=self._hook_sets(), context=ctx)
             reply: AssistantReply = yield _Request(turn)
             if reply.usage is not None:
                 usage = usage + reply.usage

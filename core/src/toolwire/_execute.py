@@ -718,8 +718,6 @@ class Executor:
         self._host = _resolve_host(plugins)
         # The host's result hooks (tool packs, then policies) see every result after
         # ``on_result``; looked up once. A host with none costs nothing per call.
-        self._host_results = self._host is not None and bool(self._host._result_pipeline())
-        self._observes = on_result is not None or self._host_results
         self._tracing = tracing
         self._clock = clock
         self._sleep = sleep
@@ -904,6 +902,23 @@ class Executor:
             await self._apply_decision(job, request, decision, pending)
         return pending
 
+    async def _policies_on(self, call: TypedCall[Any], context: HookContext | None) -> str | None:
+        """The host's policies on input an approver rewrote (they only saw the model's):
+        None if they let it run, else why not."""
+        if self._host is None:
+            return None
+        policies = self._host.hook_sets()[0]
+        if not policies:
+            return None
+        from toolwire._hooks import HandledCall, RejectedCall, arun_hooks
+
+        outcome = await arun_hooks(call, [policies], context or HookContext())
+        if isinstance(outcome, RejectedCall):
+            return outcome.reason
+        if isinstance(outcome, HandledCall):
+            return "a policy answered the call instead of letting it run"
+        return None
+
     async def _apply_decision(
         self, job: _Job, request: ApprovalRequest, decision: Any, pending: list[ApprovalRequest]
     ) -> None:
@@ -929,6 +944,13 @@ class Executor:
                 )
                 return
             modified = call.with_input(value)
+            refusal = await self._policies_on(modified, job.context)
+            if refusal is not None:
+                job.refuse(
+                    f"the approver's arguments for tool `{call.name}` were rejected: {refusal}",
+                    "policy_rejected",
+                )
+                return
             job.call = modified
             assert job.plan is not None
             if job.plan.validate:
@@ -1028,11 +1050,24 @@ class Executor:
                 await self._sleep(delay)
                 attempt += 1
         job.result = result
-        if self._observes:
+        if self._on_result is not None or self._host_results:
             await self._observe(job, call)
 
-    async def _observe_handled(self, plan: ToolRoundPlan) -> ToolRoundPlan:
-        """Results hooks answered (Complete) pass the same result hooks as results that ran."""
+    @property
+    def _host_results(self) -> bool:
+        # Read at each use (the host caches it): a policy registered after this executor
+        # was made still sees every result.
+        return self._host is not None and bool(self._host._result_pipeline())
+
+    async def _observe_handled(self, plan: ToolRoundPlan) -> None:
+        """Results hooks answered (Complete) pass the same result hooks as results that ran
+        (once per plan: the plan's handled results are replaced in place)."""
+        if (
+            not plan.handled
+            or plan._observed
+            or not (self._on_result is not None or self._host_results)
+        ):
+            return
         handled = []
         for h in plan.handled:
             job = _Job(h.call.call, plan.context)
@@ -1040,7 +1075,8 @@ class Executor:
             await self._observe(job, h.call)
             assert job.result is not None
             handled.append(attrs.evolve(h, result=job.result))
-        return ToolRoundPlan(plan.round, plan.pending, tuple(handled), plan.rejected, plan.context)
+        plan.handled = tuple(handled)
+        plan._observed = True
 
     def _failure(
         self, call: TypedCall[Any], exc: Exception, attempts: int, job: _Job
@@ -1065,7 +1101,8 @@ class Executor:
         assert job.result is not None
         if self._on_result is not None:
             await self._observe_with(job, call, self._on_result)
-        if self._host_results and self._host is not None:
+        if self._host_results:
+            assert self._host is not None
             host = self._host
             ctx = job.context
             await self._observe_with(job, call, lambda c, r: host.atool_result(c, r, ctx))
@@ -1077,7 +1114,10 @@ class Executor:
         try:
             new = await _maybe_await(hook(call, job.result))
         except Exception as exc:
-            job.result = call.error(f"result hook failed: {type(exc).__name__}: {exc}")
+            # The model sees the exception type; the message (it may hold internal detail)
+            # goes to the log only, as for decision hooks.
+            logger.warning("result hook for %s call %s failed: %r", call.name, call.id, exc)
+            job.result = call.error(f"result hook failed ({type(exc).__name__})")
             job.error_type = "result_hook_failed"
             return
         if new is None:
@@ -1268,7 +1308,10 @@ class Executor:
     ) -> list[ToolResult]:
         """Run a plan's pending calls (or a bare round's calls); results in the plan's order."""
         calls, context = _plan_calls(plan)
-        return await self.aexecute_all(calls, context=context, approvals=approvals)
+        results = await self.aexecute_all(calls, context=context, approvals=approvals)
+        if isinstance(plan, ToolRoundPlan):
+            await self._observe_handled(plan)  # so plan.commit writes the observed results
+        return results
 
     def run_plan(
         self,
@@ -1295,8 +1338,8 @@ class Executor:
         if pending:
             return PlanRun(plan, (), tuple(pending), False)
         results = tuple(j.result for j in jobs if j.result is not None)
-        if isinstance(plan, ToolRoundPlan) and plan.handled and self._observes:
-            plan = await self._observe_handled(plan)
+        if isinstance(plan, ToolRoundPlan):
+            await self._observe_handled(plan)
         plan.commit(results)
         return PlanRun(plan, results, (), True)
 

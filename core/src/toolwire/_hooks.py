@@ -584,7 +584,7 @@ class ToolRoundPlan:
     pending calls, in the assistant's order.
     """
 
-    __slots__ = ("context", "handled", "pending", "rejected", "round")
+    __slots__ = ("_observed", "context", "handled", "pending", "rejected", "round")
 
     def __init__(
         self,
@@ -599,6 +599,7 @@ class ToolRoundPlan:
         self.handled = handled
         self.rejected = rejected
         self.context = context
+        self._observed = False  # result hooks already applied to handled (the executor)
 
     @property
     def issues(self) -> tuple[ToolCallIssue, ...]:
