@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
@@ -234,7 +235,8 @@ def resolve_turn(
             descriptions[name] = text
 
     resolved = tuple(ResolvedTool(t, descriptions[t.name]) for t in chosen)
-    offered = {t.name: t for t in chosen}
+    # Read-only: a cached turn's offered map is shared by every later turn of the toolset.
+    offered = MappingProxyType({t.name: t for t in chosen})
     if not active and not overrides and kind in ("default", "all"):
         toolset._turn_cache[kind] = (toolset._generation, resolved, offered)
     return _finish(toolset, resolved, offered, requirement, kind, parallel_calls, all_hooks, ctx)

@@ -275,9 +275,12 @@ def test_tools_are_rendered_through_the_compiler_and_cached(
     assert "object" == rendered[0]["input_schema"]["type"]
     rendered[0]["name"] = "mutated"
     assert "get_weather" == provider.render_tools(turn)[0]["name"]
-    body = provider.build_body(tw.Session().add_user("x"), turn, stream=False)
-    again = provider.build_body(tw.Session().add_user("y"), turn, stream=False)
-    assert body["tools"][0] is again["tools"][0]
+    body = provider._body(tw.Session().add_user("x"), turn, stream=False)
+    again = provider._body(tw.Session().add_user("y"), turn, stream=False)
+    assert body["tools"][0] is again["tools"][0]  # the request path shares the cache
+    public = provider.build_body(tw.Session().add_user("z"), turn, stream=False)
+    public["tools"][-1]["cache_control"] = {"type": "ephemeral"}  # callers may change it
+    assert "cache_control" not in provider._body(tw.Session(), turn, stream=False)["tools"][-1]
     other = tw.resolve_turn(toolset, description_overrides={"get_weather": "Weather, now."})
     assert "Weather, now." == provider.render_tools(other)[0]["description"]
 

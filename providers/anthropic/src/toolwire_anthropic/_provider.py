@@ -125,6 +125,11 @@ class AnthropicProvider(HttpProvider[MessageStream]):
         return [copy.deepcopy(render_tool(t.tool, t.description)) for t in turn.tools]
 
     def build_body(self, session: Session, turn: ResolvedTurn, *, stream: bool) -> dict[str, Any]:
+        """The JSON request body for this session and turn (a copy: change it freely, e.g.
+        to add cache_control; the cached tool dicts it is built from stay untouched)."""
+        return copy.deepcopy(self._body(session, turn, stream=stream))
+
+    def _body(self, session: Session, turn: ResolvedTurn, *, stream: bool) -> dict[str, Any]:
         """The JSON request body for this session and turn."""
         messages = session.messages
         body: dict[str, Any] = {**self._extra_body, "model": self.model}
@@ -154,7 +159,7 @@ class AnthropicProvider(HttpProvider[MessageStream]):
     def _build_request(
         self, session: Session, turn: ResolvedTurn, *, stream: bool
     ) -> dict[str, Any]:
-        return self.build_body(session, turn, stream=stream)
+        return self._body(session, turn, stream=stream)
 
     def _decode_json(self, data: Mapping[str, Any], turn: ResolvedTurn) -> AssistantReply:
         return decode_message(data)

@@ -170,6 +170,11 @@ class GeminiProvider(HttpProvider[ReplyBuilder]):
         return copy.deepcopy([{"functionDeclarations": declarations}]) if declarations else []
 
     def build_body(self, session: Session, turn: ResolvedTurn) -> dict[str, Any]:
+        """The JSON request body for this session and turn (a copy: change it freely; the
+        cached declarations it is built from stay untouched)."""
+        return copy.deepcopy(self._body(session, turn))
+
+    def _body(self, session: Session, turn: ResolvedTurn) -> dict[str, Any]:
         """The ``generateContent`` request body for this session and turn."""
         body: dict[str, Any] = dict(self._extra_body)
         body["contents"] = encode_contents(session.messages)
@@ -208,7 +213,7 @@ class GeminiProvider(HttpProvider[ReplyBuilder]):
     def _build_request(
         self, session: Session, turn: ResolvedTurn, *, stream: bool
     ) -> dict[str, Any]:
-        return self.build_body(session, turn)
+        return self._body(session, turn)
 
     def _decode_json(self, data: Mapping[str, Any], turn: ResolvedTurn) -> AssistantReply:
         if data.get("error") is not None:

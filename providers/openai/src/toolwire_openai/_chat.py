@@ -286,7 +286,7 @@ class _ChatProvider(OpenAIBase):
             return {"type": "function", "function": {"name": choice.name}}
         return choice.kind
 
-    def build_body(self, session: Session, turn: ResolvedTurn, *, stream: bool) -> dict[str, Any]:
+    def _body(self, session: Session, turn: ResolvedTurn, *, stream: bool) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "messages": self.encode(session)}
         tools = self._wire_tools(turn)
         if tools:

@@ -144,9 +144,14 @@ class OpenAIBase(HttpProvider[StreamState]):
 
     # -- one request (the loop itself is HttpProvider's) --------------------------------
 
-    @abc.abstractmethod
     def build_body(self, session: Session, turn: ResolvedTurn, *, stream: bool) -> dict[str, Any]:
-        """The JSON request body for this session and turn."""
+        """The JSON request body for this session and turn (a copy: change it freely; the
+        cached tool dicts it is built from stay untouched)."""
+        return copy.deepcopy(self._body(session, turn, stream=stream))
+
+    @abc.abstractmethod
+    def _body(self, session: Session, turn: ResolvedTurn, *, stream: bool) -> dict[str, Any]:
+        """The request body, sharing the cached tool dicts (for sending, not for callers)."""
 
     @abc.abstractmethod
     def decode(self, data: Mapping[str, Any]) -> AssistantReply:
@@ -158,7 +163,7 @@ class OpenAIBase(HttpProvider[StreamState]):
     def _build_request(
         self, session: Session, turn: ResolvedTurn, *, stream: bool
     ) -> dict[str, Any]:
-        return self.build_body(session, turn, stream=stream)
+        return self._body(session, turn, stream=stream)
 
     def _decode_json(self, data: Mapping[str, Any], turn: ResolvedTurn) -> AssistantReply:
         return self._finish_reply(turn, self.decode(data))

@@ -342,7 +342,7 @@ class OpenAIResponsesProvider(OpenAIBase):
             return {"type": "function", "name": choice.name}
         return choice.kind
 
-    def build_body(self, session: Session, turn: ResolvedTurn, *, stream: bool) -> dict[str, Any]:
+    def _body(self, session: Session, turn: ResolvedTurn, *, stream: bool) -> dict[str, Any]:
         body: dict[str, Any] = {"model": self.model, "input": self.encode(session)}
         tools = self._wire_tools(turn)
         if tools:
