@@ -14,10 +14,12 @@ because it holds this conftest and no ``__init__.py``).
 from __future__ import annotations
 
 from collections.abc import Generator, Iterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 from fakes import FakeAnthropic, FakeGemini, FakeOpenAI, FakeServer
+
+import toolwire as tw
 
 _CALL_FAILED = pytest.StashKey[bool]()
 _F = TypeVar("_F", bound=FakeServer)
@@ -84,3 +86,45 @@ def fake_gemini(
 ) -> Iterator[FakeGemini]:
     """Gemini generateContent / streamGenerateContent; ``base_url`` is the root."""
     yield from _per_test(_fake_gemini_server, request)
+
+
+# -- the tools and session every adapter's tool loop runs on ---------------------------
+
+
+@pytest.fixture
+def get_weather() -> tw.Tool[Any, str]:
+    @tw.tool_fn
+    def get_weather(city: str, days: int = 1) -> str:
+        """Get the weather.
+
+        Args:
+            city: The city name.
+            days: How many days.
+        """
+        return f"sunny in {city} for {days} days"
+
+    return get_weather
+
+
+@pytest.fixture
+def get_time() -> tw.Tool[Any, str]:
+    @tw.tool_fn
+    def get_time(zone: str) -> str:
+        """Get the time in a time zone.
+
+        Args:
+            zone: An IANA zone name.
+        """
+        return f"12:00 in {zone}"
+
+    return get_time
+
+
+@pytest.fixture
+def toolset(get_weather: tw.Tool[Any, str], get_time: tw.Tool[Any, str]) -> tw.Toolset:
+    return tw.Toolset("app", [get_weather, get_time])
+
+
+@pytest.fixture
+def session() -> tw.Session:
+    return tw.Session("You are terse.", id="s1").add_user("Weather in Paris, and the time?")

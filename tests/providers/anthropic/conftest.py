@@ -14,47 +14,7 @@ import pytest
 from _anthropic_support import Make
 from fakes import FakeAnthropic
 
-import toolwire as tw
 from toolwire_anthropic import AnthropicProvider
-
-
-@pytest.fixture
-def get_weather() -> tw.Tool[Any, str]:
-    @tw.tool_fn
-    def get_weather(city: str, days: int = 1) -> str:
-        """Get the weather.
-
-        Args:
-            city: The city name.
-            days: How many days.
-        """
-        return f"sunny in {city} for {days} days"
-
-    return get_weather
-
-
-@pytest.fixture
-def get_time() -> tw.Tool[Any, str]:
-    @tw.tool_fn
-    def get_time(zone: str) -> str:
-        """Get the time in a time zone.
-
-        Args:
-            zone: An IANA zone name.
-        """
-        return f"12:00 in {zone}"
-
-    return get_time
-
-
-@pytest.fixture
-def toolset(get_weather: tw.Tool[Any, str], get_time: tw.Tool[Any, str]) -> tw.Toolset:
-    return tw.Toolset("app", [get_weather, get_time])
-
-
-@pytest.fixture
-def session() -> tw.Session:
-    return tw.Session("You are terse.", id="s1").add_user("Weather in Paris, and the time?")
 
 
 def _build(fake: FakeAnthropic, made: list[AnthropicProvider], options: dict[str, Any]) -> Any:

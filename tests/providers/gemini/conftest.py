@@ -13,52 +13,12 @@ from typing import Any
 import pytest
 from fakes import FakeGemini
 
-import toolwire as tw
 from toolwire._http import RetryPolicy
 from toolwire_gemini import GeminiProvider
 
 FAST_RETRY = RetryPolicy(
     max_retries=2, initial_backoff=0.0, max_backoff=0.0, jitter=0.0, respect_retry_after=False
 )
-
-
-@pytest.fixture
-def get_weather() -> tw.Tool[Any, str]:
-    @tw.tool_fn
-    def get_weather(city: str, days: int = 1) -> str:
-        """Get the weather.
-
-        Args:
-            city: The city name.
-            days: How many days.
-        """
-        return f"sunny in {city} for {days} days"
-
-    return get_weather
-
-
-@pytest.fixture
-def get_time() -> tw.Tool[Any, str]:
-    @tw.tool_fn
-    def get_time(zone: str) -> str:
-        """Get the time in a time zone.
-
-        Args:
-            zone: An IANA zone name.
-        """
-        return f"12:00 in {zone}"
-
-    return get_time
-
-
-@pytest.fixture
-def toolset(get_weather: tw.Tool[Any, str], get_time: tw.Tool[Any, str]) -> tw.Toolset:
-    return tw.Toolset("app", [get_weather, get_time])
-
-
-@pytest.fixture
-def session() -> tw.Session:
-    return tw.Session("You are terse.", id="s1").add_user("Weather in Paris, and the time?")
 
 
 def _options(fake: FakeGemini, options: dict[str, Any]) -> dict[str, Any]:
