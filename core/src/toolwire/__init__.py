@@ -7,6 +7,8 @@ nothing, and ``from toolwire import tool_fn`` loads only what ``tool_fn`` needs.
 
 import typing as _typing
 
+from toolwire._lazy import lazy_exports as _lazy_exports
+
 __version__ = "0.1.0"
 
 if _typing.TYPE_CHECKING:
@@ -332,19 +334,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> _typing.Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'toolwire' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = _lazy_exports("toolwire", _LAZY, globals())
 
 
 __all__ = [

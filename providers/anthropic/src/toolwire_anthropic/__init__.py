@@ -10,7 +10,7 @@ Installing the distribution registers it with the toolwire plugin host
 ``toolwire`` and ``httpx`` only.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
@@ -19,6 +19,8 @@ __all__ = [
     "STOP_REASONS",
     "AnthropicProvider",
 ]
+
+from toolwire._lazy import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
     from toolwire_anthropic._decode import STOP_REASONS
@@ -33,16 +35,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'toolwire_anthropic' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = _lazy_exports("toolwire_anthropic", _LAZY, globals())

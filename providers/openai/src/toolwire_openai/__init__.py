@@ -11,9 +11,11 @@ Installing the distribution registers all four with the toolwire plugin host
 ``toolwire`` and ``httpx`` only.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
+
+from toolwire._lazy import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
     from toolwire_openai._chat import (
@@ -35,19 +37,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'toolwire_openai' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = _lazy_exports("toolwire_openai", _LAZY, globals())
 
 
 __all__ = [
