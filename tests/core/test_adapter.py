@@ -611,9 +611,34 @@ def test_cached_wire_caches_only_the_tools_own_description() -> None:
         built.append(text)
         return {"description": text}
 
-    first = cached_wire(ping, "Ping.", "k", lambda: build("Ping."))
-    assert first is cached_wire(ping, "Ping.", "k", lambda: build("Ping."))
+    first = cached_wire(ping, "Ping.", "k", lambda: build("Ping."), provider="anthropic")
+    assert first is cached_wire(ping, "Ping.", "k", lambda: build("Ping."), provider="anthropic")
     for user in ("ada", "bob", "ada"):
-        cached_wire(ping, f"Ping for {user}.", "k", lambda u=user: build(f"Ping for {u}."))
+        cached_wire(
+            ping,
+            f"Ping for {user}.",
+            "k",
+            lambda u=user: build(f"Ping for {u}."),
+            provider="anthropic",
+        )
     assert ["Ping.", "Ping for ada.", "Ping for bob.", "Ping for ada."] == built
-    assert ["k"] == [k for k in ping.cache if k == "k"]
+    assert 1 == len([k for k in ping.cache if isinstance(k, tuple) and k[0] == "k"])
+
+
+def test_cached_wire_is_rebuilt_for_a_compiler_registered_later() -> None:
+    from toolwire import tool_fn
+    from toolwire._adapter import cached_wire
+    from toolwire._compile import register_schema_compiler, schema_compiler
+
+    @tool_fn
+    def pong() -> str:
+        """Pong."""
+        return "ping"
+
+    original = schema_compiler("anthropic")
+    cached_wire(pong, "Pong.", "k", lambda: {"v": 1}, provider="anthropic")
+    register_schema_compiler("anthropic", lambda schema, **kw: original(schema, **kw), replace=True)
+    try:
+        assert {"v": 2} == cached_wire(pong, "Pong.", "k", lambda: {"v": 2}, provider="anthropic")
+    finally:
+        register_schema_compiler("anthropic", original, replace=True)

@@ -65,19 +65,26 @@ def cached_wire(
     description: str,
     key: Hashable,
     build: Callable[[], dict[str, Any]],
+    *,
+    provider: str,
 ) -> dict[str, Any]:
     """A tool's rendered wire dict, cached on the tool under ``key``.
 
     Only the tool's own description is cached: a per-turn description (an
     override, a hook's per-user text) is built each time from the cached
     compile, so the cache cannot grow with every description a hook invents.
-    The cached dict is shared: hand out copies.
+    The cached dict is shared: hand out copies. The key includes the schema
+    compiler registered for ``provider`` now, so a compiler a plugin registers
+    later is never served dicts the old one made.
     """
     if description != tool.description:
         return build()
-    wire: dict[str, Any] | None = tool.cache.get(key)
+    from toolwire._compile import schema_compiler
+
+    full = (key, schema_compiler(provider))
+    wire: dict[str, Any] | None = tool.cache.get(full)
     if wire is None:
-        wire = tool.cache[key] = build()
+        wire = tool.cache[full] = build()
     return wire
 
 

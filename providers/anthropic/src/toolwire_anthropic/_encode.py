@@ -49,7 +49,7 @@ def render_tool(tool: Tool[Any, Any], description: str) -> dict[str, Any]:
         wire["input_schema"] = compile_tool(tool, PROVIDER).schema
         return wire
 
-    return cached_wire(tool, description, _WIRE_CACHE, build)
+    return cached_wire(tool, description, _WIRE_CACHE, build, provider=PROVIDER)
 
 
 def tool_choice(turn: ResolvedTurn, *, thinking: bool) -> dict[str, Any] | None:

@@ -152,7 +152,7 @@ class GeminiProvider(HttpProvider[ReplyBuilder]):
 
     def _declarations(self, turn: ResolvedTurn) -> list[dict[str, Any]]:
         out = []
-        key = (_WIRE_CACHE, self._compile_options)
+        key = (_WIRE_CACHE, self.name, self._compile_options)
         for rt in turn.tools:
             out.append(
                 cached_wire(
@@ -160,6 +160,7 @@ class GeminiProvider(HttpProvider[ReplyBuilder]):
                     rt.description,
                     key,
                     lambda rt=rt: function_declaration(rt, self.compiled(rt)),  # type: ignore[misc]
+                    provider=self.name,
                 )
             )
         return out

@@ -131,6 +131,7 @@ class OpenAIBase(HttpProvider[StreamState]):
                     rt.description,
                     (_WIRE_CACHE, token),
                     lambda rt=rt: self._tool_wire(rt, self.compiled(rt)),  # type: ignore[misc]
+                    provider=self.name,
                 )
             )
         return out
