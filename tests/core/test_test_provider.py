@@ -215,3 +215,19 @@ async def test_async_turn(toolset: tw.Toolset) -> None:
 def test_tool_input_model_arguments(search: type[BaseModel]) -> None:
     tool = tw.tool_of(search)
     assert {"query": "example"} == example_arguments(tool.input_schema)
+
+
+def test_the_answer_quotes_long_results_in_one_short_line() -> None:
+    from toolwire.providers.test import _gist
+
+    listing = "\n".join(f"file_{i:03d}.txt" for i in range(100))
+    text = _gist(listing)
+    assert text.startswith("file_000.txt; file_001.txt; ")
+    assert text.endswith("\u2026 (100 lines)")
+    assert 160 + len(" (100 lines)") == len(text)
+
+
+def test_a_short_result_is_quoted_as_it_is() -> None:
+    from toolwire.providers.test import _gist
+
+    assert "short" == _gist("short")

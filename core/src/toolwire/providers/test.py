@@ -78,7 +78,7 @@ class TestProvider(Provider):
                 elif r.is_error:
                     parts.append(f"{r.tool_name} failed: {r.content}")
                 else:
-                    parts.append(f"{r.tool_name} returned: {r.content}")
+                    parts.append(f"{r.tool_name} returned: {_gist(r.content)}")
             return AssistantReply(
                 "Here is what I found. " + "; ".join(parts) + ".",
                 finish_reason="stop",
@@ -102,6 +102,17 @@ class TestProvider(Provider):
             for i, t in enumerate(chosen)
         )
         return AssistantReply("", calls, "tool_calls", usage, model=self.model)
+
+
+def _gist(content: str, limit: int = 160) -> str:
+    """A result as the answer quotes it: one line, at most ``limit`` characters."""
+    lines = [line.strip() for line in content.splitlines() if line.strip()]
+    text = "; ".join(lines)
+    if len(text) > limit:
+        text = text[: limit - 1].rstrip() + "…"
+    if len(lines) > 1:
+        text += f" ({len(lines)} lines)"
+    return text
 
 
 def _text_of(m: Any) -> str:
