@@ -226,6 +226,19 @@ class Agent:
     def __repr__(self) -> str:
         return f"<Agent provider={self.provider!r} toolset={self.toolset.name!r}>"
 
+    def restore(self, data: Any, session: Session) -> PlanRun:
+        """Rebuild a paused round saved with ``result.pending.to_dict()`` (see PlanRun.from_dict).
+
+        ``session`` is the session restored from JSON; the pending calls are
+        validated against the turn this agent would offer on it, with this
+        agent's hook context. Resume it with ``agent.executor.resume(...)``,
+        then run the agent on the session again.
+        """
+        ctx = self._context(session)
+        config = self.follow_up if isinstance(session.last, ToolResultsMessage) else self.turn
+        turn = config.resolve(self.toolset, hooks=self._hook_sets(), context=ctx)
+        return PlanRun.from_dict(data, session, turn, context=ctx)
+
     # -- the loop, once -------------------------------------------------------------------
 
     def _context(self, session: Session) -> HookContext:

@@ -40,9 +40,22 @@ import attrs
 import pydantic_core
 from pydantic import BaseModel, ValidationError
 
-from toolwire._errors import ApprovalPendingError, ProviderError, ToolExecutionError
-from toolwire._hooks import HookContext, ToolRoundPlan
-from toolwire._round import ToolRound, rejection_content
+from toolwire._errors import (
+    ApprovalPendingError,
+    ProviderError,
+    ToolExecutionError,
+    TranscriptError,
+)
+from toolwire._hooks import HandledCall, HookContext, RejectedCall, ToolRoundPlan
+from toolwire._round import (
+    AssistantReply,
+    InvalidArguments,
+    NotAvailable,
+    ToolCallIssue,
+    ToolRound,
+    UnknownTool,
+    rejection_content,
+)
 from toolwire._tools import (
     Capability,
     Tool,
@@ -54,6 +67,8 @@ from toolwire._tools import (
     tool_of,
 )
 from toolwire._toolset import Toolset
+from toolwire._transcript import AssistantMessage, Session, _message_from_dict, _message_to_dict
+from toolwire._turn import ResolvedTurn, resolve_turn
 
 if TYPE_CHECKING:
     from toolwire._otel import Tracing
@@ -406,6 +421,278 @@ class PlanRun:
     @property
     def is_pending(self) -> bool:
         return bool(self.pending)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The paused round as JSON data (format ``toolwire.pending/1``), to resume elsewhere.
+
+        While approval is pending the session does not hold the assistant's
+        tool calls; this holds them (the assistant message), the session id
+        and length the round was decoded at, what hooks decided (handled and
+        rejected results, the round's issues), the calls pending execution
+        (with the input a hook edited, if one did) and the approval requests
+        (call id, fingerprint). :meth:`from_dict` rebuilds the run.
+        """
+        if not self.pending or self.committed:
+            raise ValueError("only a run whose approval is pending can be saved with to_dict()")
+        plan = self.plan
+        if isinstance(plan, ToolRound):
+            round_, calls, observed = plan, plan.calls, False
+            handled: tuple[HandledCall, ...] = ()
+            rejected: tuple[RejectedCall, ...] = ()
+        else:
+            round_, calls, observed = plan.round, plan.pending, plan._observed
+            handled, rejected = plan.handled, plan.rejected
+        return {
+            "format": PENDING_FORMAT,
+            "session_id": round_.session.id,
+            "session_length": round_._mark,
+            "message": _message_to_dict(round_.message),
+            "calls": [_call_entry(c) for c in calls],
+            "approvals": [
+                {"call_id": r.call_id, "fingerprint": r.fingerprint} for r in self.pending
+            ],
+            "handled": [
+                {
+                    **_call_entry(h.call),
+                    "output": pydantic_core.to_jsonable_python(h.output, fallback=repr),
+                    "result": _result_entry(h.result),
+                }
+                for h in handled
+            ],
+            "rejected": [
+                {
+                    "call_id": r.call.id,
+                    "reason": r.reason,
+                    "source": r.source,
+                    "result": _result_entry(r.result),
+                }
+                for r in rejected
+            ],
+            "issues": [_issue_entry(i) for i in round_.issues],
+            "observed": observed,
+        }
+
+    @classmethod
+    def from_dict(
+        cls,
+        data: Any,
+        session: Session,
+        tools: Toolset | ResolvedTurn,
+        *,
+        context: HookContext | None = None,
+    ) -> PlanRun:
+        """Rebuild a run saved with :meth:`to_dict`, to pass to :meth:`Executor.resume`.
+
+        ``session`` is the session restored from JSON (still at the recorded
+        length), ``tools`` the turn (or toolset) whose tools the pending calls
+        are validated against again, from their argument text. Handled and
+        rejected calls keep their recorded results (hooks do not run again;
+        a handled call's ``output`` comes back as its JSON form).
+        Malformed data, a changed session, or a pending call whose tool is
+        gone or whose arguments no longer validate raise TranscriptError.
+        """
+        if isinstance(tools, Toolset):
+            turn = resolve_turn(tools)
+        elif isinstance(tools, ResolvedTurn):
+            turn = tools
+        else:
+            raise TypeError(
+                f"tools must be a Toolset or a ResolvedTurn, got {type(tools).__name__}"
+            )
+        return _restore(data, session, turn, context)
+
+
+PENDING_FORMAT = "toolwire.pending/1"
+
+
+def _call_entry(call: TypedCall[Any]) -> dict[str, Any]:
+    entry: dict[str, Any] = {"call_id": call.id}
+    if call.edited:  # a hook edited the input: keep what it made (else the argument text is it)
+        entry["input"] = json.loads(_canonical_json(_plain(call.input)))
+    return entry
+
+
+def _result_entry(result: ToolResult) -> dict[str, Any]:
+    return {"content": result.content, "is_error": result.is_error}
+
+
+def _issue_entry(issue: ToolCallIssue) -> dict[str, Any]:
+    if isinstance(issue, InvalidArguments):
+        errors = [
+            {"type": e.get("type"), "loc": list(e.get("loc", ())), "msg": e.get("msg")}
+            for e in issue.errors
+        ]
+        return {"call_id": issue.call.id, "kind": "invalid_arguments", "errors": errors}
+    kind = "not_available" if isinstance(issue, NotAvailable) else "unknown_tool"
+    return {"call_id": issue.call.id, "kind": kind}
+
+
+_KINDS = {str: "a string", int: "an integer", bool: "a boolean", list: "a list"}
+
+
+def _field(d: Mapping[str, Any], key: str, where: str, kind: type) -> Any:
+    value = d.get(key)
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        name = _KINDS.get(kind, "an object")
+        raise TranscriptError(f"{where}.{key} must be {name}, got {type(value).__name__}")
+    return value
+
+
+def _entries(d: Mapping[str, Any], key: str) -> Iterator[tuple[Mapping[str, Any], str]]:
+    raw = _field(d, key, "pending", list)
+    for i, e in enumerate(raw):
+        where = f"pending.{key}[{i}]"
+        if not isinstance(e, Mapping):
+            raise TranscriptError(f"{where} must be an object, got {type(e).__name__}")
+        yield e, where
+
+
+def _typed(
+    turn: ResolvedTurn, call: ToolCall, entry: Mapping[str, Any], where: str
+) -> TypedCall[Any]:
+    """A recorded call validated again against the turn's tools (the edited input, if any)."""
+    tool = turn.lookup(call.name)
+    if tool is None:
+        raise TranscriptError(
+            f"{where}: tool `{call.name}` (call `{call.id}`) is not offered by this turn; "
+            f"the paused round cannot be resumed without it"
+        )
+    try:
+        value = tool.validate_json(call.arguments)
+        if "input" not in entry:
+            return TypedCall(call, tool, value)
+        where = f"{where}.input"
+        edited = tool.validate_json(json.dumps(entry["input"]))
+    except ValidationError as exc:
+        raise TranscriptError(
+            f"{where}: the arguments of call `{call.id}` do not match tool `{call.name}`:\n"
+            + _errors_text(exc)
+        ) from None
+    except (TypeError, ValueError) as exc:
+        raise TranscriptError(f"{where} is not JSON data: {exc}") from None
+    return TypedCall(call, tool, edited, True)
+
+
+def _result(call: ToolCall, entry: Mapping[str, Any], where: str) -> ToolResult:
+    d = _field(entry, "result", where, Mapping)
+    content = _field(d, "content", f"{where}.result", str)
+    return call.result(content, is_error=_field(d, "is_error", f"{where}.result", bool))
+
+
+def _issue(
+    turn: ResolvedTurn, call: ToolCall, entry: Mapping[str, Any], where: str
+) -> ToolCallIssue:
+    kind = entry.get("kind")
+    if kind == "not_available":
+        return NotAvailable(call)
+    if kind == "unknown_tool":
+        return UnknownTool(call)
+    if kind != "invalid_arguments":
+        raise TranscriptError(
+            f"{where}.kind must be 'not_available', 'unknown_tool' or 'invalid_arguments', "
+            f"got {kind!r}"
+        )
+    tool = turn.toolset.get(call.name)
+    if tool is None:
+        raise TranscriptError(f"{where}: tool `{call.name}` is not in the toolset any more")
+    errors = []
+    for i, e in enumerate(_field(entry, "errors", where, list)):
+        w = f"{where}.errors[{i}]"
+        if not isinstance(e, Mapping):
+            raise TranscriptError(f"{w} must be an object, got {type(e).__name__}")
+        errors.append(
+            {
+                "type": _field(e, "type", w, str),
+                "loc": tuple(_field(e, "loc", w, list)),
+                "msg": _field(e, "msg", w, str),
+            }
+        )
+    return InvalidArguments(call, tool, tuple(errors))
+
+
+def _restore(
+    data: Any, session: Session, turn: ResolvedTurn, context: HookContext | None
+) -> PlanRun:
+    if not isinstance(data, Mapping):
+        raise TranscriptError(f"a pending round must be a JSON object, got {type(data).__name__}")
+    if data.get("format") != PENDING_FORMAT:
+        raise TranscriptError(
+            f"unknown pending round format {data.get('format')!r}; expected {PENDING_FORMAT!r}"
+        )
+    sid = _field(data, "session_id", "pending", str)
+    if sid != session.id:
+        raise TranscriptError(f"pending.session_id {sid!r} is not this session's id {session.id!r}")
+    length = _field(data, "session_length", "pending", int)
+    if len(session) != length:
+        raise TranscriptError(
+            f"the session has {len(session)} messages, but the paused round was decoded at "
+            f"{length} (pending.session_length): the session changed since"
+        )
+    message = _message_from_dict(data.get("message"), "pending.message")
+    if not isinstance(message, AssistantMessage) or not message.tool_calls:
+        raise TranscriptError("pending.message must be an assistant message with tool calls")
+    by_id = {c.id: c for c in message.tool_calls}
+    if len(by_id) != len(message.tool_calls):
+        raise TranscriptError("pending.message: a tool call id appears twice")
+    seen: set[str] = set()
+
+    def call_of(entry: Mapping[str, Any], where: str) -> ToolCall:
+        cid = _field(entry, "call_id", where, str)
+        if cid not in by_id:
+            raise TranscriptError(f"{where}.call_id {cid!r} is not a call of pending.message")
+        if cid in seen:
+            raise TranscriptError(f"{where}.call_id {cid!r} is recorded twice")
+        seen.add(cid)
+        return by_id[cid]
+
+    ctx = context or turn.context or HookContext()
+    calls = tuple(_typed(turn, call_of(e, w), e, w) for e, w in _entries(data, "calls"))
+    handled = []
+    for e, w in _entries(data, "handled"):
+        call = _typed(turn, call_of(e, w), e, w)
+        handled.append(HandledCall(call, e.get("output"), _result(call.call, e, w)))
+    rejected = []
+    for e, w in _entries(data, "rejected"):
+        raw = call_of(e, w)
+        reason = _field(e, "reason", w, str)
+        source = _field(e, "source", w, str)
+        rejected.append(RejectedCall(raw, reason, source, _result(raw, e, w)))
+    issues = tuple(_issue(turn, call_of(e, w), e, w) for e, w in _entries(data, "issues"))
+    missing = [cid for cid in by_id if cid not in seen]
+    if missing:
+        raise TranscriptError(
+            f"pending: call(s) {', '.join(map(repr, missing))} of pending.message are not "
+            f"recorded as pending, handled, rejected or an issue"
+        )
+    runnable = {c.id: c for c in calls}
+    requests = []
+    for e, w in _entries(data, "approvals"):
+        cid = _field(e, "call_id", w, str)
+        if cid not in runnable:
+            raise TranscriptError(f"{w}.call_id {cid!r} is not a call pending execution")
+        requests.append(ApprovalRequest(runnable[cid], _field(e, "fingerprint", w, str), ctx))
+    if not requests:
+        raise TranscriptError("pending.approvals is empty: there is nothing to resume")
+    observed = _field(data, "observed", "pending", bool)
+    order = {cid: i for i, cid in enumerate(by_id)}
+    typed = tuple(sorted((*calls, *(h.call for h in handled)), key=lambda c: order[c.id]))
+    reply = AssistantReply(
+        message.text,
+        message.tool_calls,
+        "tool_calls",
+        message.usage,
+        dict(message.provider_state),
+        message.model,
+    )
+    plan = ToolRoundPlan(
+        ToolRound(session, turn, message, typed, issues, reply),
+        calls,
+        tuple(handled),
+        tuple(rejected),
+        ctx,
+    )
+    plan._observed = observed
+    return PlanRun(plan, (), tuple(requests), False)
 
 
 # -- retry classification -----------------------------------------------------------------
