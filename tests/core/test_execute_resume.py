@@ -8,8 +8,11 @@ from typing import Any
 
 import pytest
 from _helpers import needs_tools
+from pydantic import SecretStr
 
 import toolwire as tw
+from toolwire import hookimpl
+from toolwire._plugins import PluginHost
 from toolwire._round import rejection_reason
 from toolwire.providers.test import TestProvider
 
@@ -28,6 +31,20 @@ def write(path: str, text: str) -> str:
     """Write a file."""
     ran.append(f"write {path} {text}")
     return f"wrote {len(text)} to {path}"
+
+
+@tw.tool_fn
+def lookup(key: str) -> str:
+    """Look a key up."""
+    ran.append(f"lookup {key}")
+    return f"value of {key}"
+
+
+@tw.tool_fn(effect="mutating")
+def login(user: str, password: SecretStr) -> str:
+    """Log in."""
+    ran.append(f"login {user}")
+    return "ok"
 
 
 @pytest.fixture(autouse=True)
@@ -74,6 +91,21 @@ def hooks(seen: list[str]) -> tw.HookSet:
         return None
 
     return hs
+
+
+def no_secrets(checked: list[str] | None = None) -> tw.HookSet:
+    """A policy (a guard set): rejects reading `secret`, records each call it sees."""
+    policy = tw.HookSet("policy", guard=True)
+
+    @policy.on(None)
+    def no_secret(call: tw.TypedCall[Any]) -> Any:
+        if checked is not None:
+            checked.append(call.id)
+        if call.name == "read" and call.input.path == "secret":
+            return tw.Reject("no secrets")
+        return None
+
+    return policy
 
 
 def paused(seen: list[str] | None = None) -> tuple[tw.Session, tw.PlanRun]:
@@ -151,10 +183,14 @@ def test_resume_restored_matches_resume_in_memory() -> None:
     ran.clear()
 
     seen: list[str] = []
-    session_b, run_b = restored(blob)
+    checked: list[str] = []
+    session_b = tw.Session.from_dict(blob["session"])
+    turn = tw.resolve_turn(tools(), hooks=[no_secrets(checked), hooks(seen)])
+    run_b = tw.PlanRun.from_dict(blob["pending"], session_b, turn)
     done = deferring().resume(run_b, [r.allow() for r in run_b.pending])
     assert done.committed
-    assert not seen
+    assert not seen  # the turn's other hooks do not run again: what they decided is kept
+    assert checked == ["1", "2", "6"]  # its guard hooks do, on the calls pending execution
     assert ran == ran_in_memory == ["read a", "write b hi", "write c X!"]
     assert session_b == session_a
     results = {r.call_id: r for r in session_b.last.results}  # type: ignore[union-attr]
@@ -185,12 +221,29 @@ async def test_aresume_restored(blob: dict[str, Any]) -> None:
     assert len(session) == 4
 
 
+def test_changed_arguments_do_not_match_the_stored_fingerprint() -> None:
+    blob = saved()
+    blob["pending"]["message"]["tool_calls"][1]["arguments"] = '{"path": "b", "text": "rm"}'
+    with pytest.raises(tw.TranscriptError, match=r"approvals\[0\]\.fingerprint.*call `2`"):
+        restored(blob)
+
+
+def test_a_forged_fingerprint_is_an_error() -> None:
+    blob = saved()
+    blob["pending"]["approvals"][1]["fingerprint"] = "0" * 64
+    with pytest.raises(tw.TranscriptError, match=r"approvals\[1\]\.fingerprint.*`write`"):
+        restored(blob)
+
+
 def test_approval_is_bound_to_the_reviewed_arguments() -> None:
     blob = saved()
     stored = blob["pending"]["approvals"]
     reviewed = [tw.Approval(a["call_id"], a["fingerprint"], tw.Allow()) for a in stored]
-    # The stored call's arguments are changed after review.
-    blob["pending"]["message"]["tool_calls"][1]["arguments"] = '{"path": "b", "text": "rm"}'
+    # The stored call's arguments are changed after review, and its fingerprint with them.
+    args = '{"path": "b", "text": "rm"}'
+    blob["pending"]["message"]["tool_calls"][1]["arguments"] = args
+    forged = tw.TypedCall(tw.ToolCall("2", "write", args), write, write.validate_json(args))
+    stored[0]["fingerprint"] = tw.call_fingerprint(forged)
     session, run = restored(blob)
     deferring().resume(run, reviewed)
     assert "write b rm" not in ran
@@ -282,6 +335,14 @@ def test_session_changed_since_the_pause() -> None:
         tw.PlanRun.from_dict(blob["pending"], session, tools())
 
 
+def test_same_length_but_other_messages() -> None:
+    blob = saved()
+    blob["session"]["messages"][-1]["text"] = "go, and delete everything"
+    session = tw.Session.from_dict(blob["session"])
+    with pytest.raises(tw.TranscriptError, match=r"pending\.session_digest.*changed since"):
+        tw.PlanRun.from_dict(blob["pending"], session, tools())
+
+
 def test_another_session() -> None:
     blob = saved()
     other = tw.Session("sys", id="other").add_user("go")
@@ -311,6 +372,16 @@ def test_from_dict_takes_a_toolset_or_a_turn() -> None:
     assert run.is_pending
     with pytest.raises(TypeError, match="Toolset or a ResolvedTurn"):
         tw.PlanRun.from_dict(blob["pending"], session, [read, write])  # type: ignore[arg-type]
+
+
+def _swap(key: str, i: int, j: int) -> Any:
+    """A mutation of the saved data: swap two entries of the list ``key``."""
+
+    def apply(data: dict[str, Any]) -> None:
+        items = data[key]
+        items[i], items[j] = items[j], items[i]
+
+    return apply
 
 
 def _set(path: str, value: Any) -> Any:
@@ -358,7 +429,12 @@ _DELETE = object()
         (_set("approvals", []), "nothing to resume"),
         (_set("approvals.0.call_id", "5"), r"pending\.approvals\[0\]\.call_id '5' is not a call"),
         (_set("approvals.0.fingerprint", None), r"approvals\[0\]\.fingerprint must be a string"),
-        (_set("observed", "no"), r"pending\.observed must be a boolean"),
+        (_set("session_digest", _DELETE), r"pending\.session_digest must be a string"),
+        (_set("session_digest", "0" * 64), r"pending\.session_digest"),
+        (_swap("calls", 0, 1), r"pending\.calls\[1\]\.call_id '1' is out of order"),
+        (_swap("calls", 1, 2), r"pending\.calls\[2\]\.call_id '2' is out of order"),
+        (_swap("approvals", 0, 1), r"pending\.approvals\[1\]\.call_id '2' is repeated or out"),
+        (_set("approvals.1.call_id", "2"), r"pending\.approvals\[1\]\.call_id '2' is repeated"),
     ],
 )
 def test_malformed_data_names_the_bad_path(mutate: Any, message: str) -> None:
@@ -393,3 +469,125 @@ def test_invalid_arguments_issue_round_trips() -> None:
     [_, bad] = session2.last.results  # type: ignore[union-attr]
     assert "did not match the expected schema" in (rejection_reason(bad) or "")
     assert "path" in bad.content
+
+
+# -- failing closed without trusting the data ----------------------------------------------
+
+
+def test_a_rejected_call_moved_into_calls_is_rejected_again() -> None:
+    blob = saved()
+    data = blob["pending"]
+    [rejected] = data.pop("rejected")
+    data["rejected"] = []
+    data["calls"].insert(2, {"call_id": rejected["call_id"]})  # call 4, in the message's order
+    session = tw.Session.from_dict(blob["session"])
+    turn = tw.resolve_turn(tools(), hooks=[no_secrets()])
+    run = tw.PlanRun.from_dict(data, session, turn)
+    assert [c.id for c in run.plan.pending] == ["1", "2", "4", "6"]  # type: ignore[union-attr]
+    done = deferring().resume(run, [r.allow() for r in run.pending])
+    assert done.committed
+    assert "read secret" not in ran
+    assert ran == ["read a", "write b hi", "write c X!"]
+    result = {r.call_id: r for r in session.last.results}["4"]  # type: ignore[union-attr]
+    assert result.is_error
+    assert rejection_reason(result) == (
+        "tool `read` was rejected when its paused round was resumed: no secrets"
+    )
+
+
+def test_a_policy_runs_again_when_the_plan_is_run_directly() -> None:
+    blob = saved()
+    session = tw.Session.from_dict(blob["session"])
+    checked: list[str] = []
+    run = tw.PlanRun.from_dict(
+        blob["pending"], session, tw.resolve_turn(tools(), hooks=[no_secrets(checked)])
+    )
+    approvals = [r.allow() for r in run.pending]
+    deferring().run_plan(run.plan, approvals=approvals)
+    assert checked == ["1", "2", "6"]
+
+
+def test_an_edit_that_does_not_survive_json_cannot_be_saved() -> None:
+    hs = tw.HookSet()
+
+    @hs.on(login)
+    def real_password(call: tw.TypedCall[Any]) -> Any:
+        return tw.RunNormally(call.input.model_copy(update={"password": SecretStr("hunter2")}))
+
+    session = tw.Session().add_user("go")
+    turn = tw.resolve_turn(tw.Toolset("auth", [login]))
+    round_ = needs_tools(session, turn, ("1", "login", '{"user": "ann", "password": "x"}'))
+    run = deferring().execute_and_commit(round_.apply_hooks(hs))
+    assert run.is_pending
+    with pytest.raises(ValueError, match=r"call `1` \(tool `login`\).*does not survive JSON"):
+        run.to_dict()
+
+
+def test_an_unedited_secret_can_be_saved() -> None:
+    session = tw.Session().add_user("go")
+    turn = tw.resolve_turn(tw.Toolset("auth", [login]))
+    round_ = needs_tools(session, turn, ("1", "login", '{"user": "ann", "password": "x"}'))
+    run = deferring().execute_and_commit(round_.apply_hooks())
+    data = json.loads(json.dumps(run.to_dict()))
+    again = tw.PlanRun.from_dict(data, tw.Session.from_json(session.to_json()), turn.toolset)
+    assert again.pending[0].input.password.get_secret_value() == "x"
+
+
+def test_a_handled_call_does_not_need_its_tool_any_more() -> None:
+    hs = tw.HookSet()
+    hs.on(lookup, lambda call: tw.Complete("from cache"))
+    session = tw.Session().add_user("go")
+    full = tw.resolve_turn(tw.Toolset("files", [write, lookup]))
+    round_ = needs_tools(
+        session,
+        full,
+        ("1", "lookup", '{"key": "k"}'),
+        ("2", "write", '{"path": "b", "text": "hi"}'),
+    )
+    run = deferring().execute_and_commit(round_.apply_hooks(hs))
+    data = json.loads(json.dumps(run.to_dict()))
+    session2 = tw.Session.from_json(session.to_json())
+    again = tw.PlanRun.from_dict(data, session2, tw.Toolset("files", [write]))
+    plan = again.plan
+    assert isinstance(plan, tw.ToolRoundPlan)
+    [handled] = plan.handled
+    assert (handled.call.name, handled.call.input) == ("lookup", {"key": "k"})
+    assert again.to_dict() == data
+    done = deferring().resume(again, [r.allow() for r in again.pending])
+    assert done.committed
+    assert ran == ["write b hi"]
+    results = session2.last.results  # type: ignore[union-attr]
+    assert [r.content for r in results] == ["from cache", "wrote 2 to b"]
+
+
+class NoWrites:
+    @hookimpl
+    def toolwire_tool_decision(self, call: Any, context: Any) -> Any:
+        return tw.Reject("writes are frozen") if call.name == "write" else None
+
+
+def test_agent_restore_runs_the_host_policies_again() -> None:
+    agent = tw.Agent(TestProvider(script=script()), tools(), executor=deferring(), plugins=False)
+    session = tw.Session()
+    result = agent.run(session, "note hi")
+    assert result.pending is not None
+    data = json.loads(
+        json.dumps({"session": session.to_dict(), "pending": result.pending.to_dict()})
+    )
+
+    # Since the pause, the organisation's policy freezes writes.
+    host = PluginHost(autoload=False, strict=False, allow=None, deny=(), hook_timeout=5.0)
+    host.register(NoWrites(), "corp", kind="policy")
+    session2 = tw.Session.from_dict(data["session"])
+    executor = tw.Executor(
+        approval=lambda r: tw.Defer(), approval_gate="mutating_and_above", plugins=False
+    )
+    agent2 = tw.Agent(TestProvider(script=script()[1:]), tools(), executor=executor, plugins=host)
+    run = agent2.restore(data["pending"], session2)
+    done = executor.resume(run, [r.allow() for r in run.pending])
+    assert done.committed
+    assert ran == ["read todo"]
+    written = session2.last.results[0]  # type: ignore[union-attr]
+    assert rejection_reason(written) == (
+        "tool `write` was rejected when its paused round was resumed: writes are frozen"
+    )

@@ -231,8 +231,12 @@ class Agent:
 
         ``session`` is the session restored from JSON; the pending calls are
         validated against the turn this agent would offer on it, with this
-        agent's hook context. Resume it with ``agent.executor.resume(...)``,
-        then run the agent on the session again.
+        agent's hook context, and the guard hooks of that turn (the host's
+        policies, guard hook sets) run on them again when the run is resumed.
+        The data is as trusted as the session JSON it was stored with, and
+        must be consumed once (resuming it twice runs its calls twice).
+        Resume it with ``agent.executor.resume(...)``, then run the agent on
+        the session again.
         """
         ctx = self._context(session)
         config = self.follow_up if isinstance(session.last, ToolResultsMessage) else self.turn

@@ -43,10 +43,20 @@ from pydantic import BaseModel, ValidationError
 from toolwire._errors import (
     ApprovalPendingError,
     ProviderError,
+    ToolDefinitionError,
     ToolExecutionError,
     TranscriptError,
 )
-from toolwire._hooks import HandledCall, HookContext, RejectedCall, ToolRoundPlan
+from toolwire._hooks import (
+    HandledCall,
+    HookContext,
+    HookSet,
+    RejectedCall,
+    ToolRoundPlan,
+    _async_pass,
+    _guards_only,
+    _hooks_for,
+)
 from toolwire._round import (
     AssistantReply,
     InvalidArguments,
@@ -426,30 +436,46 @@ class PlanRun:
         """The paused round as JSON data (format ``toolwire.pending/1``), to resume elsewhere.
 
         While approval is pending the session does not hold the assistant's
-        tool calls; this holds them (the assistant message), the session id
-        and length the round was decoded at, what hooks decided (handled and
-        rejected results, the round's issues), the calls pending execution
-        (with the input a hook edited, if one did) and the approval requests
-        (call id, fingerprint). :meth:`from_dict` rebuilds the run.
+        tool calls; this holds them (the assistant message), the session id,
+        the length and a sha256 digest of the messages the round was decoded
+        at, what hooks decided (handled and rejected results, the round's
+        issues), the calls pending execution (with the input a hook edited,
+        if one did) and the approval requests (call id, fingerprint), every
+        list in the order of the assistant's calls. :meth:`from_dict` rebuilds
+        the run.
+
+        Trust: this is server-side data, as trusted as the Session JSON it is
+        stored with (toolwire signs neither): keep both where neither the model
+        nor the user can write them. Consume it once: resuming the same data
+        twice runs its calls twice. :meth:`from_dict` still fails closed where
+        it can without trusting it (see there).
+
+        Raises ValueError unless approval is pending, or when a hook edited a
+        call's input into something that does not survive JSON (a
+        ``SecretStr``, a value without a JSON form): resumed, it would run
+        other arguments than the ones approved.
         """
         if not self.pending or self.committed:
             raise ValueError("only a run whose approval is pending can be saved with to_dict()")
         plan = self.plan
         if isinstance(plan, ToolRound):
-            round_, calls, observed = plan, plan.calls, False
+            round_, calls = plan, plan.calls
             handled: tuple[HandledCall, ...] = ()
             rejected: tuple[RejectedCall, ...] = ()
         else:
-            round_, calls, observed = plan.round, plan.pending, plan._observed
+            round_, calls = plan.round, plan.pending
             handled, rejected = plan.handled, plan.rejected
+        order = {c.id: i for i, c in enumerate(round_.message.tool_calls)}
         return {
             "format": PENDING_FORMAT,
             "session_id": round_.session.id,
             "session_length": round_._mark,
+            "session_digest": _session_digest(round_.session, round_._mark),
             "message": _message_to_dict(round_.message),
-            "calls": [_call_entry(c) for c in calls],
+            "calls": [_call_entry(c) for c in _in_order(calls, lambda c: c.id, order)],
             "approvals": [
-                {"call_id": r.call_id, "fingerprint": r.fingerprint} for r in self.pending
+                {"call_id": r.call_id, "fingerprint": r.fingerprint}
+                for r in _in_order(self.pending, lambda r: r.call_id, order)
             ],
             "handled": [
                 {
@@ -457,7 +483,7 @@ class PlanRun:
                     "output": pydantic_core.to_jsonable_python(h.output, fallback=repr),
                     "result": _result_entry(h.result),
                 }
-                for h in handled
+                for h in _in_order(handled, lambda h: h.call.id, order)
             ],
             "rejected": [
                 {
@@ -466,10 +492,11 @@ class PlanRun:
                     "source": r.source,
                     "result": _result_entry(r.result),
                 }
-                for r in rejected
+                for r in _in_order(rejected, lambda r: r.call.id, order)
             ],
-            "issues": [_issue_entry(i) for i in round_.issues],
-            "observed": observed,
+            "issues": [
+                _issue_entry(i) for i in _in_order(round_.issues, lambda i: i.call.id, order)
+            ],
         }
 
     @classmethod
@@ -485,11 +512,28 @@ class PlanRun:
 
         ``session`` is the session restored from JSON (still at the recorded
         length), ``tools`` the turn (or toolset) whose tools the pending calls
-        are validated against again, from their argument text. Handled and
-        rejected calls keep their recorded results (hooks do not run again;
-        a handled call's ``output`` comes back as its JSON form).
-        Malformed data, a changed session, or a pending call whose tool is
-        gone or whose arguments no longer validate raise TranscriptError.
+        are validated against again, from their argument text (or the input a
+        hook edited).
+
+        Trust: the data is as trusted as the Session JSON it was stored with
+        (nothing is signed), and must be consumed once: resuming the same
+        data twice runs its calls twice. What can be checked without trusting
+        it is checked, failing closed:
+
+        - the session must have the recorded id, length and message digest;
+        - every list must follow the order of the assistant's calls;
+        - each approval's fingerprint must be the one the re-validated call
+          has now (so an approval of the reviewed fingerprint still binds);
+        - the turn's guard hooks (policies: guard hook sets, hooks registered
+          with ``guard=True``) and the executor's plugin policies run again
+          on every call pending execution when the run is resumed, before
+          anything runs: a Reject (or Complete) from them refuses the call.
+
+        Other hooks do not run again: handled and rejected calls keep their
+        recorded results (a handled call's ``output`` comes back as its JSON
+        form; it does not need its tool to be offered any more). Malformed
+        data, a changed session, or a pending call whose tool is gone or whose
+        arguments no longer validate raise TranscriptError naming the path.
         """
         if isinstance(tools, Toolset):
             turn = resolve_turn(tools)
@@ -505,10 +549,56 @@ class PlanRun:
 PENDING_FORMAT = "toolwire.pending/1"
 
 
+class _RestoredPlan(ToolRoundPlan):
+    """A plan rebuilt by :meth:`PlanRun.from_dict`: the executor runs the guard hooks of
+    ``guards`` (the turn's hook sets) again on its pending calls before anything runs,
+    rather than trusting the saved data to say they passed."""
+
+    __slots__ = ("guards",)
+
+    def __init__(self, plan: ToolRoundPlan, guards: tuple[HookSet, ...]) -> None:
+        super().__init__(plan.round, plan.pending, plan.handled, plan.rejected, plan.context)
+        self._observed = plan._observed
+        self.guards = guards
+
+    def apply_hooks(self, *hooks: HookSet, context: HookContext | None = None) -> ToolRoundPlan:
+        return _RestoredPlan(super().apply_hooks(*hooks, context=context), self.guards)
+
+    async def aapply_hooks(
+        self, *hooks: HookSet, context: HookContext | None = None
+    ) -> ToolRoundPlan:
+        return _RestoredPlan(await super().aapply_hooks(*hooks, context=context), self.guards)
+
+
+def _guards_of(plan: ToolRoundPlan | ToolRound) -> tuple[HookSet, ...] | None:
+    return plan.guards if isinstance(plan, _RestoredPlan) else None
+
+
+def _in_order(items: Iterable[_T], key: Callable[[_T], str], order: Mapping[str, int]) -> list[_T]:
+    return sorted(items, key=lambda item: order[key(item)])
+
+
+def _session_digest(session: Session, length: int) -> str:
+    """sha256 (hex) of the canonical JSON of the session's first ``length`` messages."""
+    messages = session.to_dict()["messages"][:length]
+    return hashlib.sha256(_canonical_json(messages).encode()).hexdigest()
+
+
 def _call_entry(call: TypedCall[Any]) -> dict[str, Any]:
     entry: dict[str, Any] = {"call_id": call.id}
     if call.edited:  # a hook edited the input: keep what it made (else the argument text is it)
-        entry["input"] = json.loads(_canonical_json(_plain(call.input)))
+        stored = json.loads(_canonical_json(_plain(call.input)))
+        try:
+            same = call.tool.validate_json(json.dumps(stored)) == call.input
+        except (ValidationError, ValueError, TypeError):
+            same = False
+        if not same:
+            raise ValueError(
+                f"call `{call.id}` (tool `{call.name}`): the input a hook edited does not "
+                f"survive JSON (a secret such as SecretStr, or a value without a JSON form), "
+                f"so the paused round cannot be saved: resumed, it would run other arguments"
+            )
+        entry["input"] = stored
     return entry
 
 
@@ -573,6 +663,38 @@ def _typed(
     return TypedCall(call, tool, edited, True)
 
 
+def _answered(
+    turn: ResolvedTurn, call: ToolCall, entry: Mapping[str, Any], where: str
+) -> TypedCall[Any]:
+    """A handled call, rebuilt from the raw call (it will not run: its tool need not be
+    offered now). With the toolset's tool when it still takes the recorded input, so result
+    hooks see the call typed as before; else with a stand-in raw tool of the same name."""
+    edited = "input" in entry
+    tool = turn.lookup(call.name) or turn.toolset.get(call.name)
+    if tool is not None and tool.name == call.name:
+        try:
+            text = json.dumps(entry["input"]) if edited else call.arguments
+            return TypedCall(call, tool, tool.validate_json(text), edited)
+        except (ValidationError, TypeError, ValueError):
+            pass
+    value = entry.get("input")
+    if not edited:
+        try:
+            value = json.loads(call.arguments)
+        except ValueError:
+            value = None
+    try:
+        stand_in: Tool[Any, Any] = Tool(
+            name=call.name,
+            description="A tool a hook answered; not available now.",
+            input_type=dict,
+            input_schema={"type": "object"},
+        )
+    except ToolDefinitionError as exc:
+        raise TranscriptError(f"{where}: {exc}") from None
+    return TypedCall(call, stand_in, value if isinstance(value, dict) else {}, edited)
+
+
 def _result(call: ToolCall, entry: Mapping[str, Any], where: str) -> ToolResult:
     d = _field(entry, "result", where, Mapping)
     content = _field(d, "content", f"{where}.result", str)
@@ -628,36 +750,52 @@ def _restore(
             f"the session has {len(session)} messages, but the paused round was decoded at "
             f"{length} (pending.session_length): the session changed since"
         )
+    digest = _field(data, "session_digest", "pending", str)
+    if digest != _session_digest(session, length):
+        raise TranscriptError(
+            "the session's messages are not the ones the paused round was decoded at "
+            "(pending.session_digest): the session changed since"
+        )
     message = _message_from_dict(data.get("message"), "pending.message")
     if not isinstance(message, AssistantMessage) or not message.tool_calls:
         raise TranscriptError("pending.message must be an assistant message with tool calls")
     by_id = {c.id: c for c in message.tool_calls}
     if len(by_id) != len(message.tool_calls):
         raise TranscriptError("pending.message: a tool call id appears twice")
+    order = {cid: i for i, cid in enumerate(by_id)}
     seen: set[str] = set()
 
-    def call_of(entry: Mapping[str, Any], where: str) -> ToolCall:
-        cid = _field(entry, "call_id", where, str)
-        if cid not in by_id:
-            raise TranscriptError(f"{where}.call_id {cid!r} is not a call of pending.message")
-        if cid in seen:
-            raise TranscriptError(f"{where}.call_id {cid!r} is recorded twice")
-        seen.add(cid)
-        return by_id[cid]
+    def recorded(key: str) -> Iterator[tuple[ToolCall, Mapping[str, Any], str]]:
+        """pending.<key>'s entries: each names a call of the message, once, in its order."""
+        last = -1
+        for e, w in _entries(data, key):
+            cid = _field(e, "call_id", w, str)
+            if cid not in by_id:
+                raise TranscriptError(f"{w}.call_id {cid!r} is not a call of pending.message")
+            if cid in seen:
+                raise TranscriptError(f"{w}.call_id {cid!r} is recorded twice")
+            seen.add(cid)
+            if order[cid] < last:
+                raise TranscriptError(
+                    f"{w}.call_id {cid!r} is out of order: pending.{key} must follow the "
+                    f"order of the calls in pending.message"
+                )
+            last = order[cid]
+            yield by_id[cid], e, w
 
     ctx = context or turn.context or HookContext()
-    calls = tuple(_typed(turn, call_of(e, w), e, w) for e, w in _entries(data, "calls"))
-    handled = []
-    for e, w in _entries(data, "handled"):
-        call = _typed(turn, call_of(e, w), e, w)
-        handled.append(HandledCall(call, e.get("output"), _result(call.call, e, w)))
-    rejected = []
-    for e, w in _entries(data, "rejected"):
-        raw = call_of(e, w)
-        reason = _field(e, "reason", w, str)
-        source = _field(e, "source", w, str)
-        rejected.append(RejectedCall(raw, reason, source, _result(raw, e, w)))
-    issues = tuple(_issue(turn, call_of(e, w), e, w) for e, w in _entries(data, "issues"))
+    calls = tuple(_typed(turn, raw, e, w) for raw, e, w in recorded("calls"))
+    handled = tuple(
+        HandledCall(_answered(turn, raw, e, w), e.get("output"), _result(raw, e, w))
+        for raw, e, w in recorded("handled")
+    )
+    rejected = tuple(
+        RejectedCall(
+            raw, _field(e, "reason", w, str), _field(e, "source", w, str), _result(raw, e, w)
+        )
+        for raw, e, w in recorded("rejected")
+    )
+    issues = tuple(_issue(turn, raw, e, w) for raw, e, w in recorded("issues"))
     missing = [cid for cid in by_id if cid not in seen]
     if missing:
         raise TranscriptError(
@@ -666,15 +804,27 @@ def _restore(
         )
     runnable = {c.id: c for c in calls}
     requests = []
+    last = -1
     for e, w in _entries(data, "approvals"):
         cid = _field(e, "call_id", w, str)
-        if cid not in runnable:
+        call = runnable.get(cid)
+        if call is None:
             raise TranscriptError(f"{w}.call_id {cid!r} is not a call pending execution")
-        requests.append(ApprovalRequest(runnable[cid], _field(e, "fingerprint", w, str), ctx))
+        if order[cid] <= last:
+            raise TranscriptError(
+                f"{w}.call_id {cid!r} is repeated or out of order: pending.approvals must "
+                f"follow the order of the calls in pending.message"
+            )
+        last = order[cid]
+        fingerprint = _field(e, "fingerprint", w, str)
+        if fingerprint != call_fingerprint(call):
+            raise TranscriptError(
+                f"{w}.fingerprint is not the fingerprint of call `{cid}` (tool `{call.name}`) "
+                f"as recorded: the call's arguments or the fingerprint changed since it was saved"
+            )
+        requests.append(ApprovalRequest(call, fingerprint, ctx))
     if not requests:
         raise TranscriptError("pending.approvals is empty: there is nothing to resume")
-    observed = _field(data, "observed", "pending", bool)
-    order = {cid: i for i, cid in enumerate(by_id)}
     typed = tuple(sorted((*calls, *(h.call for h in handled)), key=lambda c: order[c.id]))
     reply = AssistantReply(
         message.text,
@@ -685,14 +835,11 @@ def _restore(
         message.model,
     )
     plan = ToolRoundPlan(
-        ToolRound(session, turn, message, typed, issues, reply),
-        calls,
-        tuple(handled),
-        tuple(rejected),
-        ctx,
+        ToolRound(session, turn, message, typed, issues, reply), calls, handled, rejected, ctx
     )
-    plan._observed = observed
-    return PlanRun(plan, (), tuple(requests), False)
+    # Restored plans start unobserved (result hooks see the handled results at commit) and
+    # their pending calls pass the turn's guard hooks again when the run is resumed.
+    return PlanRun(_RestoredPlan(plan, turn.hooks), (), tuple(requests), False)
 
 
 # -- retry classification -----------------------------------------------------------------
@@ -1189,17 +1336,27 @@ class Executor:
             await self._apply_decision(job, request, decision, pending)
         return pending
 
-    async def _policies_on(self, call: TypedCall[Any], context: HookContext | None) -> str | None:
-        """The host's policies on input an approver rewrote (they only saw the model's):
-        None if they let it run, else why not."""
-        if self._host is None:
+    async def _policies_on(
+        self,
+        call: TypedCall[Any],
+        context: HookContext | None,
+        guards: Sequence[HookSet] = (),
+    ) -> str | None:
+        """The guard hooks on input they have not seen as it is (an approver rewrote it; a
+        restored round's data says they let it through): the host's policies, and the
+        guard hooks among ``guards``. None if they let it run, else why not."""
+        sets: list[HookSet] = []
+        if self._host is not None:
+            policies = self._host.hook_sets()[0]
+            if policies:
+                sets.append(policies)
+        sets.extend(s for s in guards if all(s is not p for p in sets))
+        if not sets:
             return None
-        policies = self._host.hook_sets()[0]
-        if not policies:
+        hooks, _ = _guards_only(_hooks_for(sets, call.tool))
+        if not hooks:
             return None
-        from toolwire._hooks import HandledCall, RejectedCall, arun_hooks
-
-        outcome = await arun_hooks(call, [policies], context or HookContext())
+        outcome, _ = await _async_pass(call, (hooks, -1), context or HookContext())
         if isinstance(outcome, RejectedCall):
             return outcome.reason
         if isinstance(outcome, HandledCall):
@@ -1479,7 +1636,10 @@ class Executor:
         calls: Sequence[TypedCall[Any] | ToolCall],
         context: HookContext | None,
         approvals: Iterable[Approval] | Mapping[str, Approval],
+        guards: Sequence[HookSet] | None = None,
     ) -> tuple[list[_Job], list[ApprovalRequest]]:
+        """Check every call, decide approval, run what may run. ``guards``: a restored
+        round's hook sets, whose guard hooks see each call again before anything else."""
         jobs: list[_Job] = []
         blocked = self._host.blocked if self._host is not None else ()
         for c in calls:
@@ -1495,7 +1655,17 @@ class Executor:
                     f"the executor takes TypedCall or ToolCall objects, got {type(c).__name__}"
                 )
             job = _Job(raw, context)
-            if self._check(job, c):
+            validate = self._check(job, c)
+            if guards is not None and job.result is None:
+                assert job.call is not None
+                refusal = await self._policies_on(job.call, context, guards)
+                if refusal is not None:
+                    job.refuse(
+                        f"tool `{raw.name}` was rejected when its paused round was resumed: "
+                        f"{refusal}",
+                        "policy_rejected",
+                    )
+            if validate and job.result is None:
                 assert job.plan is not None
                 assert job.call is not None
                 await self._run_validators(job, job.plan, job.call)
@@ -1595,7 +1765,10 @@ class Executor:
     ) -> list[ToolResult]:
         """Run a plan's pending calls (or a bare round's calls); results in the plan's order."""
         calls, context = _plan_calls(plan)
-        results = await self.aexecute_all(calls, context=context, approvals=approvals)
+        jobs, pending = await self._process(calls, context, approvals, _guards_of(plan))
+        if pending:
+            raise ApprovalPendingError(tuple(pending))
+        results = [j.result for j in jobs if j.result is not None]
         if isinstance(plan, ToolRoundPlan):
             await self._observe_handled(plan)  # so plan.commit writes the observed results
         return results
@@ -1621,7 +1794,7 @@ class Executor:
         PlanRun carries the pending requests; resume with :meth:`aresume`.
         """
         calls, context = _plan_calls(plan)
-        jobs, pending = await self._process(calls, context, approvals)
+        jobs, pending = await self._process(calls, context, approvals, _guards_of(plan))
         if pending:
             return PlanRun(plan, (), tuple(pending), False)
         results = tuple(j.result for j in jobs if j.result is not None)
