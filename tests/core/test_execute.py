@@ -10,7 +10,7 @@ import pytest
 from pydantic import BaseModel
 
 import toolwire as tw
-from toolwire._round import rejection_reason
+from toolwire._calls import rejection_reason
 
 
 def typed(tool: tw.Tool[Any, Any], arguments: str = "{}", id: str = "c1") -> tw.TypedCall[Any]:

@@ -9,7 +9,7 @@ import pytest
 from _helpers import needs_tools
 
 import toolwire as tw
-from toolwire._round import rejection_reason
+from toolwire._calls import rejection_reason
 
 
 def typed(tool: tw.Tool[Any, Any], arguments: str = "{}", id: str = "c1") -> tw.TypedCall[Any]:

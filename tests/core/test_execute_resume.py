@@ -12,8 +12,8 @@ from pydantic import SecretStr
 
 import toolwire as tw
 from toolwire import hookimpl
+from toolwire._calls import rejection_reason
 from toolwire._plugins import PluginHost
-from toolwire._round import rejection_reason
 from toolwire.providers.test import TestProvider
 
 ran: list[str] = []

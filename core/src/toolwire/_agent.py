@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 
 import attrs
 
+from toolwire._calls import ToolCall, ToolResult
 from toolwire._errors import RoundLimitError, StreamError
 from toolwire._execute import Executor, PlanRun, _resolve_host
-from toolwire._hooks import HookContext, HookSet, ToolRoundPlan
+from toolwire._hooks import HookContext, HookSet
 from toolwire._provider import (
     Provider,
     ReplyCompleted,
@@ -26,8 +27,7 @@ from toolwire._provider import (
     ToolCallDelta,
     ToolCallStarted,
 )
-from toolwire._round import AssistantReply, Finished, ToolRound, decode_reply
-from toolwire._tools import ToolCall, ToolResult
+from toolwire._round import AssistantReply, Finished, ToolRound, ToolRoundPlan, decode_reply
 from toolwire._toolset import Toolset
 from toolwire._transcript import AssistantMessage, Session, ToolResultsMessage, Usage
 from toolwire._turn import Requirement, ResolvedTurn, Turn

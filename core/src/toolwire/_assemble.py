@@ -13,9 +13,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Hashable
 
+from toolwire._calls import ToolCall
 from toolwire._errors import StreamError
 from toolwire._provider import StreamEvent, TextDelta, ToolCallDelta, ToolCallStarted
-from toolwire._tools import ToolCall
 
 __all__ = ["ToolCallAssembler", "synthesize_call_id"]
 

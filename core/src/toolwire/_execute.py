@@ -40,6 +40,14 @@ import attrs
 import pydantic_core
 from pydantic import BaseModel, ValidationError
 
+from toolwire._calls import (
+    HandledCall,
+    RejectedCall,
+    ToolCall,
+    ToolResult,
+    TypedCall,
+    rejection_content,
+)
 from toolwire._errors import (
     ApprovalPendingError,
     ProviderError,
@@ -47,35 +55,17 @@ from toolwire._errors import (
     ToolExecutionError,
     TranscriptError,
 )
-from toolwire._hooks import (
-    HandledCall,
-    HookContext,
-    HookSet,
-    RejectedCall,
-    ToolRoundPlan,
-    _async_pass,
-    _guards_only,
-    _hooks_for,
-)
+from toolwire._hooks import HookContext, HookSet, _async_pass, _guards_only, _hooks_for
 from toolwire._round import (
     AssistantReply,
     InvalidArguments,
     NotAvailable,
     ToolCallIssue,
     ToolRound,
+    ToolRoundPlan,
     UnknownTool,
-    rejection_content,
 )
-from toolwire._tools import (
-    Capability,
-    Tool,
-    ToolCall,
-    ToolEffect,
-    ToolMetadata,
-    ToolResult,
-    TypedCall,
-    tool_of,
-)
+from toolwire._tools import Capability, Tool, ToolEffect, ToolMetadata, tool_of
 from toolwire._toolset import Toolset
 from toolwire._transcript import AssistantMessage, Session, _message_from_dict, _message_to_dict
 from toolwire._turn import ResolvedTurn, resolve_turn
@@ -1901,7 +1891,7 @@ def _plan_calls(
 
 
 def _error_text(result: ToolResult) -> str:
-    from toolwire._round import rejection_reason
+    from toolwire._calls import rejection_reason
 
     reason = rejection_reason(result)
     return reason if reason is not None else result.content

@@ -1,38 +1,32 @@
-"""Decision hooks, description and availability hooks, hook sets, and the round plan."""
+"""Decision hooks, description and availability hooks, hook sets, and the per-call pipeline."""
 
 from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, Union
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Generic, TypeVar, Union
 
 import attrs
 import pydantic_core
 
-from toolwire._errors import HookError
-from toolwire._round import (
-    ContinueSuggestion,
-    ToolCallIssue,
+from toolwire._calls import (
+    HandledCall,
+    RejectedCall,
+    TypedCall,
     rejection_content,
 )
-from toolwire._tools import Tool, ToolCall, ToolResult, TypedCall, tool_of
-from toolwire._toolset import Selector
-
-if TYPE_CHECKING:
-    from toolwire._round import ToolRound
+from toolwire._errors import HookError
+from toolwire._tools import Selector, Tool, tool_of
 
 __all__ = [
     "Complete",
     "DecisionHook",
-    "HandledCall",
     "HookContext",
     "HookSet",
-    "RejectedCall",
     "Reject",
     "RunNormally",
     "ToolDecision",
-    "ToolRoundPlan",
 ]
 
 logger = logging.getLogger("toolwire.tool_hook")
@@ -82,25 +76,6 @@ class HookContext:
 DecisionHook = Callable[[TypedCall[Any], HookContext], "ToolDecision | Awaitable[Any] | None"]
 DescriptionHook = Callable[[Tool[Any, Any], str, HookContext], "str | None"]
 AvailabilityHook = Callable[[Tool[Any, Any], HookContext], bool]
-
-
-@attrs.frozen
-class HandledCall:
-    """A call answered without running the tool (a hook's Complete)."""
-
-    call: TypedCall[Any]
-    output: Any
-    result: ToolResult
-
-
-@attrs.frozen
-class RejectedCall:
-    """A call rejected by a hook; ``source`` names the hook (or plugin) that decided."""
-
-    call: ToolCall
-    reason: str
-    source: str
-    result: ToolResult
 
 
 @attrs.frozen
@@ -342,7 +317,7 @@ def _close(obj: Any) -> None:
 
 # -- the decision pipeline -------------------------------------------------------------
 
-_Outcome = Union[TypedCall[Any], HandledCall, RejectedCall]
+Outcome = Union[TypedCall[Any], HandledCall, RejectedCall]
 
 
 _Chain = tuple[list[tuple[_Hook, bool]], int]
@@ -391,7 +366,7 @@ def _failed(call: TypedCall[Any], h: _Hook, exc: BaseException) -> RejectedCall:
 
 def _interpret(
     call: TypedCall[Any], start: TypedCall[Any], h: _Hook, decision: Any
-) -> _Outcome | None:
+) -> Outcome | None:
     """None means: continue with ``call`` (possibly edited by the caller)."""
     if decision is None:
         return None
@@ -429,7 +404,7 @@ def _thread(call: TypedCall[Any], h: _Hook, decision: Any) -> TypedCall[Any] | R
     return call
 
 
-def _log(call: TypedCall[Any], outcome: _Outcome) -> None:
+def _log(call: TypedCall[Any], outcome: Outcome) -> None:
     if isinstance(outcome, TypedCall):
         logger.debug("tool=%s call=%s decision=run input=%r", call.name, call.id, outcome.input)
     elif isinstance(outcome, HandledCall):
@@ -446,7 +421,7 @@ def _log(call: TypedCall[Any], outcome: _Outcome) -> None:
 
 def _step(
     call: TypedCall[Any], start: TypedCall[Any], h: _Hook, decision: Any
-) -> tuple[TypedCall[Any], _Outcome | None]:
+) -> tuple[TypedCall[Any], Outcome | None]:
     """Apply one hook's decision: the (maybe edited) call, and an outcome if it ends here."""
     outcome = _interpret(call, start, h, decision)
     if outcome is not None:
@@ -459,7 +434,7 @@ def _step(
 
 def _sync_pass(
     call: TypedCall[Any], chain: _Chain, ctx: HookContext
-) -> tuple[_Outcome, bytes | None]:
+) -> tuple[Outcome, bytes | None]:
     """One pass of the pipeline: the outcome, and the fingerprint of the input as the
     guards approved it (None when no non-guard hook follows a guard)."""
     hooks, snap_at = chain
@@ -485,7 +460,7 @@ def _sync_pass(
 
 async def _async_pass(
     call: TypedCall[Any], chain: _Chain, ctx: HookContext
-) -> tuple[_Outcome, bytes | None]:
+) -> tuple[Outcome, bytes | None]:
     hooks, snap_at = chain
     start = call
     approved: bytes | None = None
@@ -504,7 +479,7 @@ async def _async_pass(
     return call, approved
 
 
-def _guards_missed(outcome: _Outcome, approved: bytes | None) -> bool:
+def _guards_missed(outcome: Outcome, approved: bytes | None) -> bool:
     # A later hook changed the input (a new one, or the same object edited in place)
     # after the guards (policies) approved it.
     return (
@@ -518,12 +493,10 @@ def _guards_only(chain: _Chain) -> _Chain:
     return [p for p in chain[0] if p[1]], -1
 
 
-_HookCache = dict[Tool[Any, Any], _Chain]
+HookCache = dict[Tool[Any, Any], _Chain]
 
 
-def _hooks_cached(
-    sets: Sequence[HookSet], tool: Tool[Any, Any], cache: _HookCache | None
-) -> _Chain:
+def _hooks_cached(sets: Sequence[HookSet], tool: Tool[Any, Any], cache: HookCache | None) -> _Chain:
     if cache is None:
         return _hooks_for(sets, tool)
     hooks = cache.get(tool)
@@ -536,8 +509,8 @@ def run_hooks(
     call: TypedCall[Any],
     sets: Sequence[HookSet],
     ctx: HookContext,
-    cache: _HookCache | None = None,
-) -> _Outcome:
+    cache: HookCache | None = None,
+) -> Outcome:
     """Run the decision pipeline for one call (sync hooks only).
 
     If a hook edits the input after the guard sets (policies) ran, the guard
@@ -561,8 +534,8 @@ async def arun_hooks(
     call: TypedCall[Any],
     sets: Sequence[HookSet],
     ctx: HookContext,
-    cache: _HookCache | None = None,
-) -> _Outcome:
+    cache: HookCache | None = None,
+) -> Outcome:
     """Run the decision pipeline for one call, awaiting async hooks (see run_hooks)."""
     chain = _hooks_cached(sets, call.tool, cache)
     if not chain[0]:
@@ -574,121 +547,3 @@ async def arun_hooks(
     if logger.isEnabledFor(logging.DEBUG):
         _log(call, outcome)
     return outcome
-
-
-class ToolRoundPlan:
-    """What hooks decided for a round: pending calls to run, handled, rejected, issues.
-
-    ``apply_hooks`` again re-hooks only the pending calls. ``commit`` writes
-    handled + rejected + issue rejections + the results you give for the
-    pending calls, in the assistant's order.
-    """
-
-    __slots__ = ("_observed", "context", "handled", "pending", "rejected", "round")
-
-    def __init__(
-        self,
-        round: ToolRound,
-        pending: tuple[TypedCall[Any], ...],
-        handled: tuple[HandledCall, ...],
-        rejected: tuple[RejectedCall, ...],
-        context: HookContext,
-    ) -> None:
-        self.round = round
-        self.pending = pending
-        self.handled = handled
-        self.rejected = rejected
-        self.context = context
-        self._observed = False  # result hooks already applied to handled (the executor)
-
-    @property
-    def issues(self) -> tuple[ToolCallIssue, ...]:
-        """The round's recoverable issues (answered with rejections on commit)."""
-        return self.round.issues
-
-    def __repr__(self) -> str:
-        return (
-            f"<ToolRoundPlan pending={[c.name for c in self.pending]} "
-            f"handled={len(self.handled)} rejected={len(self.rejected)} issues={len(self.issues)}>"
-        )
-
-    @property
-    def continue_suggestion(self) -> ContinueSuggestion:
-        if self.issues:
-            return ContinueSuggestion.RECOVERABLE_TOOL_CALL_ISSUE
-        return ContinueSuggestion.RUN_TOOLS if self.pending else ContinueSuggestion.COMMIT
-
-    def apply_hooks(self, *hooks: HookSet, context: HookContext | None = None) -> ToolRoundPlan:
-        return plan_round(
-            self.round, self.pending, hooks, context or self.context, self.handled, self.rejected
-        )
-
-    async def aapply_hooks(
-        self, *hooks: HookSet, context: HookContext | None = None
-    ) -> ToolRoundPlan:
-        return await aplan_round(
-            self.round, self.pending, hooks, context or self.context, self.handled, self.rejected
-        )
-
-    def results(self, pending_results: Iterable[ToolResult] = ()) -> list[ToolResult]:
-        """Every result this plan would commit (before ordering)."""
-        return [
-            *(h.result for h in self.handled),
-            *(r.result for r in self.rejected),
-            *pending_results,
-        ]
-
-    def commit(self, pending_results: Iterable[ToolResult] = ()) -> None:
-        """Commit the round: handled, rejected and issues are filled in for you."""
-        self.round.commit(self.results(pending_results))
-
-    def discard(self) -> None:
-        self.round.discard()
-
-
-def _split(
-    outcomes: Iterable[_Outcome],
-) -> tuple[list[TypedCall[Any]], list[HandledCall], list[RejectedCall]]:
-    pending: list[TypedCall[Any]] = []
-    handled: list[HandledCall] = []
-    rejected: list[RejectedCall] = []
-    for o in outcomes:
-        if isinstance(o, TypedCall):
-            pending.append(o)
-        elif isinstance(o, HandledCall):
-            handled.append(o)
-        else:
-            rejected.append(o)
-    return pending, handled, rejected
-
-
-def plan_round(
-    round: ToolRound,
-    calls: Sequence[TypedCall[Any]],
-    sets: Sequence[HookSet],
-    context: HookContext | None,
-    handled: Sequence[HandledCall],
-    rejected: Sequence[RejectedCall],
-) -> ToolRoundPlan:
-    ctx = context or round.turn.context or HookContext()
-    if any(sets):
-        cache: _HookCache = {}
-        pending, h, r = _split(run_hooks(c, sets, ctx, cache) for c in calls)
-    else:
-        pending, h, r = list(calls), [], []
-    return ToolRoundPlan(round, tuple(pending), (*handled, *h), (*rejected, *r), ctx)
-
-
-async def aplan_round(
-    round: ToolRound,
-    calls: Sequence[TypedCall[Any]],
-    sets: Sequence[HookSet],
-    context: HookContext | None,
-    handled: Sequence[HandledCall],
-    rejected: Sequence[RejectedCall],
-) -> ToolRoundPlan:
-    ctx = context or round.turn.context or HookContext()
-    cache: _HookCache = {}
-    outcomes = [await arun_hooks(c, sets, ctx, cache) for c in calls] if any(sets) else list(calls)
-    pending, h, r = _split(outcomes)
-    return ToolRoundPlan(round, tuple(pending), (*handled, *h), (*rejected, *r), ctx)

@@ -29,11 +29,11 @@ import attrs
 import pluggy
 
 from toolwire import hookspecs
+from toolwire._calls import ToolResult, TypedCall, rejection_content
 from toolwire._errors import PluginError, PolicyError
 from toolwire._hooks import Complete, HookContext, HookSet, Reject, RunNormally, _close
 from toolwire._provider import Provider
-from toolwire._round import rejection_content
-from toolwire._tools import Tool, ToolResult, TypedCall
+from toolwire._tools import Tool
 from toolwire._toolset import Toolset
 
 if TYPE_CHECKING:

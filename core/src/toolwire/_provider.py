@@ -8,8 +8,8 @@ from typing import Any, ClassVar, Union
 
 import attrs
 
+from toolwire._calls import ToolCall
 from toolwire._round import AssistantReply, Finished, NeedsTools, decode_reply
-from toolwire._tools import ToolCall
 from toolwire._transcript import Session
 from toolwire._turn import ResolvedTurn
 

@@ -1,14 +1,24 @@
-"""Decoding a provider reply into typed calls and recoverable issues; commit validation."""
+"""Rounds: a reply decoded into typed calls and issues; the hooks' round plan; commit."""
 
 from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any, Union
 
 import attrs
 from pydantic import ValidationError
 
+from toolwire._calls import (
+    REJECTION_PREFIX,
+    HandledCall,
+    RejectedCall,
+    ToolCall,
+    ToolResult,
+    TypedCall,
+    rejection_content,
+    rejection_reason,
+)
 from toolwire._errors import (
     DuplicateToolResultError,
     ExpectationError,
@@ -19,12 +29,10 @@ from toolwire._errors import (
     RequirementNotMetError,
     TranscriptError,
 )
-from toolwire._tools import Tool, ToolCall, ToolResult, TypedCall
+from toolwire._hooks import HookCache, HookContext, HookSet, Outcome, arun_hooks, run_hooks
+from toolwire._tools import Tool
 from toolwire._transcript import AssistantMessage, Session, ToolResultsMessage, Usage
 from toolwire._turn import ResolvedTurn
-
-if TYPE_CHECKING:
-    from toolwire._hooks import HookContext, HookSet, ToolRoundPlan
 
 __all__ = [
     "REJECTION_PREFIX",
@@ -36,27 +44,12 @@ __all__ = [
     "NotAvailable",
     "ToolCallIssue",
     "ToolRound",
+    "ToolRoundPlan",
     "UnknownTool",
     "decode_reply",
     "rejection_content",
     "rejection_reason",
 ]
-
-REJECTION_PREFIX = "__toolwire_rejected__: "
-"""Every rejection result's content starts with this; ``rejection_reason`` reads it back."""
-
-
-def rejection_content(reason: str) -> str:
-    """The tool-result content for a rejected call."""
-    return REJECTION_PREFIX + reason
-
-
-def rejection_reason(content: str | ToolResult) -> str | None:
-    """The reason of a rejection result, or None if the content is not a rejection."""
-    text = content.content if isinstance(content, ToolResult) else content
-    if isinstance(text, str) and text.startswith(REJECTION_PREFIX):
-        return text[len(REJECTION_PREFIX) :]
-    return None
 
 
 @attrs.frozen
@@ -364,16 +357,12 @@ class ToolRound:
         The turn's hooks (policies, tool packs, toolset hook sets) run first,
         then ``hooks`` in the order given.
         """
-        from toolwire._hooks import plan_round
-
         return plan_round(self, self.calls, (*self.turn.hooks, *hooks), context, (), ())
 
     async def aapply_hooks(
         self, *hooks: HookSet, context: HookContext | None = None
     ) -> ToolRoundPlan:
         """As :meth:`apply_hooks`, awaiting async hooks."""
-        from toolwire._hooks import aplan_round
-
         return await aplan_round(self, self.calls, (*self.turn.hooks, *hooks), context, (), ())
 
 
@@ -397,3 +386,121 @@ class NeedsTools:
     """The model called tools: run them (or hook them) and commit the round."""
 
     round: ToolRound
+
+
+class ToolRoundPlan:
+    """What hooks decided for a round: pending calls to run, handled, rejected, issues.
+
+    ``apply_hooks`` again re-hooks only the pending calls. ``commit`` writes
+    handled + rejected + issue rejections + the results you give for the
+    pending calls, in the assistant's order.
+    """
+
+    __slots__ = ("_observed", "context", "handled", "pending", "rejected", "round")
+
+    def __init__(
+        self,
+        round: ToolRound,
+        pending: tuple[TypedCall[Any], ...],
+        handled: tuple[HandledCall, ...],
+        rejected: tuple[RejectedCall, ...],
+        context: HookContext,
+    ) -> None:
+        self.round = round
+        self.pending = pending
+        self.handled = handled
+        self.rejected = rejected
+        self.context = context
+        self._observed = False  # result hooks already applied to handled (the executor)
+
+    @property
+    def issues(self) -> tuple[ToolCallIssue, ...]:
+        """The round's recoverable issues (answered with rejections on commit)."""
+        return self.round.issues
+
+    def __repr__(self) -> str:
+        return (
+            f"<ToolRoundPlan pending={[c.name for c in self.pending]} "
+            f"handled={len(self.handled)} rejected={len(self.rejected)} issues={len(self.issues)}>"
+        )
+
+    @property
+    def continue_suggestion(self) -> ContinueSuggestion:
+        if self.issues:
+            return ContinueSuggestion.RECOVERABLE_TOOL_CALL_ISSUE
+        return ContinueSuggestion.RUN_TOOLS if self.pending else ContinueSuggestion.COMMIT
+
+    def apply_hooks(self, *hooks: HookSet, context: HookContext | None = None) -> ToolRoundPlan:
+        return plan_round(
+            self.round, self.pending, hooks, context or self.context, self.handled, self.rejected
+        )
+
+    async def aapply_hooks(
+        self, *hooks: HookSet, context: HookContext | None = None
+    ) -> ToolRoundPlan:
+        return await aplan_round(
+            self.round, self.pending, hooks, context or self.context, self.handled, self.rejected
+        )
+
+    def results(self, pending_results: Iterable[ToolResult] = ()) -> list[ToolResult]:
+        """Every result this plan would commit (before ordering)."""
+        return [
+            *(h.result for h in self.handled),
+            *(r.result for r in self.rejected),
+            *pending_results,
+        ]
+
+    def commit(self, pending_results: Iterable[ToolResult] = ()) -> None:
+        """Commit the round: handled, rejected and issues are filled in for you."""
+        self.round.commit(self.results(pending_results))
+
+    def discard(self) -> None:
+        self.round.discard()
+
+
+def _split(
+    outcomes: Iterable[Outcome],
+) -> tuple[list[TypedCall[Any]], list[HandledCall], list[RejectedCall]]:
+    pending: list[TypedCall[Any]] = []
+    handled: list[HandledCall] = []
+    rejected: list[RejectedCall] = []
+    for o in outcomes:
+        if isinstance(o, TypedCall):
+            pending.append(o)
+        elif isinstance(o, HandledCall):
+            handled.append(o)
+        else:
+            rejected.append(o)
+    return pending, handled, rejected
+
+
+def plan_round(
+    round: ToolRound,
+    calls: Sequence[TypedCall[Any]],
+    sets: Sequence[HookSet],
+    context: HookContext | None,
+    handled: Sequence[HandledCall],
+    rejected: Sequence[RejectedCall],
+) -> ToolRoundPlan:
+    ctx = context or round.turn.context or HookContext()
+    if any(sets):
+        cache: HookCache = {}
+        pending, h, r = _split(run_hooks(c, sets, ctx, cache) for c in calls)
+    else:
+        pending, h, r = list(calls), [], []
+    return ToolRoundPlan(round, tuple(pending), (*handled, *h), (*rejected, *r), ctx)
+
+
+async def aplan_round(
+    round: ToolRound,
+    calls: Sequence[TypedCall[Any]],
+    sets: Sequence[HookSet],
+    context: HookContext | None,
+    handled: Sequence[HandledCall],
+    rejected: Sequence[RejectedCall],
+) -> ToolRoundPlan:
+    ctx = context or round.turn.context or HookContext()
+    cache: HookCache = {}
+    outcomes = [await arun_hooks(c, sets, ctx, cache) for c in calls] if any(sets) else list(calls)
+    pending, h, r = _split(outcomes)
+    return ToolRoundPlan(round, tuple(pending), (*handled, *h), (*rejected, *r), ctx)

@@ -5,15 +5,13 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Any, Union
+from typing import Any
 
 import attrs
 
 from toolwire._errors import NameCollisionError, ToolsetError, UnknownToolError
-from toolwire._tools import Tool, ToolDef, tool_fn, tool_of
-
-if TYPE_CHECKING:
-    from toolwire._hooks import HookSet
+from toolwire._hooks import HookSet
+from toolwire._tools import Selector, SelectorLike, Tool, ToolDef, tool_fn, tool_of
 
 __all__ = ["Selector", "SelectorLike", "Toolset", "wire_name"]
 
@@ -38,19 +36,6 @@ def wire_name(name: str) -> str:
         return safe
     digest = hashlib.blake2b(name.encode(), digest_size=4).hexdigest()
     return f"{safe[:55]}_{digest}"
-
-
-@attrs.frozen
-class Selector:
-    """Identifies one tool of a toolset by its wire name; serialises as that name."""
-
-    name: str
-
-    def __str__(self) -> str:
-        return self.name
-
-
-SelectorLike = Union[Selector, str, Tool[Any, Any], type, Callable[..., Any]]
 
 
 @attrs.frozen

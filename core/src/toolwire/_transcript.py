@@ -14,8 +14,8 @@ from typing import Any, Union
 
 import attrs
 
+from toolwire._calls import ToolCall, ToolResult
 from toolwire._errors import TranscriptError
-from toolwire._tools import ToolCall, ToolResult
 
 __all__ = [
     "AssistantMessage",

@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import attrs
 
 from toolwire._errors import InvalidToolConstraintError, ToolsetError, UnknownToolError
-from toolwire._tools import Tool, ToolDef
-from toolwire._toolset import SelectorLike, Toolset
-
-if TYPE_CHECKING:
-    from toolwire._hooks import HookContext, HookSet
+from toolwire._hooks import HookContext, HookSet, describe_tools, visible_tools
+from toolwire._tools import SelectorLike, Tool, ToolDef
+from toolwire._toolset import Toolset
 
 __all__ = [
     "Availability",
@@ -215,15 +213,11 @@ def resolve_turn(
 
     ctx = context
     if active:
-        from toolwire._hooks import HookContext, visible_tools
-
         ctx = ctx or HookContext()
         chosen = visible_tools(all_hooks, chosen, ctx)
 
     descriptions = {t.name: t.description for t in chosen}
     if active:
-        from toolwire._hooks import describe_tools
-
         descriptions = describe_tools(all_hooks, chosen, descriptions, ctx)  # type: ignore[arg-type]
     for sel, text in overrides:
         name = _selector_name(toolset, sel)

@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from toolwire._agent import Agent, AgentEvent, AgentFinished, ToolCallDecided, ToolResultReady
+from toolwire._calls import ToolCall, rejection_reason
 from toolwire._errors import (
     PluginError,
     ProviderError,
@@ -27,8 +28,7 @@ from toolwire._execute import (
 )
 from toolwire._hooks import HookContext
 from toolwire._provider import Provider
-from toolwire._round import AssistantReply, rejection_reason
-from toolwire._tools import ToolCall
+from toolwire._round import AssistantReply
 from toolwire._toolset import Toolset
 from toolwire._transcript import Session
 from toolwire._turn import Availability, Turn, resolve_turn

@@ -36,9 +36,10 @@ import pluggy
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
+    from toolwire._calls import ToolResult, TypedCall
     from toolwire._hooks import HookContext, ToolDecision
     from toolwire._provider import Provider
-    from toolwire._tools import Tool, ToolResult, TypedCall
+    from toolwire._tools import Tool
     from toolwire._toolset import Toolset
 
 __all__ = [

@@ -15,10 +15,10 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
+from toolwire._calls import ToolCall, rejection_reason
 from toolwire._errors import ProviderError
 from toolwire._provider import Provider
-from toolwire._round import AssistantReply, rejection_reason
-from toolwire._tools import ToolCall
+from toolwire._round import AssistantReply
 from toolwire._transcript import AssistantMessage, Session, ToolResultsMessage, Usage, UserMessage
 from toolwire._turn import ResolvedTurn
 from toolwire.hookspecs import RegisterProvider, hookimpl

@@ -15,11 +15,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from toolwire._assemble import ToolCallAssembler
+from toolwire._calls import ToolCall
 from toolwire._errors import StreamError
 from toolwire._http import SSEEvent, Transport
 from toolwire._provider import StreamEvent
 from toolwire._round import AssistantReply
-from toolwire._tools import ToolCall
 from toolwire._transcript import Usage
 from toolwire_anthropic._encode import PROVIDER
 

@@ -19,8 +19,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from toolwire._adapter import cached_wire
+from toolwire._calls import ToolCall
 from toolwire._compile import compile_tool
-from toolwire._tools import Tool, ToolCall
+from toolwire._tools import Tool
 from toolwire._transcript import (
     AssistantMessage,
     Session,

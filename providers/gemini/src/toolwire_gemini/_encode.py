@@ -14,8 +14,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from toolwire._calls import ToolCall
 from toolwire._compile import CompiledTool
-from toolwire._tools import ToolCall
 from toolwire._transcript import (
     AssistantMessage,
     Session,

@@ -16,12 +16,12 @@ from typing import Any, ClassVar, Literal
 import httpx
 
 from toolwire._assemble import ToolCallAssembler, synthesize_call_id
+from toolwire._calls import ToolCall
 from toolwire._compile import CompiledTool
 from toolwire._errors import StreamError
 from toolwire._http import ApiKey, RetryPolicy, SSEEvent, Transport
 from toolwire._provider import StreamEvent, TextDelta
 from toolwire._round import AssistantReply
-from toolwire._tools import ToolCall
 from toolwire._transcript import (
     AssistantMessage,
     Session,

@@ -18,11 +18,11 @@ from typing import Any, ClassVar, Literal, Union
 import httpx
 
 from toolwire._adapter import HttpProvider, cached_wire, malformed
+from toolwire._calls import ToolCall
 from toolwire._compile import CompiledTool, CompileOptions, compile_tool
 from toolwire._http import ApiKey, RetryPolicy, SSEEvent
 from toolwire._provider import StreamEvent
 from toolwire._round import AssistantReply
-from toolwire._tools import ToolCall
 from toolwire._transcript import Session
 from toolwire._turn import ResolvedTool, ResolvedTurn
 

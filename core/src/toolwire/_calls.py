@@ -1,0 +1,218 @@
+"""Calls and their answers: the model's raw calls, typed calls, results and rejections.
+
+The layer between tool definitions (``_tools``) and the hooks that decide calls
+(``_hooks``): everything that names one call of one round lives here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Generic, NamedTuple, TypeVar
+
+import attrs
+
+from toolwire._errors import MismatchedToolNameError
+from toolwire._tools import Tool, ToolMetadata
+
+__all__ = [
+    "REJECTION_PREFIX",
+    "HandledCall",
+    "RejectedCall",
+    "ToolCall",
+    "ToolResult",
+    "TypedCall",
+    "rejection_content",
+    "rejection_reason",
+]
+
+InT = TypeVar("InT")
+_new_object = object.__new__
+
+REJECTION_PREFIX = "__toolwire_rejected__: "
+"""Every rejection result's content starts with this; ``rejection_reason`` reads it back."""
+
+
+def rejection_content(reason: str) -> str:
+    """The tool-result content for a rejected call."""
+    return REJECTION_PREFIX + reason
+
+
+def rejection_reason(content: str | ToolResult) -> str | None:
+    """The reason of a rejection result, or None if the content is not a rejection."""
+    text = content.content if isinstance(content, ToolResult) else content
+    if isinstance(text, str) and text.startswith(REJECTION_PREFIX):
+        return text[len(REJECTION_PREFIX) :]
+    return None
+
+
+class ToolCall(NamedTuple):
+    """One tool call as the model made it; ``arguments`` is the raw JSON text, compared as text.
+
+    A named tuple rather than an attrs class: providers build one per call on the
+    decode hot path, and a tuple is immutable and three times cheaper to make.
+    """
+
+    id: str
+    name: str
+    arguments: str
+
+    def result(self, content: str, *, is_error: bool = False) -> ToolResult:
+        """A result for this call with the given content."""
+        return ToolResult(self.id, self.name, self.arguments, content, is_error)
+
+    def complete(self, tool: Tool[Any, Any], output: Any) -> ToolResult:
+        """A result carrying ``tool``'s serialised output; the tool must be the one called."""
+        if tool.name != self.name:
+            raise MismatchedToolNameError(
+                f"tool call `{self.id}` is for tool `{self.name}`, "
+                f"but the output was given for `{tool.name}`"
+            )
+        return ToolResult(self.id, self.name, self.arguments, tool.dump_output(output), False)
+
+
+class ToolResult(NamedTuple):
+    """The answer to one tool call, ready for the transcript (an immutable named tuple).
+
+    ``replace(content=...)`` makes a changed copy (for redaction, say).
+    """
+
+    call_id: str
+    tool_name: str
+    arguments: str
+    content: str
+    is_error: bool = False
+
+    def replace(self, **changes: Any) -> ToolResult:
+        """A copy with some fields changed."""
+        return self._replace(**changes)
+
+
+class TypedCall(Generic[InT]):
+    """A decoded, validated tool call: the raw call, its tool and its typed input.
+
+    ``edited`` is true once a hook (or ``with_input``) replaced the input; the
+    raw argument text stays what the model sent, as the transcript requires.
+    Immutable: every attribute is read-only; ``with_input`` makes an edited copy.
+    (A hand-written slotted class, not attrs: one is made per decoded call and
+    attrs' frozen ``__init__`` costs more than validating the arguments.)
+    """
+
+    __slots__ = ("_call", "_edited", "_input", "_tool")
+
+    def __init__(
+        self, call: ToolCall, tool: Tool[InT, Any], input: InT, edited: bool = False
+    ) -> None:
+        if call.name != tool.name:
+            raise MismatchedToolNameError(
+                f"tool call `{call.id}` names tool `{call.name}`, not `{tool.name}`"
+            )
+        self._call = call
+        self._tool = tool
+        self._input = input
+        self._edited = edited
+
+    @classmethod
+    def _trusted(cls, call: ToolCall, tool: Tool[InT, Any], input: InT) -> TypedCall[InT]:
+        # The decoder found ``tool`` by ``call.name``: skip the name check on the hot path.
+        self = _new_object(cls)
+        self._call = call
+        self._tool = tool
+        self._input = input
+        self._edited = False
+        return self
+
+    @property
+    def call(self) -> ToolCall:
+        return self._call
+
+    @property
+    def tool(self) -> Tool[InT, Any]:
+        return self._tool
+
+    @property
+    def input(self) -> InT:
+        return self._input
+
+    @property
+    def edited(self) -> bool:
+        return self._edited
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, TypedCall):
+            return NotImplemented
+        return (self._call, self._tool, self._input, self._edited) == (
+            other._call,
+            other._tool,
+            other._input,
+            other._edited,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (
+            f"TypedCall(call={self._call!r}, tool={self._tool!r}, input={self._input!r}, "
+            f"edited={self._edited!r})"
+        )
+
+    @property
+    def id(self) -> str:
+        return self.call.id
+
+    @property
+    def name(self) -> str:
+        return self.call.name
+
+    @property
+    def arguments(self) -> str:
+        return self.call.arguments
+
+    @property
+    def metadata(self) -> ToolMetadata:
+        return self.tool.metadata
+
+    def with_input(self, value: InT) -> TypedCall[InT]:
+        """The same call with an edited input."""
+        return TypedCall(self.call, self.tool, value, True)
+
+    def into_parts(self) -> tuple[ToolCall, InT]:
+        return self.call, self.input
+
+    def complete(self, output: Any) -> ToolResult:
+        """The result of this call carrying ``output`` (text as is, anything else as JSON)."""
+        call = self._call
+        content = output if type(output) is str else self._tool.dump_output(output)
+        return ToolResult(call.id, call.name, call.arguments, content, False)
+
+    def error(self, message: str) -> ToolResult:
+        """An error result for this call (``is_error`` set)."""
+        return ToolResult(self.call.id, self.call.name, self.call.arguments, message, True)
+
+    def handled(self, output: Any) -> HandledCall:
+        """Mark this call as handled without running it (as a hook's Complete does)."""
+        return HandledCall(self, output, self.complete(output))
+
+    def run(self, **injected: Any) -> Any:
+        """Run the tool's implementation on this call's input (sync tools), see Tool.call."""
+        return self.tool.call(self.input, **injected)
+
+    async def arun(self, **injected: Any) -> Any:
+        return await self.tool.acall(self.input, **injected)
+
+
+@attrs.frozen
+class HandledCall:
+    """A call answered without running the tool (a hook's Complete)."""
+
+    call: TypedCall[Any]
+    output: Any
+    result: ToolResult
+
+
+@attrs.frozen
+class RejectedCall:
+    """A call rejected by a hook; ``source`` names the hook (or plugin) that decided."""
+
+    call: ToolCall
+    reason: str
+    source: str
+    result: ToolResult
