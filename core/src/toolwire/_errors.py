@@ -3,6 +3,7 @@
 ::
 
     ToolwireError
+    ├── UsageError (TypeError, ValueError)       toolwire was called with an argument it cannot take
     ├── ToolDefinitionError (ValueError)         a tool or its metadata is malformed
     ├── ToolsetError (ValueError)                a toolset cannot be assembled
     │   └── NameCollisionError                   two tools want the same wire name
@@ -77,11 +78,21 @@ __all__ = [
     "ToolwireError",
     "TranscriptError",
     "UnknownToolError",
+    "UsageError",
 ]
 
 
 class ToolwireError(Exception):
     """Root of every exception toolwire raises."""
+
+
+class UsageError(ToolwireError, TypeError, ValueError):
+    """toolwire was called with an argument of the wrong type or value.
+
+    Raised where the application (not the model) passed something toolwire cannot take: a
+    commit given something that is not a ToolResult, an Agent given something that is not a
+    Provider. It is both a TypeError and a ValueError, so code that caught either still does.
+    """
 
 
 class ToolDefinitionError(ToolwireError, ValueError):

@@ -28,6 +28,7 @@ from toolwire._errors import (
     MissingToolResultError,
     RequirementNotMetError,
     TranscriptError,
+    UsageError,
 )
 from toolwire._hooks import HookCache, HookContext, HookSet, Outcome, arun_hooks, run_hooks
 from toolwire._tools import Tool
@@ -321,7 +322,7 @@ class ToolRound:
         by_id: dict[str, ToolResult] = {}
         for r in given:
             if not isinstance(r, ToolResult):
-                raise TypeError(f"commit takes ToolResult objects, got {type(r).__name__}")
+                raise UsageError(f"commit takes ToolResult objects, got {type(r).__name__}")
             if r.call_id in by_id:
                 raise DuplicateToolResultError(r.call_id)
             by_id[r.call_id] = r

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 import attrs
 
-from toolwire._errors import InvalidToolConstraintError, ToolsetError, UnknownToolError
+from toolwire._errors import InvalidToolConstraintError, ToolsetError, UnknownToolError, UsageError
 from toolwire._hooks import HookContext, HookSet, describe_tools, visible_tools
 from toolwire._tools import SelectorLike, Tool, ToolDef
 from toolwire._toolset import Toolset
@@ -169,9 +169,9 @@ def resolve_turn(
     if not isinstance(toolset, Toolset):
         raise ToolsetError(f"expected a Toolset, got {type(toolset).__name__}")
     if not isinstance(availability, Availability):
-        raise TypeError(f"availability must be an Availability, got {type(availability).__name__}")
+        raise UsageError(f"availability must be an Availability, got {type(availability).__name__}")
     if not isinstance(requirement, Requirement):
-        raise TypeError(f"requirement must be a Requirement, got {type(requirement).__name__}")
+        raise UsageError(f"requirement must be a Requirement, got {type(requirement).__name__}")
     kind = availability.kind
     # The hooks passed here (policy plugins, tool packs, the application's sets) run
     # before the toolsets' own, so no toolset hook can answer a call a policy rejects.
@@ -222,7 +222,7 @@ def resolve_turn(
     for sel, text in overrides:
         name = _selector_name(toolset, sel)
         if not isinstance(text, str):
-            raise TypeError(
+            raise UsageError(
                 f"description override for `{name}` must be a string, got {type(text).__name__}"
             )
         if name in descriptions:

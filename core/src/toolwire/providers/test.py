@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from toolwire._calls import ToolCall, rejection_reason
-from toolwire._errors import ProviderError
+from toolwire._errors import ProviderError, UsageError
 from toolwire._provider import Provider
 from toolwire._round import AssistantReply
 from toolwire._transcript import AssistantMessage, Session, ToolResultsMessage, Usage, UserMessage
@@ -251,11 +251,11 @@ def _to_reply(r: AssistantReply | Mapping[str, Any], i: int) -> AssistantReply:
     if isinstance(r, AssistantReply):
         return r
     if not isinstance(r, Mapping):
-        raise TypeError(f"script[{i}] must be an AssistantReply or a dict, got {type(r).__name__}")
+        raise UsageError(f"script[{i}] must be an AssistantReply or a dict, got {type(r).__name__}")
     calls = []
     for j, c in enumerate(r.get("tool_calls", ())):
         if not isinstance(c, Mapping) or not isinstance(c.get("name"), str):
-            raise TypeError(
+            raise UsageError(
                 f"script[{i}].tool_calls[{j}] must be a dict with a string 'name', got {c!r}"
             )
         args = c.get("arguments", {})
