@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Generic, TypeVar, Union
+from typing import Any, Generic, NoReturn, TypeVar, Union, overload
 
 import attrs
 import pydantic_core
@@ -21,7 +21,10 @@ from toolwire._tools import Selector, Tool, tool_of
 
 __all__ = [
     "Complete",
+    "AvailabilityHook",
     "DecisionHook",
+    "DecisionResult",
+    "DescriptionHook",
     "HookContext",
     "HookSet",
     "Reject",
@@ -73,9 +76,38 @@ class HookContext:
     extra: Mapping[str, Any] = attrs.field(factory=dict)
 
 
-DecisionHook = Callable[[TypedCall[Any], HookContext], "ToolDecision | Awaitable[Any] | None"]
-DescriptionHook = Callable[[Tool[Any, Any], str, HookContext], "str | None"]
-AvailabilityHook = Callable[[Tool[Any, Any], HookContext], bool]
+DecisionResult = Union[ToolDecision, None, Awaitable[Union[ToolDecision, None]]]
+"""What a decision hook returns: a decision, None (run unchanged), or an awaitable of either."""
+
+DecisionHook = Union[
+    Callable[[TypedCall[InT]], DecisionResult],
+    Callable[[TypedCall[InT], HookContext], DecisionResult],
+]
+"""A decision hook for calls whose input is ``InT``: ``fn(call)`` or ``fn(call, context)``."""
+
+DescriptionHook = Union[
+    Callable[[Tool[Any, Any]], Union[str, None]],
+    Callable[[Tool[Any, Any], str], Union[str, None]],
+    Callable[[Tool[Any, Any], str, HookContext], Union[str, None]],
+]
+"""A description hook: ``fn(tool, current_description, context)`` (trailing arguments optional)."""
+
+AvailabilityHook = Union[
+    Callable[[Tool[Any, Any]], bool],
+    Callable[[Tool[Any, Any], HookContext], bool],
+]
+"""An availability hook: ``fn(tool, context)`` (context optional); False hides the tool."""
+
+NameTarget = Union[Selector, str, None]
+"""A hook key by name: a wire name, a Selector, or None for every tool."""
+
+HookTarget = Union[Selector, str, Tool[Any, Any], type, Callable[..., Any], None]
+"""What a hook is keyed by: a tool, a @tool_input class or input type, a wire name, a
+Selector, a tool's function, or None for every tool."""
+
+_DecisionT = TypeVar("_DecisionT", bound=DecisionHook[Any])
+_DescriptionT = TypeVar("_DescriptionT", bound=DescriptionHook)
+_AvailabilityT = TypeVar("_AvailabilityT", bound=AvailabilityHook)
 
 
 @attrs.frozen
@@ -168,7 +200,7 @@ class HookSet:
     def __bool__(self) -> bool:
         return bool(self._decision or self._description or self._visibility)
 
-    def _add(self, bucket: list[_Hook], target: Any, fn: Any, name: str | None) -> None:
+    def _add(self, bucket: list[_Hook], target: HookTarget, fn: object, name: str | None) -> None:
         if not callable(fn):
             raise HookError(f"a hook must be callable, got {fn!r} ({type(fn).__name__})")
         bucket.append(
@@ -176,11 +208,47 @@ class HookSet:
         )
         self._cache.clear()
 
-    def on(self, target: Any = None, fn: Any = None, *, name: str | None = None) -> Any:
-        """Register a decision hook for ``target`` (None: every tool). Usable as a decorator."""
+    # Keyed by a tool or an input type, the hook is typed by that input (the first two
+    # overloads). Keyed by a name, a Selector or None, it takes any hook. Keyed by a tool's
+    # function (a class is callable too), only a hook for any input (TypedCall[Any]) is
+    # accepted, so a hook written for another input type is still caught.
+    @overload
+    def on(  # type: ignore[overload-overlap]
+        self, target: Tool[InT, Any] | type[InT], fn: None = None, *, name: str | None = None
+    ) -> Callable[[DecisionHook[InT]], DecisionHook[InT]]: ...
+    @overload
+    def on(
+        self, target: Tool[InT, Any] | type[InT], fn: DecisionHook[InT], *, name: str | None = None
+    ) -> DecisionHook[InT]: ...
+    @overload
+    def on(
+        self, target: NameTarget = None, fn: None = None, *, name: str | None = None
+    ) -> Callable[[_DecisionT], _DecisionT]: ...
+    @overload
+    def on(self, target: NameTarget, fn: _DecisionT, *, name: str | None = None) -> _DecisionT: ...
+    @overload
+    def on(
+        self, target: Callable[..., Any], fn: None = None, *, name: str | None = None
+    ) -> Callable[[DecisionHook[NoReturn]], DecisionHook[NoReturn]]: ...
+    @overload
+    def on(
+        self, target: Callable[..., Any], fn: DecisionHook[NoReturn], *, name: str | None = None
+    ) -> DecisionHook[NoReturn]: ...
+    def on(
+        self,
+        target: HookTarget = None,
+        fn: DecisionHook[Any] | None = None,
+        *,
+        name: str | None = None,
+    ) -> Any:
+        """Register a decision hook for ``target`` (None: every tool). Usable as a decorator.
+
+        Keyed by an input type (``on(WeatherArgs, fn)``) or a tool, ``fn`` is typed to take
+        ``TypedCall[WeatherArgs]``; mypy rejects a hook written for another input type.
+        """
         if fn is None:
 
-            def deco(f: Any) -> Any:
+            def deco(f: _DecisionT) -> _DecisionT:
                 self._add(self._decision, target, f, name)
                 return f
 
@@ -188,11 +256,25 @@ class HookSet:
         self._add(self._decision, target, fn, name)
         return fn
 
-    def describe(self, target: Any = None, fn: Any = None, *, name: str | None = None) -> Any:
+    @overload
+    def describe(
+        self, target: HookTarget = None, fn: None = None, *, name: str | None = None
+    ) -> Callable[[_DescriptionT], _DescriptionT]: ...
+    @overload
+    def describe(
+        self, target: HookTarget, fn: _DescriptionT, *, name: str | None = None
+    ) -> _DescriptionT: ...
+    def describe(
+        self,
+        target: HookTarget = None,
+        fn: DescriptionHook | None = None,
+        *,
+        name: str | None = None,
+    ) -> Any:
         """Register a description hook: ``fn(tool, current_description, context) -> str | None``."""
         if fn is None:
 
-            def deco(f: Any) -> Any:
+            def deco(f: _DescriptionT) -> _DescriptionT:
                 self._add(self._description, target, f, name)
                 return f
 
@@ -200,11 +282,25 @@ class HookSet:
         self._add(self._description, target, fn, name)
         return fn
 
-    def hide(self, fn: Any = None, *, target: Any = None, name: str | None = None) -> Any:
+    @overload
+    def hide(
+        self, fn: None = None, *, target: HookTarget = None, name: str | None = None
+    ) -> Callable[[_AvailabilityT], _AvailabilityT]: ...
+    @overload
+    def hide(
+        self, fn: _AvailabilityT, *, target: HookTarget = None, name: str | None = None
+    ) -> _AvailabilityT: ...
+    def hide(
+        self,
+        fn: AvailabilityHook | None = None,
+        *,
+        target: HookTarget = None,
+        name: str | None = None,
+    ) -> Any:
         """Register an availability hook: ``fn(tool, context) -> bool``; False hides the tool."""
         if fn is None:
 
-            def deco(f: Any) -> Any:
+            def deco(f: _AvailabilityT) -> _AvailabilityT:
                 self._add(self._visibility, target, f, name)
                 return f
 

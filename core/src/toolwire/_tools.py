@@ -12,6 +12,7 @@ from typing import (
     Annotated,
     Any,
     Generic,
+    Literal,
     ParamSpec,
     TypeVar,
     Union,
@@ -27,7 +28,7 @@ import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
-from toolwire._errors import ToolDefinitionError
+from toolwire._errors import ToolDefinitionError, UsageError
 from toolwire._schema import (
     attribute_docstrings,
     check_raw_schema,
@@ -58,7 +59,7 @@ InT = TypeVar("InT")
 OutT = TypeVar("OutT")
 P = ParamSpec("P")
 R = TypeVar("R")
-M = TypeVar("M", bound=type[BaseModel])
+_ModelT = TypeVar("_ModelT", bound=type[BaseModel])
 
 _NAME_RE = re.compile(r"^[a-zA-Z0-9_.:-]{1,128}$")
 
@@ -89,7 +90,18 @@ class Capability(str, Enum):
     CRYPTOGRAPHY = "cryptography"
 
 
-def _to_effect(value: Any) -> ToolEffect:
+EffectLike = Union[ToolEffect, Literal["read_only", "mutating", "destructive"]]
+"""A ToolEffect or its wire string."""
+CapabilityLike = Union[
+    Capability,
+    Literal[
+        "pure_computation", "network", "filesystem", "subprocess", "environment", "cryptography"
+    ],
+]
+"""A Capability or its wire string."""
+
+
+def _to_effect(value: EffectLike) -> ToolEffect:
     if isinstance(value, ToolEffect):
         return value
     try:
@@ -101,7 +113,7 @@ def _to_effect(value: Any) -> ToolEffect:
         ) from None
 
 
-def _to_capabilities(value: Any) -> frozenset[Capability]:
+def _to_capabilities(value: CapabilityLike | Iterable[CapabilityLike]) -> frozenset[Capability]:
     if isinstance(value, (str, Capability)):
         value = (value,)
     try:
@@ -533,7 +545,7 @@ class Tool(Generic[InT, OutT]):
         """
         fn = self.fn
         if fn is None:
-            raise TypeError(
+            raise UsageError(
                 f"tool `{self.name}` has no implementation: it was declared with @tool_input; "
                 f"run it in your own code and answer with call.complete(output)"
             )
@@ -753,8 +765,11 @@ def tool_fn(
     return wrap
 
 
+@overload
+def tool_input(model: _ModelT, /) -> _ModelT: ...
+@overload
 def tool_input(
-    model: Any = None,
+    model: None = None,
     /,
     *,
     name: str | None = None,
@@ -762,7 +777,17 @@ def tool_input(
     description: str | None = None,
     metadata: ToolMetadata | None = None,
     **options: Any,
-) -> Any:
+) -> Callable[[_ModelT], _ModelT]: ...
+def tool_input(
+    model: _ModelT | None = None,
+    /,
+    *,
+    name: str | None = None,
+    output: Any = None,
+    description: str | None = None,
+    metadata: ToolMetadata | None = None,
+    **options: Any,
+) -> _ModelT | Callable[[_ModelT], _ModelT]:
     """Declare a pydantic model as a tool's input; the class is returned unchanged.
 
     The tool name defaults to the snake_case class name, the description to
@@ -771,7 +796,7 @@ def tool_input(
     is available as ``tool_of(Model)``; toolsets accept the class directly.
     """
 
-    def wrap(cls: Any) -> Any:
+    def wrap(cls: _ModelT) -> _ModelT:
         if not (isinstance(cls, type) and issubclass(cls, BaseModel)):
             raise ToolDefinitionError(
                 f"@tool_input goes on a pydantic BaseModel subclass, got {cls!r}"
