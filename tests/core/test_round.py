@@ -394,3 +394,16 @@ def test_raw_tool_validator_is_built_once() -> None:
     first = tool._raw_validator
     tool.validate_json("{}")
     assert first is tool._raw_validator
+
+
+def test_mismatch_names_what_keeps_a_result_from_answering_its_call() -> None:
+    from toolwire._calls import mismatch
+
+    call = tw.ToolCall("c1", "add", '{"a": 1}')
+    assert mismatch(call, call.result("3")) is None
+    assert call.result("3").answers(call)
+    assert "id" == mismatch(call, tw.ToolResult("c2", "add", '{"a": 1}', "3"))
+    assert "name" == mismatch(call, tw.ToolResult("c1", "sub", '{"a": 1}', "3"))
+    # Argument text is compared as text: the same JSON spelled differently does not answer.
+    assert "arguments" == mismatch(call, tw.ToolResult("c1", "add", '{"a":1}', "3"))
+    assert not tw.ToolResult("c1", "add", '{"a":1}', "3").answers(call)

@@ -8,8 +8,7 @@ nothing, and ``from toolwire import tool_fn`` loads only what ``tool_fn`` needs.
 import typing as _typing
 
 from toolwire._lazy import lazy_exports as _lazy_exports
-
-__version__ = "0.1.0"
+from toolwire._version import __version__
 
 if _typing.TYPE_CHECKING:
     from toolwire._adapter import (

@@ -6,7 +6,7 @@ The layer between tool definitions (``_tools``) and the hooks that decide calls
 
 from __future__ import annotations
 
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
 import attrs
 
@@ -20,6 +20,7 @@ __all__ = [
     "ToolCall",
     "ToolResult",
     "TypedCall",
+    "mismatch",
     "rejection_content",
     "rejection_reason",
 ]
@@ -84,6 +85,25 @@ class ToolResult(NamedTuple):
     def replace(self, **changes: Any) -> ToolResult:
         """A copy with some fields changed."""
         return self._replace(**changes)
+
+    def answers(self, call: ToolCall) -> bool:
+        """True when this result answers ``call``: same call id, tool name and argument text."""
+        return mismatch(call, self) is None
+
+
+def mismatch(call: ToolCall, result: ToolResult) -> Literal["id", "name", "arguments"] | None:
+    """What keeps ``result`` from answering ``call`` (checked in this order), or None.
+
+    The one definition of "this result answers this call": the same call id, the same
+    tool name and the same raw argument text (compared as text, as providers do).
+    """
+    if result.call_id != call.id:
+        return "id"
+    if result.tool_name != call.name:
+        return "name"
+    if result.arguments != call.arguments:
+        return "arguments"
+    return None
 
 
 class TypedCall(Generic[InT]):

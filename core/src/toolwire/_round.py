@@ -16,6 +16,7 @@ from toolwire._calls import (
     ToolCall,
     ToolResult,
     TypedCall,
+    mismatch,
     rejection_content,
     rejection_reason,
 )
@@ -334,9 +335,10 @@ class ToolRound:
             res = by_id.pop(call.id, None)
             if res is None:
                 raise MissingToolResultError(call.id)
-            if res.tool_name != call.name:
+            wrong = mismatch(call, res)
+            if wrong == "name":
                 raise MismatchedToolCallNameError(call.id, call.name, res.tool_name)
-            if res.arguments != call.arguments:
+            if wrong == "arguments":
                 raise MismatchedToolCallArgumentsError(call.id)
             ordered.append(res)
         if by_id:
@@ -372,12 +374,7 @@ def _in_order(calls: tuple[ToolCall, ...], given: list[ToolResult]) -> bool:
     if len(calls) != len(given):
         return False
     for call, r in zip(calls, given, strict=True):
-        if (
-            type(r) is not ToolResult
-            or r.call_id != call.id
-            or r.tool_name != call.name
-            or r.arguments != call.arguments
-        ):
+        if type(r) is not ToolResult or mismatch(call, r) is not None:
             return False
     return True
 

@@ -14,7 +14,7 @@ from typing import Any, Union
 
 import attrs
 
-from toolwire._calls import ToolCall, ToolResult
+from toolwire._calls import ToolCall, ToolResult, mismatch
 from toolwire._errors import TranscriptError
 
 __all__ = [
@@ -271,14 +271,15 @@ def _check_results(assistant: AssistantMessage, results: ToolResultsMessage) -> 
             f"calls {[c.id for c in calls]}, results {[r.call_id for r in got]}"
         )
     for call, res in zip(calls, got, strict=False):
-        if call.id != res.call_id or call.name != res.tool_name:
+        wrong = mismatch(call, res)
+        if wrong == "arguments":
+            raise TranscriptError(
+                f"result `{res.call_id}` carries arguments that differ from its call's"
+            )
+        if wrong is not None:
             raise TranscriptError(
                 f"result `{res.call_id}` ({res.tool_name}) does not answer call "
                 f"`{call.id}` ({call.name}) at the same position"
-            )
-        if call.arguments != res.arguments:
-            raise TranscriptError(
-                f"result `{res.call_id}` carries arguments that differ from its call's"
             )
 
 
