@@ -177,10 +177,6 @@ class Toolset:
         # Any toolset changed since we assembled (perhaps a nested one): re-assemble.
         return self._generation != _GENERATION[0]
 
-    def invalidate(self) -> None:
-        """Forget the assembled view (call after changing a nested toolset)."""
-        self._assembled = None
-
     # -- reading --------------------------------------------------------------------
 
     def tools(self) -> tuple[Tool[Any, Any], ...]:
