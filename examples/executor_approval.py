@@ -6,18 +6,17 @@ arguments that were reviewed.
 """
 
 from toolwire import (
-    AssistantReply,
     Defer,
     Executor,
     Session,
     ToolCall,
     ToolEffect,
     Toolset,
-    decode_reply,
     rejection_reason,
     resolve_turn,
     tool_fn,
 )
+from toolwire.adapters import AssistantReply, decode_reply
 
 NOTES = {"todo": "buy milk"}
 

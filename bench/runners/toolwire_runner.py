@@ -135,7 +135,7 @@ class ToolwireRunner(Runner):
 
     def _reply(self, message: dict[str, Any]) -> Any:
         tw = self.tw
-        return tw.AssistantReply(
+        return tw.adapters.AssistantReply(
             message.get("content") or "",
             tuple(
                 tw.ToolCall(tc["id"], tc["function"]["name"], tc["function"]["arguments"])
@@ -146,13 +146,13 @@ class ToolwireRunner(Runner):
 
     def decode(self, prepared: Any, message: dict[str, Any]) -> list[Any]:
         tw = self.tw
-        outcome = tw.decode_reply(tw.Session(id="bench"), prepared, self._reply(message))
+        outcome = tw.adapters.decode_reply(tw.Session(id="bench"), prepared, self._reply(message))
         return list(outcome.round.calls)
 
     def round(self, prepared: Any, message: dict[str, Any]) -> list[Any]:
         tw = self.tw
         session = tw.Session(id="bench")
-        rnd = tw.decode_reply(session, prepared, self._reply(message)).round
+        rnd = tw.adapters.decode_reply(session, prepared, self._reply(message)).round
         rnd.commit([c.complete(c.tool.call(c.input)) for c in rnd.calls])
         last = session.last
         return list(last.results)
@@ -176,7 +176,9 @@ class ToolwireRunner(Runner):
         tw = self.tw
         turn, sets = prepared
         session = tw.Session(id="bench")
-        plan = tw.decode_reply(session, turn, self._reply(message)).round.apply_hooks(*sets)
+        plan = tw.adapters.decode_reply(session, turn, self._reply(message)).round.apply_hooks(
+            *sets
+        )
         plan.commit([c.complete(c.tool.call(c.input)) for c in plan.pending])
         return list(session.last.results)
 
@@ -250,7 +252,9 @@ class ToolwireRunner(Runner):
         names = [tc["function"]["name"] for tc in message["tool_calls"]]
         toolset = tw.Toolset("bench-async", [tw.tool_fn(_sse.async_twin(fns[n])) for n in names])
         turn = tw.resolve_turn(toolset)
-        calls = tw.decode_reply(tw.Session(id="bench"), turn, self._reply(message)).round.calls
+        calls = tw.adapters.decode_reply(
+            tw.Session(id="bench"), turn, self._reply(message)
+        ).round.calls
         if len(calls) != len(names) or not all(c.tool.is_async for c in calls):
             raise AssertionError("executor setup: expected one async typed call per tool call")
         return Executor(), calls

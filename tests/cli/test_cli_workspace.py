@@ -188,7 +188,8 @@ def test_plugins_json_shows_an_inert_policy_plugin(here: Path) -> None:
 
 _WITH_PLUGINS = """
 import sys
-from toolwire import AssistantReply, Complete, ToolCall, Toolset, hookimpl, tool_fn
+from toolwire.adapters import AssistantReply
+from toolwire import Complete, ToolCall, Toolset, hookimpl, tool_fn
 from toolwire._plugins import get_host
 from toolwire.cli import main
 from toolwire.providers.test import TestProvider

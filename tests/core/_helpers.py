@@ -7,9 +7,9 @@ from collections.abc import Sequence
 import toolwire as tw
 
 
-def reply(*calls: tuple[str, str, str], text: str = "") -> tw.AssistantReply:
+def reply(*calls: tuple[str, str, str], text: str = "") -> tw.adapters.AssistantReply:
     """An assistant reply with (id, name, arguments) calls."""
-    return tw.AssistantReply(
+    return tw.adapters.AssistantReply(
         text, tuple(tw.ToolCall(*c) for c in calls), "tool_calls" if calls else "stop"
     )
 
@@ -19,7 +19,7 @@ def needs_tools(
     turn: tw.ResolvedTurn,
     *calls: tuple[str, str, str],
 ) -> tw.ToolRound:
-    out = tw.decode_reply(session, turn, reply(*calls))
+    out = tw.adapters.decode_reply(session, turn, reply(*calls))
     assert isinstance(out, tw.NeedsTools)
     return out.round
 

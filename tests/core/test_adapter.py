@@ -52,18 +52,20 @@ class EchoProvider(HttpProvider[EchoStream]):
     ) -> dict[str, Any]:
         return {"model": self.model, "n": len(session.messages), "stream": stream}
 
-    def _decode_json(self, data: Mapping[str, Any], turn: tw.ResolvedTurn) -> tw.AssistantReply:
+    def _decode_json(
+        self, data: Mapping[str, Any], turn: tw.ResolvedTurn
+    ) -> tw.adapters.AssistantReply:
         if data.get("error") is not None:
             raise self.transport.error_from_payload(data)
         text = data["text"]
         if not isinstance(text, str):
             raise TypeError(f"text must be a string, got {text!r}")
-        return tw.AssistantReply(text=text)
+        return tw.adapters.AssistantReply(text=text)
 
     def _new_stream(self, turn: tw.ResolvedTurn) -> EchoStream:
         return EchoStream()
 
-    def _handle_event(self, state: EchoStream, event: SSEEvent) -> list[tw.StreamEvent]:
+    def _handle_event(self, state: EchoStream, event: SSEEvent) -> list[tw.adapters.StreamEvent]:
         if event.event == "end":
             state.done = True
             return []
@@ -72,12 +74,12 @@ class EchoProvider(HttpProvider[EchoStream]):
             raise self.transport.error_from_payload(data, default=StreamError)
         delta = data["delta"]
         state.parts.append(delta)
-        return [tw.TextDelta(delta)]
+        return [tw.adapters.TextDelta(delta)]
 
-    def _stream_reply(self, state: EchoStream, turn: tw.ResolvedTurn) -> tw.AssistantReply:
+    def _stream_reply(self, state: EchoStream, turn: tw.ResolvedTurn) -> tw.adapters.AssistantReply:
         if not state.done:
             raise StreamError("the stream ended without `end`", provider=self.name)
-        return tw.AssistantReply(text="".join(state.parts))
+        return tw.adapters.AssistantReply(text="".join(state.parts))
 
 
 class TypedEcho(EchoProvider):
@@ -125,7 +127,7 @@ def make(server: Server, cls: type[EchoProvider] = EchoProvider, **options: Any)
     return cls(
         http_client=httpx.Client(transport=mock),
         async_http_client=httpx.AsyncClient(transport=mock),
-        retry=tw.RetryPolicy.none(),
+        retry=tw.adapters.RetryPolicy.none(),
         **options,
     )
 
@@ -172,8 +174,8 @@ def test_stream_yields_deltas_then_the_reply(
 ) -> None:
     server.stream(sse(("m", {"delta": "he"}), ("m", {"delta": "llo"}), ("end", {})))
     events = _stream(make(server), session, turn)
-    assert [tw.TextDelta("he"), tw.TextDelta("llo")] == events[:-1]
-    assert tw.ReplyCompleted(tw.AssistantReply(text="hello")) == events[-1]
+    assert [tw.adapters.TextDelta("he"), tw.adapters.TextDelta("llo")] == events[:-1]
+    assert tw.adapters.ReplyCompleted(tw.adapters.AssistantReply(text="hello")) == events[-1]
     assert json.loads(server.requests[0].content)["stream"] is True
 
 
@@ -182,7 +184,10 @@ async def test_astream_yields_deltas_then_the_reply(
 ) -> None:
     server.stream(sse(("m", {"delta": "hi"}), ("end", {})))
     events = [e async for e in make(server).astream(session, turn)]
-    assert [tw.TextDelta("hi"), tw.ReplyCompleted(tw.AssistantReply(text="hi"))] == events
+    assert [
+        tw.adapters.TextDelta("hi"),
+        tw.adapters.ReplyCompleted(tw.adapters.AssistantReply(text="hi")),
+    ] == events
 
 
 def test_events_after_the_end_marker_are_drained_not_fed(
@@ -190,7 +195,7 @@ def test_events_after_the_end_marker_are_drained_not_fed(
 ) -> None:
     server.stream(sse(("m", {"delta": "a"}), ("end", {}), ("m", "not an object")))
     events = _stream(make(server), session, turn)
-    assert tw.AssistantReply(text="a") == events[-1].reply
+    assert tw.adapters.AssistantReply(text="a") == events[-1].reply
 
 
 async def test_async_events_after_the_end_marker_are_drained_not_fed(
@@ -198,7 +203,7 @@ async def test_async_events_after_the_end_marker_are_drained_not_fed(
 ) -> None:
     server.stream(sse(("end", {}), ("m", {"no": "delta"})))
     events = [e async for e in make(server).astream(session, turn)]
-    assert [tw.ReplyCompleted(tw.AssistantReply())] == events
+    assert [tw.adapters.ReplyCompleted(tw.adapters.AssistantReply())] == events
 
 
 def test_request_path_can_differ_for_streaming(
@@ -482,7 +487,9 @@ def test_a_shape_error_while_finishing_is_a_malformed_stream_error(
     server: Server, session: tw.Session, turn: tw.ResolvedTurn
 ) -> None:
     class BadFinish(EchoProvider):
-        def _stream_reply(self, state: EchoStream, turn: tw.ResolvedTurn) -> tw.AssistantReply:
+        def _stream_reply(
+            self, state: EchoStream, turn: tw.ResolvedTurn
+        ) -> tw.adapters.AssistantReply:
             raise IndexError(f"part {KEY} missing")
 
     server.stream(sse(("end", {})))
@@ -494,7 +501,9 @@ def test_other_exceptions_are_not_disguised(
     server: Server, session: tw.Session, turn: tw.ResolvedTurn
 ) -> None:
     class Buggy(EchoProvider):
-        def _decode_json(self, data: Mapping[str, Any], turn: tw.ResolvedTurn) -> tw.AssistantReply:
+        def _decode_json(
+            self, data: Mapping[str, Any], turn: tw.ResolvedTurn
+        ) -> tw.adapters.AssistantReply:
             raise RuntimeError("a bug, not a bad reply")
 
     server.json({"text": "x"})
@@ -587,7 +596,7 @@ def test_transport_error_from_payload() -> None:
 
 
 def test_http_provider_is_exported_lazily() -> None:
-    assert tw.HttpProvider is HttpProvider
+    assert tw.adapters.HttpProvider is HttpProvider
     code = (
         "import sys, toolwire; "
         "print([m for m in ('httpx', 'toolwire._adapter') if m in sys.modules])"

@@ -125,7 +125,9 @@ def test_run_passes_events_to_on_event_without_provider_events(session: tw.Sessi
     events: list[Any] = []
     tw.run_agent(two_rounds_then_text(), toolset(), session, "weather?", on_event=events.append)
     assert "ToolCallDecided" == type(events[0]).__name__
-    assert not any(isinstance(e, (tw.TextDelta, tw.ReplyCompleted)) for e in events)
+    assert not any(
+        isinstance(e, (tw.adapters.TextDelta, tw.adapters.ReplyCompleted)) for e in events
+    )
 
 
 def test_hook_decisions_and_issues_are_reported(session: tw.Session) -> None:
@@ -209,10 +211,10 @@ def test_usage_is_summed_over_requests(session: tw.Session) -> None:
     usage = tw.Usage(input_tokens=10, output_tokens=2)
     provider = TestProvider(
         script=[
-            tw.AssistantReply(
+            tw.adapters.AssistantReply(
                 "", (tw.ToolCall("a", "lookup", '{"city":"Oslo"}'),), "tool_calls", usage
             ),
-            tw.AssistantReply("done", (), "stop", usage),
+            tw.adapters.AssistantReply("done", (), "stop", usage),
         ]
     )
     result = tw.run_agent(provider, toolset(), session, "weather?")
@@ -236,7 +238,7 @@ async def test_astream_yields_provider_and_loop_events(session: tw.Session) -> N
     )
     events = [e async for e in tw.Agent(provider, toolset()).astream(session, "weather?")]
     assert "AgentFinished" == type(events[-1]).__name__
-    assert any(isinstance(e, tw.ToolCallStarted) for e in events)
+    assert any(isinstance(e, tw.adapters.ToolCallStarted) for e in events)
     assert any(isinstance(e, tw.RoundCommitted) for e in events)
 
 

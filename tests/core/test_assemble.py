@@ -6,8 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from toolwire import StreamError, ToolCall, ToolCallDelta, ToolCallStarted
+from toolwire import ToolCall
 from toolwire._assemble import ToolCallAssembler, synthesize_call_id
+from toolwire.adapters import ToolCallDelta, ToolCallStarted
+from toolwire.exceptions import StreamError
 
 
 def test_ids_only_on_first_fragment() -> None:

@@ -57,74 +57,74 @@ def test_google_params_with_types_and_continuations() -> None:
         "days": "Number of days.",
         "extra": "Anything else.",
     }
-    assert expected == tw.parse_docstring(GOOGLE).params
+    assert expected == tw.schema.parse_docstring(GOOGLE).params
 
 
 def test_google_description_stops_at_the_first_section() -> None:
-    assert "Get the weather.\nFor one city." == tw.parse_docstring(GOOGLE).description
+    assert "Get the weather.\nFor one city." == tw.schema.parse_docstring(GOOGLE).description
 
 
 def test_google_returns() -> None:
-    assert "str: The forecast." == tw.parse_docstring(GOOGLE).returns
+    assert "str: The forecast." == tw.schema.parse_docstring(GOOGLE).returns
 
 
 def test_google_blank_line_inside_args_keeps_later_params() -> None:
     doc = "Summary.\n\nArgs:\n    a: First.\n\n    b: Second.\n"
-    assert {"a": "First.", "b": "Second."} == tw.parse_docstring(doc).params
+    assert {"a": "First.", "b": "Second."} == tw.schema.parse_docstring(doc).params
 
 
 def test_google_other_sections_are_left_out_of_the_description() -> None:
     doc = "Summary.\n\nExample:\n    f(1)\n\nNote:\n    Careful.\n"
-    assert "Summary." == tw.parse_docstring(doc).description
+    assert "Summary." == tw.schema.parse_docstring(doc).description
 
 
 def test_numpy_params_with_multi_line_descriptions() -> None:
     expected = {"city": "The city name.", "days": "Counts.", "hours": "Counts."}
-    assert expected == tw.parse_docstring(NUMPY).params
+    assert expected == tw.schema.parse_docstring(NUMPY).params
 
 
 def test_numpy_description() -> None:
-    assert "Get the weather." == tw.parse_docstring(NUMPY).description
+    assert "Get the weather." == tw.schema.parse_docstring(NUMPY).description
 
 
 def test_numpy_returns() -> None:
-    assert "str\nThe forecast." == tw.parse_docstring(NUMPY).returns
+    assert "str\nThe forecast." == tw.schema.parse_docstring(NUMPY).returns
 
 
 def test_sphinx_params_with_types_and_continuations() -> None:
-    assert {"city": "The city name.", "days": "Number of days."} == tw.parse_docstring(
+    assert {"city": "The city name.", "days": "Number of days."} == tw.schema.parse_docstring(
         SPHINX
     ).params
 
 
 def test_sphinx_description() -> None:
-    assert "Get the weather." == tw.parse_docstring(SPHINX).description
+    assert "Get the weather." == tw.schema.parse_docstring(SPHINX).description
 
 
 def test_sphinx_returns() -> None:
-    assert "The forecast." == tw.parse_docstring(SPHINX).returns
+    assert "The forecast." == tw.schema.parse_docstring(SPHINX).returns
 
 
 def test_no_sections_is_all_description() -> None:
     doc = "Line one.\n\n  Line two.  \n"
     assert ("Line one.\nLine two.", {}) == (
-        tw.parse_docstring(doc).description,
-        tw.parse_docstring(doc).params,
+        tw.schema.parse_docstring(doc).description,
+        tw.schema.parse_docstring(doc).params,
     )
 
 
 def test_missing_docstring() -> None:
-    parsed = tw.parse_docstring(None)
+    parsed = tw.schema.parse_docstring(None)
     assert ("", {}, None) == (parsed.description, parsed.params, parsed.returns)
 
 
 def test_empty_args_section() -> None:
-    assert {} == tw.parse_docstring("Summary.\n\nArgs:\n").params
+    assert {} == tw.schema.parse_docstring("Summary.\n\nArgs:\n").params
 
 
 def test_param_without_description_in_numpy_is_empty() -> None:
     doc = "Summary.\n\nParameters\n----------\nflag\n"
-    assert {"flag": ""} == tw.parse_docstring(doc).params
+    assert {"flag": ""} == tw.schema.parse_docstring(doc).params
 
 
 def test_undocumented_parameter_gets_no_description() -> None:
@@ -198,10 +198,10 @@ _lines = st.lists(
 
 @given(_lines)
 def test_malformed_docstrings_never_raise(lines: list[str]) -> None:
-    parsed = tw.parse_docstring("\n".join(lines))
+    parsed = tw.schema.parse_docstring("\n".join(lines))
     assert (str, dict) == (type(parsed.description), type(parsed.params))
 
 
 @given(st.text())
 def test_arbitrary_text_never_raises(text: str) -> None:
-    assert isinstance(tw.parse_docstring(text).params, dict)
+    assert isinstance(tw.schema.parse_docstring(text).params, dict)

@@ -385,7 +385,7 @@ def test_a_non_transient_error_is_not_retried() -> None:
 
 
 def test_retry_after_from_the_error_replaces_the_backoff() -> None:
-    error = tw.RateLimitError("slow down", provider="x", status=429, retry_after=2.5)
+    error = tw.exceptions.RateLimitError("slow down", provider="x", status=429, retry_after=2.5)
     tool, _ = flaky(1, error, retry_hint=tw.RetryHint(3, initial_backoff=0.1, max_backoff=10))
     sleep = Recorder()
     assert "ok" == tw.Executor(sleep=sleep, rng=lambda: 0.0).execute(typed(tool)).content
@@ -393,7 +393,7 @@ def test_retry_after_from_the_error_replaces_the_backoff() -> None:
 
 
 def test_retry_after_is_capped_at_max_backoff() -> None:
-    error = tw.RateLimitError("slow down", retry_after=600)
+    error = tw.exceptions.RateLimitError("slow down", retry_after=600)
     tool, _ = flaky(1, error, retry_hint=tw.RetryHint(3, max_backoff=5))
     sleep = Recorder()
     tw.Executor(sleep=sleep).execute(typed(tool))
@@ -412,13 +412,13 @@ def test_the_retry_classifier_is_configurable() -> None:
     [
         (TimeoutError(), True),
         (ConnectionError(), True),
-        (tw.ServerError("x"), True),
-        (tw.BadRequestError("x"), False),
+        (tw.exceptions.ServerError("x"), True),
+        (tw.exceptions.BadRequestError("x"), False),
         (ValueError(), False),
     ],
 )
 def test_is_transient(exc: BaseException, expected: bool) -> None:
-    assert expected == tw.is_transient(exc)
+    assert expected == tw.exceptions.is_transient(exc)
 
 
 async def test_cancellation_during_backoff_propagates_and_stops_retrying() -> None:

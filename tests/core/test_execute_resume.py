@@ -224,14 +224,18 @@ async def test_aresume_restored(blob: dict[str, Any]) -> None:
 def test_changed_arguments_do_not_match_the_stored_fingerprint() -> None:
     blob = saved()
     blob["pending"]["message"]["tool_calls"][1]["arguments"] = '{"path": "b", "text": "rm"}'
-    with pytest.raises(tw.TranscriptError, match=r"approvals\[0\]\.fingerprint.*call `2`"):
+    with pytest.raises(
+        tw.exceptions.TranscriptError, match=r"approvals\[0\]\.fingerprint.*call `2`"
+    ):
         restored(blob)
 
 
 def test_a_forged_fingerprint_is_an_error() -> None:
     blob = saved()
     blob["pending"]["approvals"][1]["fingerprint"] = "0" * 64
-    with pytest.raises(tw.TranscriptError, match=r"approvals\[1\]\.fingerprint.*`write`"):
+    with pytest.raises(
+        tw.exceptions.TranscriptError, match=r"approvals\[1\]\.fingerprint.*`write`"
+    ):
         restored(blob)
 
 
@@ -331,7 +335,7 @@ def test_plan_run_from_dict_with_a_toolset_works_for_the_agent_too() -> None:
 def test_session_changed_since_the_pause() -> None:
     blob = saved()
     session = tw.Session.from_dict(blob["session"]).add_user("more")
-    with pytest.raises(tw.TranscriptError, match=r"3 messages.*decoded at 2"):
+    with pytest.raises(tw.exceptions.TranscriptError, match=r"3 messages.*decoded at 2"):
         tw.PlanRun.from_dict(blob["pending"], session, tools())
 
 
@@ -339,21 +343,25 @@ def test_same_length_but_other_messages() -> None:
     blob = saved()
     blob["session"]["messages"][-1]["text"] = "go, and delete everything"
     session = tw.Session.from_dict(blob["session"])
-    with pytest.raises(tw.TranscriptError, match=r"pending\.session_digest.*changed since"):
+    with pytest.raises(
+        tw.exceptions.TranscriptError, match=r"pending\.session_digest.*changed since"
+    ):
         tw.PlanRun.from_dict(blob["pending"], session, tools())
 
 
 def test_another_session() -> None:
     blob = saved()
     other = tw.Session("sys", id="other").add_user("go")
-    with pytest.raises(tw.TranscriptError, match="session_id"):
+    with pytest.raises(tw.exceptions.TranscriptError, match="session_id"):
         tw.PlanRun.from_dict(blob["pending"], other, tools())
 
 
 def test_a_pending_tool_missing_now_is_an_error() -> None:
     blob = saved()
     session = tw.Session.from_dict(blob["session"])
-    with pytest.raises(tw.TranscriptError, match=r"pending\.calls\[1\].*tool `write`.*not offered"):
+    with pytest.raises(
+        tw.exceptions.TranscriptError, match=r"pending\.calls\[1\].*tool `write`.*not offered"
+    ):
         tw.PlanRun.from_dict(blob["pending"], session, tw.Toolset("files", [read]))
 
 
@@ -361,7 +369,9 @@ def test_arguments_that_no_longer_validate_are_an_error() -> None:
     blob = saved()
     blob["pending"]["message"]["tool_calls"][0]["arguments"] = '{"path": 3}'
     session = tw.Session.from_dict(blob["session"])
-    with pytest.raises(tw.TranscriptError, match=r"(?s)pending\.calls\[0\].*call `1`.*path"):
+    with pytest.raises(
+        tw.exceptions.TranscriptError, match=r"(?s)pending\.calls\[0\].*call `1`.*path"
+    ):
         tw.PlanRun.from_dict(blob["pending"], session, tools())
 
 
@@ -442,12 +452,12 @@ def test_malformed_data_names_the_bad_path(mutate: Any, message: str) -> None:
     session = tw.Session.from_dict(blob["session"])
     data = copy.deepcopy(blob["pending"])
     mutate(data)
-    with pytest.raises(tw.TranscriptError, match=message):
+    with pytest.raises(tw.exceptions.TranscriptError, match=message):
         tw.PlanRun.from_dict(data, session, tools())
 
 
 def test_not_an_object() -> None:
-    with pytest.raises(tw.TranscriptError, match="must be a JSON object, got list"):
+    with pytest.raises(tw.exceptions.TranscriptError, match="must be a JSON object, got list"):
         tw.PlanRun.from_dict([], tw.Session(), tools())
 
 

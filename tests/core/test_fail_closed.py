@@ -9,25 +9,23 @@ from pydantic import ValidationError
 
 from toolwire import (
     AssistantMessage,
-    AssistantReply,
     Availability,
     Complete,
     HookSet,
     NeedsTools,
     Reject,
     Requirement,
-    RequirementNotMetError,
     RunNormally,
     Session,
     ToolCall,
     ToolRoundPlan,
     Toolset,
-    TranscriptError,
     UserMessage,
-    decode_reply,
     resolve_turn,
     tool_fn,
 )
+from toolwire.adapters import AssistantReply, decode_reply
+from toolwire.exceptions import RequirementNotMetError, TranscriptError
 
 
 @tool_fn

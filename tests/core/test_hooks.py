@@ -214,7 +214,7 @@ def test_toolset_hooks_run_first(session: tw.Session, weather: tw.Tool[Any, Any]
 
 
 def test_hook_must_be_callable() -> None:
-    with pytest.raises(tw.HookError) as info:
+    with pytest.raises(tw.exceptions.HookError) as info:
         tw.HookSet().on(None, 3)
     assert "a hook must be callable, got 3 (int)" == str(info.value)
 
@@ -285,7 +285,7 @@ def test_plan_issues_come_from_the_round(session: tw.Session, toolset: tw.Toolse
 def test_plan_commit_missing_pending_result_is_a_commit_error(
     session: tw.Session, toolset: tw.Toolset
 ) -> None:
-    with pytest.raises(tw.MissingToolResultError):
+    with pytest.raises(tw.exceptions.MissingToolResultError):
         _one(session, toolset).apply_hooks().commit()
 
 
@@ -315,7 +315,7 @@ def test_description_override_applies_after_hooks(toolset: tw.Toolset) -> None:
 def test_description_hook_returning_junk_raises(toolset: tw.Toolset) -> None:
     hooks = tw.HookSet()
     hooks.describe(None, lambda tool, text, ctx: 3, name="d")
-    with pytest.raises(tw.HookError) as info:
+    with pytest.raises(tw.exceptions.HookError) as info:
         tw.resolve_turn(toolset, hooks=[hooks])
     assert "description hook `d` returned int for `get_weather`; expected a string or None" == str(
         info.value
@@ -338,17 +338,8 @@ def test_broken_availability_hook_hides_the_tool(toolset: tw.Toolset) -> None:
 
 
 def test_a_hook_keyed_by_name_still_applies_under_a_prefix_mount() -> None:
-    from toolwire import (
-        AssistantReply,
-        HookSet,
-        Reject,
-        Session,
-        ToolCall,
-        Toolset,
-        decode_reply,
-        resolve_turn,
-        tool_fn,
-    )
+    from toolwire import HookSet, Reject, Session, ToolCall, Toolset, resolve_turn, tool_fn
+    from toolwire.adapters import AssistantReply, decode_reply
 
     @tool_fn
     def fetch(url: str) -> str:

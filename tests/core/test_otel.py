@@ -115,10 +115,10 @@ def test_the_agent_records_a_chat_span_per_request(
 ) -> None:
     usage = tw.Usage(input_tokens=12, output_tokens=3)
     script = [
-        tw.AssistantReply(
+        tw.adapters.AssistantReply(
             "", (tw.ToolCall("a", "save", '{"key":"k"}'),), "tool_calls", usage, model="m-1"
         ),
-        tw.AssistantReply("saved", (), "stop", usage, model="m-1"),
+        tw.adapters.AssistantReply("saved", (), "stop", usage, model="m-1"),
     ]
     tracing = tw.Tracing(provider, record_content=True)
     tw.run_agent(

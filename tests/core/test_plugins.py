@@ -60,8 +60,8 @@ def _round(
     turn = tw.resolve_turn(
         toolset, availability=tw.Availability.all(), hooks=[*host.hook_sets(), *app_hooks]
     )
-    reply = tw.AssistantReply("", (tw.ToolCall("c1", name, args),), "tool_calls")
-    out = tw.decode_reply(tw.Session(), turn, reply)
+    reply = tw.adapters.AssistantReply("", (tw.ToolCall("c1", name, args),), "tool_calls")
+    out = tw.adapters.decode_reply(tw.Session(), turn, reply)
     assert isinstance(out, tw.NeedsTools)
     return out.round
 
@@ -114,8 +114,10 @@ def test_toolwire_register_providers(host: PluginHost) -> None:
         name = "mine"
         default_model = "m0"
 
-        def generate(self, session: tw.Session, turn: tw.ResolvedTurn) -> tw.AssistantReply:
-            return tw.AssistantReply("hello")
+        def generate(
+            self, session: tw.Session, turn: tw.ResolvedTurn
+        ) -> tw.adapters.AssistantReply:
+            return tw.adapters.AssistantReply("hello")
 
     class Plugin:
         @hookimpl
@@ -441,7 +443,7 @@ def test_strict_mode_makes_a_bad_pack_an_error_naming_it(strict_host: PluginHost
             raise ValueError("boom")
 
     strict_host.register(Bad(), "bad")
-    with pytest.raises(tw.PluginError) as info:
+    with pytest.raises(tw.exceptions.PluginError) as info:
         strict_host.assemble()
     assert "bad" == info.value.plugin
     assert "toolset plugin `bad` failed to register its toolsets: ValueError: boom" in str(
@@ -514,7 +516,9 @@ def test_a_pack_colliding_with_the_app_is_skipped(host: PluginHost) -> None:
 
 
 def test_unknown_provider_lists_the_known_ones(host: PluginHost) -> None:
-    with pytest.raises(tw.PluginError, match=r"no provider named `tset` \(known: `test`\); "):
+    with pytest.raises(
+        tw.exceptions.PluginError, match=r"no provider named `tset` \(known: `test`\); "
+    ):
         host.provider("tset")
 
 
@@ -525,7 +529,9 @@ def test_a_factory_that_returns_no_provider_is_an_error(host: PluginHost) -> Non
             register("odd", lambda **kw: object())
 
     host.register(Plugin(), "odd-plugin", kind="provider")
-    with pytest.raises(tw.PluginError, match=r"returned object; expected a toolwire\.Provider"):
+    with pytest.raises(
+        tw.exceptions.PluginError, match=r"returned object; expected a toolwire\.Provider"
+    ):
         host.provider("odd")
 
 
@@ -550,7 +556,9 @@ def test_no_plugin_hooks_means_empty_sets(host: PluginHost) -> None:
 
 def test_an_invalid_hook_timeout_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOOLWIRE_HOOK_TIMEOUT", "soon")
-    with pytest.raises(tw.PluginError, match="TOOLWIRE_HOOK_TIMEOUT must be a positive number"):
+    with pytest.raises(
+        tw.exceptions.PluginError, match="TOOLWIRE_HOOK_TIMEOUT must be a positive number"
+    ):
         PluginHost(autoload=False)
 
 

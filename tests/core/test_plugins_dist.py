@@ -109,7 +109,7 @@ def test_strict_mode_fails_naming_the_plugin(venv: Any) -> None:
     )
     assert 1 == done.returncode
     assert (
-        "toolwire._errors.PluginError: toolset plugin `brokenimport` (tw-broken-import 1.0) "
+        "toolwire.exceptions.PluginError: toolset plugin `brokenimport` (tw-broken-import 1.0) "
         "failed to import `tw_broken_import`"
     ) in done.stderr
 
@@ -137,8 +137,8 @@ def test_a_policy_that_fails_to_load_blocks_every_call(venv: Any) -> None:
 import toolwire as tw
 toolset = host.assemble()
 turn = tw.resolve_turn(toolset, hooks=host.hook_sets())
-reply = tw.AssistantReply("", (tw.ToolCall("c1", "echo", '{"text": "hi"}'),), "tool_calls")
-plan = tw.decode_reply(tw.Session(), turn, reply).round.apply_hooks()
+reply = tw.adapters.AssistantReply("", (tw.ToolCall("c1", "echo", '{"text": "hi"}'),), "tool_calls")
+plan = tw.adapters.decode_reply(tw.Session(), turn, reply).round.apply_hooks()
 out = [[r.source, r.reason] for r in plan.rejected] + [len(plan.pending)]
 """
     assert [
@@ -158,7 +158,7 @@ import toolwire as tw
 toolset = host.assemble()
 turn = tw.resolve_turn(toolset, hooks=host.hook_sets())
 calls = (tw.ToolCall("c1", "echo", '{"text": "hi"}'), tw.ToolCall("c2", "delete_file", '{"path": "/"}'))
-plan = tw.decode_reply(tw.Session(), turn, tw.AssistantReply("", calls, "tool_calls")).round.apply_hooks()
+plan = tw.adapters.decode_reply(tw.Session(), turn, tw.adapters.AssistantReply("", calls, "tool_calls")).round.apply_hooks()
 out = [[c.name for c in plan.pending], [[r.call.name, r.reason] for r in plan.rejected]]
 """  # noqa: E501 - code run in the venv
     assert [

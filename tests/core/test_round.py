@@ -28,7 +28,7 @@ def turn(toolset: tw.Toolset) -> tw.ResolvedTurn:
 def test_reply_without_calls_is_finished_and_committed(
     session: tw.Session, turn: tw.ResolvedTurn
 ) -> None:
-    out = tw.decode_reply(session, turn, reply(text="Hello."))
+    out = tw.adapters.decode_reply(session, turn, reply(text="Hello."))
     assert (tw.Finished, "Hello.", "Hello.") == (type(out), out.text, session.messages[-1].text)  # type: ignore[union-attr]
 
 
@@ -130,7 +130,7 @@ def test_random_argument_text_never_raises(
 ) -> None:
     turn = tw.resolve_turn(toolset, availability=tw.Availability.only("get_weather"))
     raw = [(f"c{i}", name, args) for i, (name, args) in enumerate(calls)]
-    out = tw.decode_reply(tw.Session(), turn, reply(*raw), enforce_requirement=False)
+    out = tw.adapters.decode_reply(tw.Session(), turn, reply(*raw), enforce_requirement=False)
     decoded = 0 if isinstance(out, tw.Finished) else len(out.round.calls) + len(out.round.issues)
     assert len(calls) == decoded
 
@@ -146,8 +146,8 @@ def test_raw_tool_random_text_becomes_an_issue(session: tw.Session) -> None:
 
 def test_at_least_one_ignored_raises(session: tw.Session, toolset: tw.Toolset) -> None:
     turn = tw.resolve_turn(toolset, requirement=tw.Requirement.at_least_one())
-    with pytest.raises(tw.RequirementNotMetError) as info:
-        tw.decode_reply(session, turn, reply(text="no"))
+    with pytest.raises(tw.exceptions.RequirementNotMetError) as info:
+        tw.adapters.decode_reply(session, turn, reply(text="no"))
     assert "the turn requires at least one tool call, but the model answered without tools" == str(
         info.value
     )
@@ -157,8 +157,8 @@ def test_specific_ignored_raises_and_writes_nothing(
     session: tw.Session, toolset: tw.Toolset
 ) -> None:
     turn = tw.resolve_turn(toolset, requirement=tw.Requirement.specific("get_weather"))
-    with pytest.raises(tw.RequirementNotMetError) as info:
-        tw.decode_reply(session, turn, reply(("c1", "search_docs", '{"query":"x"}')))
+    with pytest.raises(tw.exceptions.RequirementNotMetError) as info:
+        tw.adapters.decode_reply(session, turn, reply(("c1", "search_docs", '{"query":"x"}')))
     assert (
         "the turn requires a call to `get_weather`, but the model called `search_docs`",
         1,
@@ -175,7 +175,7 @@ def test_expect_one_counts_valid_calls_only(session: tw.Session, turn: tw.Resolv
 
 def test_expect_one_with_two_calls(session: tw.Session, turn: tw.ResolvedTurn) -> None:
     rnd = needs_tools(session, turn, ("c1", "get_weather", OK), ("c2", "get_weather", OK))
-    with pytest.raises(tw.ExpectationError) as info:
+    with pytest.raises(tw.exceptions.ExpectationError) as info:
         rnd.expect_one()
     assert "expected exactly one tool call, got 2" == str(info.value)
 
@@ -186,7 +186,7 @@ def test_expect_at_most_one_with_none(session: tw.Session, turn: tw.ResolvedTurn
 
 def test_expect_at_most_one_with_two(session: tw.Session, turn: tw.ResolvedTurn) -> None:
     rnd = needs_tools(session, turn, ("c1", "get_weather", OK), ("c2", "get_weather", OK))
-    with pytest.raises(tw.ExpectationError) as info:
+    with pytest.raises(tw.exceptions.ExpectationError) as info:
         rnd.expect_at_most_one()
     assert "expected at most one tool call, got 2" == str(info.value)
 
@@ -196,7 +196,7 @@ def test_discard_writes_nothing_and_closes_the_round(
 ) -> None:
     rnd = needs_tools(session, turn, ("c1", "get_weather", OK))
     rnd.discard()
-    with pytest.raises(tw.TranscriptError) as info:
+    with pytest.raises(tw.exceptions.TranscriptError) as info:
         rnd.commit([])
     assert ("this tool round was already discarded", 1) == (str(info.value), len(session))
 
@@ -205,11 +205,11 @@ def test_discard_writes_nothing_and_closes_the_round(
 
 
 def test_rejection_reason_reads_the_prefix_back() -> None:
-    assert "no" == tw.rejection_reason(tw.rejection_content("no"))
+    assert "no" == tw.rejection_reason(tw.adapters.rejection_content("no"))
 
 
 def test_rejection_prefix_is_fixed() -> None:
-    assert "__toolwire_rejected__: no" == tw.rejection_content("no")
+    assert "__toolwire_rejected__: no" == tw.adapters.rejection_content("no")
 
 
 def test_rejection_reason_of_ordinary_content_is_none() -> None:
@@ -257,7 +257,7 @@ def test_commit_keeps_the_callers_answer_to_an_issue(
 
 
 def test_commit_missing_result(two: tw.ToolRound) -> None:
-    with pytest.raises(tw.MissingToolResultError) as info:
+    with pytest.raises(tw.exceptions.MissingToolResultError) as info:
         two.commit([two.calls[0].complete("x")])
     assert ("c2", "assistant turn references missing tool result `c2`") == (
         info.value.call_id,
@@ -267,21 +267,21 @@ def test_commit_missing_result(two: tw.ToolRound) -> None:
 
 def test_commit_duplicate_result(two: tw.ToolRound) -> None:
     a = two.calls[0].complete("x")
-    with pytest.raises(tw.DuplicateToolResultError) as info:
+    with pytest.raises(tw.exceptions.DuplicateToolResultError) as info:
         two.commit([a, a, two.calls[1].complete("y")])
     assert "assistant turn received duplicate tool result `c1`" == str(info.value)
 
 
 def test_commit_extra_result(two: tw.ToolRound) -> None:
     extra = tw.ToolResult("c9", "get_weather", OK, "x")
-    with pytest.raises(tw.ExtraToolResultError) as info:
+    with pytest.raises(tw.exceptions.ExtraToolResultError) as info:
         two.commit([*(c.complete("x") for c in two.calls), extra])
     assert "assistant turn received extra tool result `c9`" == str(info.value)
 
 
 def test_commit_wrong_tool_name(two: tw.ToolRound) -> None:
     wrong = tw.ToolResult("c1", "search_docs", OK, "x")
-    with pytest.raises(tw.MismatchedToolCallNameError) as info:
+    with pytest.raises(tw.exceptions.MismatchedToolCallNameError) as info:
         two.commit([wrong, two.calls[1].complete("y")])
     assert (
         "assistant turn tool call `c1` expected tool name `get_weather`, got `search_docs`"
@@ -291,7 +291,7 @@ def test_commit_wrong_tool_name(two: tw.ToolRound) -> None:
 
 def test_commit_different_argument_text(two: tw.ToolRound) -> None:
     wrong = tw.ToolResult("c1", "get_weather", '{"city": "Oslo"}', "x")
-    with pytest.raises(tw.MismatchedToolCallArgumentsError) as info:
+    with pytest.raises(tw.exceptions.MismatchedToolCallArgumentsError) as info:
         two.commit([wrong, two.calls[1].complete("y")])
     assert "assistant turn tool call `c1` received mismatched arguments" == str(info.value)
 
@@ -313,7 +313,7 @@ def test_failed_commit_writes_nothing_and_can_be_retried(
 
 def test_second_commit_is_refused(two: tw.ToolRound) -> None:
     two.commit([c.complete("x") for c in two.calls])
-    with pytest.raises(tw.TranscriptError) as info:
+    with pytest.raises(tw.exceptions.TranscriptError) as info:
         two.commit([c.complete("x") for c in two.calls])
     assert "this tool round was already committed" == str(info.value)
 
@@ -322,7 +322,7 @@ def test_commit_after_the_session_changed_is_refused(
     session: tw.Session, two: tw.ToolRound
 ) -> None:
     session.add_user("meanwhile")
-    with pytest.raises(tw.TranscriptError) as info:
+    with pytest.raises(tw.exceptions.TranscriptError) as info:
         two.commit([c.complete("x") for c in two.calls])
     assert "the session changed after this round was decoded; decode a new turn" == str(info.value)
 

@@ -199,11 +199,13 @@ def test_scripted_raw_argument_text_is_kept(toolset: tw.Toolset) -> None:
 
 
 def test_streaming_yields_events_and_the_same_result(toolset: tw.Toolset) -> None:
-    events: list[tw.StreamEvent] = []
+    events: list[tw.adapters.StreamEvent] = []
     session = tw.Session().add_user("weather in 'Oslo'")
     out = tw.run_turn(TestProvider(), session, tw.resolve_turn(toolset), on_event=events.append)
     assert isinstance(out, tw.NeedsTools)
-    assert [tw.ToolCallStarted, tw.ToolCallDelta, tw.ReplyCompleted] == [type(e) for e in events]
+    assert [tw.adapters.ToolCallStarted, tw.adapters.ToolCallDelta, tw.adapters.ReplyCompleted] == [
+        type(e) for e in events
+    ]
 
 
 async def test_async_turn(toolset: tw.Toolset) -> None:

@@ -682,7 +682,7 @@ def test_typed_call_run(weather: tw.Tool[Any, Any]) -> None:
 
 
 def test_typed_call_for_another_tool_is_an_error(weather: tw.Tool[Any, Any]) -> None:
-    with pytest.raises(tw.MismatchedToolNameError) as info:
+    with pytest.raises(tw.exceptions.MismatchedToolNameError) as info:
         tw.TypedCall(tw.ToolCall("c1", "other", "{}"), weather, None)
     assert "tool call `c1` names tool `other`, not `get_weather`" == str(info.value)
 
@@ -690,7 +690,7 @@ def test_typed_call_for_another_tool_is_an_error(weather: tw.Tool[Any, Any]) -> 
 def test_tool_call_complete_with_the_wrong_tool_is_an_error(
     weather: tw.Tool[Any, Any], search: type[BaseModel]
 ) -> None:
-    with pytest.raises(tw.MismatchedToolNameError) as info:
+    with pytest.raises(tw.exceptions.MismatchedToolNameError) as info:
         tw.ToolCall("c1", "get_weather", "{}").complete(tw.tool_of(search), [])
     assert (
         "tool call `c1` is for tool `get_weather`, but the output was given for `search_docs`"

@@ -96,7 +96,7 @@ def test_select_tool_not_in_the_toolset_raises() -> None:
 
 def test_collision_between_nested_toolsets_names_both_sources() -> None:
     ts = tw.Toolset("app", [tw.Toolset("fs", [_tool("read")]), tw.Toolset("web", [_tool("read")])])
-    with pytest.raises(tw.NameCollisionError) as info:
+    with pytest.raises(tw.exceptions.NameCollisionError) as info:
         ts.tools()
     message = str(info.value)
     assert ("`app/fs`", "`app/web`", "prefix") == tuple(
@@ -107,7 +107,7 @@ def test_collision_between_nested_toolsets_names_both_sources() -> None:
 def test_same_tool_added_twice_is_a_collision() -> None:
     tool = _tool("a")
     ts = tw.Toolset("t", [tool, tool])
-    with pytest.raises(tw.NameCollisionError) as info:
+    with pytest.raises(tw.exceptions.NameCollisionError) as info:
         len(ts)
     assert "tool `a` is added twice to toolset `t` (from `t` and `t`)" in str(info.value)
 
@@ -133,7 +133,7 @@ def test_adding_to_a_nested_toolset_is_seen_by_the_parent() -> None:
 
 def test_toolset_cannot_contain_itself() -> None:
     ts = tw.Toolset("t")
-    with pytest.raises(tw.ToolsetError) as info:
+    with pytest.raises(tw.exceptions.ToolsetError) as info:
         ts.add(ts)
     assert "toolset `t` cannot contain itself" == str(info.value)
 
@@ -142,13 +142,13 @@ def test_nesting_cycle_is_detected() -> None:
     a = tw.Toolset("a")
     b = tw.Toolset("b", [a])
     a.add(b)
-    with pytest.raises(tw.ToolsetError) as info:
+    with pytest.raises(tw.exceptions.ToolsetError) as info:
         a.tools()
     assert "toolset `a` is nested inside itself" in str(info.value)
 
 
 def test_toolset_needs_a_name() -> None:
-    with pytest.raises(tw.ToolsetError) as info:
+    with pytest.raises(tw.exceptions.ToolsetError) as info:
         tw.Toolset("")
     assert "a toolset needs a non-empty name, got ''" == str(info.value)
 
@@ -166,19 +166,19 @@ def test_toolset_tool_decorator_adds_a_function_tool() -> None:
 def test_long_tool_name_is_shortened_on_the_wire() -> None:
     long = "a" * 100
     ts = tw.Toolset("t", [_tool(long)])
-    assert [tw.wire_name(long)] == [t.name for t in ts.tools()]
+    assert [tw.adapters.wire_name(long)] == [t.name for t in ts.tools()]
 
 
 def test_dotted_name_is_made_wire_safe() -> None:
-    assert "fs_read" == tw.wire_name("fs.read")
+    assert "fs_read" == tw.adapters.wire_name("fs.read")
 
 
 def test_valid_name_is_unchanged() -> None:
-    assert "get_weather-2" == tw.wire_name("get_weather-2")
+    assert "get_weather-2" == tw.adapters.wire_name("get_weather-2")
 
 
 def test_trailing_newline_is_not_a_valid_wire_name() -> None:
-    assert "abc_" == tw.wire_name("abc\n")
+    assert "abc_" == tw.adapters.wire_name("abc\n")
 
 
 _WIRE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -186,18 +186,18 @@ _WIRE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 @given(st.text(max_size=200))
 def test_wire_name_always_matches_the_provider_rule(name: str) -> None:
-    assert _WIRE.fullmatch(tw.wire_name(name))
+    assert _WIRE.fullmatch(tw.adapters.wire_name(name))
 
 
 @given(st.text(max_size=200))
 def test_wire_name_is_stable(name: str) -> None:
-    assert tw.wire_name(name) == tw.wire_name(name)
+    assert tw.adapters.wire_name(name) == tw.adapters.wire_name(name)
 
 
 @given(st.text(max_size=200))
 def test_wire_name_is_idempotent(name: str) -> None:
-    once = tw.wire_name(name)
-    assert once == tw.wire_name(once)
+    once = tw.adapters.wire_name(name)
+    assert once == tw.adapters.wire_name(once)
 
 
 _long_names = st.text(st.sampled_from("abcxyz_-."), min_size=65, max_size=120)
@@ -206,9 +206,9 @@ _long_names = st.text(st.sampled_from("abcxyz_-."), min_size=65, max_size=120)
 @given(_long_names, _long_names)
 def test_wire_name_shortening_keeps_distinct_long_names_distinct(a: str, b: str) -> None:
     if a != b:
-        assert tw.wire_name(a) != tw.wire_name(b)
+        assert tw.adapters.wire_name(a) != tw.adapters.wire_name(b)
 
 
 @given(st.text(st.sampled_from("abc_-"), min_size=1, max_size=64), _long_names)
 def test_shortened_names_never_equal_a_valid_name(valid: str, long: str) -> None:
-    assert valid != tw.wire_name(long) or valid == long
+    assert valid != tw.adapters.wire_name(long) or valid == long

@@ -53,7 +53,7 @@ def test_system_text_joins_system_messages() -> None:
 
 def test_unanswered_tool_calls_block_the_next_message() -> None:
     s = tw.Session()
-    with pytest.raises(tw.TranscriptError) as info:
+    with pytest.raises(tw.exceptions.TranscriptError) as info:
         s.extend([tw.AssistantMessage("", (CALL,)), tw.UserMessage("hi")])
     assert (
         "message 1 (user) follows an assistant turn whose tool calls `c1` have no results; "
@@ -63,13 +63,13 @@ def test_unanswered_tool_calls_block_the_next_message() -> None:
 
 def test_failed_extend_writes_nothing() -> None:
     s = tw.Session("sys")
-    with pytest.raises(tw.TranscriptError):
+    with pytest.raises(tw.exceptions.TranscriptError):
         s.extend([tw.AssistantMessage("", (CALL,)), tw.UserMessage("hi")])
     assert 1 == len(s)
 
 
 def test_results_must_follow_tool_calls() -> None:
-    with pytest.raises(tw.TranscriptError) as info:
+    with pytest.raises(tw.exceptions.TranscriptError) as info:
         tw.Session().extend([tw.ToolResultsMessage((RESULT,))])
     assert "message 0: tool results must follow an assistant turn with tool calls" == str(
         info.value
@@ -77,14 +77,14 @@ def test_results_must_follow_tool_calls() -> None:
 
 
 def test_results_count_must_match_calls() -> None:
-    with pytest.raises(tw.TranscriptError) as info:
+    with pytest.raises(tw.exceptions.TranscriptError) as info:
         tw.Session().extend([tw.AssistantMessage("", (CALL,)), tw.ToolResultsMessage(())])
     assert "1 tool calls but 0 results: calls ['c1'], results []" == str(info.value)
 
 
 def test_results_must_be_in_call_order() -> None:
     other = tw.ToolCall("c2", "get_weather", "{}")
-    with pytest.raises(tw.TranscriptError) as info:
+    with pytest.raises(tw.exceptions.TranscriptError) as info:
         tw.Session().extend(
             [
                 tw.AssistantMessage("", (CALL, other)),
@@ -96,25 +96,25 @@ def test_results_must_be_in_call_order() -> None:
 
 def test_results_must_carry_the_call_arguments() -> None:
     wrong = tw.ToolResult("c1", "get_weather", "{}", "x")
-    with pytest.raises(tw.TranscriptError) as info:
+    with pytest.raises(tw.exceptions.TranscriptError) as info:
         tw.Session().extend([tw.AssistantMessage("", (CALL,)), tw.ToolResultsMessage((wrong,))])
     assert "result `c1` carries arguments that differ from its call's" == str(info.value)
 
 
 def test_text_must_be_a_string() -> None:
-    with pytest.raises(tw.TranscriptError) as info:
+    with pytest.raises(tw.exceptions.TranscriptError) as info:
         tw.Session().add_user(3)  # type: ignore[arg-type]
     assert "user text must be a string, got int" == str(info.value)
 
 
 def test_extend_rejects_non_messages() -> None:
-    with pytest.raises(tw.TranscriptError) as info:
+    with pytest.raises(tw.exceptions.TranscriptError) as info:
         tw.Session().extend(["hi"])  # type: ignore[list-item]
     assert "not a message: 'hi' (str)" == str(info.value)
 
 
 def test_from_json_not_json() -> None:
-    with pytest.raises(tw.TranscriptError) as info:
+    with pytest.raises(tw.exceptions.TranscriptError) as info:
         tw.Session.from_json("{nope")
     assert str(info.value).startswith("session JSON is not valid JSON: ")
 
@@ -171,7 +171,7 @@ def _message(i: int, **changes: Any) -> dict[str, Any]:
     ],
 )
 def test_from_dict_names_the_bad_path(data: Any, message: str) -> None:
-    with pytest.raises(tw.TranscriptError) as info:
+    with pytest.raises(tw.exceptions.TranscriptError) as info:
         tw.Session.from_dict(data)
     assert message == str(info.value)
 
@@ -179,7 +179,7 @@ def test_from_dict_names_the_bad_path(data: Any, message: str) -> None:
 def test_from_dict_rejects_an_out_of_order_transcript() -> None:
     data = _full_session().to_dict()
     del data["messages"][3]
-    with pytest.raises(tw.TranscriptError) as info:
+    with pytest.raises(tw.exceptions.TranscriptError) as info:
         tw.Session.from_dict(data)
     assert str(info.value).startswith("session s1: message 3 (assistant) follows an assistant")
 

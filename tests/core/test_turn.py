@@ -51,17 +51,17 @@ def test_only_with_an_unknown_tool_raises_unknown_tool(ts: tw.Toolset) -> None:
 
 
 def test_optional_is_auto(ts: tw.Toolset) -> None:
-    assert tw.ToolChoice("auto") == tw.resolve_turn(ts).tool_choice
+    assert tw.adapters.ToolChoice("auto") == tw.resolve_turn(ts).tool_choice
 
 
 def test_at_least_one_is_required(ts: tw.Toolset) -> None:
     turn = tw.resolve_turn(ts, requirement=tw.Requirement.at_least_one())
-    assert tw.ToolChoice("required") == turn.tool_choice
+    assert tw.adapters.ToolChoice("required") == turn.tool_choice
 
 
 def test_specific_is_the_named_tool(ts: tw.Toolset) -> None:
     turn = tw.resolve_turn(ts, requirement=tw.Requirement.specific("a"))
-    assert (tw.ToolChoice("specific", "a"), "a") == (turn.tool_choice, turn.required_tool)
+    assert (tw.adapters.ToolChoice("specific", "a"), "a") == (turn.tool_choice, turn.required_tool)
 
 
 def test_specific_by_tool_object(ts: tw.Toolset) -> None:
@@ -72,7 +72,7 @@ def test_specific_by_tool_object(ts: tw.Toolset) -> None:
 
 
 def test_specific_outside_the_available_set_raises_the_seed_error(ts: tw.Toolset) -> None:
-    with pytest.raises(tw.InvalidToolConstraintError) as info:
+    with pytest.raises(tw.exceptions.InvalidToolConstraintError) as info:
         tw.resolve_turn(ts, requirement=tw.Requirement.specific("b"))
     assert "invalid tool constraints: required tool `b` is not in the available set" == str(
         info.value
@@ -80,7 +80,7 @@ def test_specific_outside_the_available_set_raises_the_seed_error(ts: tw.Toolset
 
 
 def test_specific_unknown_name_raises_the_constraint_error(ts: tw.Toolset) -> None:
-    with pytest.raises(tw.InvalidToolConstraintError) as info:
+    with pytest.raises(tw.exceptions.InvalidToolConstraintError) as info:
         tw.resolve_turn(ts, requirement=tw.Requirement.specific("x"))
     assert "invalid tool constraints: required tool `x` is not in the available set" == str(
         info.value
@@ -90,14 +90,14 @@ def test_specific_unknown_name_raises_the_constraint_error(ts: tw.Toolset) -> No
 def test_specific_tool_object_outside_the_toolset_raises_the_constraint_error(
     ts: tw.Toolset,
 ) -> None:
-    with pytest.raises(tw.InvalidToolConstraintError) as info:
+    with pytest.raises(tw.exceptions.InvalidToolConstraintError) as info:
         tw.resolve_turn(ts, requirement=tw.Requirement.specific(_tool("x")))
     assert "x" == info.value.tool
 
 
 def test_at_least_one_with_nothing_available_raises_the_seed_error() -> None:
     ts = tw.Toolset("t").add(_tool("a"), off=True)
-    with pytest.raises(tw.InvalidToolConstraintError) as info:
+    with pytest.raises(tw.exceptions.InvalidToolConstraintError) as info:
         tw.resolve_turn(ts, requirement=tw.Requirement.at_least_one())
     assert (
         "invalid tool constraints: required tool `(none available)` is not in the available set"
@@ -107,14 +107,14 @@ def test_at_least_one_with_nothing_available_raises_the_seed_error() -> None:
 
 def test_specific_with_nothing_available_names_the_tool() -> None:
     ts = tw.Toolset("t").add(_tool("a"), off=True)
-    with pytest.raises(tw.InvalidToolConstraintError) as info:
+    with pytest.raises(tw.exceptions.InvalidToolConstraintError) as info:
         tw.resolve_turn(ts, requirement=tw.Requirement.specific("a"))
     assert "a" == info.value.tool
 
 
 def test_optional_with_nothing_available_sends_no_tools() -> None:
     turn = tw.resolve_turn(tw.Toolset("t"))
-    assert ((), tw.ToolChoice("none")) == (turn.tools, turn.tool_choice)
+    assert ((), tw.adapters.ToolChoice("none")) == (turn.tools, turn.tool_choice)
 
 
 def test_description_override_applies(ts: tw.Toolset) -> None:
@@ -164,7 +164,7 @@ def test_turn_object_resolves_the_same(ts: tw.Toolset) -> None:
 
 
 def test_resolve_rejects_a_non_toolset() -> None:
-    with pytest.raises(tw.ToolsetError) as info:
+    with pytest.raises(tw.exceptions.ToolsetError) as info:
         tw.resolve_turn([])  # type: ignore[arg-type]
     assert "expected a Toolset, got list" == str(info.value)
 

@@ -5,7 +5,7 @@ reported on the first request rather than at construction), and the request
 loop: ``generate`` / ``agenerate`` post JSON and decode the body, ``stream`` /
 ``astream`` feed each server-sent event to a per-request stream state, drain
 the body once the state has seen the end marker, close the event iterator, and
-end with :class:`~toolwire.ReplyCompleted`. A reply whose shape is not the
+end with :class:`~toolwire.adapters.ReplyCompleted`. A reply whose shape is not the
 API's surfaces as a ``ProviderError`` (``StreamError`` inside a stream) saying
 "malformed ...", with the key masked; never as a ``KeyError`` or ``TypeError``.
 
@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import httpx
 
 from toolwire._errors import AuthenticationError, ProviderError, StreamError
+from toolwire._exports import publish
 from toolwire._http import (
     ApiKey,
     AuthStyle,
@@ -326,3 +327,6 @@ class HttpProvider(Provider, Generic[_S]):
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+publish(globals())

@@ -18,6 +18,7 @@ import attrs
 from toolwire._calls import ToolCall, ToolResult
 from toolwire._errors import RoundLimitError, StreamError
 from toolwire._execute import Executor, PlanRun, _resolve_host
+from toolwire._exports import publish
 from toolwire._hooks import HookContext, HookSet
 from toolwire._provider import (
     Provider,
@@ -489,3 +490,6 @@ async def arun_agent(
     return await Agent(provider, toolset, **options).arun(
         session, prompt, on_event=on_event, stream=stream
     )
+
+
+publish(globals())

@@ -15,6 +15,7 @@ from collections.abc import Hashable
 
 from toolwire._calls import ToolCall
 from toolwire._errors import StreamError
+from toolwire._exports import publish
 from toolwire._provider import StreamEvent, TextDelta, ToolCallDelta, ToolCallStarted
 
 __all__ = ["ToolCallAssembler", "synthesize_call_id"]
@@ -111,3 +112,6 @@ class ToolCallAssembler:
 
     def __len__(self) -> int:
         return len(self._calls)
+
+
+publish(globals())

@@ -11,6 +11,7 @@ from typing import Any, Generic, Literal, NamedTuple, TypeVar
 import attrs
 
 from toolwire._errors import MismatchedToolNameError
+from toolwire._exports import publish
 from toolwire._tools import Tool, ToolMetadata
 
 __all__ = [
@@ -236,3 +237,6 @@ class RejectedCall:
     reason: str
     source: str
     result: ToolResult
+
+
+publish(globals())

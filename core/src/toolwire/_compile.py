@@ -42,6 +42,7 @@ from urllib.parse import unquote
 import attrs
 
 from toolwire._errors import ToolDefinitionError, ToolwireError
+from toolwire._exports import publish
 from toolwire._schema import _SCHEMA_KEYS, _SCHEMA_LIST_KEYS, _SCHEMA_MAP_KEYS
 from toolwire._tools import Tool, ToolDef
 
@@ -1994,3 +1995,6 @@ def format_report(reports: Iterable[CompileReport], *, verbose: bool = False) ->
         f"{lossless} lossless, {n - lossless - failed} with warnings, {failed} failed"
     )
     return "\n".join(lines)
+
+
+publish(globals())

@@ -43,6 +43,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from toolwire._exports import publish
+
 __all__ = [
     "ApprovalPendingError",
     "AuthenticationError",
@@ -321,3 +323,6 @@ class ProviderTimeoutError(ProviderError, TimeoutError):
 
 class StreamError(ProviderError):
     """A stream broke off, was truncated, or carried malformed events; nothing was committed."""
+
+
+publish(globals())

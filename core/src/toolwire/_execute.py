@@ -55,6 +55,7 @@ from toolwire._errors import (
     ToolExecutionError,
     TranscriptError,
 )
+from toolwire._exports import publish
 from toolwire._hooks import HookContext, HookSet, _async_pass, _guards_only, _hooks_for
 from toolwire._round import (
     AssistantReply,
@@ -1911,3 +1912,6 @@ def _run_sync(coro: Coroutine[Any, Any, _T], what: str) -> _T:
         f"Executor.{what}() runs its own event loop and cannot be called inside a running "
         f"one; use `await executor.a{what}(...)` in async code"
     )
+
+
+publish(globals())

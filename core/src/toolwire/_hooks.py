@@ -17,6 +17,7 @@ from toolwire._calls import (
     rejection_content,
 )
 from toolwire._errors import HookError
+from toolwire._exports import publish
 from toolwire._tools import Selector, Tool, tool_of
 
 __all__ = [
@@ -643,3 +644,6 @@ async def arun_hooks(
     if logger.isEnabledFor(logging.DEBUG):
         _log(call, outcome)
     return outcome
+
+
+publish(globals())

@@ -57,6 +57,7 @@ from toolwire._errors import (
     ServerError,
     StreamError,
 )
+from toolwire._exports import publish
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
@@ -146,7 +147,7 @@ def resolve_api_key(
     """Return the key passed in, else the first of ``env_vars`` that is set and not empty.
 
     When nothing is found and ``required`` is true, raise
-    :class:`~toolwire.AuthenticationError` naming the variables to set; otherwise
+    :class:`~toolwire.exceptions.AuthenticationError` naming the variables to set; otherwise
     return ``None`` (for servers that take no key, such as a local Ollama).
     ``environ`` defaults to ``os.environ``.
     """
@@ -1334,7 +1335,7 @@ class Transport:
 
         The request is retried like :meth:`post_json` until the first event has
         been yielded; after that a broken connection or a stream that ends in the
-        middle of an event raises :class:`~toolwire.StreamError`. Exhaust or
+        middle of an event raises :class:`~toolwire.exceptions.StreamError`. Exhaust or
         ``close()`` the iterator to release the connection.
         """
         prepared = self._prepare(path, body, headers, stream=True)
@@ -1442,3 +1443,6 @@ class Transport:
                 raise error
             await self._async_sleep(delay)
             attempt += 1
+
+
+publish(globals())

@@ -28,6 +28,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from toolwire._exports import publish
+
 if TYPE_CHECKING:
     from toolwire._execute import Executor, _Job
     from toolwire._provider import Provider
@@ -178,3 +180,6 @@ class Tracing:
             )
             self._finish_tool(span, job, time.perf_counter())
             span.end()
+
+
+publish(globals())

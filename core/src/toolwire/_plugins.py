@@ -31,6 +31,7 @@ import pluggy
 from toolwire import hookspecs
 from toolwire._calls import ToolResult, TypedCall, rejection_content
 from toolwire._errors import PluginError, PolicyError
+from toolwire._exports import publish
 from toolwire._hooks import Complete, HookContext, HookSet, Reject, RunNormally, _close
 from toolwire._provider import Provider
 from toolwire._tools import Tool
@@ -974,3 +975,6 @@ def get_host() -> PluginHost:
                 _DEFAULT = PluginHost().discover()
             host = _DEFAULT
     return host
+
+
+publish(globals())

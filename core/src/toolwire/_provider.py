@@ -9,6 +9,7 @@ from typing import Any, ClassVar, Union
 import attrs
 
 from toolwire._calls import ToolCall
+from toolwire._exports import publish
 from toolwire._round import AssistantReply, Finished, NeedsTools, decode_reply
 from toolwire._transcript import Session
 from toolwire._turn import ResolvedTurn
@@ -180,3 +181,6 @@ async def arun_turn(
 
 def tool_call(id: str, name: str, arguments: str) -> ToolCall:
     return ToolCall(id, name, arguments)
+
+
+publish(globals())

@@ -31,6 +31,7 @@ from toolwire._errors import (
     TranscriptError,
     UsageError,
 )
+from toolwire._exports import publish
 from toolwire._hooks import HookCache, HookContext, HookSet, Outcome, arun_hooks, run_hooks
 from toolwire._tools import Tool
 from toolwire._transcript import AssistantMessage, Session, ToolResultsMessage, Usage
@@ -502,3 +503,6 @@ async def aplan_round(
     outcomes = [await arun_hooks(c, sets, ctx, cache) for c in calls] if any(sets) else list(calls)
     pending, h, r = _split(outcomes)
     return ToolRoundPlan(round, tuple(pending), (*handled, *h), (*rejected, *r), ctx)
+
+
+publish(globals())

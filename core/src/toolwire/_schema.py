@@ -18,6 +18,8 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 from pydantic_core import CoreSchema
 
+from toolwire._exports import publish
+
 __all__ = [
     "Docstring",
     "clean_schema",
@@ -355,3 +357,6 @@ def check_raw_schema(schema: Any, *, tool: str) -> dict[str, Any]:
     out.setdefault("type", "object")
     out.setdefault("properties", {})
     return out
+
+
+publish(globals())

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from pydantic.fields import FieldInfo
 
 from toolwire._errors import ToolDefinitionError, UsageError
+from toolwire._exports import publish
 from toolwire._schema import (
     attribute_docstrings,
     check_raw_schema,
@@ -914,3 +915,5 @@ class Selector:
 
 
 SelectorLike = Union[Selector, str, Tool[Any, Any], type, Callable[..., Any]]
+
+publish(globals())

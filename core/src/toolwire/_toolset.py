@@ -10,6 +10,7 @@ from typing import Any
 import attrs
 
 from toolwire._errors import NameCollisionError, ToolsetError, UnknownToolError
+from toolwire._exports import publish
 from toolwire._hooks import HookSet
 from toolwire._tools import Selector, SelectorLike, Tool, ToolDef, tool_fn, tool_of
 
@@ -266,3 +267,6 @@ class Toolset:
         if self.hooks is not None:
             out.append(self.hooks)
         return out
+
+
+publish(globals())

@@ -16,6 +16,7 @@ import attrs
 
 from toolwire._calls import ToolCall, ToolResult, mismatch
 from toolwire._errors import TranscriptError
+from toolwire._exports import publish
 
 __all__ = [
     "AssistantMessage",
@@ -383,3 +384,6 @@ def _message_from_dict(d: Any, where: str) -> Message:
     raise TranscriptError(
         f"{where}.role must be one of 'system', 'user', 'assistant', 'tool'; got {role!r}"
     )
+
+
+publish(globals())

@@ -9,6 +9,7 @@ from typing import Any, Literal
 import attrs
 
 from toolwire._errors import InvalidToolConstraintError, ToolsetError, UnknownToolError, UsageError
+from toolwire._exports import publish
 from toolwire._hooks import HookContext, HookSet, describe_tools, visible_tools
 from toolwire._tools import SelectorLike, Tool, ToolDef
 from toolwire._toolset import Toolset
@@ -306,3 +307,6 @@ class Turn:
             hooks=hooks,
             context=context,
         )
+
+
+publish(globals())

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from toolwire import PluginError, PolicyError
+from toolwire import PolicyError
+from toolwire.exceptions import PluginError
 from toolwire_policy import (
     Policy,
     PolicyConfig,

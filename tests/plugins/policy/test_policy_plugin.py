@@ -14,7 +14,6 @@ import pytest
 
 import toolwire_policy
 from toolwire import (
-    AssistantReply,
     Availability,
     HookContext,
     NeedsTools,
@@ -24,10 +23,10 @@ from toolwire import (
     ToolCall,
     Toolset,
     TypedCall,
-    decode_reply,
     rejection_reason,
     resolve_turn,
 )
+from toolwire.adapters import AssistantReply, decode_reply
 from toolwire_policy import APPROVER, Policy, PolicyFileError, PolicyPlugin
 
 WritePolicy = Callable[[str], Path]

@@ -19,14 +19,14 @@ NO_WAIT = RetryPolicy(max_retries=2, initial_backoff=0.0, max_backoff=0.0, jitte
                       max_retry_after=0.0)  # fmt: skip
 
 EXPECTED: dict[str, type[tw.ProviderError]] = {
-    "auth": tw.AuthenticationError,
-    "permission": tw.PermissionDeniedError,
-    "not_found": tw.NotFoundError,
-    "rate_limit": tw.RateLimitError,
-    "server": tw.ServerError,
-    "overloaded": tw.OverloadedError,
-    "context_length": tw.ContextLengthError,
-    "bad_request": tw.BadRequestError,
+    "auth": tw.exceptions.AuthenticationError,
+    "permission": tw.exceptions.PermissionDeniedError,
+    "not_found": tw.exceptions.NotFoundError,
+    "rate_limit": tw.exceptions.RateLimitError,
+    "server": tw.exceptions.ServerError,
+    "overloaded": tw.exceptions.OverloadedError,
+    "context_length": tw.exceptions.ContextLengthError,
+    "bad_request": tw.exceptions.BadRequestError,
 }
 
 
@@ -60,7 +60,7 @@ def test_error_status_becomes_a_typed_error(
 def test_a_wrong_key_is_an_authentication_error(
     fake_anthropic: FakeAnthropic, make: Make, toolset: tw.Toolset, session: tw.Session
 ) -> None:
-    with pytest.raises(tw.AuthenticationError):
+    with pytest.raises(tw.exceptions.AuthenticationError):
         tw.run_turn(make(api_key="sk-ant-wrong-key"), session, tw.resolve_turn(toolset))
 
 
@@ -104,7 +104,7 @@ def test_retries_are_bounded(
 ) -> None:
     for _ in range(3):
         fake_anthropic.enqueue_error("overloaded")
-    with pytest.raises(tw.OverloadedError):
+    with pytest.raises(tw.exceptions.OverloadedError):
         tw.run_turn(make(retry=NO_WAIT), session, tw.resolve_turn(toolset))
     assert 3 == len(fake_anthropic.requests)
 
@@ -132,7 +132,7 @@ def test_a_dropped_connection_is_a_connection_error(
     stream: bool,
 ) -> None:
     fake_anthropic.enqueue(CloseConnection())
-    with pytest.raises(tw.ProviderConnectionError):
+    with pytest.raises(tw.exceptions.ProviderConnectionError):
         tw.run_turn(
             make(retry=RetryPolicy.none()), session, tw.resolve_turn(toolset), stream=stream
         )
@@ -143,7 +143,7 @@ def test_a_slow_server_times_out(
 ) -> None:
     fake_anthropic.enqueue_message(M.text_message("late"), delay=2.0)
     provider = make(timeout=0.2, retry=RetryPolicy.none())
-    with pytest.raises(tw.ProviderTimeoutError):
+    with pytest.raises(tw.exceptions.ProviderTimeoutError):
         tw.run_turn(provider, session, tw.resolve_turn(toolset))
     fake_anthropic.reset()
 
@@ -154,15 +154,15 @@ def test_a_stream_dropped_midway_is_a_stream_error_and_commits_nothing(
     events = M.stream_events([M.text_block("partial answer"), M.tool_use_block("get_time", {})])
     enqueue_stream(fake_anthropic, events, drop_after=5)
     before = session.to_json()
-    seen: list[tw.StreamEvent] = []
-    with pytest.raises(tw.StreamError):
+    seen: list[tw.adapters.StreamEvent] = []
+    with pytest.raises(tw.exceptions.StreamError):
         tw.run_turn(
             make(retry=NO_WAIT), session, tw.resolve_turn(toolset), stream=True,
             on_event=seen.append,
         )  # fmt: skip
     assert before == session.to_json()
     assert 1 == len(fake_anthropic.requests)  # never retried after output was seen
-    assert not any(isinstance(e, tw.ReplyCompleted) for e in seen)
+    assert not any(isinstance(e, tw.adapters.ReplyCompleted) for e in seen)
 
 
 async def test_a_stream_without_message_stop_is_a_stream_error_async(
@@ -170,7 +170,7 @@ async def test_a_stream_without_message_stop_is_a_stream_error_async(
 ) -> None:
     events = M.stream_events([M.text_block("cut")])[:-1]  # a clean end, but no message_stop
     enqueue_stream(fake_anthropic, events)
-    with pytest.raises(tw.StreamError, match="message_stop"):
+    with pytest.raises(tw.exceptions.StreamError, match="message_stop"):
         await tw.arun_turn(amake(), session, tw.resolve_turn(toolset), stream=True)
     assert 2 == len(session)
 
@@ -178,11 +178,11 @@ async def test_a_stream_without_message_stop_is_a_stream_error_async(
 @pytest.mark.parametrize(
     ("error_type", "expected"),
     [
-        ("overloaded_error", tw.OverloadedError),
-        ("rate_limit_error", tw.RateLimitError),
-        ("api_error", tw.ServerError),
-        ("invalid_request_error", tw.BadRequestError),
-        ("something_new", tw.StreamError),
+        ("overloaded_error", tw.exceptions.OverloadedError),
+        ("rate_limit_error", tw.exceptions.RateLimitError),
+        ("api_error", tw.exceptions.ServerError),
+        ("invalid_request_error", tw.exceptions.BadRequestError),
+        ("something_new", tw.exceptions.StreamError),
     ],
 )
 def test_an_error_event_in_the_stream_is_typed_and_commits_nothing(
@@ -223,7 +223,7 @@ def test_missing_key_is_an_authentication_error_naming_the_variable(
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with AnthropicProvider("m", base_url=fake_anthropic.base_url) as provider:
         assert provider.render_tools(tw.resolve_turn(toolset))  # rendering needs no key
-        with pytest.raises(tw.AuthenticationError, match="ANTHROPIC_API_KEY"):
+        with pytest.raises(tw.exceptions.AuthenticationError, match="ANTHROPIC_API_KEY"):
             tw.run_turn(provider, session, tw.resolve_turn(toolset))
     assert [] == fake_anthropic.requests
 
@@ -257,7 +257,7 @@ def test_key_is_never_in_reprs_logs_or_errors(
     enqueue(fake_anthropic, M.text_message("hi"), stream=True)
     tw.run_turn(provider, session, tw.resolve_turn(toolset), stream=True)
     fake_anthropic.enqueue_error("bad_request", message=f"the key {key} is not valid here")
-    with pytest.raises(tw.BadRequestError) as http_error:
+    with pytest.raises(tw.exceptions.BadRequestError) as http_error:
         tw.run_turn(provider, session, tw.resolve_turn(toolset))
     enqueue_stream(fake_anthropic, [M.error_event("api_error", f"upstream saw {key}")])
     with pytest.raises(tw.ProviderError) as stream_error:

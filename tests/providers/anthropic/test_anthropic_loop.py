@@ -64,7 +64,7 @@ def test_full_tool_loop_sync(
     provider = make()
     enqueue(fake_anthropic, TWO_CALLS, stream=stream)
     enqueue(fake_anthropic, M.text_message("Sunny, and it is noon."), stream=stream)
-    events: list[tw.StreamEvent] = []
+    events: list[tw.adapters.StreamEvent] = []
 
     first = tw.run_turn(
         provider, session, tw.resolve_turn(toolset), stream=stream,
@@ -85,12 +85,14 @@ def test_full_tool_loop_sync(
     assert [stream, stream] == [b.get("stream", False) for b in bodies]
     _check_second_request(bodies[1])
     if stream:
-        started = [e for e in events if isinstance(e, tw.ToolCallStarted)]
+        started = [e for e in events if isinstance(e, tw.adapters.ToolCallStarted)]
         assert [(0, "toolu_fake0", "get_weather"), (1, "toolu_fake1", "get_time")] == [
             (e.index, e.id, e.name) for e in started
         ]
-        assert "Checking." == "".join(e.text for e in events if isinstance(e, tw.TextDelta))
-        assert isinstance(events[-1], tw.ReplyCompleted)
+        assert "Checking." == "".join(
+            e.text for e in events if isinstance(e, tw.adapters.TextDelta)
+        )
+        assert isinstance(events[-1], tw.adapters.ReplyCompleted)
     for request in fake_anthropic.requests:
         assert "2023-06-01" == request.header("anthropic-version")
         assert "/v1/messages" == request.path
@@ -108,9 +110,9 @@ async def test_full_tool_loop_async(
     provider = amake()
     enqueue(fake_anthropic, TWO_CALLS, stream=stream)
     enqueue(fake_anthropic, M.text_message("Sunny, and it is noon."), stream=stream)
-    seen: list[tw.StreamEvent] = []
+    seen: list[tw.adapters.StreamEvent] = []
 
-    async def on_event(event: tw.StreamEvent) -> None:
+    async def on_event(event: tw.adapters.StreamEvent) -> None:
         seen.append(event)
 
     first = await tw.arun_turn(
@@ -124,7 +126,7 @@ async def test_full_tool_loop_async(
     assert isinstance(second, tw.Finished)
     assert "Sunny, and it is noon." == second.text
     if stream:
-        assert isinstance(seen[-1], tw.ReplyCompleted)
+        assert isinstance(seen[-1], tw.adapters.ReplyCompleted)
     _check_second_request(validate_requests(fake_anthropic)[1])
 
 
@@ -141,7 +143,7 @@ def test_streamed_and_json_replies_decode_identically(
     plain = provider.generate(session, turn)
     events = list(provider.stream(session, turn))
     streamed = events[-1]
-    assert isinstance(streamed, tw.ReplyCompleted)
+    assert isinstance(streamed, tw.adapters.ReplyCompleted)
     assert plain == streamed.reply
     assert '{"city":"Zürich","days":2}' == plain.tool_calls[0].arguments
 
@@ -255,7 +257,7 @@ def test_forced_choice_with_thinking_is_sent_as_auto_and_checked_after_decoding(
 ) -> None:
     enqueue_message(fake_anthropic, M.text_message("No tools for you."))
     turn = tw.resolve_turn(toolset, requirement=tw.Requirement.specific("get_time"))
-    with pytest.raises(tw.RequirementNotMetError):
+    with pytest.raises(tw.exceptions.RequirementNotMetError):
         tw.run_turn(make(thinking=1024), session, turn)
     assert "tool_choice" not in validate_requests(fake_anthropic)[0]  # the default: auto
     assert 2 == len(session)

@@ -71,11 +71,11 @@ def test_fragmentation_never_changes_the_decoded_reply(
 
     assert expected == reply
     assert reply == provider._decode(M.message(blocks))  # the JSON path agrees
-    text = "".join(e.text for e in events if isinstance(e, tw.TextDelta))
+    text = "".join(e.text for e in events if isinstance(e, tw.adapters.TextDelta))
     assert reply.text == text
     fragments: dict[int, str] = {}
     for e in events:
-        if isinstance(e, tw.ToolCallDelta):
+        if isinstance(e, tw.adapters.ToolCallDelta):
             fragments[e.index] = fragments.get(e.index, "") + e.fragment
     for index, call in enumerate(reply.tool_calls):
         streamed = fragments.get(index, "") or "{}"

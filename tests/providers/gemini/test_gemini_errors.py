@@ -183,7 +183,7 @@ async def test_stream_dropped_midway_is_a_stream_error_and_commits_nothing(
     chunks = gemini.stream_chunks([gemini.text_part("A long answer that is cut off.")])
     enqueue_stream(fake_gemini, chunks, drop_after=2)
     before = session.to_json()
-    seen: list[tw.StreamEvent] = []
+    seen: list[tw.adapters.StreamEvent] = []
 
     turn = tw.resolve_turn(toolset)
 
@@ -196,7 +196,7 @@ async def test_stream_dropped_midway_is_a_stream_error_and_commits_nothing(
 
     assert before == session.to_json()
     assert 1 == len(fake_gemini.requests)
-    assert not any(isinstance(e, tw.ReplyCompleted) for e in seen)
+    assert not any(isinstance(e, tw.adapters.ReplyCompleted) for e in seen)
     await provider.aclose()
 
 

@@ -69,7 +69,7 @@ def test_full_tool_loop_sync(
     provider = make()
     _enqueue(fake_gemini, CALL_PARTS, stream=stream)
     _enqueue(fake_gemini, [gemini.text_part("Sunny, and it is noon.")], stream=stream)
-    events: list[tw.StreamEvent] = []
+    events: list[tw.adapters.StreamEvent] = []
     on_event = events.append if stream else None
 
     first = tw.run_turn(
@@ -96,7 +96,7 @@ def test_full_tool_loop_sync(
     if stream:
         assert all(["sse"] == r.query["alt"] for r in fake_gemini.requests)
         assert "Sunny, and it is noon." == "".join(
-            e.text for e in events if isinstance(e, tw.TextDelta)
+            e.text for e in events if isinstance(e, tw.adapters.TextDelta)
         )
     fake_gemini.assert_key_confined()
 

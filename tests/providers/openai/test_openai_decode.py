@@ -187,7 +187,9 @@ def test_stream_reports_text_and_usage(chat: OpenAIChatProvider, toolset: tw.Too
     events, reply = decode_stream_bytes(
         chat, tw.resolve_turn(toolset), [sse_bytes([*chunks, "[DONE]"], named=False)]
     )
-    assert ["Hel", "lo ", "the", "re"] == [e.text for e in events if isinstance(e, tw.TextDelta)]
+    assert ["Hel", "lo ", "the", "re"] == [
+        e.text for e in events if isinstance(e, tw.adapters.TextDelta)
+    ]
     assert "Hello there" == reply.text
     assert tw.Usage(12, 7) == reply.usage
 
@@ -223,7 +225,7 @@ def test_a_server_that_ignores_a_requirement_is_caught_after_decoding(
 ) -> None:
     enqueue_chat(fake_openai, openai_chat.tool_calls_completion(W))
     turn = tw.resolve_turn(toolset, requirement=tw.Requirement.specific("get_time"))
-    with pytest.raises(tw.RequirementNotMetError, match="get_time"):
+    with pytest.raises(tw.exceptions.RequirementNotMetError, match="get_time"):
         tw.run_turn(compatible, session, turn)
     assert 2 == len(session)
 
@@ -327,7 +329,9 @@ def test_responses_stream_keeps_reasoning_items_in_order(
     assert reply == responses._finish_reply(turn, responses.decode(resp))
     kinds = [i["type"] for i in reply.provider_state["openai-responses"]["items"]]
     assert ["reasoning", "message", "function_call", "function_call"] == kinds
-    assert ["Checking."] == ["".join(e.text for e in streamed if isinstance(e, tw.TextDelta))]
+    assert ["Checking."] == [
+        "".join(e.text for e in streamed if isinstance(e, tw.adapters.TextDelta))
+    ]
 
 
 def test_responses_stream_with_an_empty_final_snapshot_is_assembled_from_events(

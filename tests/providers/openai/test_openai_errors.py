@@ -19,14 +19,14 @@ NO_WAIT = RetryPolicy(max_retries=2, initial_backoff=0.0, max_backoff=0.0, jitte
                       max_retry_after=0.0)  # fmt: skip
 
 EXPECTED: dict[str, type[tw.ProviderError]] = {
-    "auth": tw.AuthenticationError,
-    "permission": tw.PermissionDeniedError,
-    "not_found": tw.NotFoundError,
-    "rate_limit": tw.RateLimitError,
-    "server": tw.ServerError,
-    "overloaded": tw.OverloadedError,
-    "context_length": tw.ContextLengthError,
-    "bad_request": tw.BadRequestError,
+    "auth": tw.exceptions.AuthenticationError,
+    "permission": tw.exceptions.PermissionDeniedError,
+    "not_found": tw.exceptions.NotFoundError,
+    "rate_limit": tw.exceptions.RateLimitError,
+    "server": tw.exceptions.ServerError,
+    "overloaded": tw.exceptions.OverloadedError,
+    "context_length": tw.exceptions.ContextLengthError,
+    "bad_request": tw.exceptions.BadRequestError,
 }
 
 
@@ -102,7 +102,7 @@ def test_retries_are_bounded(
     provider = make(retry=NO_WAIT)
     for _ in range(3):
         fake_openai.enqueue_error("server")
-    with pytest.raises(tw.ServerError):
+    with pytest.raises(tw.exceptions.ServerError):
         tw.run_turn(provider, session, _turn(toolset))
     assert 3 == len(fake_openai.requests)
 
@@ -113,7 +113,7 @@ def test_final_errors_are_not_retried(
 ) -> None:  # fmt: skip
     provider = make(retry=NO_WAIT)
     fake_openai.enqueue_error("bad_request")
-    with pytest.raises(tw.BadRequestError):
+    with pytest.raises(tw.exceptions.BadRequestError):
         tw.run_turn(provider, session, _turn(toolset))
     assert 1 == len(fake_openai.requests)
 
@@ -124,7 +124,7 @@ def test_a_dropped_connection_is_a_connection_error(
 ) -> None:  # fmt: skip
     provider = make(retry=RetryPolicy(max_retries=1, initial_backoff=0.0, jitter=0.0))
     fake_openai.enqueue(CloseConnection(), CloseConnection())
-    with pytest.raises(tw.ProviderConnectionError):
+    with pytest.raises(tw.exceptions.ProviderConnectionError):
         tw.run_turn(provider, session, _turn(toolset))
     assert 2 == len(fake_openai.requests)
 
@@ -135,7 +135,7 @@ def test_a_slow_server_times_out(
 ) -> None:  # fmt: skip
     provider = make(timeout=0.2, retry=RetryPolicy.none())
     fake_openai.enqueue(errors.openai_error("server", delay=3.0))
-    with pytest.raises(tw.ProviderTimeoutError):
+    with pytest.raises(tw.exceptions.ProviderTimeoutError):
         tw.run_turn(provider, session, _turn(toolset))
 
 
@@ -175,12 +175,12 @@ def test_a_broken_stream_is_a_stream_error_and_commits_nothing(
     else:
         _enqueue(fake_openai, adapter, events[:-1])  # no response.completed
     before = session.to_dict()
-    seen: list[tw.StreamEvent] = []
-    with pytest.raises(tw.StreamError):
+    seen: list[tw.adapters.StreamEvent] = []
+    with pytest.raises(tw.exceptions.StreamError):
         tw.run_turn(provider, session, _turn(toolset), stream=True, on_event=seen.append)
     assert before == session.to_dict()
     assert seen  # events were delivered before the break...
-    assert not any(isinstance(e, tw.ReplyCompleted) for e in seen)  # ...but no reply
+    assert not any(isinstance(e, tw.adapters.ReplyCompleted) for e in seen)  # ...but no reply
     assert 1 == len(fake_openai.requests)  # a stream that started is never retried
 
 
@@ -194,7 +194,7 @@ async def test_a_dropped_stream_is_a_stream_error_async(
     provider = amake(retry=NO_WAIT)
     _enqueue(fake_openai, adapter, _tool_stream(adapter), drop_after=4)
     before = session.to_dict()
-    with pytest.raises(tw.StreamError):
+    with pytest.raises(tw.exceptions.StreamError):
         await tw.arun_turn(provider, session, _turn(toolset), stream=True)
     assert before == session.to_dict()
 
@@ -213,7 +213,7 @@ def test_openrouter_mid_stream_error_is_typed_and_commits_nothing(
         OpenRouterProvider(
             "x/y", api_key=fake_openai.default_api_key, base_url=fake_openai.base_url
         ) as provider,
-        pytest.raises(tw.ServerError) as info,
+        pytest.raises(tw.exceptions.ServerError) as info,
     ):
         tw.run_turn(provider, session, _turn(toolset), stream=True)
     assert "Provider returned error" == info.value.message
@@ -223,8 +223,11 @@ def test_openrouter_mid_stream_error_is_typed_and_commits_nothing(
 @pytest.mark.parametrize(
     ("event", "expected"),
     [
-        (openai_responses.error_event(), tw.ServerError),
-        (openai_responses.error_event("slow down", code="rate_limit_exceeded"), tw.RateLimitError),
+        (openai_responses.error_event(), tw.exceptions.ServerError),
+        (
+            openai_responses.error_event("slow down", code="rate_limit_exceeded"),
+            tw.exceptions.RateLimitError,
+        ),
     ],
 )
 def test_responses_error_event_is_typed(
@@ -258,7 +261,7 @@ def test_responses_failed_event_is_typed(
         OpenAIResponsesProvider(
             "m", api_key=fake_openai.default_api_key, base_url=fake_openai.base_url
         ) as provider,
-        pytest.raises(tw.ServerError, match="boom"),
+        pytest.raises(tw.exceptions.ServerError, match="boom"),
     ):
         tw.run_turn(provider, session, _turn(toolset), stream=True)
 
@@ -280,7 +283,7 @@ def test_missing_key_is_an_authentication_error_naming_the_variable(
     ]
     for cls, var in pairs:
         provider = cls("m", base_url=fake_openai.base_url)
-        with provider, pytest.raises(tw.AuthenticationError, match=var):
+        with provider, pytest.raises(tw.exceptions.AuthenticationError, match=var):
             tw.run_turn(provider, session, _turn(toolset))
     assert [] == fake_openai.requests
 
@@ -316,7 +319,7 @@ def test_key_is_never_in_reprs_logs_or_errors(
     adapter.enqueue_text(fake_openai, "hi", stream=True)
     tw.run_turn(provider, session, _turn(toolset), stream=True)
     fake_openai.enqueue_error("bad_request", message=f"the key {key} is not valid here")
-    with pytest.raises(tw.BadRequestError) as http_error:
+    with pytest.raises(tw.exceptions.BadRequestError) as http_error:
         tw.run_turn(provider, session, _turn(toolset))
     if adapter.api == "chat":
         bad = openai_chat.stream_error_event(f"upstream saw {key}", code=400)

@@ -72,7 +72,7 @@ def test_full_tool_loop_sync(
     provider = make()
     adapter.enqueue_calls(fake_openai, *CALLS, stream=stream, reasoning=True)
     adapter.enqueue_text(fake_openai, "Sunny, and it is noon.", stream=stream)
-    events: list[tw.StreamEvent] = []
+    events: list[tw.adapters.StreamEvent] = []
 
     first = tw.run_turn(
         provider,
@@ -91,7 +91,7 @@ def test_full_tool_loop_sync(
     assert 5 == len(session)
     _check_loop_requests(adapter, validate_requests(fake_openai, adapter), first.round)
     if stream:
-        started = [e for e in events if isinstance(e, tw.ToolCallStarted)]
+        started = [e for e in events if isinstance(e, tw.adapters.ToolCallStarted)]
         assert [("call_w", "get_weather"), ("call_t", "get_time")] == [
             (e.id, e.name) for e in started
         ]
@@ -111,9 +111,9 @@ async def test_full_tool_loop_async(
     provider = amake()
     adapter.enqueue_calls(fake_openai, *CALLS, stream=stream, reasoning=True)
     adapter.enqueue_text(fake_openai, "Sunny, and it is noon.", stream=stream)
-    seen: list[tw.StreamEvent] = []
+    seen: list[tw.adapters.StreamEvent] = []
 
-    async def on_event(event: tw.StreamEvent) -> None:
+    async def on_event(event: tw.adapters.StreamEvent) -> None:
         seen.append(event)
 
     first = await tw.arun_turn(
@@ -130,7 +130,7 @@ async def test_full_tool_loop_async(
     assert isinstance(second, tw.Finished)
     assert "Sunny, and it is noon." == second.text
     if stream:
-        assert isinstance(seen[-1], tw.ReplyCompleted)
+        assert isinstance(seen[-1], tw.adapters.ReplyCompleted)
     _check_loop_requests(adapter, validate_requests(fake_openai, adapter), first.round)
 
 
@@ -209,7 +209,7 @@ def test_tool_choice_none_is_sent_when_tools_are_offered_but_none_may_be_called(
 ) -> None:
     # A turn resolves to "none" only without tools; render it directly for the mapping.
     provider = make()
-    choice = type(provider).tool_choice(tw.ToolChoice("none"))  # type: ignore[attr-defined]
+    choice = type(provider).tool_choice(tw.adapters.ToolChoice("none"))  # type: ignore[attr-defined]
     assert "none" == choice
 
 
