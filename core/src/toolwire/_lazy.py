@@ -7,6 +7,8 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from toolwire._exports import publish
+
 __all__ = ["lazy_exports"]
 
 
@@ -50,3 +52,6 @@ def lazy_exports(
         return sorted({*namespace, *names})
 
     return __getattr__, __dir__
+
+
+publish(globals())

@@ -28,7 +28,14 @@ if _typing.TYPE_CHECKING:
     )
     from toolwire._http import (
         ApiKey,
+        AuthStyle,
         RetryPolicy,
+        SSEEvent,
+        Transport,
+        resolve_api_key,
+    )
+    from toolwire._lazy import (
+        lazy_exports,
     )
     from toolwire._otel import (
         ChatSpan,
@@ -57,6 +64,7 @@ if _typing.TYPE_CHECKING:
 __all__ = [
     "ApiKey",
     "AssistantReply",
+    "AuthStyle",
     "ChatSpan",
     "HttpProvider",
     "Provider",
@@ -64,16 +72,20 @@ __all__ = [
     "ResolvedTool",
     "ResolvedTurn",
     "RetryPolicy",
+    "SSEEvent",
     "StreamEvent",
     "TextDelta",
     "ToolCallAssembler",
     "ToolCallDelta",
     "ToolCallStarted",
     "ToolChoice",
+    "Transport",
     "cached_wire",
     "decode_reply",
+    "lazy_exports",
     "malformed",
     "rejection_content",
+    "resolve_api_key",
     "synthesize_call_id",
     "wire_name",
 ]

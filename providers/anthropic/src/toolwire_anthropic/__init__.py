@@ -20,7 +20,7 @@ __all__ = [
     "AnthropicProvider",
 ]
 
-from toolwire._lazy import lazy_exports as _lazy_exports
+from toolwire.adapters import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
     from toolwire_anthropic._decode import STOP_REASONS

@@ -14,13 +14,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolwire._assemble import ToolCallAssembler
-from toolwire._calls import ToolCall
-from toolwire._errors import StreamError
-from toolwire._http import SSEEvent, Transport
-from toolwire._provider import StreamEvent
-from toolwire._round import AssistantReply
-from toolwire._transcript import Usage
+from toolwire import ToolCall, Usage
+from toolwire.adapters import AssistantReply, SSEEvent, StreamEvent, ToolCallAssembler, Transport
+from toolwire.exceptions import StreamError
 from toolwire_anthropic._encode import PROVIDER
 
 __all__ = ["STOP_REASONS", "MessageStream", "decode_message", "finish_reason"]

@@ -18,18 +18,18 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from toolwire._adapter import cached_wire
-from toolwire._calls import ToolCall
-from toolwire._compile import compile_tool
-from toolwire._tools import Tool
-from toolwire._transcript import (
+from toolwire import (
     AssistantMessage,
+    ResolvedTurn,
     Session,
     SystemMessage,
+    Tool,
+    ToolCall,
     ToolResultsMessage,
     UserMessage,
 )
-from toolwire._turn import ResolvedTurn
+from toolwire.adapters import cached_wire
+from toolwire.schema import compile_tool
 
 __all__ = ["PROVIDER", "encode_messages", "render_tool", "thinking_blocks", "tool_choice"]
 

@@ -8,12 +8,16 @@ from typing import Any, ClassVar
 
 import httpx
 
-from toolwire._adapter import HttpProvider
-from toolwire._http import ApiKey, AuthStyle, RetryPolicy, SSEEvent
-from toolwire._provider import StreamEvent
-from toolwire._round import AssistantReply
-from toolwire._transcript import Session
-from toolwire._turn import ResolvedTurn
+from toolwire import ResolvedTurn, Session
+from toolwire.adapters import (
+    ApiKey,
+    AssistantReply,
+    AuthStyle,
+    HttpProvider,
+    RetryPolicy,
+    SSEEvent,
+    StreamEvent,
+)
 from toolwire_anthropic._decode import MessageStream, decode_message
 from toolwire_anthropic._encode import (
     PROVIDER,

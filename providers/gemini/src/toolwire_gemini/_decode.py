@@ -21,11 +21,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from toolwire._assemble import ToolCallAssembler, synthesize_call_id
-from toolwire._errors import ProviderError, StreamError
-from toolwire._provider import StreamEvent
-from toolwire._round import AssistantReply
-from toolwire._transcript import Usage
+from toolwire import ProviderError, Usage
+from toolwire.adapters import AssistantReply, StreamEvent, ToolCallAssembler, synthesize_call_id
+from toolwire.exceptions import StreamError
 from toolwire_gemini._encode import PROVIDER_KEY
 from toolwire_gemini._errors import PromptBlockedError
 

@@ -14,16 +14,17 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from toolwire._calls import ToolCall
-from toolwire._compile import CompiledTool
-from toolwire._transcript import (
+from toolwire import (
     AssistantMessage,
+    ResolvedTurn,
     Session,
     SystemMessage,
+    ToolCall,
     ToolResultsMessage,
     UserMessage,
 )
-from toolwire._turn import ResolvedTool, ResolvedTurn
+from toolwire.adapters import ResolvedTool
+from toolwire.schema import CompiledTool
 
 __all__ = [
     "DUMMY_THOUGHT_SIGNATURE",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from toolwire._errors import ProviderError
+from toolwire import ProviderError
 
 __all__ = ["PromptBlockedError"]
 

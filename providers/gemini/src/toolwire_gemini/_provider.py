@@ -10,14 +10,22 @@ from urllib.parse import quote
 
 import httpx
 
-from toolwire._adapter import HttpProvider, cached_wire
-from toolwire._compile import CompiledTool, CompileOptions, compile_tool
-from toolwire._errors import StreamError
-from toolwire._http import ApiKey, AuthStyle, RetryPolicy, SSEEvent, resolve_api_key
-from toolwire._provider import ReplyCompleted, StreamEvent
-from toolwire._round import AssistantReply
-from toolwire._transcript import Session
-from toolwire._turn import ResolvedTool, ResolvedTurn
+from toolwire import ResolvedTurn, Session
+from toolwire.adapters import (
+    ApiKey,
+    AssistantReply,
+    AuthStyle,
+    HttpProvider,
+    ReplyCompleted,
+    ResolvedTool,
+    RetryPolicy,
+    SSEEvent,
+    StreamEvent,
+    cached_wire,
+    resolve_api_key,
+)
+from toolwire.exceptions import StreamError
+from toolwire.schema import CompiledTool, CompileOptions, compile_tool
 from toolwire_gemini._decode import ReplyBuilder, no_candidates
 from toolwire_gemini._encode import (
     encode_contents,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-from toolwire._lazy import lazy_exports as _lazy_exports
+from toolwire.adapters import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
     from toolwire_openai._chat import (

@@ -15,22 +15,31 @@ from typing import Any, ClassVar, Literal
 
 import httpx
 
-from toolwire._assemble import ToolCallAssembler, synthesize_call_id
-from toolwire._calls import ToolCall
-from toolwire._compile import CompiledTool
-from toolwire._errors import StreamError
-from toolwire._http import ApiKey, RetryPolicy, SSEEvent, Transport
-from toolwire._provider import StreamEvent, TextDelta
-from toolwire._round import AssistantReply
-from toolwire._transcript import (
+from toolwire import (
     AssistantMessage,
+    ResolvedTurn,
     Session,
     SystemMessage,
+    ToolCall,
     ToolResultsMessage,
     Usage,
     UserMessage,
 )
-from toolwire._turn import ResolvedTool, ResolvedTurn, ToolChoice
+from toolwire.adapters import (
+    ApiKey,
+    AssistantReply,
+    ResolvedTool,
+    RetryPolicy,
+    SSEEvent,
+    StreamEvent,
+    TextDelta,
+    ToolCallAssembler,
+    ToolChoice,
+    Transport,
+    synthesize_call_id,
+)
+from toolwire.exceptions import StreamError
+from toolwire.schema import CompiledTool
 
 from ._common import OpenAIBase, StreamState, StrictMode, arguments_text, as_int, malformed
 

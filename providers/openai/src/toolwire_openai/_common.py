@@ -17,14 +17,19 @@ from typing import Any, ClassVar, Literal, Union
 
 import httpx
 
-from toolwire._adapter import HttpProvider, cached_wire, malformed
-from toolwire._calls import ToolCall
-from toolwire._compile import CompiledTool, CompileOptions, compile_tool
-from toolwire._http import ApiKey, RetryPolicy, SSEEvent
-from toolwire._provider import StreamEvent
-from toolwire._round import AssistantReply
-from toolwire._transcript import Session
-from toolwire._turn import ResolvedTool, ResolvedTurn
+from toolwire import ResolvedTurn, Session, ToolCall
+from toolwire.adapters import (
+    ApiKey,
+    AssistantReply,
+    HttpProvider,
+    ResolvedTool,
+    RetryPolicy,
+    SSEEvent,
+    StreamEvent,
+    cached_wire,
+    malformed,
+)
+from toolwire.schema import CompiledTool, CompileOptions, compile_tool
 
 __all__ = ["StrictMode", "StreamState", "malformed", "OpenAIBase"]
 
