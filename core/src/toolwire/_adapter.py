@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 import httpx
 
+from toolwire._compile import schema_compiler
 from toolwire._errors import AuthenticationError, ProviderError, StreamError
 from toolwire._exports import publish
 from toolwire._http import (
@@ -80,7 +81,6 @@ def cached_wire(
     """
     if description != tool.description:
         return build()
-    from toolwire._compile import schema_compiler
 
     full = (key, schema_compiler(provider))
     wire: dict[str, Any] | None = tool.cache.get(full)

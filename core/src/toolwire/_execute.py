@@ -47,6 +47,7 @@ from toolwire._calls import (
     ToolResult,
     TypedCall,
     rejection_content,
+    rejection_reason,
 )
 from toolwire._errors import (
     ApprovalPendingError,
@@ -57,6 +58,7 @@ from toolwire._errors import (
 )
 from toolwire._exports import publish
 from toolwire._hooks import HookContext, HookSet, _async_pass, _guards_only, _hooks_for
+from toolwire._plugins import get_host
 from toolwire._round import (
     AssistantReply,
     InvalidArguments,
@@ -1017,6 +1019,10 @@ def _matcher(target: Any) -> Callable[[Tool[Any, Any]], bool]:
     return lambda tool: tool.origin is origin
 
 
+def _effect_of(job: _Job) -> ToolEffect | None:
+    return job.plan.tool.metadata.effect if job.plan is not None else None
+
+
 class _Job:
     """One call on its way through the executor (internal, mutable)."""
 
@@ -1557,11 +1563,7 @@ class Executor:
             return
         if new is None:
             return
-        if not isinstance(new, ToolResult) or (new.call_id, new.tool_name, new.arguments) != (
-            call.id,
-            call.name,
-            call.arguments,
-        ):
+        if not isinstance(new, ToolResult) or not new.answers(call.call):
             job.result = call.error(
                 f"result hook returned {type(new).__name__} that does not answer call "
                 f"`{call.id}`; return None or a ToolResult for the same call"
@@ -1573,8 +1575,10 @@ class Executor:
     async def _run(self, job: _Job) -> None:
         if self._tracing is None:
             await self._run_job(job)
-        else:
-            await self._tracing._traced_job(self, job)
+            return
+        with self._tracing.tool_span(job.raw, _effect_of(job)) as span:
+            await self._run_job(job)
+            span.record(job.result, job.error_type)
 
     def _runner(self) -> Callable[[_Job], Coroutine[Any, Any, None]]:
         return self._run_job if self._tracing is None else self._run
@@ -1667,7 +1671,10 @@ class Executor:
             if pending:
                 return jobs, pending
         if self._tracing is not None:
-            self._tracing._refused_jobs(jobs)
+            for job in jobs:  # calls refused before running: unknown, sandbox, invalid, denied
+                if job.result is not None:
+                    with self._tracing.tool_span(job.raw, _effect_of(job)) as span:
+                        span.record(job.result, job.error_type)
         await self._run_all(jobs)
         return jobs, []
 
@@ -1829,8 +1836,6 @@ class Executor:
 def _resolve_host(plugins: Any) -> Any:
     """``True``: the process's plugin host; ``False``/None: none; else the host given."""
     if plugins is True:
-        from toolwire._plugins import get_host
-
         return get_host()
     if plugins is False or plugins is None:
         return None
@@ -1892,7 +1897,6 @@ def _plan_calls(
 
 
 def _error_text(result: ToolResult) -> str:
-    from toolwire._calls import rejection_reason
 
     reason = rejection_reason(result)
     return reason if reason is not None else result.content

@@ -130,6 +130,7 @@ ADAPTERS: Mapping[str, str] = {
     "ToolCallDelta": "toolwire._provider",
     "ToolCallStarted": "toolwire._provider",
     "ToolChoice": "toolwire._turn",
+    "ToolSpan": "toolwire._otel",
     "Transport": "toolwire._http",
     "cached_wire": "toolwire._adapter",
     "decode_reply": "toolwire._round",

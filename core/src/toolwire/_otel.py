@@ -24,18 +24,20 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from toolwire._calls import ToolCall, ToolResult
 from toolwire._exports import publish
+from toolwire._tools import ToolEffect
+from toolwire._version import __version__
 
 if TYPE_CHECKING:
-    from toolwire._execute import Executor, _Job
     from toolwire._provider import Provider
     from toolwire._round import AssistantReply
 
-__all__ = ["ChatSpan", "Tracing"]
+__all__ = ["ChatSpan", "ToolSpan", "Tracing"]
 
 INSTALL_HINT = 'pip install "toolwire[otel]"'
 
@@ -93,8 +95,6 @@ class Tracing:
                 f"toolwire tracing needs OpenTelemetry, which is not installed; "
                 f"install the extra with: {INSTALL_HINT}"
             ) from exc
-        from toolwire import __version__
-
         self._trace = trace
         self.record_content = record_content
         self.tracer = tracer or trace.get_tracer(
@@ -132,54 +132,57 @@ class Tracing:
         finally:
             span.end()
 
-    # -- tool calls (used by the executor) --------------------------------------------------
+    # -- tool calls --------------------------------------------------------------------------
 
-    def _tool_attributes(self, job: _Job) -> dict[str, Any]:
-        attrs: dict[str, Any] = {
+    @contextmanager
+    def tool_span(self, call: ToolCall, effect: ToolEffect | None = None) -> Iterator[ToolSpan]:
+        """An ``execute_tool {tool}`` span around one tool call, made current.
+
+        Call :meth:`ToolSpan.record` with the call's result before the block ends; an
+        exception escaping the block is recorded on the span (as OpenTelemetry does).
+        Knows nothing of who runs the call: the executor uses it, and so can a loop of
+        your own.
+        """
+        attributes: dict[str, Any] = {
             "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": job.raw.name,
-            "gen_ai.tool.call.id": job.raw.id,
+            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.call.id": call.id,
             "gen_ai.tool.type": "function",
         }
-        if job.plan is not None:
-            attrs["toolwire.tool.effect"] = job.plan.tool.metadata.effect.value
+        if effect is not None:
+            attributes["toolwire.tool.effect"] = effect.value
         if self.record_content:
-            attrs["gen_ai.tool.call.arguments"] = job.raw.arguments
-        return attrs
+            attributes["gen_ai.tool.call.arguments"] = call.arguments
+        with self.tracer.start_as_current_span(
+            f"execute_tool {call.name}", kind=self._trace.SpanKind.INTERNAL, attributes=attributes
+        ) as span:
+            yield ToolSpan(span, self._trace, self.record_content)
 
-    def _finish_tool(self, span: Any, job: _Job, started: float) -> None:
-        span.set_attribute("toolwire.tool.duration_ms", (time.perf_counter() - started) * 1000)
-        result = job.result
+
+class ToolSpan:
+    """The span of one tool call; call :meth:`record` with its result."""
+
+    __slots__ = ("_record_content", "_started", "_trace", "span")
+
+    def __init__(self, span: Any, trace: Any, record_content: bool) -> None:
+        self.span = span
+        self._trace = trace
+        self._record_content = record_content
+        self._started = time.perf_counter()
+
+    def record(self, result: ToolResult | None, error_type: str | None = None) -> None:
+        """Set the duration and, from the result, the content and error attributes."""
+        span = self.span
+        span.set_attribute(
+            "toolwire.tool.duration_ms", (time.perf_counter() - self._started) * 1000
+        )
         if result is None:
             return
-        if self.record_content:
+        if self._record_content:
             span.set_attribute("gen_ai.tool.call.result", result.content)
         if result.is_error:
-            span.set_attribute("error.type", job.error_type or "_OTHER")
+            span.set_attribute("error.type", error_type or "_OTHER")
             span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, result.content[:200]))
-
-    async def _traced_job(self, executor: Executor, job: _Job) -> None:
-        with self.tracer.start_as_current_span(
-            f"execute_tool {job.raw.name}",
-            kind=self._trace.SpanKind.INTERNAL,
-            attributes=self._tool_attributes(job),
-        ) as span:
-            started = time.perf_counter()
-            await executor._run_job(job)
-            self._finish_tool(span, job, started)
-
-    def _refused_jobs(self, jobs: Sequence[_Job]) -> None:
-        """Spans for calls refused before running (unknown, sandbox, invalid, denied...)."""
-        for job in jobs:
-            if job.result is None:
-                continue
-            span = self.tracer.start_span(
-                f"execute_tool {job.raw.name}",
-                kind=self._trace.SpanKind.INTERNAL,
-                attributes=self._tool_attributes(job),
-            )
-            self._finish_tool(span, job, time.perf_counter())
-            span.end()
 
 
 publish(globals())

@@ -36,6 +36,7 @@ from toolwire._hooks import Complete, HookContext, HookSet, Reject, RunNormally,
 from toolwire._provider import Provider
 from toolwire._tools import Tool
 from toolwire._toolset import Toolset
+from toolwire._version import __version__
 
 if TYPE_CHECKING:
     from toolwire._hooks import ToolDecision
@@ -735,8 +736,6 @@ _ASYNC_OK = frozenset({"toolwire_tool_decision", "toolwire_tool_result"})
 
 
 def _version() -> str:
-    from toolwire import __version__
-
     return __version__
 
 

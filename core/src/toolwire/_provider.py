@@ -9,6 +9,7 @@ from typing import Any, ClassVar, Union
 import attrs
 
 from toolwire._calls import ToolCall
+from toolwire._errors import StreamError
 from toolwire._exports import publish
 from toolwire._round import AssistantReply, Finished, NeedsTools, decode_reply
 from toolwire._transcript import Session
@@ -124,7 +125,6 @@ def _reply_from_stream(
             on_event(event)
         if isinstance(event, ReplyCompleted):
             return event.reply
-    from toolwire._errors import StreamError
 
     raise StreamError("the stream ended without a completed reply")
 
@@ -171,8 +171,6 @@ async def arun_turn(
                 reply = event.reply
                 break
         if reply is None:
-            from toolwire._errors import StreamError
-
             raise StreamError("the stream ended without a completed reply")
     else:
         reply = await provider.agenerate(session, turn)

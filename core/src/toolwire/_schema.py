@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
 from pydantic_core import CoreSchema
 
+from toolwire._errors import ToolDefinitionError
 from toolwire._exports import publish
 
 __all__ = [
@@ -333,7 +334,6 @@ def check_raw_schema(schema: Any, *, tool: str) -> dict[str, Any]:
     Raises ToolDefinitionError naming the tool when the schema is not a JSON
     object schema or is not a valid JSON Schema (Draft 2020-12).
     """
-    from toolwire._errors import ToolDefinitionError
 
     if not isinstance(schema, Mapping):
         raise ToolDefinitionError(

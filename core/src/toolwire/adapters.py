@@ -39,6 +39,7 @@ if _typing.TYPE_CHECKING:
     )
     from toolwire._otel import (
         ChatSpan,
+        ToolSpan,
     )
     from toolwire._provider import (
         Provider,
@@ -79,6 +80,7 @@ __all__ = [
     "ToolCallDelta",
     "ToolCallStarted",
     "ToolChoice",
+    "ToolSpan",
     "Transport",
     "cached_wire",
     "decode_reply",

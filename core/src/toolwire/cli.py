@@ -9,10 +9,11 @@ import json
 import logging
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
 from toolwire._agent import Agent, AgentEvent, AgentFinished, ToolCallDecided, ToolResultReady
 from toolwire._calls import ToolCall, rejection_reason
+from toolwire._compile import check_tools, format_report, schema_compilers
 from toolwire._errors import (
     PluginError,
     ProviderError,
@@ -27,15 +28,13 @@ from toolwire._execute import (
     Executor,
 )
 from toolwire._hooks import HookContext
+from toolwire._plugins import PluginHost, get_host
 from toolwire._provider import Provider
 from toolwire._round import AssistantReply
 from toolwire._toolset import Toolset
 from toolwire._transcript import Session
 from toolwire._turn import Availability, Turn, resolve_turn
 from toolwire.providers.test import TestProvider
-
-if TYPE_CHECKING:
-    from toolwire._plugins import PluginHost
 
 __all__ = ["main"]
 
@@ -144,7 +143,6 @@ def _approve_switch(sp: argparse.ArgumentParser) -> None:
 
 
 def _host() -> PluginHost:
-    from toolwire._plugins import get_host
 
     return get_host()
 
@@ -468,7 +466,6 @@ def _cmd_chat(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from toolwire._compile import check_tools, format_report, schema_compilers
 
     host = _host()
     toolset = host.assemble(_app_toolset(args.app))
