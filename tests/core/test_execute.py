@@ -554,3 +554,24 @@ async def test_cancelling_a_timed_call_from_outside_is_not_reported_as_a_timeout
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+def test_an_interceptor_of_the_wrong_shape_fails_when_the_executor_is_built() -> None:
+    def one_argument(request: Any) -> Any:
+        return request
+
+    with pytest.raises(tw.UsageError, match=r"interceptors\[1\] \(.*one_argument\) must take two"):
+        tw.Executor(interceptors=[tw.LoggingInterceptor(), one_argument])
+    with pytest.raises(tw.UsageError, match=r"interceptors\[0\] must be callable .* got str"):
+        tw.Executor(interceptors=["log"])  # type: ignore[list-item]
+
+
+def test_interceptors_of_the_right_shape_are_accepted() -> None:
+    async def two(request: Any, next: Any) -> Any:
+        return await next(request)
+
+    class WithCall:
+        def __call__(self, request: Any, next: Any, /) -> Any:
+            return next(request)
+
+    tw.Executor(interceptors=[two, WithCall(), tw.TimeoutInterceptor(1.0)])

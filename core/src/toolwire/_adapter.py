@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import httpx
 
 from toolwire._compile import schema_compiler
-from toolwire._errors import AuthenticationError, ProviderError, StreamError
+from toolwire._errors import AuthenticationError, ProviderError, StreamError, UsageError
 from toolwire._exports import publish
 from toolwire._http import (
     ApiKey,
@@ -136,7 +136,7 @@ class HttpProvider(Provider, Generic[_S]):
     ) -> None:
         super().__init__(model)
         if retry is not None and not isinstance(retry, RetryPolicy):
-            raise TypeError(f"retry must be a toolwire RetryPolicy, got {type(retry).__name__}")
+            raise UsageError(f"retry must be a toolwire RetryPolicy, got {type(retry).__name__}")
         env = tuple(self.key_env if key_env is None else key_env)
         key = resolve_api_key(api_key, env, provider=self.name, required=False)
         self._missing_key: str | None = None
@@ -145,7 +145,7 @@ class HttpProvider(Provider, Generic[_S]):
             self._missing_key = f"no API key for {self.name}: {where if env else key_hint}"
         url = base_url or self._base_url_from_env() or self.default_base_url
         if not url:
-            raise ValueError(f"{type(self).__name__} needs base_url=...")
+            raise UsageError(f"{type(self).__name__} needs base_url=...")
         self._transport = Transport(
             self.name,
             url,
@@ -190,7 +190,7 @@ class HttpProvider(Provider, Generic[_S]):
         """
         path = getattr(self, "path", None)
         if not isinstance(path, str):
-            raise TypeError(f"{type(self).__name__} must set path or override _request_path")
+            raise UsageError(f"{type(self).__name__} must set path or override _request_path")
         return path
 
     @abc.abstractmethod

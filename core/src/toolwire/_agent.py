@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 import attrs
 
 from toolwire._calls import ToolCall, ToolResult
-from toolwire._errors import RoundLimitError, StreamError
+from toolwire._errors import RoundLimitError, StreamError, UsageError
 from toolwire._execute import Executor, PlanRun, _resolve_host
 from toolwire._exports import publish
 from toolwire._hooks import HookContext, HookSet
@@ -194,11 +194,11 @@ class Agent:
         plugins: Any = True,
     ) -> None:
         if not isinstance(provider, Provider):
-            raise TypeError(f"provider must be a toolwire Provider, got {type(provider).__name__}")
+            raise UsageError(f"provider must be a toolwire Provider, got {type(provider).__name__}")
         if not isinstance(toolset, Toolset):
-            raise TypeError(f"toolset must be a Toolset, got {type(toolset).__name__}")
+            raise UsageError(f"toolset must be a Toolset, got {type(toolset).__name__}")
         if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 0:
-            raise ValueError(f"max_rounds must be an int >= 0, got {max_rounds!r}")
+            raise UsageError(f"max_rounds must be an int >= 0, got {max_rounds!r}")
         self.provider = provider
         self.toolset = toolset
         host = _resolve_host(plugins)

@@ -41,7 +41,7 @@ from urllib.parse import unquote
 
 import attrs
 
-from toolwire._errors import ToolDefinitionError, ToolwireError
+from toolwire._errors import ToolDefinitionError, ToolwireError, UsageError
 from toolwire._exports import publish
 from toolwire._schema import _SCHEMA_KEYS, _SCHEMA_LIST_KEYS, _SCHEMA_MAP_KEYS
 from toolwire._tools import Tool, ToolDef
@@ -1077,7 +1077,7 @@ def compile_openai_strict(
     and reports the losses; ``False`` never uses it.
     """
     if strict_mode not in ("auto", True, False):
-        raise ValueError(f'strict_mode must be "auto", True or False, got {strict_mode!r}')
+        raise UsageError(f'strict_mode must be "auto", True or False, got {strict_mode!r}')
     limits = limits or OpenAIStrictLimits()
     safe_changes = _Changes()
     root = _check_root(schema, provider, safe_changes)
@@ -1881,11 +1881,11 @@ def register_schema_compiler(
     keyed on the old compiler are not reused.
     """
     if not isinstance(provider, str) or not provider:
-        raise TypeError(f"provider must be a non-empty string, got {provider!r}")
+        raise UsageError(f"provider must be a non-empty string, got {provider!r}")
     if not callable(compiler):
-        raise TypeError(f"compiler must be callable, got {type(compiler).__name__}")
+        raise UsageError(f"compiler must be callable, got {type(compiler).__name__}")
     if provider in _COMPILERS and not replace and _COMPILERS[provider] is not compiler:
-        raise ValueError(
+        raise UsageError(
             f"a schema compiler for {provider!r} is already registered "
             f"({getattr(_COMPILERS[provider], '__qualname__', _COMPILERS[provider])}); pass "
             f"replace=True to override it"
@@ -1910,7 +1910,7 @@ def compile_tool(
     """
     options = options or _DEFAULT_OPTIONS
     if not isinstance(options, CompileOptions):
-        raise TypeError(f"options must be a CompileOptions, got {type(options).__name__}")
+        raise UsageError(f"options must be a CompileOptions, got {type(options).__name__}")
     compiler = schema_compiler(provider)
     if not isinstance(tool, (Tool, ToolDef)) and isinstance(getattr(tool, "tool", None), Tool):
         tool = tool.tool
@@ -1924,7 +1924,7 @@ def compile_tool(
         return compiled
     if isinstance(tool, ToolDef):
         return compiler(tool.input_schema, tool.name, options)
-    raise TypeError(
+    raise UsageError(
         f"compile_tool() takes a Tool, ToolDef or ResolvedTool, got {tool!r} "
         f"({type(tool).__name__}); for a function, wrap it with tool_fn first"
     )

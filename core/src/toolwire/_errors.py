@@ -23,6 +23,7 @@
     ├── PluginError (RuntimeError)               a plugin failed to load, register or validate
     │   └── PolicyError                          a policy failed: tool execution is blocked
     ├── RoundLimitError (RuntimeError)           the agent loop ran out of rounds
+    ├── EventLoopError (RuntimeError)            a sync entry point was called inside a running loop
     ├── ToolExecutionError (RuntimeError)        raised by Executor.dispatch for a failed call
     ├── ApprovalPendingError (RuntimeError)      an approver deferred; resume with the decisions
     └── ProviderError                            a provider request failed
@@ -52,6 +53,7 @@ __all__ = [
     "CommitError",
     "ContextLengthError",
     "DuplicateToolResultError",
+    "EventLoopError",
     "ExpectationError",
     "ExtraToolResultError",
     "HookError",
@@ -204,6 +206,11 @@ class PluginError(ToolwireError, RuntimeError):
 
 class PolicyError(PluginError):
     """A policy plugin failed; tool execution is blocked until it is fixed."""
+
+
+class EventLoopError(ToolwireError, RuntimeError):
+    """A synchronous entry point (``Executor.execute_all``, ...) was called inside a running
+    event loop; await its async twin instead."""
 
 
 class RoundLimitError(ToolwireError, RuntimeError):

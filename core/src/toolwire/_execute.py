@@ -51,10 +51,12 @@ from toolwire._calls import (
 )
 from toolwire._errors import (
     ApprovalPendingError,
+    EventLoopError,
     ProviderError,
     ToolDefinitionError,
     ToolExecutionError,
     TranscriptError,
+    UsageError,
 )
 from toolwire._exports import publish
 from toolwire._hooks import HookContext, HookSet, _async_pass, _guards_only, _hooks_for
@@ -293,6 +295,32 @@ class Interceptor(Protocol):
     ) -> Awaitable[ToolResult] | ToolResult: ...
 
 
+def _checked_interceptor(icpt: Any, position: int) -> Interceptor:
+    """``icpt`` if it can be called as ``icpt(request, next)``; a UsageError otherwise.
+
+    Checked when the executor is built, so a misconfigured interceptor fails the
+    application's set-up instead of every tool call (where the model would see it).
+    """
+    if not callable(icpt):
+        raise UsageError(
+            f"interceptors[{position}] must be callable as f(request, next), "
+            f"got {type(icpt).__name__}"
+        )
+    try:
+        signature = inspect.signature(icpt)
+    except (TypeError, ValueError):  # no signature to read (some builtins): trust it
+        return cast(Interceptor, icpt)
+    try:
+        signature.bind(None, None)
+    except TypeError as exc:
+        name = getattr(icpt, "__qualname__", type(icpt).__qualname__)
+        raise UsageError(
+            f"interceptors[{position}] ({name}) must take two positional arguments "
+            f"(request, next), but its signature is {signature}: {exc}"
+        ) from None
+    return cast(Interceptor, icpt)
+
+
 class LoggingInterceptor:
     """Logs each attempt (tool, call id, attempt, duration, outcome) to ``toolwire.execute``."""
 
@@ -362,9 +390,9 @@ class RateLimitInterceptor:
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     ) -> None:
         if not rate > 0:
-            raise ValueError(f"rate must be > 0 calls per second, got {rate!r}")
+            raise UsageError(f"rate must be > 0 calls per second, got {rate!r}")
         if burst < 1:
-            raise ValueError(f"burst must be >= 1, got {burst!r}")
+            raise UsageError(f"burst must be >= 1, got {burst!r}")
         self.rate = float(rate)
         self.burst = burst
         self.per_tool = per_tool
@@ -396,7 +424,7 @@ class TimeoutInterceptor:
 
     def __init__(self, seconds: float) -> None:
         if not seconds > 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {seconds!r}")
+            raise UsageError(f"timeout must be > 0 seconds, got {seconds!r}")
         self.seconds = float(seconds)
 
     async def __call__(self, request: ToolRequest, next: Next) -> ToolResult:
@@ -449,7 +477,9 @@ class PlanRun:
         other arguments than the ones approved.
         """
         if not self.pending or self.committed:
-            raise ValueError("only a run whose approval is pending can be saved with to_dict()")
+            raise TranscriptError(
+                "only a run whose approval is pending can be saved with to_dict()"
+            )
         plan = self.plan
         if isinstance(plan, ToolRound):
             round_, calls = plan, plan.calls
@@ -533,7 +563,7 @@ class PlanRun:
         elif isinstance(tools, ResolvedTurn):
             turn = tools
         else:
-            raise TypeError(
+            raise UsageError(
                 f"tools must be a Toolset or a ResolvedTurn, got {type(tools).__name__}"
             )
         return _restore(data, session, turn, context)
@@ -586,7 +616,7 @@ def _call_entry(call: TypedCall[Any]) -> dict[str, Any]:
         except (ValidationError, ValueError, TypeError):
             same = False
         if not same:
-            raise ValueError(
+            raise TranscriptError(
                 f"call `{call.id}` (tool `{call.name}`): the input a hook edited does not "
                 f"survive JSON (a secret such as SecretStr, or a value without a JSON form), "
                 f"so the paused round cannot be saved: resumed, it would run other arguments"
@@ -1123,7 +1153,7 @@ class Executor:
             or not isinstance(max_concurrency, int)
             or max_concurrency < 1
         ):
-            raise ValueError(
+            raise UsageError(
                 f"max_concurrency must be an int >= 1 or None, got {max_concurrency!r}"
             )
         self._tools: dict[str, Tool[Any, Any]] = {}
@@ -1140,7 +1170,7 @@ class Executor:
         self._validate = validate
         self._approver = approval
         self._gate = ApprovalGate(approval_gate)
-        self._interceptors = tuple(interceptors)
+        self._interceptors = tuple(_checked_interceptor(i, n) for n, i in enumerate(interceptors))
         self.max_concurrency = max_concurrency
         self.validate_output = validate_output
         self._retry_if = retry_if
@@ -1646,7 +1676,7 @@ class Executor:
                 jobs.append(job)
                 continue
             if not isinstance(raw, ToolCall):
-                raise TypeError(
+                raise UsageError(
                     f"the executor takes TypedCall or ToolCall objects, got {type(c).__name__}"
                 )
             job = _Job(raw, context)
@@ -1840,7 +1870,7 @@ def _resolve_host(plugins: Any) -> Any:
     if plugins is False or plugins is None:
         return None
     if not hasattr(plugins, "hook_sets") or not hasattr(plugins, "atool_result"):
-        raise TypeError(
+        raise UsageError(
             f"plugins must be True, False or a toolwire.PluginHost, got {type(plugins).__name__}"
         )
     return plugins
@@ -1852,7 +1882,7 @@ def _link(icpt: Callable[..., Any], inner: Next) -> Next:
         if hasattr(out, "__await__"):
             out = await out
         if not isinstance(out, ToolResult):
-            raise TypeError(
+            raise UsageError(
                 f"interceptor {icpt!r} returned {type(out).__name__}; expected a ToolResult "
                 f"(return `await next(request)` or your own result)"
             )
@@ -1870,7 +1900,7 @@ def _approval_map(
         given = {}
         for a in approvals:
             if not isinstance(a, Approval):
-                raise TypeError(
+                raise UsageError(
                     f"approvals must be Approval records (from ApprovalRequest.allow(), "
                     f".deny() or .modify()), got {type(a).__name__}"
                 )
@@ -1879,7 +1909,7 @@ def _approval_map(
         known = {j.raw.id for j in jobs}
         unknown = sorted(set(given) - known)
         if unknown:
-            raise ValueError(
+            raise UsageError(
                 f"approvals for call id(s) {', '.join(map(repr, unknown))} that are not in "
                 f"these calls ({', '.join(map(repr, sorted(known)))})"
             )
@@ -1893,7 +1923,7 @@ def _plan_calls(
         return plan.pending, plan.context
     if isinstance(plan, ToolRound):
         return plan.calls, plan.turn.context
-    raise TypeError(f"expected a ToolRoundPlan or a ToolRound, got {type(plan).__name__}")
+    raise UsageError(f"expected a ToolRoundPlan or a ToolRound, got {type(plan).__name__}")
 
 
 def _error_text(result: ToolResult) -> str:
@@ -1912,7 +1942,7 @@ def _run_sync(coro: Coroutine[Any, Any, _T], what: str) -> _T:
     except RuntimeError:
         return asyncio.run(coro)
     coro.close()
-    raise RuntimeError(
+    raise EventLoopError(
         f"Executor.{what}() runs its own event loop and cannot be called inside a running "
         f"one; use `await executor.a{what}(...)` in async code"
     )

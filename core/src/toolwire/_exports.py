@@ -162,6 +162,7 @@ EXCEPTIONS: Mapping[str, str] = {
     "CommitError": "toolwire._errors",
     "ContextLengthError": "toolwire._errors",
     "DuplicateToolResultError": "toolwire._errors",
+    "EventLoopError": "toolwire._errors",
     "ExpectationError": "toolwire._errors",
     "ExtraToolResultError": "toolwire._errors",
     "HookError": "toolwire._errors",

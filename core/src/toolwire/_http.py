@@ -56,6 +56,7 @@ from toolwire._errors import (
     RateLimitError,
     ServerError,
     StreamError,
+    UsageError,
 )
 from toolwire._exports import publish
 
@@ -113,9 +114,9 @@ class ApiKey:
 
     def __init__(self, value: str) -> None:
         if not isinstance(value, str):
-            raise TypeError(f"ApiKey expects the key as a str, got {type(value).__name__}")
+            raise UsageError(f"ApiKey expects the key as a str, got {type(value).__name__}")
         if not value:
-            raise ValueError("ApiKey expects a non-empty key, got an empty string")
+            raise UsageError("ApiKey expects a non-empty key, got an empty string")
         self._value = value
 
     def get(self) -> str:
@@ -155,7 +156,7 @@ def resolve_api_key(
         return explicit
     if explicit is not None:
         if not isinstance(explicit, str):
-            raise TypeError(
+            raise UsageError(
                 f"api_key for {provider} must be a str or ApiKey, got {type(explicit).__name__}"
             )
         if explicit:
@@ -293,24 +294,24 @@ class RandomSource(Protocol):
 def _non_negative(name: str) -> Callable[[Any, Any, Any], None]:
     def check(_instance: Any, _attribute: Any, value: Any) -> None:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"RetryPolicy.{name} must be a number, got {type(value).__name__}")
+            raise UsageError(f"RetryPolicy.{name} must be a number, got {type(value).__name__}")
         if not math.isfinite(value) or value < 0:
-            raise ValueError(f"RetryPolicy.{name} must be a finite number >= 0, got {value!r}")
+            raise UsageError(f"RetryPolicy.{name} must be a finite number >= 0, got {value!r}")
 
     return check
 
 
 def _check_max_retries(_instance: Any, _attribute: Any, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"RetryPolicy.max_retries must be an int, got {type(value).__name__}")
+        raise UsageError(f"RetryPolicy.max_retries must be an int, got {type(value).__name__}")
     if value < 0:
-        raise ValueError(f"RetryPolicy.max_retries must be >= 0 (extra attempts), got {value}")
+        raise UsageError(f"RetryPolicy.max_retries must be >= 0 (extra attempts), got {value}")
 
 
 def _check_jitter(_instance: Any, _attribute: Any, value: Any) -> None:
     _non_negative("jitter")(_instance, _attribute, value)
     if value > 1:
-        raise ValueError(f"RetryPolicy.jitter must be a fraction between 0 and 1, got {value!r}")
+        raise UsageError(f"RetryPolicy.jitter must be a fraction between 0 and 1, got {value!r}")
 
 
 @attrs.frozen
@@ -334,7 +335,7 @@ class RetryPolicy:
 
     def __attrs_post_init__(self) -> None:
         if self.max_backoff < self.initial_backoff:
-            raise ValueError(
+            raise UsageError(
                 "RetryPolicy.max_backoff must be >= initial_backoff, got "
                 f"max_backoff={self.max_backoff!r} < initial_backoff={self.initial_backoff!r}"
             )
@@ -349,7 +350,7 @@ class RetryPolicy:
     ) -> float:
         """Seconds to wait before retry number ``attempt`` (0 for the first retry)."""
         if attempt < 0:
-            raise ValueError(f"attempt must be >= 0 (0 is the first retry), got {attempt}")
+            raise UsageError(f"attempt must be >= 0 (0 is the first retry), got {attempt}")
         if (
             self.respect_retry_after
             and retry_after is not None
@@ -929,11 +930,11 @@ def _dumps(body: Mapping[str, Any], provider: str) -> bytes:
     try:
         return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
     except TypeError as exc:
-        raise TypeError(
+        raise UsageError(
             f"the request body for {provider} must be JSON-serializable: {exc}"
         ) from exc
     except ValueError as exc:
-        raise ValueError(
+        raise UsageError(
             f"the request body for {provider} must be valid JSON (no NaN or infinity): {exc}"
         ) from exc
 

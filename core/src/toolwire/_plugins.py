@@ -30,7 +30,7 @@ import pluggy
 
 from toolwire import hookspecs
 from toolwire._calls import ToolResult, TypedCall, rejection_content
-from toolwire._errors import PluginError, PolicyError
+from toolwire._errors import PluginError, PolicyError, UsageError
 from toolwire._exports import publish
 from toolwire._hooks import Complete, HookContext, HookSet, Reject, RunNormally, _close
 from toolwire._provider import Provider
@@ -349,7 +349,7 @@ class PluginHost:
         every tool call (fail closed).
         """
         if kind not in ENTRY_POINT_GROUPS:
-            raise ValueError(f"kind must be one of {sorted(ENTRY_POINT_GROUPS)}, got {kind!r}")
+            raise UsageError(f"kind must be one of {sorted(ENTRY_POINT_GROUPS)}, got {kind!r}")
         with self._lock:
             self.discover()
             name = name or getattr(plugin, "__name__", None) or type(plugin).__name__
@@ -533,7 +533,7 @@ class PluginHost:
         with self._lock:
             self._ensure_toolsets()
             if toolset is not None and not isinstance(toolset, Toolset):
-                raise TypeError(f"assemble() takes a Toolset, got {type(toolset).__name__}")
+                raise UsageError(f"assemble() takes a Toolset, got {type(toolset).__name__}")
             parent = Toolset(toolset.name if toolset is not None else "tools")
             taken: dict[str, str] = {}
             if toolset is not None:
