@@ -1,4 +1,4 @@
-"""Saving a round whose approval is pending (PlanRun.to_dict) and resuming it elsewhere."""
+"""Saving a round whose approval is pending (RoundExecution.to_dict) and resuming it elsewhere."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def no_secrets(checked: list[str] | None = None) -> tw.HookSet:
     return policy
 
 
-def paused(seen: list[str] | None = None) -> tuple[tw.Session, tw.PlanRun]:
+def paused(seen: list[str] | None = None) -> tuple[tw.Session, tw.RoundExecution]:
     session = tw.Session("sys").add_user("go")
     round_ = needs_tools(session, tw.resolve_turn(tools()), *CALLS)
     run = deferring().execute_and_commit(round_.apply_hooks(hooks([] if seen is None else seen)))
@@ -123,9 +123,9 @@ def saved(seen: list[str] | None = None) -> dict[str, Any]:
     return dict(json.loads(blob))
 
 
-def restored(blob: dict[str, Any]) -> tuple[tw.Session, tw.PlanRun]:
+def restored(blob: dict[str, Any]) -> tuple[tw.Session, tw.RoundExecution]:
     session = tw.Session.from_dict(blob["session"])
-    return session, tw.PlanRun.from_dict(blob["pending"], session, tools())
+    return session, tw.RoundExecution.from_dict(blob["pending"], session, tools())
 
 
 # -- the format ----------------------------------------------------------------------------
@@ -154,7 +154,9 @@ def test_to_dict_holds_what_a_resume_needs() -> None:
 def test_json_round_trip_is_stable() -> None:
     session, run = paused()
     text = json.dumps(run.to_dict())
-    again = tw.PlanRun.from_dict(json.loads(text), tw.Session.from_json(session.to_json()), tools())
+    again = tw.RoundExecution.from_dict(
+        json.loads(text), tw.Session.from_json(session.to_json()), tools()
+    )
     assert json.dumps(again.to_dict()) == text
     assert again.is_pending
     assert not again.committed
@@ -186,7 +188,7 @@ def test_resume_restored_matches_resume_in_memory() -> None:
     checked: list[str] = []
     session_b = tw.Session.from_dict(blob["session"])
     turn = tw.resolve_turn(tools(), hooks=[no_secrets(checked), hooks(seen)])
-    run_b = tw.PlanRun.from_dict(blob["pending"], session_b, turn)
+    run_b = tw.RoundExecution.from_dict(blob["pending"], session_b, turn)
     done = deferring().resume(run_b, [r.allow() for r in run_b.pending])
     assert done.committed
     assert not seen  # the turn's other hooks do not run again: what they decided is kept
@@ -323,7 +325,7 @@ def test_plan_run_from_dict_with_a_toolset_works_for_the_agent_too() -> None:
     assert pending is not None
     data = json.loads(json.dumps(pending.to_dict()))
     session2 = tw.Session.from_json(session.to_json())
-    run = tw.PlanRun.from_dict(data, session2, tools())
+    run = tw.RoundExecution.from_dict(data, session2, tools())
     deferring().resume(run, [r.allow() for r in run.pending])
     agent2 = tw.Agent(TestProvider(script=script()[1:]), tools(), plugins=False)
     assert agent2.run(session2).text == "Done."
@@ -336,7 +338,7 @@ def test_session_changed_since_the_pause() -> None:
     blob = saved()
     session = tw.Session.from_dict(blob["session"]).add_user("more")
     with pytest.raises(tw.exceptions.TranscriptError, match=r"3 messages.*decoded at 2"):
-        tw.PlanRun.from_dict(blob["pending"], session, tools())
+        tw.RoundExecution.from_dict(blob["pending"], session, tools())
 
 
 def test_same_length_but_other_messages() -> None:
@@ -346,14 +348,14 @@ def test_same_length_but_other_messages() -> None:
     with pytest.raises(
         tw.exceptions.TranscriptError, match=r"pending\.session_digest.*changed since"
     ):
-        tw.PlanRun.from_dict(blob["pending"], session, tools())
+        tw.RoundExecution.from_dict(blob["pending"], session, tools())
 
 
 def test_another_session() -> None:
     blob = saved()
     other = tw.Session("sys", id="other").add_user("go")
     with pytest.raises(tw.exceptions.TranscriptError, match="session_id"):
-        tw.PlanRun.from_dict(blob["pending"], other, tools())
+        tw.RoundExecution.from_dict(blob["pending"], other, tools())
 
 
 def test_a_pending_tool_missing_now_is_an_error() -> None:
@@ -362,7 +364,7 @@ def test_a_pending_tool_missing_now_is_an_error() -> None:
     with pytest.raises(
         tw.exceptions.TranscriptError, match=r"pending\.calls\[1\].*tool `write`.*not offered"
     ):
-        tw.PlanRun.from_dict(blob["pending"], session, tw.Toolset("files", [read]))
+        tw.RoundExecution.from_dict(blob["pending"], session, tw.Toolset("files", [read]))
 
 
 def test_arguments_that_no_longer_validate_are_an_error() -> None:
@@ -372,16 +374,16 @@ def test_arguments_that_no_longer_validate_are_an_error() -> None:
     with pytest.raises(
         tw.exceptions.TranscriptError, match=r"(?s)pending\.calls\[0\].*call `1`.*path"
     ):
-        tw.PlanRun.from_dict(blob["pending"], session, tools())
+        tw.RoundExecution.from_dict(blob["pending"], session, tools())
 
 
 def test_from_dict_takes_a_toolset_or_a_turn() -> None:
     blob = saved()
     session = tw.Session.from_dict(blob["session"])
-    run = tw.PlanRun.from_dict(blob["pending"], session, tw.resolve_turn(tools()))
+    run = tw.RoundExecution.from_dict(blob["pending"], session, tw.resolve_turn(tools()))
     assert run.is_pending
     with pytest.raises(TypeError, match="Toolset or a ResolvedTurn"):
-        tw.PlanRun.from_dict(blob["pending"], session, [read, write])  # type: ignore[arg-type]
+        tw.RoundExecution.from_dict(blob["pending"], session, [read, write])  # type: ignore[arg-type]
 
 
 def _swap(key: str, i: int, j: int) -> Any:
@@ -453,12 +455,12 @@ def test_malformed_data_names_the_bad_path(mutate: Any, message: str) -> None:
     data = copy.deepcopy(blob["pending"])
     mutate(data)
     with pytest.raises(tw.exceptions.TranscriptError, match=message):
-        tw.PlanRun.from_dict(data, session, tools())
+        tw.RoundExecution.from_dict(data, session, tools())
 
 
 def test_not_an_object() -> None:
     with pytest.raises(tw.exceptions.TranscriptError, match="must be a JSON object, got list"):
-        tw.PlanRun.from_dict([], tw.Session(), tools())
+        tw.RoundExecution.from_dict([], tw.Session(), tools())
 
 
 def test_invalid_arguments_issue_round_trips() -> None:
@@ -473,7 +475,7 @@ def test_invalid_arguments_issue_round_trips() -> None:
     data = json.loads(json.dumps(run.to_dict()))
     assert data["issues"][0]["kind"] == "invalid_arguments"
     session2 = tw.Session.from_json(session.to_json())
-    again = tw.PlanRun.from_dict(data, session2, tools())
+    again = tw.RoundExecution.from_dict(data, session2, tools())
     assert again.to_dict() == data
     deferring().resume(again, [again.pending[0].allow()])
     [_, bad] = session2.last.results  # type: ignore[union-attr]
@@ -492,7 +494,7 @@ def test_a_rejected_call_moved_into_calls_is_rejected_again() -> None:
     data["calls"].insert(2, {"call_id": rejected["call_id"]})  # call 4, in the message's order
     session = tw.Session.from_dict(blob["session"])
     turn = tw.resolve_turn(tools(), hooks=[no_secrets()])
-    run = tw.PlanRun.from_dict(data, session, turn)
+    run = tw.RoundExecution.from_dict(data, session, turn)
     assert [c.id for c in run.plan.pending] == ["1", "2", "4", "6"]  # type: ignore[union-attr]
     done = deferring().resume(run, [r.allow() for r in run.pending])
     assert done.committed
@@ -509,7 +511,7 @@ def test_a_policy_runs_again_when_the_plan_is_run_directly() -> None:
     blob = saved()
     session = tw.Session.from_dict(blob["session"])
     checked: list[str] = []
-    run = tw.PlanRun.from_dict(
+    run = tw.RoundExecution.from_dict(
         blob["pending"], session, tw.resolve_turn(tools(), hooks=[no_secrets(checked)])
     )
     approvals = [r.allow() for r in run.pending]
@@ -539,7 +541,7 @@ def test_an_unedited_secret_can_be_saved() -> None:
     round_ = needs_tools(session, turn, ("1", "login", '{"user": "ann", "password": "x"}'))
     run = deferring().execute_and_commit(round_.apply_hooks())
     data = json.loads(json.dumps(run.to_dict()))
-    again = tw.PlanRun.from_dict(data, tw.Session.from_json(session.to_json()), turn.toolset)
+    again = tw.RoundExecution.from_dict(data, tw.Session.from_json(session.to_json()), turn.toolset)
     assert again.pending[0].input.password.get_secret_value() == "x"
 
 
@@ -557,7 +559,7 @@ def test_a_handled_call_does_not_need_its_tool_any_more() -> None:
     run = deferring().execute_and_commit(round_.apply_hooks(hs))
     data = json.loads(json.dumps(run.to_dict()))
     session2 = tw.Session.from_json(session.to_json())
-    again = tw.PlanRun.from_dict(data, session2, tw.Toolset("files", [write]))
+    again = tw.RoundExecution.from_dict(data, session2, tw.Toolset("files", [write]))
     plan = again.plan
     assert isinstance(plan, tw.ToolRoundPlan)
     [handled] = plan.handled

@@ -99,10 +99,14 @@ def test_the_top_level_is_for_application_authors() -> None:
 def test_a_name_moved_off_the_top_level_still_works_with_a_deprecation_warning(
     name: str,
 ) -> None:
-    new_home = importlib.import_module(_exports.MOVED[name])
-    with pytest.warns(DeprecationWarning, match=rf"toolwire\.{name} moved to {new_home.__name__}"):
+    module_name, _, new_name = _exports.MOVED[name].partition(":")
+    new_name = new_name or name
+    new_home = importlib.import_module(module_name)
+    with pytest.warns(
+        DeprecationWarning, match=rf"toolwire\.{name} moved to {module_name}\.{new_name}"
+    ):
         value = getattr(toolwire, name)
-    assert getattr(new_home, name) is value
+    assert getattr(new_home, new_name) is value
     assert name not in dir(toolwire)
 
 

@@ -17,7 +17,7 @@ import attrs
 
 from toolwire._calls import ToolCall, ToolResult
 from toolwire._errors import RoundLimitError, StreamError, UsageError
-from toolwire._execute import Executor, PlanRun, _resolve_host
+from toolwire._execute import Executor, RoundExecution, _resolve_host
 from toolwire._exports import publish
 from toolwire._hooks import HookContext, HookSet
 from toolwire._provider import (
@@ -93,7 +93,7 @@ class ApprovalNeeded:
     """
 
     round: int
-    run: PlanRun
+    run: RoundExecution
 
 
 @attrs.frozen
@@ -102,7 +102,7 @@ class AgentResult:
 
     ``status``: ``finished`` (the model answered; ``text`` is the answer),
     ``stopped`` (``stop_when`` returned true after a round) or
-    ``approval_pending`` (``pending`` is the PlanRun to resume).
+    ``approval_pending`` (``pending`` is the RoundExecution to resume).
     """
 
     status: Literal["finished", "stopped", "approval_pending"]
@@ -111,7 +111,7 @@ class AgentResult:
     rounds: int
     usage: Usage
     message: AssistantMessage | None = None
-    pending: PlanRun | None = None
+    pending: RoundExecution | None = None
 
 
 @attrs.frozen
@@ -227,8 +227,8 @@ class Agent:
     def __repr__(self) -> str:
         return f"<Agent provider={self.provider!r} toolset={self.toolset.name!r}>"
 
-    def restore(self, data: Any, session: Session) -> PlanRun:
-        """Rebuild a paused round saved with ``result.pending.to_dict()`` (see PlanRun.from_dict).
+    def restore(self, data: Any, session: Session) -> RoundExecution:
+        """Rebuild a paused round saved with ``result.pending.to_dict()``.
 
         ``session`` is the session restored from JSON; the pending calls are
         validated against the turn this agent would offer on it, with this
@@ -242,7 +242,7 @@ class Agent:
         ctx = self._context(session)
         config = self.follow_up if isinstance(session.last, ToolResultsMessage) else self.turn
         turn = config.resolve(self.toolset, hooks=self._hook_sets(), context=ctx)
-        return PlanRun.from_dict(data, session, turn, context=ctx)
+        return RoundExecution.from_dict(data, session, turn, context=ctx)
 
     # -- the loop, once -------------------------------------------------------------------
 
@@ -290,7 +290,7 @@ class Agent:
             rounds += 1
             plan: ToolRoundPlan = yield _Hook(round_)
             yield from _decisions(rounds, round_, plan)
-            run: PlanRun = yield _Execute(plan)
+            run: RoundExecution = yield _Execute(plan)
             if run.pending:
                 yield ApprovalNeeded(rounds, run)
                 yield AgentFinished(

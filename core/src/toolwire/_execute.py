@@ -90,7 +90,7 @@ __all__ = [
     "Interceptor",
     "LoggingInterceptor",
     "Modify",
-    "PlanRun",
+    "RoundExecution",
     "RateLimitInterceptor",
     "TimeoutInterceptor",
     "ToolRequest",
@@ -435,7 +435,7 @@ class TimeoutInterceptor:
 
 
 @attrs.frozen
-class PlanRun:
+class RoundExecution:
     """What ``execute_and_commit`` / ``resume`` did with a plan.
 
     ``results``: the executor's results for the plan's pending calls, in the
@@ -530,7 +530,7 @@ class PlanRun:
         tools: Toolset | ResolvedTurn,
         *,
         context: HookContext | None = None,
-    ) -> PlanRun:
+    ) -> RoundExecution:
         """Rebuild a run saved with :meth:`to_dict`, to pass to :meth:`Executor.resume`.
 
         ``session`` is the session restored from JSON (still at the recorded
@@ -572,8 +572,8 @@ class PlanRun:
 PENDING_FORMAT = "toolwire.pending/1"
 
 
-class _RestoredPlan(ToolRoundPlan):
-    """A plan rebuilt by :meth:`PlanRun.from_dict`: the executor runs the guard hooks of
+class _RestoredRoundPlan(ToolRoundPlan):
+    """A plan rebuilt by :meth:`RoundExecution.from_dict`: the executor runs the guard hooks of
     ``guards`` (the turn's hook sets) again on its pending calls before anything runs,
     rather than trusting the saved data to say they passed."""
 
@@ -585,16 +585,16 @@ class _RestoredPlan(ToolRoundPlan):
         self.guards = guards
 
     def apply_hooks(self, *hooks: HookSet, context: HookContext | None = None) -> ToolRoundPlan:
-        return _RestoredPlan(super().apply_hooks(*hooks, context=context), self.guards)
+        return _RestoredRoundPlan(super().apply_hooks(*hooks, context=context), self.guards)
 
     async def aapply_hooks(
         self, *hooks: HookSet, context: HookContext | None = None
     ) -> ToolRoundPlan:
-        return _RestoredPlan(await super().aapply_hooks(*hooks, context=context), self.guards)
+        return _RestoredRoundPlan(await super().aapply_hooks(*hooks, context=context), self.guards)
 
 
 def _guards_of(plan: ToolRoundPlan | ToolRound) -> tuple[HookSet, ...] | None:
-    return plan.guards if isinstance(plan, _RestoredPlan) else None
+    return plan.guards if isinstance(plan, _RestoredRoundPlan) else None
 
 
 def _in_order(items: Iterable[_T], key: Callable[[_T], str], order: Mapping[str, int]) -> list[_T]:
@@ -757,7 +757,7 @@ def _issue(
 
 def _restore(
     data: Any, session: Session, turn: ResolvedTurn, context: HookContext | None
-) -> PlanRun:
+) -> RoundExecution:
     if not isinstance(data, Mapping):
         raise TranscriptError(f"a pending round must be a JSON object, got {type(data).__name__}")
     if data.get("format") != PENDING_FORMAT:
@@ -862,7 +862,7 @@ def _restore(
     )
     # Restored plans start unobserved (result hooks see the handled results at commit) and
     # their pending calls pass the turn's guard hooks again when the run is resumed.
-    return PlanRun(_RestoredPlan(plan, turn.hooks), (), tuple(requests), False)
+    return RoundExecution(_RestoredRoundPlan(plan, turn.hooks), (), tuple(requests), False)
 
 
 # -- retry classification -----------------------------------------------------------------
@@ -968,7 +968,7 @@ else:  # pragma: no cover - Python 3.10 has no cancel counting
 # -- per-tool decisions, made once --------------------------------------------------------
 
 
-class _ToolPlan:
+class _PreparedTool:
     """Everything about running one tool that does not depend on the call."""
 
     __slots__ = (
@@ -1062,7 +1062,7 @@ class _Job:
         self.raw = raw
         self.context = context
         self.call: TypedCall[Any] | None = None
-        self.plan: _ToolPlan | None = None
+        self.plan: _PreparedTool | None = None
         self.result: ToolResult | None = None
         self.error_type: str | None = None
         self.approved: str | None = None
@@ -1187,7 +1187,7 @@ class Executor:
         self._own_pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._availability: list[tuple[Callable[[Tool[Any, Any]], bool], Callable[..., Any]]] = []
         self._validators: list[tuple[Callable[[Tool[Any, Any]], bool], Callable[..., Any]]] = []
-        self._plans: dict[Tool[Any, Any], _ToolPlan] = {}
+        self._prepared: dict[Tool[Any, Any], _PreparedTool] = {}
         self._chain = self._build_chain()
 
     def __repr__(self) -> str:
@@ -1207,7 +1207,7 @@ class Executor:
 
         def register(f: Callable[..., Any]) -> Callable[..., Any]:
             self._availability.append((_matcher(target), f))
-            self._plans.clear()
+            self._prepared.clear()
             return f
 
         return register if fn is None else register(fn)
@@ -1221,7 +1221,7 @@ class Executor:
 
         def register(f: Callable[..., Any]) -> Callable[..., Any]:
             self._validators.append((_matcher(target), f))
-            self._plans.clear()
+            self._prepared.clear()
             return f
 
         return register if fn is None else register(fn)
@@ -1232,10 +1232,10 @@ class Executor:
         if pool is not None:
             pool.shutdown(wait=False)
 
-    def _plan(self, tool: Tool[Any, Any]) -> _ToolPlan:
-        plan = self._plans.get(tool)
+    def _prepare(self, tool: Tool[Any, Any]) -> _PreparedTool:
+        plan = self._prepared.get(tool)
         if plan is None:
-            plan = self._plans[tool] = _ToolPlan(self, tool)
+            plan = self._prepared[tool] = _PreparedTool(self, tool)
         return plan
 
     def _thread_pool(self) -> concurrent.futures.Executor:
@@ -1253,7 +1253,7 @@ class Executor:
 
         async def innermost(request: ToolRequest) -> ToolResult:
             return await self._attempt(
-                self._plan(request.call.tool), request.call, request.approved
+                self._prepare(request.call.tool), request.call, request.approved
             )
 
         chain: Next = innermost
@@ -1284,7 +1284,7 @@ class Executor:
                 job.refuse(f"unknown tool `{call.name}`", "unknown_tool")
                 return False
             tool, typed = found, None
-        plan = job.plan = self._plan(tool)
+        plan = job.plan = self._prepare(tool)
         if plan.violation is not None:
             job.refuse(plan.violation, "sandbox_violation")
             return False
@@ -1305,7 +1305,7 @@ class Executor:
         job.call = typed
         return bool(plan.validate)
 
-    def _is_tool_available(self, plan: _ToolPlan, tool: Tool[Any, Any]) -> bool:
+    def _is_tool_available(self, plan: _PreparedTool, tool: Tool[Any, Any]) -> bool:
         for check in plan.available:
             try:
                 if not check(tool):
@@ -1315,7 +1315,7 @@ class Executor:
                 return False
         return True
 
-    async def _run_validators(self, job: _Job, plan: _ToolPlan, call: TypedCall[Any]) -> None:
+    async def _run_validators(self, job: _Job, plan: _PreparedTool, call: TypedCall[Any]) -> None:
         for check in plan.validate:
             try:
                 verdict = await _maybe_await(check(call))
@@ -1439,7 +1439,7 @@ class Executor:
     # -- stage 3: running -----------------------------------------------------------------
 
     async def _attempt(
-        self, plan: _ToolPlan, call: TypedCall[Any], approved: str | None
+        self, plan: _PreparedTool, call: TypedCall[Any], approved: str | None
     ) -> ToolResult:
         """One attempt: run the tool under its timeout, validate its output. Raises on failure."""
         if approved is not None and call_fingerprint(call) != approved:
@@ -1815,50 +1815,50 @@ class Executor:
         plan: ToolRoundPlan | ToolRound,
         *,
         approvals: Iterable[Approval] | Mapping[str, Approval] = (),
-    ) -> PlanRun:
+    ) -> RoundExecution:
         """Run the pending calls and commit the round (handled + rejected + issues + results).
 
         If an approval is deferred, nothing runs and nothing is committed: the
-        PlanRun carries the pending requests; resume with :meth:`aresume`.
+        RoundExecution carries the pending requests; resume with :meth:`aresume`.
         """
         calls, context = _plan_calls(plan)
         jobs, pending = await self._process(calls, context, approvals, _guards_of(plan))
         if pending:
-            return PlanRun(plan, (), tuple(pending), False)
+            return RoundExecution(plan, (), tuple(pending), False)
         results = tuple(j.result for j in jobs if j.result is not None)
         if isinstance(plan, ToolRoundPlan):
             await self._observe_handled(plan)
         plan.commit(results)
-        return PlanRun(plan, results, (), True)
+        return RoundExecution(plan, results, (), True)
 
     def execute_and_commit(
         self,
         plan: ToolRoundPlan | ToolRound,
         *,
         approvals: Iterable[Approval] | Mapping[str, Approval] = (),
-    ) -> PlanRun:
+    ) -> RoundExecution:
         """Sync :meth:`aexecute_and_commit`."""
         return _run_sync(self.aexecute_and_commit(plan, approvals=approvals), "execute_and_commit")
 
     async def aresume(
         self,
-        plan: ToolRoundPlan | ToolRound | PlanRun,
+        plan: ToolRoundPlan | ToolRound | RoundExecution,
         approvals: Iterable[Approval] | Mapping[str, Approval],
-    ) -> PlanRun:
+    ) -> RoundExecution:
         """Continue a plan whose approval was deferred, with the decisions made since.
 
         Each Approval is bound to the fingerprint that was reviewed: a call
         whose arguments changed since gets an error result and is not run.
         Calls without a decision go to the approver again.
         """
-        target = plan.plan if isinstance(plan, PlanRun) else plan
+        target = plan.plan if isinstance(plan, RoundExecution) else plan
         return await self.aexecute_and_commit(target, approvals=approvals)
 
     def resume(
         self,
-        plan: ToolRoundPlan | ToolRound | PlanRun,
+        plan: ToolRoundPlan | ToolRound | RoundExecution,
         approvals: Iterable[Approval] | Mapping[str, Approval],
-    ) -> PlanRun:
+    ) -> RoundExecution:
         """Sync :meth:`aresume`."""
         return _run_sync(self.aresume(plan, approvals), "resume")
 

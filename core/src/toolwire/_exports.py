@@ -50,7 +50,6 @@ TOPLEVEL: Mapping[str, str] = {
     "Modify": "toolwire._execute",
     "NeedsTools": "toolwire._round",
     "NotAvailable": "toolwire._round",
-    "PlanRun": "toolwire._execute",
     "PluginHost": "toolwire._plugins",
     "PluginRecord": "toolwire._plugins",
     "PolicyError": "toolwire._errors",
@@ -63,6 +62,7 @@ TOPLEVEL: Mapping[str, str] = {
     "ResolvedTurn": "toolwire._turn",
     "RetryHint": "toolwire._tools",
     "RoundCommitted": "toolwire._agent",
+    "RoundExecution": "toolwire._execute",
     "RoundLimitError": "toolwire._errors",
     "RunNormally": "toolwire._hooks",
     "Selector": "toolwire._tools",
@@ -220,6 +220,7 @@ MOVED: Mapping[str, str] = {
     "NotFoundError": "toolwire.exceptions",
     "OverloadedError": "toolwire.exceptions",
     "PermissionDeniedError": "toolwire.exceptions",
+    "PlanRun": "toolwire:RoundExecution",
     "PluginError": "toolwire.exceptions",
     "ProviderConnectionError": "toolwire.exceptions",
     "ProviderTimeoutError": "toolwire.exceptions",
@@ -247,8 +248,9 @@ MOVED: Mapping[str, str] = {
     "rejection_content": "toolwire.adapters",
     "wire_name": "toolwire.adapters",
 }
-"""Names that left the top level in 0.2 -> the public module that has them now. Reading
-one from ``toolwire`` still works for one release, with a DeprecationWarning."""
+"""Names that left the top level in 0.2 -> the public module that has them now
+(``module:NewName`` where the name changed too). Reading one from ``toolwire`` still works
+for one release, with a DeprecationWarning."""
 
 SUBMODULES = frozenset({"adapters", "exceptions", "hookspecs", "schema"})
 """The public submodules, reachable as attributes of ``toolwire`` (imported on first read)."""

@@ -24,7 +24,8 @@ def lazy_exports(
 
     A name is imported from its module the first time it is read, then stored in the
     module's ``namespace`` (its ``globals()``), so later reads cost nothing. A name in
-    ``moved`` (name -> the public module that has it now) still resolves, with a
+    ``moved`` (name -> the public module that has it now, ``module:NewName`` if renamed)
+    still resolves, with a
     DeprecationWarning on every read, and is not listed by ``dir()``. A name in
     ``submodules`` is the package's public submodule of that name, imported on first read.
     """
@@ -37,13 +38,15 @@ def lazy_exports(
             new_home = moved.get(name) if moved else None
             if new_home is None:
                 raise AttributeError(f"module {package!r} has no attribute {name!r}")
+            module_name, _, new_name = new_home.partition(":")
+            new_name = new_name or name
             warnings.warn(
-                f"{package}.{name} moved to {new_home}.{name}; import it from there "
+                f"{package}.{name} moved to {module_name}.{new_name}; import it from there "
                 f"(the old name will be removed in the next minor release)",
                 DeprecationWarning,
                 stacklevel=2,
             )
-            return getattr(importlib.import_module(new_home), name)
+            return getattr(importlib.import_module(module_name), new_name)
         value = getattr(importlib.import_module(module), name)
         namespace[name] = value
         return value
