@@ -28,6 +28,14 @@ from toolwire._errors import (
     StreamError,
 )
 from toolwire._http import ApiKey, SSEEvent, Transport
+from toolwire.schema import CompiledTool, CompileReport, SchemaCompiler
+
+
+def _compile_as_is(schema: Any, tool: str, options: Any) -> CompiledTool:
+    return CompiledTool(tool, dict(schema), None, CompileReport(tool, "as-is"))
+
+
+_COMPILER = SchemaCompiler("as-is", _compile_as_is)
 
 KEY = "sk-adapter-SECRET-0123456789"
 Handler = Callable[[httpx.Request], httpx.Response]
@@ -620,34 +628,30 @@ def test_cached_wire_caches_only_the_tools_own_description() -> None:
         built.append(text)
         return {"description": text}
 
-    first = cached_wire(ping, "Ping.", "k", lambda: build("Ping."), provider="anthropic")
-    assert first is cached_wire(ping, "Ping.", "k", lambda: build("Ping."), provider="anthropic")
+    first = cached_wire(ping, "Ping.", "k", lambda: build("Ping."), compiler=_COMPILER)
+    assert first is cached_wire(ping, "Ping.", "k", lambda: build("Ping."), compiler=_COMPILER)
     for user in ("ada", "bob", "ada"):
         cached_wire(
             ping,
             f"Ping for {user}.",
             "k",
             lambda u=user: build(f"Ping for {u}."),
-            provider="anthropic",
+            compiler=_COMPILER,
         )
     assert ["Ping.", "Ping for ada.", "Ping for bob.", "Ping for ada."] == built
     assert 1 == len([k for k in ping.cache if isinstance(k, tuple) and k[0] == "k"])
 
 
-def test_cached_wire_is_rebuilt_for_a_compiler_registered_later() -> None:
+def test_cached_wire_keeps_one_rendering_per_compiler() -> None:
     from toolwire import tool_fn
     from toolwire._adapter import cached_wire
-    from toolwire._compile import register_schema_compiler, schema_compiler
 
     @tool_fn
     def pong() -> str:
         """Pong."""
         return "ping"
 
-    original = schema_compiler("anthropic")
-    cached_wire(pong, "Pong.", "k", lambda: {"v": 1}, provider="anthropic")
-    register_schema_compiler("anthropic", lambda schema, **kw: original(schema, **kw), replace=True)
-    try:
-        assert {"v": 2} == cached_wire(pong, "Pong.", "k", lambda: {"v": 2}, provider="anthropic")
-    finally:
-        register_schema_compiler("anthropic", original, replace=True)
+    other = SchemaCompiler("other", _COMPILER.compile)
+    assert {"v": 1} == cached_wire(pong, "Pong.", "k", lambda: {"v": 1}, compiler=_COMPILER)
+    assert {"v": 2} == cached_wire(pong, "Pong.", "k", lambda: {"v": 2}, compiler=other)
+    assert {"v": 1} == cached_wire(pong, "Pong.", "k", lambda: {"v": 3}, compiler=_COMPILER)

@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 import httpx
 
-from toolwire._compile import schema_compiler
+from toolwire._compile import SchemaCompiler
 from toolwire._errors import AuthenticationError, ProviderError, StreamError, UsageError
 from toolwire._exports import publish
 from toolwire._http import (
@@ -68,7 +68,7 @@ def cached_wire(
     key: Hashable,
     build: Callable[[], dict[str, Any]],
     *,
-    provider: str,
+    compiler: SchemaCompiler,
 ) -> dict[str, Any]:
     """A tool's rendered wire dict, cached on the tool under ``key``.
 
@@ -76,13 +76,12 @@ def cached_wire(
     override, a hook's per-user text) is built each time from the cached
     compile, so the cache cannot grow with every description a hook invents.
     The cached dict is shared: hand out copies. The key includes the schema
-    compiler registered for ``provider`` now, so a compiler a plugin registers
-    later is never served dicts the old one made.
+    ``compiler`` that ``build`` uses, so two compilers never share a rendering.
     """
     if description != tool.description:
         return build()
 
-    full = (key, schema_compiler(provider))
+    full = (key, compiler)
     wire: dict[str, Any] | None = tool.cache.get(full)
     if wire is None:
         wire = tool.cache[full] = build()

@@ -5,6 +5,7 @@
     ToolwireError
     ├── UsageError (TypeError, ValueError)       toolwire was called with an argument it cannot take
     ├── ToolDefinitionError (ValueError)         a tool or its metadata is malformed
+    │   └── SchemaCompileError                   a schema cannot be compiled for a provider
     ├── ToolsetError (ValueError)                a toolset cannot be assembled
     │   └── NameCollisionError                   two tools want the same wire name
     ├── UnknownToolError (LookupError)           no tool of that name
@@ -74,6 +75,7 @@ __all__ = [
     "RateLimitError",
     "RequirementNotMetError",
     "RoundLimitError",
+    "SchemaCompileError",
     "ServerError",
     "StreamError",
     "ToolDefinitionError",
@@ -101,6 +103,14 @@ class UsageError(ToolwireError, TypeError, ValueError):
 
 class ToolDefinitionError(ToolwireError, ValueError):
     """A tool, its schema or its metadata is malformed (raised at definition time)."""
+
+
+class SchemaCompileError(ToolDefinitionError):
+    """A tool's schema cannot be compiled for a provider at all.
+
+    Raised for a root that is not an object schema, a ``$ref`` that is not
+    local or does not resolve, a ``false`` schema, or an unknown ``type``.
+    """
 
 
 class ToolsetError(ToolwireError, ValueError):

@@ -144,14 +144,35 @@ ADAPTERS: Mapping[str, str] = {
 """``toolwire.adapters``: what a provider adapter's author needs beyond the top level."""
 
 SCHEMA: Mapping[str, str] = {
+    "ALL_TYPE_KEYWORDS": "toolwire._compile",
+    "ANNOTATION_KEYWORDS": "toolwire._compile",
+    "JSON_TYPES": "toolwire._compile",
+    "SUBSCHEMA_KEYWORDS": "toolwire._compile",
+    "SUBSCHEMA_LIST_KEYWORDS": "toolwire._compile",
+    "SUBSCHEMA_MAP_KEYWORDS": "toolwire._compile",
+    "TYPE_KEYWORDS": "toolwire._compile",
+    "ChangeLog": "toolwire._compile",
     "CompileOptions": "toolwire._compile",
     "CompileReport": "toolwire._compile",
     "CompiledTool": "toolwire._compile",
+    "OpenAIStrictLimits": "toolwire._compile",
     "SchemaChange": "toolwire._compile",
+    "SchemaCompileError": "toolwire._errors",
+    "SchemaCompiler": "toolwire._compile",
+    "add_note": "toolwire._compile",
+    "brief": "toolwire._compile",
+    "check_refs": "toolwire._compile",
+    "check_root": "toolwire._compile",
     "check_tools": "toolwire._compile",
     "compile_tool": "toolwire._compile",
     "format_report": "toolwire._compile",
+    "json_type": "toolwire._compile",
+    "matches_type": "toolwire._compile",
     "parse_docstring": "toolwire._schema",
+    "pointer_token": "toolwire._compile",
+    "resolve_ref": "toolwire._compile",
+    "safe_cleanup": "toolwire._compile",
+    "split_type_list": "toolwire._compile",
 }
 """``toolwire.schema``: schema compilation, checks and loss reports."""
 
@@ -183,6 +204,7 @@ EXCEPTIONS: Mapping[str, str] = {
     "RateLimitError": "toolwire._errors",
     "RequirementNotMetError": "toolwire._errors",
     "RoundLimitError": "toolwire._errors",
+    "SchemaCompileError": "toolwire._errors",
     "ServerError": "toolwire._errors",
     "StreamError": "toolwire._errors",
     "ToolDefinitionError": "toolwire._errors",

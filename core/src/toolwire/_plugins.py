@@ -30,6 +30,7 @@ import pluggy
 
 from toolwire import hookspecs
 from toolwire._calls import ToolResult, TypedCall, rejection_content
+from toolwire._compile import SchemaCompiler
 from toolwire._errors import PluginError, PolicyError, UsageError
 from toolwire._exports import publish
 from toolwire._hooks import Complete, HookContext, HookSet, Reject, RunNormally, _close
@@ -219,6 +220,7 @@ class PluginHost:
         self._toolsets: dict[str, Toolset] = {}  # plugin name -> its group
         self._toolsets_of: set[str] = set()  # plugins whose toolsets were collected
         self._providers: dict[str, tuple[str, Callable[..., Provider]]] = {}
+        self._schema_compilers: dict[str, SchemaCompiler] = {}
         self._providers_of: set[str] = set()
         self._sets: tuple[HookSet, HookSet] | None = None
         self._result_hooks: tuple[_ResultHook, ...] | None = None
@@ -456,6 +458,7 @@ class PluginHost:
         for pname, (owner, _) in list(self._providers.items()):
             if owner == name:
                 del self._providers[pname]
+                self._schema_compilers.pop(pname, None)
         self._invalidate()
 
     def _invalidate(self) -> None:
@@ -562,7 +565,12 @@ class PluginHost:
         record = self._record_of(plugin_name)
         added: list[str] = []
 
-        def register(name: str, factory: Callable[..., Provider]) -> None:
+        def register(
+            name: str,
+            factory: Callable[..., Provider],
+            *,
+            schema_compiler: SchemaCompiler | None = None,
+        ) -> None:
             if not isinstance(name, str) or not _PROVIDER_NAME.match(name):
                 raise PluginError(
                     f"a provider name must match {_PROVIDER_NAME.pattern}, got {name!r}",
@@ -579,7 +587,15 @@ class PluginHost:
                     f"provider `{name}` is already registered by plugin `{owner[0]}`",
                     plugin=plugin_name,
                 )
+            if schema_compiler is not None and not isinstance(schema_compiler, SchemaCompiler):
+                raise PluginError(
+                    f"provider `{name}`: schema_compiler must be a "
+                    f"toolwire.schema.SchemaCompiler, got {type(schema_compiler).__name__}",
+                    plugin=plugin_name,
+                )
             self._providers[name] = (plugin_name, factory)
+            if schema_compiler is not None:
+                self._schema_compilers[name] = schema_compiler
             added.append(name)
 
         try:
@@ -591,6 +607,7 @@ class PluginHost:
         except Exception as exc:
             for name in added:
                 self._providers.pop(name, None)
+                self._schema_compilers.pop(name, None)
             self._fail(record, f"failed to register its providers: {_describe(exc)}", exc)
 
     def _ensure_providers(self, name: str | None) -> None:
@@ -612,6 +629,30 @@ class PluginHost:
         with self._lock:
             self._ensure_providers(None)
             return tuple(sorted(self._providers))
+
+    def schema_compilers(self) -> Mapping[str, SchemaCompiler]:
+        """The schema compilers the providers registered, by provider name (imports all
+        provider plugins)."""
+        with self._lock:
+            self._ensure_providers(None)
+            return dict(self._schema_compilers)
+
+    def schema_compiler(self, name: str) -> SchemaCompiler:
+        """The schema compiler registered with provider ``name``.
+
+        Raises PluginError naming the providers that have one when ``name`` has none.
+        """
+        with self._lock:
+            self._ensure_providers(name)
+            found = self._schema_compilers.get(name)
+        if found is None:
+            known = ", ".join(f"`{n}`" for n in sorted(self._schema_compilers)) or "none"
+            raise PluginError(
+                f"no schema compiler for provider `{name}` (providers with one: {known}); "
+                f"a provider registers it with register(name, factory, schema_compiler=...)",
+                plugin=name,
+            )
+        return found
 
     def provider(self, name: str, **options: Any) -> Provider:
         """Create the provider registered as ``name`` (imports its plugin if needed).

@@ -13,7 +13,7 @@ from typing import Any, NoReturn, TextIO
 
 from toolwire._agent import Agent, AgentEvent, AgentFinished, ToolCallDecided, ToolResultReady
 from toolwire._calls import ToolCall, rejection_reason
-from toolwire._compile import check_tools, format_report, schema_compilers
+from toolwire._compile import check_tools, format_report
 from toolwire._errors import (
     PluginError,
     ProviderError,
@@ -466,15 +466,14 @@ def _cmd_chat(args: argparse.Namespace) -> int:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-
     host = _host()
     toolset = host.assemble(_app_toolset(args.app))
-    if args.provider not in schema_compilers():
-        host.providers()  # provider plugins may register their own compilers when imported
-    if args.provider not in schema_compilers():
-        known = ", ".join(sorted(schema_compilers()))
+    compilers = host.schema_compilers()  # each provider registers its own compiler
+    compiler = compilers.get(args.provider)
+    if compiler is None:
+        known = ", ".join(sorted(compilers)) or "none installed"
         raise CliError(f"no schema compiler for `{args.provider}` (known: {known})", EXIT_PROVIDER)
-    reports = check_tools(toolset.tools(), args.provider)
+    reports = check_tools(toolset.tools(), compiler)
     if args.json:
         data = [
             {

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable
 
     from toolwire._calls import ToolResult, TypedCall
+    from toolwire._compile import SchemaCompiler
     from toolwire._hooks import HookContext, ToolDecision
     from toolwire._provider import Provider
     from toolwire._tools import Tool
@@ -69,7 +70,13 @@ class RegisterToolset(Protocol):
 class RegisterProvider(Protocol):
     """The ``register`` callback passed to ``toolwire_register_providers``."""
 
-    def __call__(self, name: str, factory: Callable[..., Provider]) -> None: ...
+    def __call__(
+        self,
+        name: str,
+        factory: Callable[..., Provider],
+        *,
+        schema_compiler: SchemaCompiler | None = None,
+    ) -> None: ...
 
 
 # -- registration ------------------------------------------------------------------
@@ -110,9 +117,12 @@ def toolwire_register_providers(register: RegisterProvider) -> None:
     A plugin whose implementation raises, or registers a name that is already
     taken or a factory that is not callable, is skipped and recorded.
 
-    :param register: ``register(name, factory)``. ``name`` is what users pass
-        (``"openai"``); ``factory(**options)`` returns a
-        :class:`toolwire.Provider` (``model=...`` is always accepted).
+    :param register: ``register(name, factory, *, schema_compiler=None)``. ``name``
+        is what users pass (``"openai"``); ``factory(**options)`` returns a
+        :class:`toolwire.Provider` (``model=...`` is always accepted);
+        ``schema_compiler`` is the provider's :class:`toolwire.schema.SchemaCompiler`,
+        which ``toolwire check --provider NAME`` and ``PluginHost.schema_compiler(name)``
+        use (``schema_compiler`` is new in 0.2).
 
     Added in 0.1.
     """

@@ -14,7 +14,8 @@ from _anthropic_support import Make, enqueue, enqueue_message, enqueue_stream, v
 from fakes import FakeAnthropic, anthropic_messages
 
 import toolwire as tw
-from toolwire._compile import compile_tool
+from toolwire.schema import compile_tool
+from toolwire_anthropic._schema import COMPILER
 
 M = anthropic_messages
 STREAM = pytest.mark.parametrize("stream", [False, True], ids=["json", "sse"])
@@ -272,7 +273,7 @@ def test_tools_are_rendered_through_the_compiler_and_cached(
     assert {
         "name": "get_weather",
         "description": "Get the weather.",
-        "input_schema": compile_tool(get_weather, "anthropic").schema,
+        "input_schema": compile_tool(get_weather, COMPILER).schema,
     } == rendered[0]
     assert "object" == rendered[0]["input_schema"]["type"]
     rendered[0]["name"] = "mutated"

@@ -50,7 +50,7 @@ def test_host_discovers_all_four_providers_through_the_entry_point(
 @pytest.mark.parametrize("name", NAMES)
 def test_each_registered_factory_builds_its_provider(name: str) -> None:
     registered: dict[str, object] = {}
-    plugin.toolwire_register_providers(lambda n, f: registered.__setitem__(n, f))
+    plugin.toolwire_register_providers(lambda n, f, **_: registered.__setitem__(n, f))
     assert NAMES == sorted(registered)
     factory = registered[name]
     provider = factory(model="m", base_url="http://127.0.0.1:9/v1", api_key="k")  # type: ignore[operator]

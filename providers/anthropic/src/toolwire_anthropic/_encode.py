@@ -30,6 +30,7 @@ from toolwire import (
 )
 from toolwire.adapters import cached_wire
 from toolwire.schema import compile_tool
+from toolwire_anthropic._schema import COMPILER
 
 __all__ = ["PROVIDER", "encode_messages", "render_tool", "thinking_blocks", "tool_choice"]
 
@@ -47,10 +48,10 @@ def render_tool(tool: Tool[Any, Any], description: str) -> dict[str, Any]:
         wire: dict[str, Any] = {"name": tool.name}
         if description:
             wire["description"] = description
-        wire["input_schema"] = compile_tool(tool, PROVIDER).schema
+        wire["input_schema"] = compile_tool(tool, COMPILER).schema
         return wire
 
-    return cached_wire(tool, description, _WIRE_CACHE, build, provider=PROVIDER)
+    return cached_wire(tool, description, _WIRE_CACHE, build, compiler=COMPILER)
 
 
 def tool_choice(turn: ResolvedTurn, *, thinking: bool) -> dict[str, Any] | None:

@@ -30,4 +30,6 @@ _make.__name__ = _make.__qualname__ = "AnthropicProvider"
 @hookimpl
 def toolwire_register_providers(register: RegisterProvider) -> None:
     """Register ``anthropic``."""
-    register("anthropic", _make)
+    from toolwire_anthropic._schema import COMPILER
+
+    register("anthropic", _make, schema_compiler=COMPILER)

@@ -33,6 +33,7 @@ from toolwire_gemini._encode import (
     system_instruction,
     tool_config,
 )
+from toolwire_gemini._schema import COMPILER
 
 __all__ = ["GeminiProvider", "SchemaTarget"]
 
@@ -156,7 +157,7 @@ class GeminiProvider(HttpProvider[ReplyBuilder]):
 
     def compiled(self, tool: ResolvedTool) -> CompiledTool:
         """The tool's schema compiled for Gemini (cached on the tool)."""
-        return compile_tool(tool.tool, self.name, options=self._compile_options)
+        return compile_tool(tool.tool, COMPILER, options=self._compile_options)
 
     def _declarations(self, turn: ResolvedTurn) -> list[dict[str, Any]]:
         out = []
@@ -168,7 +169,7 @@ class GeminiProvider(HttpProvider[ReplyBuilder]):
                     rt.description,
                     key,
                     lambda rt=rt: function_declaration(rt, self.compiled(rt)),  # type: ignore[misc]
-                    provider=self.name,
+                    compiler=COMPILER,
                 )
             )
         return out

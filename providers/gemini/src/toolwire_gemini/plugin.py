@@ -1,7 +1,7 @@
 """The entry point: registers ``gemini`` with the toolwire host.
 
 Importing this module is cheap: the adapter is imported when a provider is
-first created, not when the host collects registrations.
+first created; the schema compiler when the host collects registrations.
 """
 
 from __future__ import annotations
@@ -26,5 +26,7 @@ def gemini(**options: Any) -> Provider:
 
 @hookimpl
 def toolwire_register_providers(register: RegisterProvider) -> None:
-    """Register ``gemini``."""
-    register("gemini", gemini)
+    """Register ``gemini`` and its schema compiler (for ``toolwire check``)."""
+    from toolwire_gemini._schema import COMPILER
+
+    register("gemini", gemini, schema_compiler=COMPILER)

@@ -29,7 +29,8 @@ from toolwire.adapters import (
     cached_wire,
     malformed,
 )
-from toolwire.schema import CompiledTool, CompileOptions, compile_tool
+from toolwire.schema import CompiledTool, CompileOptions, SchemaCompiler, compile_tool
+from toolwire_openai._schema import compiler_for
 
 __all__ = ["StrictMode", "StreamState", "malformed", "OpenAIBase"]
 
@@ -118,9 +119,14 @@ class OpenAIBase(HttpProvider[StreamState]):
 
     # -- rendering ---------------------------------------------------------------------
 
+    @property
+    def schema_compiler(self) -> SchemaCompiler:
+        """This provider's schema compiler (OpenAI strict; see ``toolwire_openai._schema``)."""
+        return compiler_for(self.name)
+
     def compiled(self, tool: ResolvedTool) -> CompiledTool:
         """The tool's schema compiled for this provider (cached on the tool)."""
-        return compile_tool(tool.tool, self.name, options=self._compile_options)
+        return compile_tool(tool.tool, self.schema_compiler, options=self._compile_options)
 
     def _wire_tools(self, turn: ResolvedTurn) -> list[dict[str, Any]]:
         # One small int stands for this adapter's wire configuration: hashing the
@@ -136,7 +142,7 @@ class OpenAIBase(HttpProvider[StreamState]):
                     rt.description,
                     (_WIRE_CACHE, token),
                     lambda rt=rt: self._tool_wire(rt, self.compiled(rt)),  # type: ignore[misc]
-                    provider=self.name,
+                    compiler=self.schema_compiler,
                 )
             )
         return out
@@ -234,7 +240,7 @@ class OpenAIBase(HttpProvider[StreamState]):
         if tool is None:
             return call.arguments
         try:
-            compiled = compile_tool(tool, self.name, options=self._compile_options)
+            compiled = compile_tool(tool, self.schema_compiler, options=self._compile_options)
         except Exception:  # rendering would have failed first; never fail a decode on it
             return call.arguments
         if not compiled.restores_defaults:

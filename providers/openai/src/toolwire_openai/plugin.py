@@ -41,5 +41,7 @@ def _factory(class_name: str) -> Any:
 @hookimpl
 def toolwire_register_providers(register: RegisterProvider) -> None:
     """Register ``openai``, ``openai-responses``, ``openrouter`` and ``openai-compatible``."""
+    from toolwire_openai._schema import COMPILERS
+
     for name, class_name in PROVIDERS.items():
-        register(name, _factory(class_name))
+        register(name, _factory(class_name), schema_compiler=COMPILERS[name])

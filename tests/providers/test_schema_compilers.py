@@ -1,5 +1,7 @@
-"""Per-provider schema compilers: OpenAI strict, Gemini (parameters and parametersJsonSchema),
-Anthropic; the loss reports, strict-null restoring, the registry and the cache."""
+"""The providers' schema compilers: OpenAI strict, Gemini (parameters and parametersJsonSchema),
+Anthropic; the loss reports, strict-null restoring, and the core driver's cache.
+
+A workspace test: it needs the three provider distributions installed."""
 
 from __future__ import annotations
 
@@ -17,32 +19,50 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field, TypeAdapter
 
 from toolwire import ToolDefinitionError, raw_tool, tool_fn
-from toolwire._compile import (
-    GEMINI_SCHEMA_KEYS,
-    OPENAI_STRICT_FORMATS,
+from toolwire._tools import Tool
+from toolwire._turn import ResolvedTool
+from toolwire.exceptions import SchemaCompileError, UsageError
+from toolwire.schema import (
     CompiledTool,
     CompileOptions,
     CompileReport,
     OpenAIStrictLimits,
     SchemaChange,
-    SchemaCompileError,
-    UnknownSchemaCompilerError,
+    SchemaCompiler,
     check_tools,
-    choose_gemini_schema,
-    compile_anthropic,
-    compile_gemini,
-    compile_gemini_json_schema,
-    compile_openai,
-    compile_openai_strict,
     compile_tool,
     format_report,
-    register_schema_compiler,
-    schema_compiler,
-    schema_compilers,
+)
+from toolwire_anthropic._schema import COMPILER as ANTHROPIC
+from toolwire_anthropic._schema import compile_anthropic
+from toolwire_gemini._schema import COMPILER as GEMINI
+from toolwire_gemini._schema import (
+    GEMINI_SCHEMA_KEYS,
+    choose_gemini_schema,
+    compile_gemini,
+    compile_gemini_json_schema,
+)
+from toolwire_openai._schema import COMPILERS as OPENAI
+from toolwire_openai._schema import (
+    OPENAI_STRICT_FORMATS,
+    compile_openai,
+    compile_openai_strict,
     strip_strict_nulls,
 )
-from toolwire._tools import Tool
-from toolwire._turn import ResolvedTool
+
+COMPILERS: dict[str, SchemaCompiler] = {**OPENAI, "gemini": GEMINI, "anthropic": ANTHROPIC}
+
+
+def compile_for(tool: Any, provider: str, *, options: CompileOptions | None = None) -> CompiledTool:
+    """compile_tool with the compiler the provider of that name registers."""
+    return compile_tool(tool, COMPILERS[provider], options=options)
+
+
+def check_for(
+    tools: Any, provider: str, *, options: CompileOptions | None = None
+) -> list[CompileReport]:
+    return check_tools(tools, COMPILERS[provider], options=options)
+
 
 # -- the bench fixture ----------------------------------------------------------------------
 
@@ -332,7 +352,7 @@ def test_fixture_tools_compile_for_every_provider(fn: Any) -> None:
     assert anthropic_report.lossless
     assert {"type": "object"}.items() <= anthropic.items()
     for provider in PROVIDERS:
-        compiled = compile_tool(tool, provider)
+        compiled = compile_for(tool, provider)
         if compiled.strict:
             assert_openai_strict_valid(compiled.schema)
 
@@ -341,7 +361,7 @@ def test_fixture_tools_compile_for_every_provider(fn: Any) -> None:
 def test_fixture_auto_strict_is_on_exactly_when_there_is_no_map(fn: Any) -> None:
     tool = tool_fn(fn)
     has_map = "weights" in tool.input_schema["properties"]
-    compiled = compile_tool(tool, "openai")
+    compiled = compile_for(tool, "openai")
     assert (not has_map) == compiled.strict
     assert compiled.report.lossless
     if has_map:
@@ -354,7 +374,7 @@ def test_fixture_auto_strict_is_on_exactly_when_there_is_no_map(fn: Any) -> None
 @pytest.mark.parametrize("fn", FIXTURE_FUNCTIONS, ids=FIXTURE_IDS)
 def test_fixture_strict_nulls_restore_every_default(fn: Any) -> None:
     tool = tool_fn(fn)
-    compiled = compile_tool(tool, "openai", options=CompileOptions(strict_mode=True))
+    compiled = compile_for(tool, "openai", options=CompileOptions(strict_mode=True))
     sent = example_instance(compiled.schema)
     jsonschema.validate(sent, compiled.schema)
     restored = compiled.restore_arguments(sent)
@@ -367,7 +387,7 @@ def test_fixture_strict_nulls_restore_every_default(fn: Any) -> None:
 def test_fixture_gemini_prefers_json_schema_and_falls_back_for_maps() -> None:
     tools = [tool_fn(f) for f in FIXTURE_FUNCTIONS]
     for tool in tools:
-        compiled = compile_tool(tool, "gemini")
+        compiled = compile_for(tool, "gemini")
         assert "parametersJsonSchema" == compiled.target
         assert compiled.report.lossless
     read_file = next(t for t in tools if t.name == "read_file")
@@ -787,7 +807,7 @@ def test_chooser() -> None:
     target, _, report = choose_gemini_schema(lossy_js)
     assert "parametersJsonSchema" == target  # both lose the bound; JSON Schema is preferred
     tool = _tool(t_tree)
-    compiled = compile_tool(tool, "gemini", options=CompileOptions(gemini_target="parameters"))
+    compiled = compile_for(tool, "gemini", options=CompileOptions(gemini_target="parameters"))
     assert "parameters" == compiled.target
     assert_gemini_subset(compiled.schema)
 
@@ -832,7 +852,7 @@ def tool_fn_for_model(model: type[BaseModel]) -> dict[str, Any]:
 def test_keyword_named_properties_survive(provider: str) -> None:
     tool = _tool(t_keywords)
     for target in ("parameters", "parametersJsonSchema"):
-        compiled = compile_tool(tool, provider, options=CompileOptions(gemini_target=target))
+        compiled = compile_for(tool, provider, options=CompileOptions(gemini_target=target))
         schema = compiled.schema
         assert {"k", "title", "default"} == set(schema["properties"])
         k = schema["properties"]["k"]
@@ -873,7 +893,7 @@ def test_uncompilable_schemas_raise_a_documented_error(schema: Any, message: str
 def test_check_tools_reports_a_failed_tool_and_goes_on() -> None:
     bad = raw_tool("bad", "d", {"type": "object", "properties": {"a": {"$ref": "#/$defs/X"}}})
     good = _tool(t_defaults)
-    reports = check_tools([bad, good], "openai")
+    reports = check_for([bad, good], "openai")
     assert ["bad", "t_defaults"] == [r.tool for r in reports]
     assert "compile_error" == reports[0].changes[0].kind
     assert "error" == reports[0].changes[0].severity
@@ -884,84 +904,85 @@ def test_check_tools_reports_a_failed_tool_and_goes_on() -> None:
 # -- registry and cache ---------------------------------------------------------------------------
 
 
-def test_registry_has_every_provider() -> None:
-    assert set(PROVIDERS) <= set(schema_compilers())
-    with pytest.raises(UnknownSchemaCompilerError, match="known providers: anthropic, gemini"):
-        schema_compiler("bedrock")
-    with pytest.raises(LookupError):
-        compile_tool(_tool(t_empty), "bedrock")
+def test_every_provider_registers_its_compiler() -> None:
+    from toolwire import PluginHost
+
+    host = PluginHost()
+    registered = host.schema_compilers()
+    assert {name: COMPILERS[name] for name in PROVIDERS} == {
+        name: registered[name] for name in PROVIDERS
+    }
+    assert GEMINI is host.schema_compiler("gemini")
 
 
-def test_register_schema_compiler_refuses_silent_replacement() -> None:
+def test_compile_tool_takes_a_compiler_not_a_name() -> None:
+    with pytest.raises(UsageError, match=r"must be a toolwire\.schema\.SchemaCompiler, got str"):
+        compile_tool(_tool(t_empty), "openai")  # type: ignore[arg-type]
+
+
+def test_a_compiler_of_ones_own_is_used_as_is() -> None:
     def mine(schema: Any, tool: str, options: CompileOptions) -> CompiledTool:
         return CompiledTool(tool, dict(schema), None, CompileReport(tool, "mine"))
 
-    register_schema_compiler("test-mine", mine)
-    try:
-        assert mine is schema_compiler("test-mine")
-        with pytest.raises(ValueError, match="replace=True"):
-            register_schema_compiler("test-mine", lambda s, t, o: mine(s, t, o))
-        assert "mine" == compile_tool(_tool(t_empty), "test-mine").report.provider
-    finally:
-        from toolwire import _compile
-
-        _compile._COMPILERS.pop("test-mine", None)
+    compiler = SchemaCompiler("mine", mine)
+    assert "mine" == compile_tool(_tool(t_empty), compiler).report.provider
+    assert compile_tool(_tool(t_empty), compiler) is not compile_for(_tool(t_empty), "openai")
 
 
 def test_compile_tool_caches_per_provider_and_options() -> None:
     tool = _tool(t_map)
-    first = compile_tool(tool, "openai")
-    assert first is compile_tool(tool, "openai")
-    forced = compile_tool(tool, "openai", options=CompileOptions(strict_mode=True))
+    first = compile_for(tool, "openai")
+    assert first is compile_for(tool, "openai")
+    forced = compile_for(tool, "openai", options=CompileOptions(strict_mode=True))
     assert forced is not first
     assert (False, True) == (first.strict, forced.strict)
-    assert compile_tool(tool, "openai-responses") is not first
+    assert compile_for(tool, "openai-responses") is not first
     assert 3 == len(tool.cache)
 
 
 def test_renamed_view_has_its_own_cache_and_name() -> None:
     tool = _tool(t_defaults)
-    compile_tool(tool, "openai")
+    compile_for(tool, "openai")
     view = tool.renamed("ns_t_defaults")
-    compiled = compile_tool(view, "openai")
+    compiled = compile_for(view, "openai")
     assert "ns_t_defaults" == compiled.report.tool == compiled.name
-    assert "t_defaults" == compile_tool(tool, "openai").report.tool
+    assert "t_defaults" == compile_for(tool, "openai").report.tool
     assert 1 == len(view.cache)
 
 
 def test_compile_tool_accepts_defs_and_resolved_tools() -> None:
     tool = _tool(t_defaults)
-    from_def = compile_tool(tool.definition, "anthropic")
-    from_resolved = compile_tool(ResolvedTool(tool, "other description"), "anthropic")
+    from_def = compile_for(tool.definition, "anthropic")
+    from_resolved = compile_for(ResolvedTool(tool, "other description"), "anthropic")
     assert from_def.schema == from_resolved.schema
-    assert from_resolved is compile_tool(tool, "anthropic")
+    assert from_resolved is compile_for(tool, "anthropic")
     with pytest.raises(TypeError, match="wrap it with tool_fn"):
-        compile_tool(t_defaults, "openai")  # type: ignore[arg-type]
+        compile_for(t_defaults, "openai")  # type: ignore[arg-type]
 
 
 def test_openai_compatible_providers_default_to_no_strict() -> None:
     tool = _tool(t_defaults)
-    assert compile_tool(tool, "openai").strict is True
+    assert compile_for(tool, "openai").strict is True
     for provider in ("openrouter", "openai-compatible"):
-        compiled = compile_tool(tool, provider)
+        compiled = compile_for(tool, provider)
         assert compiled.strict is False
         assert compiled.schema == tool.input_schema
-        assert compile_tool(tool, provider, options=CompileOptions(strict_mode="auto")).strict
+        assert compile_for(tool, provider, options=CompileOptions(strict_mode="auto")).strict
 
 
 def test_restore_arguments_only_when_strict_made_fields_nullable() -> None:
     tool = _tool(t_defaults)
-    strict = compile_tool(tool, "openai")
+    strict = compile_for(tool, "openai")
     assert strict.restores_defaults
     assert {"query": "q"} == strict.restore_arguments({"query": "q", "verbose": None})
-    loose = compile_tool(tool, "openrouter")
+    loose = compile_for(tool, "openrouter")
     assert not loose.restores_defaults
     args = {"query": "q", "verbose": None}
     assert args is loose.restore_arguments(args)
 
 
 def test_format_report() -> None:
-    reports = check_tools([_tool(t_map), _tool(t_defaults)], "openai")
+    reports = check_for([_tool(t_map), _tool(t_defaults)], "openai")
     text = format_report(reports)
     assert "tool `t_map` for openai (parameters, strict: off): lossless" in text
     assert "strict mode is off because strict mode would lose:" in text
@@ -971,7 +992,7 @@ def test_format_report() -> None:
     assert "made_required_nullable" in format_report(reports, verbose=True)
     assert text.endswith("2 tools checked for openai: 2 lossless, 0 with warnings, 0 failed")
     gemini = format_report(
-        check_tools([_tool(t_tree)], "gemini", options=CompileOptions(gemini_target="parameters"))
+        check_for([_tool(t_tree)], "gemini", options=CompileOptions(gemini_target="parameters"))
     )
     assert "tool `t_tree` for gemini (parameters): 2 warnings" in gemini
     assert "cut_recursion" in gemini
@@ -1116,7 +1137,7 @@ def test_openai_sdk_accepts_the_tool_params() -> None:
     responses = TypeAdapter(FunctionToolParam)
     for tool in _sdk_tools():
         for strict_mode in ("auto", True):
-            compiled = compile_tool(tool, "openai", options=CompileOptions(strict_mode=strict_mode))
+            compiled = compile_for(tool, "openai", options=CompileOptions(strict_mode=strict_mode))
             function = {
                 "name": tool.name,
                 "description": tool.description,
@@ -1158,7 +1179,7 @@ def test_anthropic_sdk_accepts_the_tool_params() -> None:
 
     adapter = TypeAdapter(ToolParam)
     for tool in _sdk_tools():
-        compiled = compile_tool(tool, "anthropic")
+        compiled = compile_for(tool, "anthropic")
         adapter.validate_python(
             {"name": tool.name, "description": tool.description, "input_schema": compiled.schema}
         )
