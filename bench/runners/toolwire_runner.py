@@ -77,8 +77,8 @@ class ToolwireRunner(Runner):
     import_statement = "import toolwire"
     # import toolwire is lazy (as pydantic's own import is); this is what the S2/S3 path uses.
     working_set_statement = (
-        "from toolwire import AssistantReply, Session, ToolCall, Toolset, decode_reply, "
-        "resolve_turn, tool_fn"
+        "from toolwire import Session, ToolCall, Toolset, resolve_turn, tool_fn; "
+        "from toolwire.adapters import AssistantReply, decode_reply"
     )
     paths: ClassVar[dict[str, str]] = {
         "S1": "tool_fn(fn) per function + Toolset + resolve_turn + "
