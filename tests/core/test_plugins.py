@@ -624,28 +624,20 @@ def test_a_status_function_returning_a_non_string_is_reported(host: PluginHost) 
     assert "status() returned int; expected a string" == host.plugin_status(_record(host, "odd"))
 
 
-def test_distribution_name_and_version_come_from_the_dist_info_folder() -> None:
-    from pathlib import Path
-
+def test_distribution_name_and_version_are_read_once_through_the_public_api() -> None:
     from toolwire._plugins import _dist_of
 
     class Dist:
-        _path = Path("/site-packages/toolwire_fs-1.2.3.dist-info")
+        reads = 0
+        version = "1.2.3"
 
         @property
-        def name(self) -> str:
-            raise AssertionError("METADATA should not be parsed")
+        def name(self) -> str:  # importlib_metadata parses METADATA here
+            Dist.reads += 1
+            return "toolwire-fs"
 
-    assert ("toolwire-fs", "1.2.3") == _dist_of(Dist())
-
-
-def test_an_odd_dist_folder_falls_back_to_the_metadata() -> None:
-    from toolwire._plugins import _dist_of
-
-    class Dist:
-        _path = "not a path"
-        name = "weird"
-        version = "0"
-
-    assert ("weird", "0") == _dist_of(Dist())
+    dist = Dist()
+    assert ("toolwire-fs", "1.2.3") == _dist_of(dist)
+    assert ("toolwire-fs", "1.2.3") == _dist_of(dist)
+    assert 1 == Dist.reads
     assert ("", "") == _dist_of(None)

@@ -155,13 +155,6 @@ def _entry_points() -> Mapping[str, tuple[Any, ...]]:
         return _EP_CACHE
 
 
-def _reset_entry_point_cache() -> None:
-    """Forget the metadata read (for tests that install distributions mid-process)."""
-    global _EP_CACHE
-    with _EP_LOCK:
-        _EP_CACHE = None
-
-
 def _describe(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
@@ -841,18 +834,22 @@ class _Bounded:
 
 
 def _dist_of(dist: Any) -> tuple[str, str]:
-    """A distribution's name and version, from its ``NAME-VERSION.dist-info`` folder name
-    when it has one: reading ``dist.name`` parses the whole METADATA file, and discovery
-    does this for every entry point (the folder name is normalised: ``toolwire_fs`` is
-    shown as ``toolwire-fs``)."""
+    """A distribution's name and version, through importlib_metadata's public API.
+
+    Reading them parses the distribution's METADATA, so each distribution is read once
+    per process (discovery reads the entry points once too).
+    """
     if dist is None:
         return "", ""
-    folder = getattr(getattr(dist, "_path", None), "name", "")
-    if isinstance(folder, str) and folder.endswith(".dist-info"):
-        name, sep, version = folder[: -len(".dist-info")].partition("-")
-        if sep and name and version:
-            return name.replace("_", "-"), version
-    return getattr(dist, "name", "") or "", getattr(dist, "version", "") or ""
+    key = id(dist)
+    found = _DIST_NAMES.get(key)
+    if found is None or found[0] is not dist:
+        found = (dist, getattr(dist, "name", "") or "", getattr(dist, "version", "") or "")
+        _DIST_NAMES[key] = found
+    return found[1], found[2]
+
+
+_DIST_NAMES: dict[int, tuple[Any, str, str]] = {}
 
 
 def _decision_hook(

@@ -8,7 +8,6 @@ from typing import Any, ClassVar, Union
 
 import attrs
 
-from toolwire._calls import ToolCall
 from toolwire._errors import StreamError
 from toolwire._exports import publish
 from toolwire._round import AssistantReply, Finished, NeedsTools, decode_reply
@@ -175,10 +174,6 @@ async def arun_turn(
     else:
         reply = await provider.agenerate(session, turn)
     return decode_reply(session, turn, reply, enforce_requirement=enforce_requirement)
-
-
-def tool_call(id: str, name: str, arguments: str) -> ToolCall:
-    return ToolCall(id, name, arguments)
 
 
 publish(globals())

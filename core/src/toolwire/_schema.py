@@ -11,7 +11,7 @@ import inspect
 import itertools
 import re
 import textwrap
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel
@@ -323,9 +323,6 @@ def model_schema(
                 props[name] = {"description": text, **prop}
     schema.setdefault("properties", {})
     return schema
-
-
-SchemaCheck = Callable[[Mapping[str, Any]], None]
 
 
 def check_raw_schema(schema: Any, *, tool: str) -> dict[str, Any]:
