@@ -27,7 +27,7 @@ from toolwire._errors import (
     ProviderError,
     StreamError,
 )
-from toolwire._http import ApiKey, SSEEvent, Transport
+from toolwire._http import ApiKey, ErrorMapper, SSEEvent, Transport
 from toolwire.schema import CompiledTool, CompileReport, SchemaCompiler
 
 
@@ -54,6 +54,8 @@ class EchoProvider(HttpProvider[EchoStream]):
     key_env: ClassVar[tuple[str, ...]] = ("ECHO_API_KEY",)
     base_url_env: ClassVar[tuple[str, ...]] = ("ECHO_BASE_URL",)
     path: ClassVar[str] = "/v1/echo"
+    # Its error words (as a real adapter declares its provider's).
+    error_mapper: ClassVar[ErrorMapper | None] = ErrorMapper(kind_status={"overloaded_error": 529})
 
     def _build_request(
         self, session: tw.Session, turn: tw.ResolvedTurn, *, stream: bool

@@ -49,6 +49,32 @@ from toolwire._http import (
 
 KEY = "sk-test-SECRET-0123456789abcdef"
 
+# Provider wordings live in each adapter's ErrorMapper; these tests exercise the mapping
+# mechanism with a mapper configured the way the adapters configure theirs.
+VENDORS = ErrorMapper(
+    context_length_markers=(
+        "context length",
+        "context_length",
+        "context window",
+        "prompt is too long",
+        "exceed context limit",
+        "exceeds the maximum number of tokens",
+    ),
+    kind_status={
+        "overloaded_error": 529,
+        "rate_limit_error": 429,
+        "invalid_request_error": 400,
+        "resource_exhausted": 429,
+        "unavailable": 503,
+        "invalid_argument": 400,
+        "rate_limit_exceeded": 429,
+        "insufficient_quota": 429,
+        "server_error": 500,
+    },
+    auth_failure_markers=("API_KEY_INVALID", "api key not valid"),
+    permanent_codes=frozenset({"insufficient_quota"}),
+)
+
 OPENAI_429 = {
     "error": {
         "message": "Rate limit reached for gpt-x in organization org-1 on requests per min.",
@@ -99,6 +125,7 @@ def sleeps() -> Sleeps:
 def make_transport(server: ScriptedServer, sleeps: Sleeps, **kwargs: object) -> Transport:
     options: dict[str, object] = {
         "api_key": KEY,
+        "error_mapper": VENDORS,
         "sleep": sleeps,
         "async_sleep": sleeps.asleep,
         "retry": RetryPolicy(jitter=0),
@@ -308,7 +335,7 @@ def mapped(status: int, payload: object = None, **kwargs: object) -> ProviderErr
         response = httpx.Response(status, content=payload, **kwargs)  # type: ignore[arg-type]
     else:
         response = httpx.Response(status, json=payload, **kwargs)  # type: ignore[arg-type]
-    return ErrorMapper().map_response(response, provider="p", secrets=(KEY,))
+    return VENDORS.map_response(response, provider="p", secrets=(KEY,))
 
 
 def openai_error(
@@ -537,14 +564,14 @@ def test_request_id_and_retry_after_are_kept() -> None:
     assert mapped(529, ANTHROPIC_529).request_id == "req_011"
 
 
-def test_gemini_retry_info_gives_retry_after() -> None:
-    payload = gemini_error(
-        429,
-        "RESOURCE_EXHAUSTED",
-        "Quota exceeded",
-        [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "34s"}],
-    )
-    assert mapped(429, payload).retry_after == 34.0
+def test_the_generic_mapping_knows_no_provider_wordings() -> None:
+    generic = ErrorMapper()
+    overloaded = {"error": {"type": "overloaded_error", "message": "busy"}}
+    assert ProviderError is type(generic.map_payload(overloaded, provider="p"))
+    long_prompt = httpx.Response(400, json={"error": {"message": "prompt is too long"}})
+    assert "BadRequestError" == type(generic.map_response(long_prompt, provider="p")).__name__
+    window = httpx.Response(400, json={"error": {"message": "exceeds the context window"}})
+    assert "ContextLengthError" == type(generic.map_response(window, provider="p")).__name__
 
 
 def test_openrouter_upstream_detail_is_kept() -> None:
@@ -613,7 +640,7 @@ def test_message_extraction_hook_as_a_subclass() -> None:
 def test_map_payload_for_errors_inside_a_stream(
     payload: object, expected_type: type[ProviderError], expected_message: str
 ) -> None:
-    error = ErrorMapper().map_payload(payload, provider="p", default=StreamError)
+    error = VENDORS.map_payload(payload, provider="p", default=StreamError)
     assert (expected_type, expected_message) == (type(error), error.message)
 
 

@@ -30,6 +30,7 @@ from toolwire._exports import publish
 from toolwire._http import (
     ApiKey,
     AuthStyle,
+    ErrorMapper,
     RetryPolicy,
     SSEEvent,
     Transport,
@@ -116,6 +117,9 @@ class HttpProvider(Provider, Generic[_S]):
     default_base_url: ClassVar[str] = ""
     key_env: ClassVar[tuple[str, ...]] = ()
     base_url_env: ClassVar[tuple[str, ...]] = ()
+    #: How this provider's error bodies read (its context-length wordings, its error
+    #: type words, ...); None: the generic mapping.
+    error_mapper: ClassVar[ErrorMapper | None] = None
 
     def __init__(
         self,
@@ -155,6 +159,7 @@ class HttpProvider(Provider, Generic[_S]):
             retry=retry,
             client=http_client,
             async_client=async_http_client,
+            error_mapper=self.error_mapper,
         )
 
     def _base_url_from_env(self) -> str | None:

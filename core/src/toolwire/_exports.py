@@ -113,10 +113,13 @@ TOPLEVEL: Mapping[str, str] = {
 """``toolwire``: what an application author uses."""
 
 ADAPTERS: Mapping[str, str] = {
+    "DEFAULT_CONTEXT_LENGTH_MARKERS": "toolwire._http",
     "ApiKey": "toolwire._http",
     "AssistantReply": "toolwire._round",
     "AuthStyle": "toolwire._http",
     "ChatSpan": "toolwire._otel",
+    "ErrorDetail": "toolwire._http",
+    "ErrorMapper": "toolwire._http",
     "HttpProvider": "toolwire._adapter",
     "Provider": "toolwire._provider",
     "ReplyCompleted": "toolwire._provider",
@@ -134,6 +137,7 @@ ADAPTERS: Mapping[str, str] = {
     "Transport": "toolwire._http",
     "cached_wire": "toolwire._adapter",
     "decode_reply": "toolwire._round",
+    "extract_error_detail": "toolwire._http",
     "lazy_exports": "toolwire._lazy",
     "malformed": "toolwire._adapter",
     "rejection_content": "toolwire._calls",

@@ -448,34 +448,14 @@ def _text_or_none(value: object) -> str | None:
     return None
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)s\s*$")
-
-
-def _gemini_details(details: object) -> tuple[str | None, float | None]:
-    reason: str | None = None
-    retry_after: float | None = None
-    if isinstance(details, list):
-        for item in details:
-            if not isinstance(item, dict):
-                continue
-            if reason is None and isinstance(item.get("reason"), str):
-                reason = item["reason"]
-            delay = item.get("retryDelay")
-            if retry_after is None and isinstance(delay, str):
-                match = _DURATION.match(delay)
-                if match:
-                    retry_after = float(match.group(1))
-    return reason, retry_after
-
-
 def extract_error_detail(payload: object, text: str) -> ErrorDetail | None:
     """Read the provider's message out of a decoded error body (the default hook).
 
-    Understands OpenAI/OpenRouter ``{"error": {"message", "type", "code"}}``,
-    Anthropic ``{"type": "error", "error": {"type", "message"}}``, Gemini
-    ``{"error": {"code", "message", "status", "details"}}`` (also wrapped in a list,
-    as streaming endpoints send it), Ollama ``{"error": "..."}``, vLLM's top-level
-    ``{"message", "type", "code"}`` and FastAPI's ``{"detail": ...}``. ``payload`` is
+    Understands the common shapes: ``{"error": {"message", "type" or "status",
+    "code"}}`` (also wrapped in a list, as some streaming endpoints send it, and with
+    OpenRouter's ``metadata.raw``), ``{"error": "..."}``, a top-level ``{"message",
+    "type", "code"}`` and FastAPI's ``{"detail": ...}``. A provider with more to read
+    (Gemini's ``details``) wraps this function in its adapter. ``payload`` is
     the decoded JSON (``None`` when the body is not JSON), ``text`` the raw body.
     Returns ``None`` when nothing recognisable is there.
     """
@@ -496,14 +476,11 @@ def extract_error_detail(payload: object, text: str) -> ErrorDetail | None:
             upstream = metadata.get("provider_name")
             where = f"{upstream}: " if isinstance(upstream, str) else ""
             message = f"{message} ({where}{metadata['raw'][:_SNIPPET_CHARS]})"
-        reason, retry_after = _gemini_details(error.get("details"))
         kind = error.get("type") if isinstance(error.get("type"), str) else error.get("status")
         return ErrorDetail(
             message=message,
             type=kind if isinstance(kind, str) else None,
             code=_text_or_none(error.get("code")),
-            reason=reason,
-            retry_after=retry_after,
             request_id=request_id,
         )
     if isinstance(error, str) and error:
@@ -527,46 +504,13 @@ def extract_error_detail(payload: object, text: str) -> ErrorDetail | None:
     return None
 
 
-#: Lower-cased fragments that mean "the request is longer than the context window".
+#: Lower-cased fragments that mean "the request is longer than the context window", in
+#: any provider's words; each adapter adds its provider's own wordings.
 DEFAULT_CONTEXT_LENGTH_MARKERS: tuple[str, ...] = (
-    "context_length_exceeded",  # OpenAI / OpenRouter code
-    "maximum context length",  # OpenAI, OpenRouter, vLLM: "This model's maximum context length is"
-    "context window",  # OpenAI Responses: "Your input exceeds the context window of this model"
-    "prompt is too long",  # Anthropic: "prompt is too long: 210000 tokens > 200000 maximum"
-    "exceed context limit",  # Anthropic: "input length and `max_tokens` exceed context limit"
-    "exceeds the maximum number of tokens",  # Gemini: "The input token count (N) exceeds ..."
-    "exceed_context_size_error",  # llama.cpp server code
-    "exceeds the available context size",  # llama.cpp server message
+    "context length",
+    "context_length",
+    "context window",
 )
-
-# Error ``type``/``status`` words (Anthropic types, Gemini google.rpc statuses, OpenAI
-# types) mapped to the HTTP status they stand for, for errors that arrive inside a
-# stream (no HTTP status of their own).
-_KIND_STATUS: dict[str, int] = {
-    "invalid_request_error": 400,
-    "authentication_error": 401,
-    "permission_error": 403,
-    "not_found_error": 404,
-    "request_too_large": 413,
-    "rate_limit_error": 429,
-    "api_error": 500,
-    "server_error": 500,
-    "timeout_error": 504,
-    "overloaded_error": 529,
-    "invalid_argument": 400,
-    "failed_precondition": 400,
-    "out_of_range": 400,
-    "unauthenticated": 401,
-    "permission_denied": 403,
-    "not_found": 404,
-    "aborted": 409,
-    "resource_exhausted": 429,
-    "internal": 500,
-    "unavailable": 503,
-    "deadline_exceeded": 504,
-    "insufficient_quota": 429,
-    "rate_limit_exceeded": 429,
-}
 
 
 @attrs.frozen
@@ -576,14 +520,14 @@ class ErrorMapper:
     =======================  ==========================================================
     HTTP status              error
     =======================  ==========================================================
-    401                      AuthenticationError (also Gemini's 400 ``API_KEY_INVALID``)
+    401                      AuthenticationError (also a 400 ``auth_failure_markers`` match)
     403                      PermissionDeniedError
     404                      NotFoundError
     408                      ProviderTimeoutError (transient)
     409, 425                 ServerError (transient: a lock timeout or "too early";
                              the OpenAI and Anthropic SDKs retry 409 too)
-    429                      RateLimitError (transient; not for OpenAI
-                             ``insufficient_quota``, which waiting does not fix)
+    429                      RateLimitError (transient, unless its code is one of
+                             ``permanent_codes``: waiting does not fix those)
     529, 5xx + "overload"    OverloadedError (transient)
     other 5xx                ServerError (transient)
     400, 413, 422            ContextLengthError when the message says the context
@@ -599,6 +543,14 @@ class ErrorMapper:
 
     extract: Callable[[object, str], ErrorDetail | None] = extract_error_detail
     context_length_markers: tuple[str, ...] = DEFAULT_CONTEXT_LENGTH_MARKERS
+    #: Error ``type``/``status``/``code`` words (lower case) -> the HTTP status they stand
+    #: for, for errors that arrive inside a stream with no status of their own.
+    kind_status: Mapping[str, int] = attrs.field(factory=dict, eq=False, hash=False)
+    #: Fragments (of the detail's reason or lower-cased message) that make a 400 an
+    #: authentication failure (Gemini answers a bad key with 400 ``API_KEY_INVALID``).
+    auth_failure_markers: tuple[str, ...] = ()
+    #: Error codes that waiting does not fix (OpenAI's ``insufficient_quota`` 429).
+    permanent_codes: frozenset[str] = frozenset()
 
     def extract_detail(self, payload: object, text: str) -> ErrorDetail | None:
         """The provider's error detail from the decoded body (``None`` if not JSON) and text."""
@@ -609,20 +561,23 @@ class ErrorMapper:
         haystack = " ".join(p for p in (detail.code, detail.type, detail.message) if p).lower()
         return any(marker in haystack for marker in self.context_length_markers)
 
+    def is_auth_failure(self, detail: ErrorDetail, message: str) -> bool:
+        """Whether a 400's detail says the API key is wrong (see ``auth_failure_markers``)."""
+        reason = detail.reason or ""
+        return any(m == reason or m in message for m in self.auth_failure_markers)
+
     def classify(self, status: int | None, detail: ErrorDetail | None) -> type[ProviderError]:
         """The error class for an HTTP status (or ``None``: inferred from the detail)."""
         kind = ((detail.type or "") if detail else "").lower()
         if status is None and detail is not None:
-            status = _KIND_STATUS.get(kind) or _KIND_STATUS.get((detail.code or "").lower())
+            status = self.kind_status.get(kind) or self.kind_status.get((detail.code or "").lower())
             if status is None and detail.code and detail.code.isdigit():
                 status = int(detail.code)
         if status is None:
             return ProviderError
         message = detail.message.lower() if detail else ""
         if status == 401 or (
-            detail is not None
-            and status == 400
-            and (detail.reason == "API_KEY_INVALID" or "api key not valid" in message)
+            detail is not None and status == 400 and self.is_auth_failure(detail, message)
         ):
             return AuthenticationError
         if status == 403:
@@ -686,7 +641,7 @@ class ErrorMapper:
             request_id=request_id,
             body=_scrub(text[:_BODY_CHARS], secrets),
         )
-        if detail is not None and detail.code == "insufficient_quota":
+        if detail is not None and detail.code in self.permanent_codes:
             error.transient = False
         return error
 
@@ -719,7 +674,7 @@ class ErrorMapper:
             request_id=detail.request_id if detail else None,
             body=_scrub(text[:_BODY_CHARS], secrets),
         )
-        if detail is not None and detail.code == "insufficient_quota":
+        if detail is not None and detail.code in self.permanent_codes:
             error.transient = False
         return error
 

@@ -27,11 +27,15 @@ if _typing.TYPE_CHECKING:
         rejection_content,
     )
     from toolwire._http import (
+        DEFAULT_CONTEXT_LENGTH_MARKERS,
         ApiKey,
         AuthStyle,
+        ErrorDetail,
+        ErrorMapper,
         RetryPolicy,
         SSEEvent,
         Transport,
+        extract_error_detail,
         resolve_api_key,
     )
     from toolwire._lazy import (
@@ -63,10 +67,13 @@ if _typing.TYPE_CHECKING:
     )
 
 __all__ = [
+    "DEFAULT_CONTEXT_LENGTH_MARKERS",
     "ApiKey",
     "AssistantReply",
     "AuthStyle",
     "ChatSpan",
+    "ErrorDetail",
+    "ErrorMapper",
     "HttpProvider",
     "Provider",
     "ReplyCompleted",
@@ -84,6 +91,7 @@ __all__ = [
     "Transport",
     "cached_wire",
     "decode_reply",
+    "extract_error_detail",
     "lazy_exports",
     "malformed",
     "rejection_content",

@@ -343,3 +343,53 @@ def test_garbage_json_response_is_a_provider_error(
         tw.run_turn(provider, session, tw.resolve_turn(toolset))
     with pytest.raises(ProviderError, match="no candidates"):
         tw.run_turn(provider, session, tw.resolve_turn(toolset))
+
+
+# -- Gemini's error bodies (toolwire_gemini._errors) -------------------------------------------
+
+
+def _gemini_body(code: int, status: str, message: str, details: list[object]) -> dict[str, object]:
+    return {"error": {"code": code, "message": message, "status": status, "details": details}}
+
+
+def test_retry_info_gives_retry_after() -> None:
+    import httpx
+
+    from toolwire_gemini._errors import GEMINI_ERRORS
+
+    body = _gemini_body(
+        429,
+        "RESOURCE_EXHAUSTED",
+        "Quota exceeded",
+        [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "34s"}],
+    )
+    error = GEMINI_ERRORS.map_response(httpx.Response(429, json=body), provider="gemini")
+    assert isinstance(error, tw.exceptions.RateLimitError)
+    assert 34.0 == error.retry_after
+
+
+def test_a_bad_key_400_is_an_authentication_error() -> None:
+    import httpx
+
+    from toolwire_gemini._errors import GEMINI_ERRORS
+
+    body = _gemini_body(
+        400,
+        "INVALID_ARGUMENT",
+        "API key not valid. Please pass a valid API key.",
+        [{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": "API_KEY_INVALID"}],
+    )
+    error = GEMINI_ERRORS.map_response(httpx.Response(400, json=body), provider="gemini")
+    assert isinstance(error, tw.exceptions.AuthenticationError)
+
+
+def test_malformed_details_are_ignored() -> None:
+    from toolwire_gemini._errors import gemini_error_detail
+
+    for details in (None, "x", [1, None, {"retryDelay": 5}, {"retryDelay": "soon"}]):
+        body = _gemini_body(429, "RESOURCE_EXHAUSTED", "slow", details)  # type: ignore[arg-type]
+        detail = gemini_error_detail(body, "")
+        assert detail is not None
+        assert (None, None) == (detail.reason, detail.retry_after)
+    assert gemini_error_detail([body], "") is not None
+    assert gemini_error_detail("not json", "") is None

@@ -10,9 +10,11 @@ import httpx
 
 from toolwire import ResolvedTurn, Session
 from toolwire.adapters import (
+    DEFAULT_CONTEXT_LENGTH_MARKERS,
     ApiKey,
     AssistantReply,
     AuthStyle,
+    ErrorMapper,
     HttpProvider,
     RetryPolicy,
     SSEEvent,
@@ -61,6 +63,28 @@ def _thinking_config(
     return dict(thinking)
 
 
+#: Anthropic's error bodies: its error types (also inside a stream) and its wordings for a
+#: full context window.
+ANTHROPIC_ERRORS = ErrorMapper(
+    context_length_markers=(
+        *DEFAULT_CONTEXT_LENGTH_MARKERS,
+        "prompt is too long",  # "prompt is too long: 210000 tokens > 200000 maximum"
+        "exceed context limit",  # "input length and `max_tokens` exceed context limit"
+    ),
+    kind_status={
+        "invalid_request_error": 400,
+        "authentication_error": 401,
+        "permission_error": 403,
+        "not_found_error": 404,
+        "request_too_large": 413,
+        "rate_limit_error": 429,
+        "api_error": 500,
+        "timeout_error": 504,
+        "overloaded_error": 529,
+    },
+)
+
+
 class AnthropicProvider(HttpProvider[MessageStream]):
     """Anthropic's Messages API: tools, tool_choice, extended thinking, SSE streaming.
 
@@ -79,6 +103,7 @@ class AnthropicProvider(HttpProvider[MessageStream]):
     """
 
     name: ClassVar[str] = PROVIDER
+    error_mapper: ClassVar[ErrorMapper | None] = ANTHROPIC_ERRORS
     default_model: ClassVar[str] = "claude-sonnet-4-5"
     default_base_url: ClassVar[str] = "https://api.anthropic.com"
     key_env: ClassVar[tuple[str, ...]] = ("ANTHROPIC_API_KEY",)

@@ -15,6 +15,7 @@ from toolwire.adapters import (
     ApiKey,
     AssistantReply,
     AuthStyle,
+    ErrorMapper,
     HttpProvider,
     ReplyCompleted,
     ResolvedTool,
@@ -33,6 +34,7 @@ from toolwire_gemini._encode import (
     system_instruction,
     tool_config,
 )
+from toolwire_gemini._errors import GEMINI_ERRORS
 from toolwire_gemini._schema import COMPILER
 
 __all__ = ["GeminiProvider", "SchemaTarget"]
@@ -68,6 +70,7 @@ class GeminiProvider(HttpProvider[ReplyBuilder]):
     """
 
     name: ClassVar[str] = "gemini"
+    error_mapper: ClassVar[ErrorMapper | None] = GEMINI_ERRORS
     default_model: ClassVar[str] = "gemini-2.5-flash"
     supports_requirement: ClassVar[bool] = True
     default_base_url: ClassVar[str] = "https://generativelanguage.googleapis.com"

@@ -28,6 +28,7 @@ from toolwire import (
 from toolwire.adapters import (
     ApiKey,
     AssistantReply,
+    ErrorMapper,
     ResolvedTool,
     RetryPolicy,
     SSEEvent,
@@ -41,7 +42,15 @@ from toolwire.adapters import (
 from toolwire.exceptions import StreamError
 from toolwire.schema import CompiledTool
 
-from ._common import OpenAIBase, StreamState, StrictMode, arguments_text, as_int, malformed
+from ._common import (
+    OPENROUTER_ERRORS,
+    OpenAIBase,
+    StreamState,
+    StrictMode,
+    arguments_text,
+    as_int,
+    malformed,
+)
 
 __all__ = ["OpenAIChatProvider", "OpenAICompatibleProvider", "OpenRouterProvider"]
 
@@ -491,6 +500,7 @@ class OpenRouterProvider(_ChatProvider):
     """
 
     name: ClassVar[str] = "openrouter"
+    error_mapper: ClassVar[ErrorMapper | None] = OPENROUTER_ERRORS
     default_model: ClassVar[str] = "openai/gpt-4.1"
     default_base_url: ClassVar[str] = "https://openrouter.ai/api/v1"
     key_env: ClassVar[tuple[str, ...]] = ("OPENROUTER_API_KEY",)

@@ -19,8 +19,10 @@ import httpx
 
 from toolwire import ResolvedTurn, Session, ToolCall
 from toolwire.adapters import (
+    DEFAULT_CONTEXT_LENGTH_MARKERS,
     ApiKey,
     AssistantReply,
+    ErrorMapper,
     HttpProvider,
     ResolvedTool,
     RetryPolicy,
@@ -57,6 +59,65 @@ def as_int(value: object) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 
+#: OpenAI's error ``type``/``code`` words for errors inside a stream (no HTTP status).
+OPENAI_ERROR_KINDS: Mapping[str, int] = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "rate_limit_exceeded": 429,
+    "insufficient_quota": 429,
+    "server_error": 500,
+    "api_error": 500,
+    "timeout_error": 504,
+}
+
+#: OpenAI's and OpenAI-compatible servers' ways of saying the context window is full.
+OPENAI_CONTEXT_LENGTH_MARKERS: tuple[str, ...] = (
+    *DEFAULT_CONTEXT_LENGTH_MARKERS,
+    "context_length_exceeded",  # OpenAI / OpenRouter code
+    "maximum context length",  # OpenAI, OpenRouter, vLLM: "This model's maximum context length is"
+    "exceed_context_size_error",  # llama.cpp server code
+    "exceeds the available context size",  # llama.cpp server message
+)
+
+#: OpenAI-shaped errors; ``insufficient_quota`` (a 429) is not fixed by waiting.
+OPENAI_ERRORS = ErrorMapper(
+    context_length_markers=OPENAI_CONTEXT_LENGTH_MARKERS,
+    kind_status=OPENAI_ERROR_KINDS,
+    permanent_codes=frozenset({"insufficient_quota"}),
+)
+
+#: OpenRouter relays its upstream providers' errors, in their words too.
+OPENROUTER_ERRORS = ErrorMapper(
+    context_length_markers=(
+        *OPENAI_CONTEXT_LENGTH_MARKERS,
+        "prompt is too long",  # Anthropic
+        "exceed context limit",  # Anthropic
+        "exceeds the maximum number of tokens",  # Gemini
+    ),
+    kind_status={
+        **OPENAI_ERROR_KINDS,
+        # Anthropic's error types
+        "request_too_large": 413,
+        "overloaded_error": 529,
+        # Gemini's google.rpc statuses
+        "invalid_argument": 400,
+        "failed_precondition": 400,
+        "out_of_range": 400,
+        "unauthenticated": 401,
+        "permission_denied": 403,
+        "not_found": 404,
+        "aborted": 409,
+        "resource_exhausted": 429,
+        "internal": 500,
+        "unavailable": 503,
+        "deadline_exceeded": 504,
+    },
+    permanent_codes=frozenset({"insufficient_quota"}),
+)
+
+
 class StreamState(abc.ABC):
     """Per-request stream decoder: feed SSE events, get stream events; ``finish`` the reply."""
 
@@ -76,6 +137,7 @@ class OpenAIBase(HttpProvider[StreamState]):
 
     path: ClassVar[str] = ""
     wire_kind: ClassVar[str] = ""
+    error_mapper: ClassVar[ErrorMapper | None] = OPENAI_ERRORS
 
     def __init__(
         self,
