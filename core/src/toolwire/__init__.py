@@ -51,7 +51,7 @@ if _typing.TYPE_CHECKING:
         UnknownToolError,
         UsageError,
     )
-    from toolwire._execute import (
+    from toolwire._execute.approval import (
         Allow,
         Approval,
         ApprovalDecision,
@@ -59,15 +59,21 @@ if _typing.TYPE_CHECKING:
         ApprovalRequest,
         Defer,
         Deny,
+        Modify,
+        call_fingerprint,
+    )
+    from toolwire._execute.executor import (
         Executor,
+    )
+    from toolwire._execute.interceptors import (
         Interceptor,
         LoggingInterceptor,
-        Modify,
         RateLimitInterceptor,
-        RoundExecution,
         TimeoutInterceptor,
         ToolRequest,
-        call_fingerprint,
+    )
+    from toolwire._execute.paused import (
+        RoundExecution,
     )
     from toolwire._hooks import (
         Complete,

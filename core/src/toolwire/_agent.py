@@ -17,7 +17,8 @@ import attrs
 
 from toolwire._calls import ToolCall, ToolResult
 from toolwire._errors import RoundLimitError, StreamError, UsageError
-from toolwire._execute import Executor, RoundExecution, _resolve_host
+from toolwire._execute.executor import Executor, _resolve_host
+from toolwire._execute.paused import RoundExecution
 from toolwire._exports import publish
 from toolwire._hooks import HookContext, HookSet
 from toolwire._provider import (

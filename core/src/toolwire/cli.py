@@ -20,13 +20,8 @@ from toolwire._errors import (
     RoundLimitError,
     ToolwireError,
 )
-from toolwire._execute import (
-    Allow,
-    ApprovalGate,
-    ApprovalRequest,
-    Deny,
-    Executor,
-)
+from toolwire._execute.approval import Allow, ApprovalGate, ApprovalRequest, Deny
+from toolwire._execute.executor import Executor
 from toolwire._hooks import HookContext
 from toolwire._plugins import PluginHost, get_host
 from toolwire._provider import Provider

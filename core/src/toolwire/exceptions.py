@@ -51,7 +51,7 @@ if _typing.TYPE_CHECKING:
         UnknownToolError,
         UsageError,
     )
-    from toolwire._execute import (
+    from toolwire._execute.attempts import (
         is_transient,
     )
 

@@ -1,0 +1,153 @@
+"""Approval: decisions (Allow, Deny, Modify, Defer), the gate by effect, the request an
+approver sees, and the fingerprint that binds an approval to the exact arguments.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import json
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Union
+
+import attrs
+import pydantic_core
+from pydantic import BaseModel
+
+from toolwire._calls import (
+    TypedCall,
+)
+from toolwire._exports import publish
+from toolwire._hooks import HookContext
+from toolwire._tools import ToolEffect
+
+if TYPE_CHECKING:
+    pass
+
+
+@attrs.frozen
+class Allow:
+    """Approve the call as reviewed."""
+
+
+@attrs.frozen
+class Deny:
+    """Refuse the call; the model receives a rejection carrying ``reason``."""
+
+    reason: str = "denied"
+
+
+@attrs.frozen
+class Modify:
+    """Approve the call with other arguments (a dict, a model instance or JSON text).
+
+    They are validated against the tool's schema again; invalid ones give an
+    error result and the tool is not run.
+    """
+
+    arguments: Any
+
+
+@attrs.frozen
+class Defer:
+    """Decide later: nothing runs; the caller gets ApprovalRequest records to resume with."""
+
+    note: str = ""
+
+
+ApprovalDecision = Union[Allow, Deny, Modify, Defer]
+
+
+class ApprovalGate(str, enum.Enum):
+    """Which calls the approver sees, by the tool's effect."""
+
+    ALWAYS = "always"
+    DESTRUCTIVE_ONLY = "destructive_only"
+    MUTATING_AND_ABOVE = "mutating_and_above"
+
+    def applies(self, effect: ToolEffect) -> bool:
+        if self is ApprovalGate.ALWAYS:
+            return True
+        if self is ApprovalGate.DESTRUCTIVE_ONLY:
+            return effect is ToolEffect.DESTRUCTIVE
+        return effect.rank >= ToolEffect.MUTATING.rank
+
+
+def _canonical_json(value: Any) -> str:
+    plain = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+    plain = pydantic_core.to_jsonable_python(plain, fallback=repr)
+    return json.dumps(plain, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def call_fingerprint(call: TypedCall[Any]) -> str:
+    """sha256 (hex) of the canonical JSON of ``{"tool": name, "input": input}``.
+
+    Canonical: keys sorted, no spaces, UTF-8. An approval is bound to this
+    value; a call whose input no longer has it is not run.
+    """
+    text = _canonical_json({"tool": call.name, "input": _plain(call.input)})
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _plain(value: Any) -> Any:
+    return value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+
+
+@attrs.frozen
+class Approval:
+    """A decision for one deferred call, bound to the fingerprint that was reviewed."""
+
+    call_id: str
+    fingerprint: str
+    decision: ApprovalDecision
+
+
+@attrs.frozen
+class ApprovalRequest:
+    """What an approver reviews (and what a deferred approval hands back to the caller).
+
+    ``call`` is the typed call with the input that would run, ``fingerprint``
+    binds a decision to exactly that input, ``context`` is the round's hook
+    context (or None). ``allow()``, ``deny(reason)`` and ``modify(arguments)``
+    make the Approval records :meth:`Executor.resume` takes.
+    """
+
+    call: TypedCall[Any]
+    fingerprint: str
+    context: HookContext | None = None
+
+    @property
+    def call_id(self) -> str:
+        return self.call.id
+
+    @property
+    def tool_name(self) -> str:
+        return self.call.name
+
+    @property
+    def input(self) -> Any:
+        return self.call.input
+
+    @property
+    def effect(self) -> ToolEffect:
+        return self.call.metadata.effect
+
+    @property
+    def arguments_json(self) -> str:
+        """The canonical JSON of the input under review (what the fingerprint hashes)."""
+        return _canonical_json(_plain(self.call.input))
+
+    def allow(self) -> Approval:
+        return Approval(self.call.id, self.fingerprint, Allow())
+
+    def deny(self, reason: str = "denied") -> Approval:
+        return Approval(self.call.id, self.fingerprint, Deny(reason))
+
+    def modify(self, arguments: Any) -> Approval:
+        return Approval(self.call.id, self.fingerprint, Modify(arguments))
+
+
+Approver = Callable[[ApprovalRequest], "ApprovalDecision | Awaitable[ApprovalDecision]"]
+
+
+publish(globals())

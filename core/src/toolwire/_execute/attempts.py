@@ -1,0 +1,118 @@
+"""One attempt at running a tool: which failures are transient, retry-after, the
+timeout that cannot be outlasted by a tool swallowing cancellation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any
+
+from toolwire._errors import (
+    ProviderError,
+)
+from toolwire._exports import publish
+
+if TYPE_CHECKING:
+    pass
+
+
+def is_transient(exc: BaseException) -> bool:
+    """The default retry classifier: is this failure worth another attempt?
+
+    True for TimeoutError, ConnectionError and ProviderError subclasses marked
+    ``transient`` (rate limit, overload, 5xx, connection, timeout); any other
+    exception may opt in or out with a boolean ``transient`` attribute.
+    """
+    if isinstance(exc, _NotRetryable):
+        return False
+    flag = getattr(exc, "transient", None)
+    if isinstance(flag, bool):
+        return flag
+    if isinstance(exc, ProviderError):
+        return False
+    return isinstance(exc, (TimeoutError, ConnectionError))
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    value = getattr(exc, "retry_after", None)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0:
+        return float(value)
+    return None
+
+
+class _NotRetryable(Exception):
+    """Failures the executor itself detects inside an attempt: never retried."""
+
+    kind = "error"
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        super().__init__(message)
+
+
+class _OutputMismatch(_NotRetryable):
+    kind = "invalid_output"
+
+
+class _ApprovalMismatch(_NotRetryable):
+    kind = "approval_mismatch"
+
+
+class _ToolTimeout(TimeoutError):
+    """An attempt ran past its timeout (raised by the executor, not the tool)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        super().__init__(f"timed out after {float(seconds)!r} s")
+
+
+class _Deadline:
+    """The timer of one timed attempt: on expiry it cancels the task running the attempt."""
+
+    __slots__ = ("fired", "task")
+
+    def __init__(self, task: asyncio.Task[Any]) -> None:
+        self.task = task
+        self.fired = False
+
+    def __call__(self) -> None:
+        self.fired = True
+        self.task.cancel()
+
+
+async def _with_timeout(aw: Awaitable[Any], seconds: float) -> Any:
+    """Await ``aw``, cancelling it after ``seconds``; expiry raises _ToolTimeout.
+
+    One loop timer per attempt (cheaper than ``asyncio.timeout``, which the
+    executor would otherwise pay on every call). A cancellation from outside
+    still propagates as CancelledError.
+    """
+    task = asyncio.current_task()
+    assert task is not None
+    deadline = _Deadline(task)
+    handle = asyncio.get_running_loop().call_later(seconds, deadline)
+    try:
+        return await aw
+    except asyncio.CancelledError:
+        if deadline.fired and _uncancel(task):
+            raise _ToolTimeout(seconds) from None
+        raise
+    finally:
+        handle.cancel()
+
+
+if sys.version_info >= (3, 11):
+
+    def _uncancel(task: asyncio.Task[Any]) -> bool:
+        """Withdraw the deadline's cancel; True unless someone else cancelled too."""
+        return task.uncancel() == 0
+
+else:  # pragma: no cover - Python 3.10 has no cancel counting
+
+    def _uncancel(task: asyncio.Task[Any]) -> bool:
+        return True
+
+
+publish(globals())

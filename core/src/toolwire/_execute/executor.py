@@ -1,0 +1,946 @@
+"""The Executor: the per-call pipeline (checks, approval, interceptors, retries, timeouts,
+output validation), bounded parallelism, and dispatch, run_plan and resume.
+
+One job, the Executor class and the few helpers only it uses; its stages are methods
+because they share the executor's per-tool cache and configuration.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import functools
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import attrs
+from pydantic import ValidationError
+
+from toolwire._calls import (
+    HandledCall,
+    RejectedCall,
+    ToolCall,
+    ToolResult,
+    TypedCall,
+    rejection_content,
+    rejection_reason,
+)
+from toolwire._errors import (
+    ApprovalPendingError,
+    EventLoopError,
+    ToolExecutionError,
+    UsageError,
+)
+from toolwire._execute.approval import (
+    Allow,
+    Approval,
+    ApprovalGate,
+    ApprovalRequest,
+    Approver,
+    Defer,
+    Deny,
+    Modify,
+    call_fingerprint,
+)
+from toolwire._execute.attempts import (
+    _ApprovalMismatch,
+    _NotRetryable,
+    _OutputMismatch,
+    _retry_after,
+    _ToolTimeout,
+    _with_timeout,
+    is_transient,
+)
+from toolwire._execute.interceptors import Interceptor, Next, ToolRequest, _checked_interceptor
+from toolwire._execute.jobs import (
+    _effect_of,
+    _errors_text,
+    _Job,
+    _matcher,
+    _maybe_await,
+    _PreparedTool,
+)
+from toolwire._execute.paused import RoundExecution, _guards_of
+from toolwire._exports import publish
+from toolwire._hooks import HookContext, HookSet, _async_pass, _guards_only, _hooks_for
+from toolwire._plugins import get_host
+from toolwire._round import (
+    ToolRound,
+    ToolRoundPlan,
+)
+from toolwire._tools import Capability, Tool, tool_of
+from toolwire._toolset import Toolset
+
+if TYPE_CHECKING:
+    from toolwire._otel import Tracing
+
+logger = logging.getLogger("toolwire.execute")
+_T = TypeVar("_T")
+
+
+class Executor:
+    """Runs tool calls: checks, approval, interceptors, timeout, retry, parallelism.
+
+    Options (all keyword-only):
+
+    - ``tools``: a Toolset (or tools) to look raw ToolCalls up in; TypedCalls
+      carry their tool.
+    - ``allowed_capabilities``: the sandbox allow-list (default: every Capability).
+    - ``is_available`` / ``validate``: checks for every tool (``fn(tool) -> bool``;
+      ``fn(call) -> None | bool | str``, a string or False or a ValueError
+      being the refusal); per-tool ones with :meth:`availability` / :meth:`validator`.
+    - ``approval``: the approver, ``fn(ApprovalRequest) -> Allow | Deny | Modify
+      | Defer`` (sync or async); ``approval_gate``: which effects it sees
+      (``always`` by default).
+    - ``interceptors``: wrap each attempt; the first one is the outermost.
+    - ``max_concurrency``: calls in flight in ``execute_all`` (None: no bound).
+    - ``validate_output``: check outputs against the tool's output type.
+    - ``retry_if``: the retry classifier (default :func:`is_transient`).
+    - ``injected``: values for tools' injected parameters, by parameter name.
+    - ``on_result``: ``fn(call, result) -> ToolResult | None`` sees every result
+      of a typed call (observe, or return a redacted result); if it raises,
+      the call gets an error result (fail closed).
+    - ``tracing``: a :class:`toolwire.Tracing` for OpenTelemetry spans.
+    - ``clock``, ``sleep``, ``rng``: injectable time source, backoff sleep, jitter.
+    - ``plugins``: the plugin host whose result hooks see every result (after
+      ``on_result``) and whose failed policies block every call: ``True`` (the
+      default) is the process's host (``toolwire.get_host()``), ``False`` none.
+    - ``thread_pool``: where ``blocking=True`` tools run (default: a pool of
+      ``max_concurrency`` threads, made on first use).
+
+    Sync tools run inline on the event loop (no thread hop) unless declared
+    ``blocking=True``. A timeout cannot preempt an inline sync tool: it applies
+    to async tools and to blocking (threaded) tools, whose thread is left to
+    finish on its own once the call has timed out.
+    """
+
+    def __init__(
+        self,
+        *,
+        tools: Toolset | Iterable[Any] | None = None,
+        allowed_capabilities: Iterable[Capability | str] | None = None,
+        is_available: Callable[[Tool[Any, Any]], Any] | None = None,
+        validate: Callable[[TypedCall[Any]], Any] | None = None,
+        approval: Approver | None = None,
+        approval_gate: ApprovalGate | str = ApprovalGate.ALWAYS,
+        interceptors: Iterable[Interceptor | Callable[..., Any]] = (),
+        max_concurrency: int | None = 8,
+        validate_output: bool = True,
+        retry_if: Callable[[BaseException], bool] = is_transient,
+        injected: Mapping[str, Any] | None = None,
+        on_result: Callable[[TypedCall[Any], ToolResult], Any] | None = None,
+        tracing: Tracing | None = None,
+        clock: Callable[[], float] = time.perf_counter,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+        rng: Callable[[], float] = random.random,
+        thread_pool: concurrent.futures.Executor | None = None,
+        plugins: Any = True,
+    ) -> None:
+        if max_concurrency is not None and (
+            isinstance(max_concurrency, bool)
+            or not isinstance(max_concurrency, int)
+            or max_concurrency < 1
+        ):
+            raise UsageError(
+                f"max_concurrency must be an int >= 1 or None, got {max_concurrency!r}"
+            )
+        self._tools: dict[str, Tool[Any, Any]] = {}
+        if tools is not None:
+            items = tools.tools() if isinstance(tools, Toolset) else (tool_of(t) for t in tools)
+            self._tools = {t.name: t for t in items}
+        self._toolset = tools if isinstance(tools, Toolset) else None
+        self._allowed = (
+            frozenset(Capability)
+            if allowed_capabilities is None
+            else frozenset(Capability(c) for c in allowed_capabilities)
+        )
+        self._is_available = is_available
+        self._validate = validate
+        self._approver = approval
+        self._gate = ApprovalGate(approval_gate)
+        self._interceptors = tuple(_checked_interceptor(i, n) for n, i in enumerate(interceptors))
+        self.max_concurrency = max_concurrency
+        self.validate_output = validate_output
+        self._retry_if = retry_if
+        self._injected = dict(injected or {})
+        self._on_result = on_result
+        self._host = _resolve_host(plugins)
+        # The host's result hooks (tool packs, then policies) see every result after
+        # ``on_result``; looked up once. A host with none costs nothing per call.
+        self._tracing = tracing
+        self._clock = clock
+        self._sleep = sleep
+        self._rng = rng
+        self._pool = thread_pool
+        self._own_pool: concurrent.futures.ThreadPoolExecutor | None = None
+        self._availability: list[tuple[Callable[[Tool[Any, Any]], bool], Callable[..., Any]]] = []
+        self._validators: list[tuple[Callable[[Tool[Any, Any]], bool], Callable[..., Any]]] = []
+        self._prepared: dict[Tool[Any, Any], _PreparedTool] = {}
+        self._chain = self._build_chain()
+
+    def __repr__(self) -> str:
+        return (
+            f"<Executor max_concurrency={self.max_concurrency} "
+            f"interceptors={len(self._interceptors)} approval={self._approver is not None}>"
+        )
+
+    # -- configuration ------------------------------------------------------------------
+
+    def availability(self, target: Any, fn: Callable[..., Any] | None = None) -> Any:
+        """Register ``fn(tool) -> bool`` deciding whether ``target`` may run now.
+
+        ``target`` is a tool, a @tool_input class, a function tool or a wire
+        name. Usable as a decorator. A check that raises counts as unavailable.
+        """
+
+        def register(f: Callable[..., Any]) -> Callable[..., Any]:
+            self._availability.append((_matcher(target), f))
+            self._prepared.clear()
+            return f
+
+        return register if fn is None else register(fn)
+
+    def validator(self, target: Any, fn: Callable[..., Any] | None = None) -> Any:
+        """Register ``fn(call) -> None | bool | str`` validating ``target``'s calls.
+
+        Runs after schema validation. None or True passes; False, a string
+        (the reason) or a raised ValueError refuses the call. May be async.
+        """
+
+        def register(f: Callable[..., Any]) -> Callable[..., Any]:
+            self._validators.append((_matcher(target), f))
+            self._prepared.clear()
+            return f
+
+        return register if fn is None else register(fn)
+
+    def close(self) -> None:
+        """Shut down the executor's own thread pool (threads still running are not waited for)."""
+        pool, self._own_pool = self._own_pool, None
+        if pool is not None:
+            pool.shutdown(wait=False)
+
+    def _prepare(self, tool: Tool[Any, Any]) -> _PreparedTool:
+        plan = self._prepared.get(tool)
+        if plan is None:
+            plan = self._prepared[tool] = _PreparedTool(self, tool)
+        return plan
+
+    def _thread_pool(self) -> concurrent.futures.Executor:
+        if self._pool is not None:
+            return self._pool
+        if self._own_pool is None:
+            self._own_pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=self.max_concurrency or 32, thread_name_prefix="toolwire-tool"
+            )
+        return self._own_pool
+
+    def _build_chain(self) -> Next | None:
+        if not self._interceptors:
+            return None
+
+        async def innermost(request: ToolRequest) -> ToolResult:
+            return await self._attempt(
+                self._prepare(request.call.tool), request.call, request.approved
+            )
+
+        chain: Next = innermost
+        for icpt in reversed(self._interceptors):
+            chain = _link(icpt, chain)
+        return chain
+
+    # -- stage 1: lookup and checks -------------------------------------------------------
+
+    def _lookup(self, name: str) -> Tool[Any, Any] | None:
+        tool = self._tools.get(name)
+        if tool is None and self._toolset is not None:
+            tool = self._toolset.get(name)
+        return tool
+
+    def _check(self, job: _Job, call: TypedCall[Any] | ToolCall) -> bool:
+        """Lookup, capability, availability and schema validation.
+
+        A refusal sets ``job.result``. Returns True when custom validators
+        are left to run (they may be async).
+        """
+        if isinstance(call, TypedCall):
+            tool = call.tool
+            typed: TypedCall[Any] | None = call
+        else:
+            found = self._lookup(call.name)
+            if found is None:
+                job.refuse(f"unknown tool `{call.name}`", "unknown_tool")
+                return False
+            tool, typed = found, None
+        plan = job.plan = self._prepare(tool)
+        if plan.violation is not None:
+            job.refuse(plan.violation, "sandbox_violation")
+            return False
+        if plan.available and not self._is_tool_available(plan, tool):
+            job.refuse(f"tool `{tool.name}` is currently unavailable", "unavailable")
+            return False
+        if typed is None:
+            try:
+                value = tool.validate_json(job.raw.arguments)
+            except ValidationError as exc:
+                job.refuse(
+                    f"tool `{tool.name}` arguments did not match the expected schema:\n"
+                    + _errors_text(exc),
+                    "invalid_arguments",
+                )
+                return False
+            typed = TypedCall(job.raw, tool, value)
+        job.call = typed
+        return bool(plan.validate)
+
+    def _is_tool_available(self, plan: _PreparedTool, tool: Tool[Any, Any]) -> bool:
+        for check in plan.available:
+            try:
+                if not check(tool):
+                    return False
+            except Exception as exc:
+                logger.warning("availability check for tool %s failed: %r", tool.name, exc)
+                return False
+        return True
+
+    async def _run_validators(self, job: _Job, plan: _PreparedTool, call: TypedCall[Any]) -> None:
+        for check in plan.validate:
+            try:
+                verdict = await _maybe_await(check(call))
+            except (ValueError, TypeError) as exc:
+                verdict = str(exc) or type(exc).__name__
+            except Exception as exc:
+                verdict = f"validator failed: {type(exc).__name__}: {exc}"
+            if verdict is None or verdict is True:
+                continue
+            reason = verdict if isinstance(verdict, str) else "validation failed"
+            job.refuse(f"tool `{call.name}` arguments were refused: {reason}", "validation_failed")
+            return
+
+    # -- stage 2: approval ----------------------------------------------------------------
+
+    async def _approve(
+        self, jobs: Sequence[_Job], approvals: Mapping[str, Approval]
+    ) -> list[ApprovalRequest]:
+        pending: list[ApprovalRequest] = []
+        for job in jobs:
+            call, plan = job.call, job.plan
+            if job.result is not None or call is None or plan is None:
+                continue
+            given = approvals.get(call.id)
+            if given is not None:
+                current = call_fingerprint(call)
+                if current != given.fingerprint:
+                    job.refuse(
+                        f"the arguments of tool `{call.name}` changed after they were approved; "
+                        f"the call was not run",
+                        "approval_mismatch",
+                    )
+                    continue
+                decision: Any = given.decision
+                request = ApprovalRequest(call, current, job.context)
+            elif not plan.gated:
+                continue
+            else:
+                request = ApprovalRequest(call, call_fingerprint(call), job.context)
+                assert self._approver is not None
+                try:
+                    decision = await _maybe_await(self._approver(request))
+                except Exception as exc:
+                    decision = Deny(f"approver failed: {type(exc).__name__}: {exc}")
+            await self._apply_decision(job, request, decision, pending)
+        return pending
+
+    async def _policies_on(
+        self,
+        call: TypedCall[Any],
+        context: HookContext | None,
+        guards: Sequence[HookSet] = (),
+    ) -> str | None:
+        """The guard hooks on input they have not seen as it is (an approver rewrote it; a
+        restored round's data says they let it through): the host's policies, and the
+        guard hooks among ``guards``. None if they let it run, else why not."""
+        sets: list[HookSet] = []
+        if self._host is not None:
+            policies = self._host.hook_sets()[0]
+            if policies:
+                sets.append(policies)
+        sets.extend(s for s in guards if all(s is not p for p in sets))
+        if not sets:
+            return None
+        hooks, _ = _guards_only(_hooks_for(sets, call.tool))
+        if not hooks:
+            return None
+        outcome, _ = await _async_pass(call, (hooks, -1), context or HookContext())
+        if isinstance(outcome, RejectedCall):
+            return outcome.reason
+        if isinstance(outcome, HandledCall):
+            return "a policy answered the call instead of letting it run"
+        return None
+
+    async def _apply_decision(
+        self, job: _Job, request: ApprovalRequest, decision: Any, pending: list[ApprovalRequest]
+    ) -> None:
+        call = request.call
+        if isinstance(decision, Allow):
+            job.approved = request.fingerprint
+        elif isinstance(decision, Deny):
+            job.refuse(f"approval denied for tool `{call.name}`: {decision.reason}", "denied")
+        elif isinstance(decision, Defer):
+            pending.append(request)
+        elif isinstance(decision, Modify):
+            args = decision.arguments
+            try:
+                if isinstance(args, (str, bytes)):
+                    value = call.tool.validate_json(args)
+                else:
+                    value = call.tool.validate_python(args)
+            except ValidationError as exc:
+                job.refuse(
+                    f"the approver's arguments for tool `{call.name}` did not match the "
+                    f"expected schema:\n" + _errors_text(exc),
+                    "invalid_arguments",
+                )
+                return
+            modified = call.with_input(value)
+            refusal = await self._policies_on(modified, job.context)
+            if refusal is not None:
+                job.refuse(
+                    f"the approver's arguments for tool `{call.name}` were rejected: {refusal}",
+                    "policy_rejected",
+                )
+                return
+            job.call = modified
+            assert job.plan is not None
+            if job.plan.validate:
+                await self._run_validators(job, job.plan, modified)
+                if job.result is not None:
+                    return
+            job.approved = call_fingerprint(modified)
+        else:
+            job.refuse(
+                f"the approver returned {type(decision).__name__} for tool `{call.name}`; "
+                f"expected Allow, Deny, Modify or Defer",
+                "denied",
+            )
+
+    # -- stage 3: running -----------------------------------------------------------------
+
+    async def _attempt(
+        self, plan: _PreparedTool, call: TypedCall[Any], approved: str | None
+    ) -> ToolResult:
+        """One attempt: run the tool under its timeout, validate its output. Raises on failure."""
+        if approved is not None and call_fingerprint(call) != approved:
+            raise _ApprovalMismatch(
+                f"the arguments of tool `{call.name}` changed after they were approved; "
+                f"the call was not run"
+            )
+        tool = plan.tool
+        timeout = plan.timeout
+        if plan.is_async:
+            aw = tool.call(call.input, **plan.injected)
+            out = await (aw if timeout is None else _with_timeout(aw, timeout))
+        elif plan.blocking:
+            loop = asyncio.get_running_loop()
+            ctx = contextvars.copy_context()
+            fut = loop.run_in_executor(
+                self._thread_pool(),
+                functools.partial(ctx.run, tool.call, call.input, **plan.injected),
+            )
+            out = await (fut if timeout is None else _with_timeout(fut, timeout))
+        else:
+            out = tool.call(call.input, **plan.injected)
+            if hasattr(out, "__await__"):
+                out = await (out if timeout is None else _with_timeout(out, timeout))
+        if plan.out_adapter is not None:
+            try:
+                out = plan.out_adapter.validate_python(out)
+            except ValidationError as exc:
+                raise _OutputMismatch(
+                    f"tool `{call.name}` returned output that does not match its output type "
+                    f"{_type_name(tool.output_type)}:\n{_errors_text(exc, '(output)')}"
+                ) from None
+        elif plan.out_str and not isinstance(out, str):
+            raise _OutputMismatch(
+                f"tool `{call.name}` returned {type(out).__name__}, but its output type is str"
+            )
+        return call.complete(out)
+
+    async def _run_job(self, job: _Job) -> None:
+        """Retries around interceptors around one attempt; sets job.result."""
+        call, plan = job.call, job.plan
+        assert call is not None
+        assert plan is not None
+        if plan.missing is not None:
+            job.result = call.error(plan.missing)
+            job.error_type = "not_runnable"
+            return
+        chain = self._chain
+        attempt = 1
+        while True:
+            try:
+                if chain is None:
+                    result = await self._attempt(plan, call, job.approved)
+                else:
+                    result = await chain(ToolRequest(call, attempt, job.context, job.approved))
+                break
+            except Exception as exc:
+                if (
+                    attempt >= plan.max_attempts
+                    or isinstance(exc, _NotRetryable)
+                    or not self._retry_if(exc)
+                ):
+                    result = self._failure(call, exc, attempt, job)
+                    break
+                assert plan.hint is not None
+                delay = plan.hint.delay(
+                    attempt - 1, rand=self._rng(), retry_after=_retry_after(exc)
+                )
+                logger.info(
+                    "tool=%s call=%s attempt=%d failed (%s); retrying in %.3f s",
+                    call.name,
+                    call.id,
+                    attempt,
+                    type(exc).__name__,
+                    delay,
+                )
+                # A cancellation here propagates: the failed attempt is over and
+                # the next one has not started, so nothing is left half done.
+                await self._sleep(delay)
+                attempt += 1
+        job.result = result
+        if self._on_result is not None or self._host_results:
+            await self._observe(job, call)
+
+    @property
+    def _host_results(self) -> bool:
+        # Read at each use (the host caches it): a policy registered after this executor
+        # was made still sees every result.
+        return self._host is not None and bool(self._host._result_pipeline())
+
+    async def _observe_handled(self, plan: ToolRoundPlan) -> None:
+        """Results hooks answered (Complete) pass the same result hooks as results that ran
+        (once per plan: the plan's handled results are replaced in place)."""
+        if (
+            not plan.handled
+            or plan._observed
+            or not (self._on_result is not None or self._host_results)
+        ):
+            return
+        handled = []
+        for h in plan.handled:
+            job = _Job(h.call.call, plan.context)
+            job.result = h.result
+            await self._observe(job, h.call)
+            assert job.result is not None
+            handled.append(attrs.evolve(h, result=job.result))
+        plan.handled = tuple(handled)
+        plan._observed = True
+
+    def _failure(
+        self, call: TypedCall[Any], exc: Exception, attempts: int, job: _Job
+    ) -> ToolResult:
+        if isinstance(exc, _ToolTimeout):
+            text = f"tool `{call.name}` timed out after {float(exc.seconds)!r} s"
+            job.error_type = "timeout"
+        elif isinstance(exc, _ApprovalMismatch):
+            job.error_type = exc.kind
+            return call.error(rejection_content(exc.message))
+        elif isinstance(exc, _NotRetryable):
+            text = exc.message
+            job.error_type = exc.kind
+        else:
+            text = f"tool `{call.name}` failed: {type(exc).__name__}: {exc}"
+            job.error_type = type(exc).__qualname__
+        if attempts > 1:
+            text += f" (after {attempts} attempts)"
+        return call.error(text)
+
+    async def _observe(self, job: _Job, call: TypedCall[Any]) -> None:
+        assert job.result is not None
+        if self._on_result is not None:
+            await self._observe_with(job, call, self._on_result)
+        if self._host_results:
+            assert self._host is not None
+            host = self._host
+            ctx = job.context
+            await self._observe_with(job, call, lambda c, r: host.atool_result(c, r, ctx))
+
+    async def _observe_with(
+        self, job: _Job, call: TypedCall[Any], hook: Callable[[TypedCall[Any], ToolResult], Any]
+    ) -> None:
+        assert job.result is not None
+        try:
+            new = await _maybe_await(hook(call, job.result))
+        except Exception as exc:
+            # The model sees the exception type; the message (it may hold internal detail)
+            # goes to the log only, as for decision hooks.
+            logger.warning("result hook for %s call %s failed: %r", call.name, call.id, exc)
+            job.result = call.error(f"result hook failed ({type(exc).__name__})")
+            job.error_type = "result_hook_failed"
+            return
+        if new is None:
+            return
+        if not isinstance(new, ToolResult) or not new.answers(call.call):
+            job.result = call.error(
+                f"result hook returned {type(new).__name__} that does not answer call "
+                f"`{call.id}`; return None or a ToolResult for the same call"
+            )
+            job.error_type = "result_hook_failed"
+            return
+        job.result = new
+
+    async def _run(self, job: _Job) -> None:
+        if self._tracing is None:
+            await self._run_job(job)
+            return
+        with self._tracing.tool_span(job.raw, _effect_of(job)) as span:
+            await self._run_job(job)
+            span.record(job.result, job.error_type)
+
+    def _runner(self) -> Callable[[_Job], Coroutine[Any, Any, None]]:
+        return self._run_job if self._tracing is None else self._run
+
+    async def _parallel(self, jobs: list[_Job]) -> None:
+        if len(jobs) == 1:
+            await self._run(jobs[0])
+            return
+        bound = self.max_concurrency
+        if bound is None or bound >= len(jobs):
+            run = self._runner()
+            loop = asyncio.get_running_loop()
+            tasks = [loop.create_task(run(j)) for j in jobs]
+        else:
+            queue = iter(jobs)
+            tasks = [asyncio.ensure_future(self._worker(queue)) for _ in range(bound)]
+        try:
+            await asyncio.gather(*tasks)
+        except BaseException:
+            for t in tasks:
+                t.cancel()
+            raise
+
+    async def _worker(self, queue: Iterator[_Job]) -> None:
+        for job in queue:
+            await self._run(job)
+
+    async def _run_all(self, jobs: Sequence[_Job]) -> None:
+        runnable = [j for j in jobs if j.result is None]
+        if not runnable:
+            return
+        if len(runnable) == 1:
+            await self._run(runnable[0])
+            return
+        segment: list[_Job] = []
+        for job in runnable:
+            assert job.plan is not None
+            if job.plan.run_alone:
+                if segment:
+                    await self._parallel(segment)
+                    segment = []
+                await self._run(job)
+            else:
+                segment.append(job)
+        if segment:
+            await self._parallel(segment)
+
+    async def _process(
+        self,
+        calls: Sequence[TypedCall[Any] | ToolCall],
+        context: HookContext | None,
+        approvals: Iterable[Approval] | Mapping[str, Approval],
+        guards: Sequence[HookSet] | None = None,
+    ) -> tuple[list[_Job], list[ApprovalRequest]]:
+        """Check every call, decide approval, run what may run. ``guards``: a restored
+        round's hook sets, whose guard hooks see each call again before anything else."""
+        jobs: list[_Job] = []
+        blocked = self._host.blocked if self._host is not None else ()
+        for c in calls:
+            raw = c.call if isinstance(c, TypedCall) else c
+            if blocked and isinstance(raw, ToolCall):
+                # A policy failed to load: nothing runs (fail closed), whatever the hooks said.
+                job = _Job(raw, context)
+                job.refuse(f"tool `{raw.name}` was not run: {blocked[0]}", "policy_blocked")
+                jobs.append(job)
+                continue
+            if not isinstance(raw, ToolCall):
+                raise UsageError(
+                    f"the executor takes TypedCall or ToolCall objects, got {type(c).__name__}"
+                )
+            job = _Job(raw, context)
+            validate = self._check(job, c)
+            if guards is not None and job.result is None:
+                assert job.call is not None
+                refusal = await self._policies_on(job.call, context, guards)
+                if refusal is not None:
+                    job.refuse(
+                        f"tool `{raw.name}` was rejected when its paused round was resumed: "
+                        f"{refusal}",
+                        "policy_rejected",
+                    )
+            if validate and job.result is None:
+                assert job.plan is not None
+                assert job.call is not None
+                await self._run_validators(job, job.plan, job.call)
+            jobs.append(job)
+        given = _approval_map(approvals, jobs) if approvals else {}
+        if self._approver is not None or given:
+            pending = await self._approve(jobs, given)
+            if pending:
+                return jobs, pending
+        if self._tracing is not None:
+            for job in jobs:  # calls refused before running: unknown, sandbox, invalid, denied
+                if job.result is not None:
+                    with self._tracing.tool_span(job.raw, _effect_of(job)) as span:
+                        span.record(job.result, job.error_type)
+        await self._run_all(jobs)
+        return jobs, []
+
+    # -- public API -----------------------------------------------------------------------
+
+    async def aexecute(
+        self,
+        call: TypedCall[Any] | ToolCall,
+        *,
+        context: HookContext | None = None,
+        approvals: Iterable[Approval] | Mapping[str, Approval] = (),
+    ) -> ToolResult:
+        """Run one call; every failure is an error result (never raised).
+
+        Raises ApprovalPendingError only when the approver deferred.
+        """
+        jobs, pending = await self._process((call,), context, approvals)
+        if pending:
+            raise ApprovalPendingError(tuple(pending))
+        result = jobs[0].result
+        assert result is not None
+        return result
+
+    def execute(
+        self,
+        call: TypedCall[Any] | ToolCall,
+        *,
+        context: HookContext | None = None,
+        approvals: Iterable[Approval] | Mapping[str, Approval] = (),
+    ) -> ToolResult:
+        """Sync :meth:`aexecute` (runs an event loop; not for use inside one)."""
+        return _run_sync(self.aexecute(call, context=context, approvals=approvals), "execute")
+
+    async def aexecute_all(
+        self,
+        calls: Iterable[TypedCall[Any] | ToolCall],
+        *,
+        context: HookContext | None = None,
+        approvals: Iterable[Approval] | Mapping[str, Approval] = (),
+    ) -> list[ToolResult]:
+        """Run calls in parallel (at most ``max_concurrency`` at once); results in input order.
+
+        Async tools are awaited concurrently; sync tools run inline, ``blocking``
+        ones in worker threads; a ``run_alone`` tool waits for everything
+        before it, runs by itself, then the rest continue. Approval is decided
+        for every call before any runs: if one is deferred nothing runs and
+        ApprovalPendingError carries every pending request.
+        """
+        jobs, pending = await self._process(list(calls), context, approvals)
+        if pending:
+            raise ApprovalPendingError(tuple(pending))
+        return [j.result for j in jobs if j.result is not None]
+
+    def execute_all(
+        self,
+        calls: Iterable[TypedCall[Any] | ToolCall],
+        *,
+        context: HookContext | None = None,
+        approvals: Iterable[Approval] | Mapping[str, Approval] = (),
+    ) -> list[ToolResult]:
+        """Sync :meth:`aexecute_all`."""
+        return _run_sync(
+            self.aexecute_all(calls, context=context, approvals=approvals), "execute_all"
+        )
+
+    async def adispatch(
+        self, call: TypedCall[Any] | ToolCall, *, context: HookContext | None = None
+    ) -> ToolResult:
+        """As :meth:`aexecute`, but an error result raises ToolExecutionError (``.result``)."""
+        result = await self.aexecute(call, context=context)
+        if result.is_error:
+            raise ToolExecutionError(_error_text(result), result=result)
+        return result
+
+    def dispatch(
+        self, call: TypedCall[Any] | ToolCall, *, context: HookContext | None = None
+    ) -> ToolResult:
+        """Sync :meth:`adispatch`."""
+        return _run_sync(self.adispatch(call, context=context), "dispatch")
+
+    async def arun_plan(
+        self,
+        plan: ToolRoundPlan | ToolRound,
+        *,
+        approvals: Iterable[Approval] | Mapping[str, Approval] = (),
+    ) -> list[ToolResult]:
+        """Run a plan's pending calls (or a bare round's calls); results in the plan's order."""
+        calls, context = _plan_calls(plan)
+        jobs, pending = await self._process(calls, context, approvals, _guards_of(plan))
+        if pending:
+            raise ApprovalPendingError(tuple(pending))
+        results = [j.result for j in jobs if j.result is not None]
+        if isinstance(plan, ToolRoundPlan):
+            await self._observe_handled(plan)  # so plan.commit writes the observed results
+        return results
+
+    def run_plan(
+        self,
+        plan: ToolRoundPlan | ToolRound,
+        *,
+        approvals: Iterable[Approval] | Mapping[str, Approval] = (),
+    ) -> list[ToolResult]:
+        """Sync :meth:`arun_plan`."""
+        return _run_sync(self.arun_plan(plan, approvals=approvals), "run_plan")
+
+    async def aexecute_and_commit(
+        self,
+        plan: ToolRoundPlan | ToolRound,
+        *,
+        approvals: Iterable[Approval] | Mapping[str, Approval] = (),
+    ) -> RoundExecution:
+        """Run the pending calls and commit the round (handled + rejected + issues + results).
+
+        If an approval is deferred, nothing runs and nothing is committed: the
+        RoundExecution carries the pending requests; resume with :meth:`aresume`.
+        """
+        calls, context = _plan_calls(plan)
+        jobs, pending = await self._process(calls, context, approvals, _guards_of(plan))
+        if pending:
+            return RoundExecution(plan, (), tuple(pending), False)
+        results = tuple(j.result for j in jobs if j.result is not None)
+        if isinstance(plan, ToolRoundPlan):
+            await self._observe_handled(plan)
+        plan.commit(results)
+        return RoundExecution(plan, results, (), True)
+
+    def execute_and_commit(
+        self,
+        plan: ToolRoundPlan | ToolRound,
+        *,
+        approvals: Iterable[Approval] | Mapping[str, Approval] = (),
+    ) -> RoundExecution:
+        """Sync :meth:`aexecute_and_commit`."""
+        return _run_sync(self.aexecute_and_commit(plan, approvals=approvals), "execute_and_commit")
+
+    async def aresume(
+        self,
+        plan: ToolRoundPlan | ToolRound | RoundExecution,
+        approvals: Iterable[Approval] | Mapping[str, Approval],
+    ) -> RoundExecution:
+        """Continue a plan whose approval was deferred, with the decisions made since.
+
+        Each Approval is bound to the fingerprint that was reviewed: a call
+        whose arguments changed since gets an error result and is not run.
+        Calls without a decision go to the approver again.
+        """
+        target = plan.plan if isinstance(plan, RoundExecution) else plan
+        return await self.aexecute_and_commit(target, approvals=approvals)
+
+    def resume(
+        self,
+        plan: ToolRoundPlan | ToolRound | RoundExecution,
+        approvals: Iterable[Approval] | Mapping[str, Approval],
+    ) -> RoundExecution:
+        """Sync :meth:`aresume`."""
+        return _run_sync(self.aresume(plan, approvals), "resume")
+
+
+def _resolve_host(plugins: Any) -> Any:
+    """``True``: the process's plugin host; ``False``/None: none; else the host given."""
+    if plugins is True:
+        return get_host()
+    if plugins is False or plugins is None:
+        return None
+    if not hasattr(plugins, "hook_sets") or not hasattr(plugins, "atool_result"):
+        raise UsageError(
+            f"plugins must be True, False or a toolwire.PluginHost, got {type(plugins).__name__}"
+        )
+    return plugins
+
+
+def _link(icpt: Callable[..., Any], inner: Next) -> Next:
+    async def run(request: ToolRequest) -> ToolResult:
+        out = icpt(request, inner)
+        if hasattr(out, "__await__"):
+            out = await out
+        if not isinstance(out, ToolResult):
+            raise UsageError(
+                f"interceptor {icpt!r} returned {type(out).__name__}; expected a ToolResult "
+                f"(return `await next(request)` or your own result)"
+            )
+        return out
+
+    return run
+
+
+def _approval_map(
+    approvals: Iterable[Approval] | Mapping[str, Approval], jobs: Sequence[_Job]
+) -> dict[str, Approval]:
+    if isinstance(approvals, Mapping):
+        given = dict(approvals)
+    else:
+        given = {}
+        for a in approvals:
+            if not isinstance(a, Approval):
+                raise UsageError(
+                    f"approvals must be Approval records (from ApprovalRequest.allow(), "
+                    f".deny() or .modify()), got {type(a).__name__}"
+                )
+            given[a.call_id] = a
+    if given:
+        known = {j.raw.id for j in jobs}
+        unknown = sorted(set(given) - known)
+        if unknown:
+            raise UsageError(
+                f"approvals for call id(s) {', '.join(map(repr, unknown))} that are not in "
+                f"these calls ({', '.join(map(repr, sorted(known)))})"
+            )
+    return given
+
+
+def _plan_calls(
+    plan: ToolRoundPlan | ToolRound,
+) -> tuple[tuple[TypedCall[Any], ...], HookContext | None]:
+    if isinstance(plan, ToolRoundPlan):
+        return plan.pending, plan.context
+    if isinstance(plan, ToolRound):
+        return plan.calls, plan.turn.context
+    raise UsageError(f"expected a ToolRoundPlan or a ToolRound, got {type(plan).__name__}")
+
+
+def _error_text(result: ToolResult) -> str:
+
+    reason = rejection_reason(result)
+    return reason if reason is not None else result.content
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or repr(tp)
+
+
+def _run_sync(coro: Coroutine[Any, Any, _T], what: str) -> _T:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    coro.close()
+    raise EventLoopError(
+        f"Executor.{what}() runs its own event loop and cannot be called inside a running "
+        f"one; use `await executor.a{what}(...)` in async code"
+    )
+
+
+publish(globals())
+
+
+publish(globals())
