@@ -356,8 +356,8 @@ def test_a_tool_with_a_retry_hint_is_retried_with_exponential_backoff() -> None:
     result = tw.Executor(sleep=sleep, rng=lambda: 0.5).execute(typed(tool))
     assert "ok" == result.content
     assert 4 == len(attempts)
-    # base * (1 + jitter * rand): 0.1, 0.2, 0.4 each times 1.25
-    assert [0.125, 0.25, 0.5] == sleep.delays
+    # base * (1 - jitter * rand): 0.1, 0.2, 0.4 each times 0.75 (jitter only shortens)
+    assert [0.075, 0.15, 0.3] == pytest.approx(sleep.delays)
 
 
 def test_retries_stop_at_max_attempts_and_say_how_many_there_were() -> None:

@@ -720,3 +720,23 @@ def test_tool_fn_field_default_keeps_constraints_and_gets_the_docstring_text() -
         {"default": 5, "description": "Own.", "maximum": 9, "type": "integer"},
         ["a"],
     ) == (props["a"], props["b"], f.input_schema["required"])
+
+
+def test_retry_hint_jitter_only_shortens_the_delay_like_the_http_policy() -> None:
+    from toolwire._backoff import backoff
+    from toolwire._http import RetryPolicy
+
+    hint = tw.RetryHint(5, initial_backoff=1.0, max_backoff=3.0, jitter=0.5)
+    for retry in range(5):
+        base = min(1.0 * 2**retry, 3.0)
+        assert base == hint.delay(retry, rand=0.0)
+        assert base * 0.5 < hint.delay(retry, rand=0.999) <= base
+    policy = RetryPolicy(initial_backoff=1.0, max_backoff=3.0, jitter=0.5)
+
+    class Fixed:
+        def random(self) -> float:
+            return 0.4
+
+    # One formula: the same retry, jitter and random draw give the same delay.
+    assert hint.delay(2, rand=0.4) == policy.delay(2, None, Fixed())
+    assert hint.delay(2, rand=0.4) == backoff(2, initial=1.0, maximum=3.0, jitter=0.5, fraction=0.4)

@@ -43,6 +43,7 @@ from urllib.parse import quote, unquote, urlsplit, urlunsplit
 import attrs
 import httpx
 
+from toolwire._backoff import backoff
 from toolwire._errors import (
     AuthenticationError,
     BadRequestError,
@@ -358,11 +359,13 @@ class RetryPolicy:
             and retry_after >= 0
         ):
             return min(float(retry_after), self.max_retry_after)
-        base = min(self.initial_backoff * 2.0 ** min(attempt, 64), self.max_backoff)
-        if self.jitter:
-            fraction = (rng or random).random()
-            base *= 1.0 - self.jitter * fraction
-        return base
+        return backoff(
+            attempt,
+            initial=self.initial_backoff,
+            maximum=self.max_backoff,
+            jitter=self.jitter,
+            fraction=(rng or random).random() if self.jitter else 0.0,
+        )
 
 
 def _header_lookup(headers: Mapping[str, str] | httpx.Headers, name: str) -> str | None:

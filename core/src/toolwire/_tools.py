@@ -28,6 +28,7 @@ import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic.fields import FieldInfo
 
+from toolwire._backoff import backoff
 from toolwire._errors import ToolDefinitionError, UsageError
 from toolwire._exports import publish
 from toolwire._schema import (
@@ -156,7 +157,8 @@ class RetryHint:
 
     ``max_attempts`` counts every attempt including the first (>= 1);
     ``initial_backoff`` is the delay before the first retry, doubled each time
-    up to ``max_backoff``, with up to ``jitter`` (a fraction) added.
+    up to ``max_backoff``, less up to ``jitter`` (a fraction) of it: the formula of
+    :mod:`toolwire._backoff`, shared with the HTTP retry policy.
     """
 
     max_attempts: int
@@ -190,13 +192,19 @@ class RetryHint:
     def delay(self, retry: int, *, rand: float = 0.0, retry_after: float | None = None) -> float:
         """Seconds to wait before retry number ``retry`` (0 for the first retry).
 
-        ``rand`` in [0, 1) scales the jitter; a Retry-After value replaces the
-        computed delay, capped at ``max_backoff``.
+        ``rand`` in [0, 1) scales the jitter (subtracted, so the delay never exceeds
+        ``max_backoff``); a Retry-After value replaces the computed delay, capped at
+        ``max_backoff``.
         """
         if retry_after is not None and retry_after >= 0:
             return float(min(retry_after, self.max_backoff))
-        base = float(min(self.initial_backoff * (2**retry), self.max_backoff))
-        return base + base * self.jitter * rand
+        return backoff(
+            retry,
+            initial=self.initial_backoff,
+            maximum=self.max_backoff,
+            jitter=self.jitter,
+            fraction=rand,
+        )
 
 
 def _retry_implies_idempotent(self: ToolMetadata) -> bool:
