@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 import attrs
 
 from toolwire._calls import ToolCall, ToolResult
-from toolwire._errors import RoundLimitError, StreamError, UsageError
+from toolwire._errors import RoundLimitError, UsageError
 from toolwire._execute.executor import Executor, _resolve_host
 from toolwire._execute.paused import RoundExecution
 from toolwire._exports import publish
 from toolwire._hooks import HookContext, HookSet
 from toolwire._provider import (
     Provider,
+    ReplyCollector,
     ReplyCompleted,
     StreamEvent,
     TextDelta,
@@ -365,20 +366,18 @@ class Agent:
     ) -> Generator[StreamEvent, None, AssistantReply]:
         with self._span() as span:
             if streaming:
-                reply: AssistantReply | None = None
+                collector = ReplyCollector()
                 events = self.provider.stream(session, turn)
                 try:
                     for event in events:
                         yield event
-                        if isinstance(event, ReplyCompleted):
-                            reply = event.reply
+                        if collector.feed(event):
                             break
                 finally:
                     close = getattr(events, "close", None)
                     if close is not None:
                         close()
-                if reply is None:
-                    raise StreamError("the stream ended without a completed reply")
+                reply = collector.result()
             else:
                 reply = self.provider.generate(session, turn)
             if span is not None:
@@ -424,15 +423,14 @@ class Agent:
             value = None
             if isinstance(item, _Request):
                 with self._span() as span:
-                    reply: AssistantReply | None = None
+                    reply: AssistantReply
                     if streaming:
+                        collector = ReplyCollector()
                         async for event in self.provider.astream(session, item.turn):
                             yield event
-                            if isinstance(event, ReplyCompleted):
-                                reply = event.reply
+                            if collector.feed(event):
                                 break
-                        if reply is None:
-                            raise StreamError("the stream ended without a completed reply")
+                        reply = collector.result()
                     else:
                         reply = await self.provider.agenerate(session, item.turn)
                     if span is not None:

@@ -16,6 +16,7 @@ from toolwire._turn import ResolvedTurn
 
 __all__ = [
     "Provider",
+    "ReplyCollector",
     "ReplyCompleted",
     "StreamEvent",
     "TextDelta",
@@ -116,16 +117,39 @@ def _events_of(reply: AssistantReply) -> Iterator[StreamEvent]:
     yield ReplyCompleted(reply)
 
 
+class ReplyCollector:
+    """The I/O-free core of every stream loop, sync or async: feed it each event in order;
+    ``feed`` says when the reply is complete and ``result`` returns it, or raises
+    StreamError when the stream ended without one (nothing may be committed then)."""
+
+    __slots__ = ("reply",)
+
+    def __init__(self) -> None:
+        self.reply: AssistantReply | None = None
+
+    def feed(self, event: StreamEvent) -> bool:
+        """Take one event; True once the reply is complete (stop reading there)."""
+        if isinstance(event, ReplyCompleted):
+            self.reply = event.reply
+            return True
+        return False
+
+    def result(self) -> AssistantReply:
+        if self.reply is None:
+            raise StreamError("the stream ended without a completed reply")
+        return self.reply
+
+
 def _reply_from_stream(
     events: Iterator[StreamEvent], on_event: Callable[[StreamEvent], None] | None
 ) -> AssistantReply:
+    collector = ReplyCollector()
     for event in events:
         if on_event is not None:
             on_event(event)
-        if isinstance(event, ReplyCompleted):
-            return event.reply
-
-    raise StreamError("the stream ended without a completed reply")
+        if collector.feed(event):
+            break
+    return collector.result()
 
 
 def run_turn(
@@ -160,17 +184,15 @@ async def arun_turn(
 ) -> Finished | NeedsTools:
     """Async :func:`run_turn`; ``on_event`` may be sync or async."""
     if stream or on_event is not None:
-        reply: AssistantReply | None = None
+        collector = ReplyCollector()
         async for event in provider.astream(session, turn):
             if on_event is not None:
                 out = on_event(event)
                 if hasattr(out, "__await__"):
                     await out
-            if isinstance(event, ReplyCompleted):
-                reply = event.reply
+            if collector.feed(event):
                 break
-        if reply is None:
-            raise StreamError("the stream ended without a completed reply")
+        reply = collector.result()
     else:
         reply = await provider.agenerate(session, turn)
     return decode_reply(session, turn, reply, enforce_requirement=enforce_requirement)
