@@ -34,10 +34,10 @@ from toolwire._http import (
     RetryPolicy,
     SSEEvent,
     Transport,
-    _snippet,
     redact_url,
     resolve_api_key,
 )
+from toolwire._http.errors import _snippet
 from toolwire._provider import Provider, ReplyCompleted, StreamEvent
 from toolwire._round import AssistantReply
 from toolwire._tools import Tool

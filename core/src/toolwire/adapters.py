@@ -26,17 +26,25 @@ if _typing.TYPE_CHECKING:
     from toolwire._calls import (
         rejection_content,
     )
-    from toolwire._http import (
+    from toolwire._http.errors import (
         DEFAULT_CONTEXT_LENGTH_MARKERS,
-        ApiKey,
-        AuthStyle,
         ErrorDetail,
         ErrorMapper,
-        RetryPolicy,
-        SSEEvent,
-        Transport,
         extract_error_detail,
+    )
+    from toolwire._http.keys import (
+        ApiKey,
+        AuthStyle,
         resolve_api_key,
+    )
+    from toolwire._http.retry import (
+        RetryPolicy,
+    )
+    from toolwire._http.sse import (
+        SSEEvent,
+    )
+    from toolwire._http.transport import (
+        Transport,
     )
     from toolwire._lazy import (
         lazy_exports,
