@@ -625,7 +625,7 @@ def test_a_status_function_returning_a_non_string_is_reported(host: PluginHost) 
 
 
 def test_distribution_name_and_version_are_read_once_through_the_public_api() -> None:
-    from toolwire._plugins import _dist_of
+    from toolwire._plugins.discovery import _dist_of
 
     class Dist:
         reads = 0

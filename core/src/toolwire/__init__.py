@@ -86,9 +86,11 @@ if _typing.TYPE_CHECKING:
     from toolwire._otel import (
         Tracing,
     )
-    from toolwire._plugins import (
-        PluginHost,
+    from toolwire._plugins.discovery import (
         PluginRecord,
+    )
+    from toolwire._plugins.host import (
+        PluginHost,
         get_host,
     )
     from toolwire._provider import (

@@ -18,147 +18,49 @@ import functools
 import importlib
 import inspect
 import logging
-import os
-import re
 import threading
-import time
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import attrs
 import pluggy
 
 from toolwire import hookspecs
-from toolwire._calls import ToolResult, TypedCall, rejection_content
+from toolwire._calls import ToolResult, TypedCall
 from toolwire._compile import SchemaCompiler
 from toolwire._errors import PluginError, PolicyError, UsageError
 from toolwire._exports import publish
-from toolwire._hooks import Complete, HookContext, HookSet, Reject, RunNormally, _close
+from toolwire._hooks import HookContext, HookSet, _close
+from toolwire._plugins.discovery import (
+    _BUILTINS,
+    _CORE_DISTRIBUTION,
+    _KIND_RANK,
+    _PROVIDER_NAME,
+    ENTRY_POINT_GROUPS,
+    PluginKind,
+    PluginRecord,
+    _Candidate,
+    _describe,
+    _dist_of,
+    _entry_points,
+    _env_flag,
+    _env_names,
+    _env_timeout,
+    _version,
+)
+from toolwire._plugins.wrappers import (
+    _ASYNC_OK,
+    _availability_hook,
+    _blocker,
+    _decision_hook,
+    _description_hook,
+    _ResultHook,
+    _withheld,
+)
 from toolwire._provider import Provider
-from toolwire._tools import Tool
 from toolwire._toolset import Toolset
-from toolwire._version import __version__
-
-if TYPE_CHECKING:
-    from toolwire._hooks import ToolDecision
-
-__all__ = [
-    "ENTRY_POINT_GROUPS",
-    "PluginHost",
-    "PluginKind",
-    "PluginRecord",
-    "get_host",
-]
 
 logger = logging.getLogger("toolwire.plugins")
-
-PluginKind = Literal["policy", "toolset", "provider"]
-
-ENTRY_POINT_GROUPS: Mapping[PluginKind, str] = {
-    "policy": "toolwire.policies",
-    "toolset": "toolwire.toolsets",
-    "provider": "toolwire.providers",
-}
-"""The entry-point group of each kind of plugin."""
-
-# Built-ins register through the same hooks; this table is their fallback when
-# entry points are not read (autoload off, or toolwire run from a source tree).
-_BUILTINS: tuple[tuple[PluginKind, str, str], ...] = (
-    ("provider", "test", "toolwire.providers.test"),
-)
-_CORE_DISTRIBUTION = "toolwire"
-
-DEFAULT_HOOK_TIMEOUT = 5.0
-_DECISIONS = frozenset({RunNormally, Complete, Reject, type(None)})
-_PROVIDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_KIND_RANK: Mapping[str, int] = {"policy": 0, "toolset": 1, "provider": 2}
-
-
-@attrs.frozen
-class PluginRecord:
-    """One plugin the host knows of.
-
-    ``status`` is ``discovered`` (found, not imported yet), ``loaded``,
-    ``failed`` (``reason`` says why; the plugin is not in use) or ``disabled``
-    (by ``TOOLWIRE_PLUGINS`` / ``TOOLWIRE_DISABLE_PLUGINS``).
-    """
-
-    kind: PluginKind
-    name: str
-    distribution: str
-    version: str
-    value: str
-    status: Literal["discovered", "loaded", "failed", "disabled"] = "discovered"
-    reason: str = ""
-
-    def label(self) -> str:
-        """``name (distribution version)``, for messages."""
-        dist = f"{self.distribution} {self.version}".strip()
-        return f"`{self.name}` ({dist})" if dist else f"`{self.name}`"
-
-
-@attrs.frozen
-class _Candidate:
-    record: PluginRecord
-    load: Callable[[], object]
-
-
-# -- environment ----------------------------------------------------------------------
-
-
-def _env_names(var: str) -> frozenset[str] | None:
-    raw = os.environ.get(var)
-    if raw is None:
-        return None
-    return frozenset(n.strip() for n in raw.split(",") if n.strip())
-
-
-def _env_flag(var: str, default: bool) -> bool:
-    raw = os.environ.get(var)
-    if raw is None or not raw.strip():
-        return default
-    return raw.strip().lower() not in ("0", "false", "no", "off")
-
-
-def _env_timeout() -> float:
-    raw = os.environ.get("TOOLWIRE_HOOK_TIMEOUT")
-    if raw is None or not raw.strip():
-        return DEFAULT_HOOK_TIMEOUT
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise PluginError(
-            f"TOOLWIRE_HOOK_TIMEOUT must be a positive number of seconds, got {raw!r}"
-        )
-    return value
-
-
-# -- entry points (read once per process) ----------------------------------------------
-
-_EP_LOCK = threading.Lock()
-_EP_CACHE: dict[str, tuple[Any, ...]] | None = None
-
-
-def _entry_points() -> Mapping[str, tuple[Any, ...]]:
-    """Every toolwire entry point, by group; metadata is read once per process."""
-    global _EP_CACHE
-    with _EP_LOCK:
-        if _EP_CACHE is None:
-            import importlib_metadata  # only when discovery runs (import time matters)
-
-            eps = importlib_metadata.entry_points()
-            _EP_CACHE = {
-                group: tuple(eps.select(group=group)) for group in ENTRY_POINT_GROUPS.values()
-            }
-        return _EP_CACHE
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
 
 # -- the host -------------------------------------------------------------------------
 
@@ -764,236 +666,6 @@ class PluginHost:
         for h in hooks:
             result = await h.arun(call, result, ctx, self.hook_timeout)
         return result
-
-
-_ASYNC_OK = frozenset({"toolwire_tool_decision", "toolwire_tool_result"})
-
-
-def _version() -> str:
-    return __version__
-
-
-def _caller(
-    fn: Callable[..., Any], argnames: Sequence[str], names: Sequence[str]
-) -> Callable[..., Any]:
-    """``fn`` called positionally with the hook's arguments, for impls taking a subset."""
-    if tuple(argnames) == tuple(names):
-        return fn
-    index = [names.index(a) for a in argnames]
-
-    def call(*args: Any) -> Any:
-        return fn(**{argnames[i]: args[j] for i, j in enumerate(index)})
-
-    return call
-
-
-def _blocker(reason: str) -> Callable[[TypedCall[Any], HookContext], ToolDecision]:
-    def blocked(call: TypedCall[Any], context: HookContext) -> ToolDecision:
-        return Reject(reason)
-
-    return blocked
-
-
-def _over_budget(label: str, elapsed: float, budget: float) -> Reject:
-    return Reject(
-        f"hook `{label}` took {elapsed:.3g} s, over its {budget:g} s budget "
-        f"(TOOLWIRE_HOOK_TIMEOUT); the call was not run"
-    )
-
-
-async def _await_within(aw: Awaitable[Any], label: str, budget: float) -> Any:
-    import asyncio  # here, not at the top: assembling a toolset needs no event loop
-
-    try:
-        return await asyncio.wait_for(aw, budget)
-    except asyncio.TimeoutError:
-        return _over_budget(label, budget, budget)
-
-
-class _Bounded:
-    """The awaitable a sync hookimpl returned, to be awaited within the hook's budget.
-
-    Awaiting it awaits the hookimpl's awaitable under ``asyncio.wait_for``.
-    ``close()`` (what the sync pipeline calls on an awaitable it cannot await)
-    closes the hookimpl's awaitable itself, so an unawaited coroutine does not
-    warn "was never awaited".
-    """
-
-    __slots__ = ("aw", "budget", "label")
-
-    def __init__(self, aw: Awaitable[Any], label: str, budget: float) -> None:
-        self.aw = aw
-        self.label = label
-        self.budget = budget
-
-    def __await__(self) -> Generator[Any, None, Any]:
-        return _await_within(self.aw, self.label, self.budget).__await__()
-
-    def close(self) -> None:
-        _close(self.aw)
-
-
-def _dist_of(dist: Any) -> tuple[str, str]:
-    """A distribution's name and version, through importlib_metadata's public API.
-
-    Reading them parses the distribution's METADATA, so each distribution is read once
-    per process (discovery reads the entry points once too).
-    """
-    if dist is None:
-        return "", ""
-    key = id(dist)
-    found = _DIST_NAMES.get(key)
-    if found is None or found[0] is not dist:
-        found = (dist, getattr(dist, "name", "") or "", getattr(dist, "version", "") or "")
-        _DIST_NAMES[key] = found
-    return found[1], found[2]
-
-
-_DIST_NAMES: dict[int, tuple[Any, str, str]] = {}
-
-
-def _decision_hook(
-    fn: Callable[..., Any], argnames: Sequence[str], label: str, budget: float
-) -> Callable[[TypedCall[Any], HookContext], Any]:
-    """A plain function for the core pipeline: the impl, within its time budget."""
-    f = _caller(fn, argnames, ("call", "context"))
-    clock = time.perf_counter
-    decisions = _DECISIONS
-    if inspect.iscoroutinefunction(fn):
-
-        async def decide_async(call: TypedCall[Any], context: HookContext) -> Any:
-            return await _await_within(f(call, context), label, budget)
-
-        return decide_async
-
-    def decide(call: TypedCall[Any], context: HookContext) -> Any:
-        start = clock()
-        decision = f(call, context)
-        elapsed = clock() - start
-        if elapsed > budget:
-            if inspect.isawaitable(decision):
-                _close(decision)
-            return _over_budget(label, elapsed, budget)
-        if decision is None or decision.__class__ in decisions:
-            return decision
-        if not inspect.isawaitable(decision):
-            return decision
-        return _Bounded(decision, label, budget)
-
-    return decide
-
-
-def _description_hook(
-    fn: Callable[..., Any], argnames: Sequence[str], label: str
-) -> Callable[[Tool[Any, Any], str, HookContext], str | None]:
-    f = _caller(fn, argnames, ("tool", "description", "context"))
-
-    def describe(tool: Tool[Any, Any], description: str, context: HookContext) -> str | None:
-        try:
-            out = f(tool, description, context)
-        except Exception as exc:
-            logger.warning("description hook %s failed for %s: %r", label, tool.name, exc)
-            return None
-        if out is not None and not isinstance(out, str):
-            logger.warning(
-                "description hook %s returned %s for %s; expected a string or None",
-                label,
-                type(out).__name__,
-                tool.name,
-            )
-            return None
-        return out
-
-    return describe
-
-
-def _availability_hook(
-    fn: Callable[..., Any], argnames: Sequence[str]
-) -> Callable[[Tool[Any, Any], HookContext], bool]:
-    f = _caller(fn, argnames, ("tool", "context"))
-
-    def available(tool: Tool[Any, Any], context: HookContext) -> bool:
-        # None is "no opinion"; an exception propagates and core hides the tool.
-        return f(tool, context) is not False
-
-    return available
-
-
-def _withheld(call: TypedCall[Any], reason: str) -> ToolResult:
-    return call.call.result(rejection_content(reason), is_error=True)
-
-
-class _ResultHook:
-    __slots__ = ("fn", "label", "plugin", "policy")
-
-    def __init__(
-        self, fn: Callable[..., Any], argnames: Sequence[str], plugin: str, policy: bool
-    ) -> None:
-        self.fn = _caller(fn, argnames, ("call", "result", "context"))
-        self.plugin = plugin
-        self.label = f"plugin:{plugin}"
-        self.policy = policy
-
-    def _bad(self, call: TypedCall[Any], result: ToolResult, problem: str) -> ToolResult:
-        if self.policy:
-            reason = f"policy `{self.plugin}` {problem}; the result was withheld"
-            logger.warning("tool %s call %s: %s", call.name, call.id, reason)
-            return _withheld(call, reason)
-        logger.warning(
-            "tool %s call %s: result hook `%s` %s; ignored", call.name, call.id, self.label, problem
-        )
-        return result
-
-    def _check(self, call: TypedCall[Any], result: ToolResult, out: Any) -> ToolResult:
-        if out is None:
-            return result
-        if not isinstance(out, ToolResult):
-            return self._bad(
-                call, result, f"returned {type(out).__name__}; expected a ToolResult or None"
-            )
-        if (out.call_id, out.tool_name, out.arguments) != (call.id, call.name, call.arguments):
-            return self._bad(
-                call,
-                result,
-                f"returned a result for call `{out.call_id}` of `{out.tool_name}`, "
-                f"not for call `{call.id}` of `{call.name}` with the same arguments",
-            )
-        return out
-
-    def run(
-        self, call: TypedCall[Any], result: ToolResult, ctx: HookContext, budget: float
-    ) -> ToolResult:
-        start = time.perf_counter()
-        try:
-            out = self.fn(call, result, ctx)
-        except Exception as exc:
-            return self._bad(call, result, f"failed: {_describe(exc)}")
-        elapsed = time.perf_counter() - start
-        if inspect.isawaitable(out):
-            _close(out)
-            return self._bad(call, result, "is async; use `await host.atool_result(...)`")
-        if elapsed > budget:
-            return self._bad(call, result, f"took {elapsed:.3g} s, over its {budget:g} s budget")
-        return self._check(call, result, out)
-
-    async def arun(
-        self, call: TypedCall[Any], result: ToolResult, ctx: HookContext, budget: float
-    ) -> ToolResult:
-        import asyncio  # see _await_within
-
-        start = time.perf_counter()
-        try:
-            out = self.fn(call, result, ctx)
-            if inspect.isawaitable(out):
-                out = await asyncio.wait_for(out, budget)
-        except asyncio.TimeoutError:
-            return self._bad(call, result, f"took over its {budget:g} s budget")
-        except Exception as exc:
-            return self._bad(call, result, f"failed: {_describe(exc)}")
-        elapsed = time.perf_counter() - start
-        if elapsed > budget:
-            return self._bad(call, result, f"took {elapsed:.3g} s, over its {budget:g} s budget")
-        return self._check(call, result, out)
 
 
 # -- the default host --------------------------------------------------------------------

@@ -1,0 +1,148 @@
+"""Plugin discovery: entry-point groups, plugin records, the environment switches and
+distribution metadata, read once per process."""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+import attrs
+
+from toolwire._errors import PluginError
+from toolwire._exports import publish
+from toolwire._version import __version__
+
+PluginKind = Literal["policy", "toolset", "provider"]
+
+ENTRY_POINT_GROUPS: Mapping[PluginKind, str] = {
+    "policy": "toolwire.policies",
+    "toolset": "toolwire.toolsets",
+    "provider": "toolwire.providers",
+}
+"""The entry-point group of each kind of plugin."""
+
+# Built-ins register through the same hooks; this table is their fallback when
+# entry points are not read (autoload off, or toolwire run from a source tree).
+_BUILTINS: tuple[tuple[PluginKind, str, str], ...] = (
+    ("provider", "test", "toolwire.providers.test"),
+)
+_CORE_DISTRIBUTION = "toolwire"
+
+DEFAULT_HOOK_TIMEOUT = 5.0
+_PROVIDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_KIND_RANK: Mapping[str, int] = {"policy": 0, "toolset": 1, "provider": 2}
+
+
+@attrs.frozen
+class PluginRecord:
+    """One plugin the host knows of.
+
+    ``status`` is ``discovered`` (found, not imported yet), ``loaded``,
+    ``failed`` (``reason`` says why; the plugin is not in use) or ``disabled``
+    (by ``TOOLWIRE_PLUGINS`` / ``TOOLWIRE_DISABLE_PLUGINS``).
+    """
+
+    kind: PluginKind
+    name: str
+    distribution: str
+    version: str
+    value: str
+    status: Literal["discovered", "loaded", "failed", "disabled"] = "discovered"
+    reason: str = ""
+
+    def label(self) -> str:
+        """``name (distribution version)``, for messages."""
+        dist = f"{self.distribution} {self.version}".strip()
+        return f"`{self.name}` ({dist})" if dist else f"`{self.name}`"
+
+
+@attrs.frozen
+class _Candidate:
+    record: PluginRecord
+    load: Callable[[], object]
+
+
+# -- environment ----------------------------------------------------------------------
+
+
+def _env_names(var: str) -> frozenset[str] | None:
+    raw = os.environ.get(var)
+    if raw is None:
+        return None
+    return frozenset(n.strip() for n in raw.split(",") if n.strip())
+
+
+def _env_flag(var: str, default: bool) -> bool:
+    raw = os.environ.get(var)
+    if raw is None or not raw.strip():
+        return default
+    return raw.strip().lower() not in ("0", "false", "no", "off")
+
+
+def _env_timeout() -> float:
+    raw = os.environ.get("TOOLWIRE_HOOK_TIMEOUT")
+    if raw is None or not raw.strip():
+        return DEFAULT_HOOK_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise PluginError(
+            f"TOOLWIRE_HOOK_TIMEOUT must be a positive number of seconds, got {raw!r}"
+        )
+    return value
+
+
+# -- entry points (read once per process) ----------------------------------------------
+
+_EP_LOCK = threading.Lock()
+_EP_CACHE: dict[str, tuple[Any, ...]] | None = None
+
+
+def _entry_points() -> Mapping[str, tuple[Any, ...]]:
+    """Every toolwire entry point, by group; metadata is read once per process."""
+    global _EP_CACHE
+    with _EP_LOCK:
+        if _EP_CACHE is None:
+            import importlib_metadata  # only when discovery runs (import time matters)
+
+            eps = importlib_metadata.entry_points()
+            _EP_CACHE = {
+                group: tuple(eps.select(group=group)) for group in ENTRY_POINT_GROUPS.values()
+            }
+        return _EP_CACHE
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _version() -> str:
+    return __version__
+
+
+def _dist_of(dist: Any) -> tuple[str, str]:
+    """A distribution's name and version, through importlib_metadata's public API.
+
+    Reading them parses the distribution's METADATA, so each distribution is read once
+    per process (discovery reads the entry points once too).
+    """
+    if dist is None:
+        return "", ""
+    key = id(dist)
+    found = _DIST_NAMES.get(key)
+    if found is None or found[0] is not dist:
+        found = (dist, getattr(dist, "name", "") or "", getattr(dist, "version", "") or "")
+        _DIST_NAMES[key] = found
+    return found[1], found[2]
+
+
+_DIST_NAMES: dict[int, tuple[Any, str, str]] = {}
+
+
+publish(globals())
