@@ -1,0 +1,66 @@
+"""The ``toolwire`` command: plugins, tools, one call, and a chat loop, through the plugin host.
+
+One module per job: ``parser`` (arguments, help, exit statuses), ``commands`` (what each
+command does) and ``render`` (what they print); :func:`main` here ties them together.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Sequence
+
+from toolwire._errors import PluginError, ProviderError, RoundLimitError, ToolwireError
+from toolwire.cli.commands import _COMMANDS
+from toolwire.cli.parser import (
+    EXIT_PLUGIN,
+    EXIT_PROVIDER,
+    EXIT_ROUNDS,
+    EXIT_TOOL,
+    CliError,
+    _parser,
+)
+from toolwire.cli.render import _out
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; returns the exit status (see ``toolwire --help``)."""
+    args = _parser().parse_args(argv)
+    _log_to_stderr()
+    try:
+        return _COMMANDS[args.command](args)
+    except Exception as exc:
+        if args.debug:
+            raise
+        status, message = _classify(exc)
+        _out(sys.stderr, f"toolwire: error: {message}")
+        return status
+    except KeyboardInterrupt:
+        return 130
+
+
+def _log_to_stderr() -> None:
+    """Plugin warnings (a skipped tool pack) as one ``toolwire: warning:`` line each."""
+    logger = logging.getLogger("toolwire")
+    if not logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("toolwire: warning: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.WARNING)
+        logger.propagate = False
+
+
+def _classify(exc: Exception) -> tuple[int, str]:
+    if isinstance(exc, CliError):
+        return exc.status, str(exc)
+    if isinstance(exc, PluginError):
+        return EXIT_PLUGIN, str(exc)
+    if isinstance(exc, ProviderError):
+        return EXIT_PROVIDER, str(exc)
+    if isinstance(exc, RoundLimitError):
+        return EXIT_ROUNDS, str(exc)
+    if isinstance(exc, ToolwireError):
+        return EXIT_TOOL, f"{type(exc).__name__}: {exc}"
+    return EXIT_TOOL, f"{type(exc).__name__}: {exc} (run with --debug for the traceback)"

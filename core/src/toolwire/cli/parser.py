@@ -1,0 +1,110 @@
+"""The command line: exit statuses, the argument parser and its help text."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import NoReturn
+
+EXIT_OK = 0
+EXIT_TOOL = 1
+EXIT_USAGE = 2
+EXIT_PLUGIN = 3
+EXIT_PROVIDER = 4
+EXIT_ROUNDS = 5
+
+EPILOG = """\
+exit status:
+  0  ok
+  1  a tool call was rejected, refused or failed
+  2  usage error (bad arguments, malformed JSON, unknown tool)
+  3  plugin or policy error (a policy failed to load, strict mode)
+  4  provider error (unknown provider or schema compiler, failed request)
+  5  chat ran out of tool rounds (--max-rounds)
+
+approval:
+  `call` and `chat` have no interactive approver: mutating and destructive
+  tools run only with --approve (or --yes); without it they are denied.
+  Policies decide first: --approve never overrides a policy's rejection.
+
+environment:
+  TOOLWIRE_PLUGINS           allow-list of plugin names (comma separated)
+  TOOLWIRE_DISABLE_PLUGINS   deny-list of plugin names
+  TOOLWIRE_AUTOLOAD_PLUGINS  0: load no installed plugin
+  TOOLWIRE_STRICT_PLUGINS    1: a plugin that fails to load is an error
+  TOOLWIRE_HOOK_TIMEOUT      seconds a hook may take (default 5)
+"""
+
+APP = "toolwire-cli"
+
+
+class CliError(Exception):
+    """An error shown as one line on stderr, with its exit status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        self.status = status
+        super().__init__(message)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog="toolwire",
+        description="Inspect and exercise toolwire plugins, tools and providers.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    p.add_argument(
+        "--app",
+        metavar="MODULE:ATTR",
+        help="the application's Toolset to assemble the plugins' tools into",
+    )
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+
+    sp = sub.add_parser("plugins", help="discovered plugins, versions and failures")
+    sp.add_argument("--json", action="store_true", help="print JSON")
+
+    sp = sub.add_parser("tools", help="the assembled toolset")
+    sp.add_argument("--provider", metavar="NAME", help="print the provider's wire form")
+    sp.add_argument("--model", metavar="M", help="model for --provider")
+    sp.add_argument("--json", action="store_true", help="print JSON")
+
+    sp = sub.add_parser("call", help="one tool call through the policies, hooks and executor")
+    sp.add_argument("name", help="the tool's wire name")
+    sp.add_argument("arguments", metavar="JSON", help="the arguments, as a JSON object")
+    sp.add_argument("--json", action="store_true", help="print one JSON event per line")
+    _approve_switch(sp)
+
+    sp = sub.add_parser("chat", help="the tool loop with a provider (offline `test` by default)")
+    sp.add_argument("prompt")
+    sp.add_argument("--provider", metavar="NAME", default="test", help="provider (default: test)")
+    sp.add_argument("--model", metavar="M", help="model name")
+    sp.add_argument("--max-rounds", type=int, default=8, metavar="N", help="tool rounds (8)")
+    sp.add_argument("--json", action="store_true", help="print one JSON event per line")
+    _approve_switch(sp)
+
+    sp = sub.add_parser("check", help="schema loss report per tool for a provider")
+    sp.add_argument("--provider", metavar="NAME", required=True, help="schema compiler's name")
+    sp.add_argument("--verbose", action="store_true", help="also show lossless changes")
+    sp.add_argument("--json", action="store_true", help="print JSON")
+    return p
+
+
+def _approve_switch(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument(
+        "--approve",
+        "--yes",
+        dest="approve",
+        action="store_true",
+        help="run mutating and destructive tools (denied without it)",
+    )
+
+
+# -- helpers ---------------------------------------------------------------------------
