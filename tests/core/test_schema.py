@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
 import toolwire as tw
-from toolwire._schema import clean_schema, model_schema
+from toolwire._schema.neutral import clean_schema, model_schema
 
 
 class Address(BaseModel):

@@ -840,7 +840,7 @@ def test_root_ref_is_inlined_and_keeps_properties() -> None:
 
 
 def tool_fn_for_model(model: type[BaseModel]) -> dict[str, Any]:
-    from toolwire._schema import model_schema
+    from toolwire._schema.neutral import model_schema
 
     return model_schema(model)
 

@@ -31,13 +31,8 @@ from pydantic.fields import FieldInfo
 from toolwire._backoff import backoff
 from toolwire._errors import ToolDefinitionError, UsageError
 from toolwire._exports import publish
-from toolwire._schema import (
-    attribute_docstrings,
-    check_raw_schema,
-    clean_schema,
-    model_schema,
-    parse_docstring,
-)
+from toolwire._schema.docstrings import attribute_docstrings, parse_docstring
+from toolwire._schema.neutral import check_raw_schema, clean_schema, model_schema
 
 __all__ = [
     "Selector",

@@ -12,7 +12,7 @@ from typing import Any
 
 from toolwire._agent import Agent
 from toolwire._calls import ToolCall
-from toolwire._compile import check_tools, format_report
+from toolwire._compile import check_tools
 from toolwire._errors import (
     RoundLimitError,
 )
@@ -22,6 +22,7 @@ from toolwire._hooks import HookContext
 from toolwire._plugins import PluginHost, get_host
 from toolwire._provider import Provider
 from toolwire._round import AssistantReply
+from toolwire._schema.reports import format_report
 from toolwire._toolset import Toolset
 from toolwire._transcript import Session
 from toolwire._turn import Availability, Turn, resolve_turn

@@ -1,0 +1,121 @@
+"""The neutral schema: pydantic's JSON Schema, cleaned, and checks of raw JSON Schemas.
+
+Per-provider schema compilers (OpenAI strict, Gemini, Anthropic) live with the provider
+adapters; this module produces the neutral, clean schema they start from."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel
+from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
+from pydantic_core import CoreSchema
+
+from toolwire._errors import ToolDefinitionError
+from toolwire._exports import publish
+from toolwire._schema.walk import _SCHEMA_KEYS, _SCHEMA_LIST_KEYS, _SCHEMA_MAP_KEYS
+
+
+class _CleanJsonSchema(GenerateJsonSchema):
+    """pydantic's generator without the noise: no titles on fields."""
+
+    def field_title_should_be_set(self, schema: Any) -> bool:
+        return False
+
+    def generate(self, schema: CoreSchema, mode: JsonSchemaMode = "validation") -> JsonSchemaValue:
+        return clean_schema(super().generate(schema, mode))
+
+
+def clean_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """Strip ``title`` keywords (never properties named "title") and give every
+    object schema a ``properties`` map; returns a new dict."""
+    cleaned: dict[str, Any] = _clean(schema)
+    return cleaned
+
+
+def _clean(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_clean(x) for x in node]
+    if not isinstance(node, Mapping):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "title" and isinstance(value, str):
+            continue
+        if key in _SCHEMA_MAP_KEYS and isinstance(value, Mapping):
+            out[key] = {k: _clean(v) for k, v in value.items()}
+        elif key in _SCHEMA_LIST_KEYS and isinstance(value, list):
+            out[key] = [_clean(v) for v in value]
+        elif key in _SCHEMA_KEYS:
+            out[key] = _clean(value)
+        else:
+            out[key] = value
+    if (
+        out.get("type") == "object"
+        and "properties" not in out
+        and "$ref" not in out
+        and out.get("additionalProperties", False) is False
+    ):
+        out["properties"] = {}
+    return out
+
+
+def model_schema(
+    model: type[BaseModel],
+    *,
+    descriptions: Mapping[str, str] | None = None,
+    description: str | None = None,
+) -> dict[str, Any]:
+    """The clean input schema of a pydantic model.
+
+    ``descriptions`` fills property descriptions the model itself does not
+    give (from docstrings); ``description`` replaces the top-level one (the
+    tool's description is sent separately, so by default it is removed).
+    """
+    schema = model.model_json_schema(schema_generator=_CleanJsonSchema)
+    schema.pop("description", None)
+    if description:
+        schema["description"] = description
+    props = schema.get("properties")
+    if descriptions and isinstance(props, dict):
+        for name, text in descriptions.items():
+            prop = props.get(name)
+            if isinstance(prop, dict) and "description" not in prop and text:
+                props[name] = {"description": text, **prop}
+    schema.setdefault("properties", {})
+    return schema
+
+
+def check_raw_schema(schema: Any, *, tool: str) -> dict[str, Any]:
+    """Validate a raw tool's JSON schema at definition time; returns a clean copy.
+
+    Raises ToolDefinitionError naming the tool when the schema is not a JSON
+    object schema or is not a valid JSON Schema (Draft 2020-12).
+    """
+
+    if not isinstance(schema, Mapping):
+        raise ToolDefinitionError(
+            f"tool `{tool}`: the input schema must be a JSON object (dict), "
+            f"got {type(schema).__name__}"
+        )
+    if schema.get("type", "object") != "object":
+        raise ToolDefinitionError(
+            f"tool `{tool}`: the input schema must describe an object "
+            f'("type": "object"), got type {schema.get("type")!r}'
+        )
+    import jsonschema
+
+    try:
+        jsonschema.Draft202012Validator.check_schema(dict(schema))
+    except jsonschema.SchemaError as exc:
+        raise ToolDefinitionError(
+            f"tool `{tool}`: the input schema is not valid JSON Schema: {exc.message}"
+        ) from None
+    out = clean_schema(schema)
+    out.setdefault("type", "object")
+    out.setdefault("properties", {})
+    return out
+
+
+publish(globals())
