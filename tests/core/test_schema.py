@@ -151,3 +151,58 @@ def test_clean_schema_never_drops_a_property_named_title(schema: dict[str, Any])
 @given(_schemas)
 def test_clean_schema_removes_every_title_keyword(schema: dict[str, Any]) -> None:
     assert 0 == _title_keywords(clean_schema(schema))
+
+
+def test_subschemas_names_every_position_with_an_escaped_pointer() -> None:
+    from toolwire.schema import subschemas
+
+    node = {
+        "type": "object",
+        "properties": {"a/b": {"type": "string"}, "c~d": True},
+        "anyOf": [{"type": "object"}, False],
+        "items": {"type": "integer"},
+        "enum": [{"not": "a schema"}],
+        "description": "kept",
+    }
+    assert list(subschemas(node, "/x")) == [
+        ("/x/properties/a~1b", {"type": "string"}),
+        ("/x/properties/c~0d", True),
+        ("/x/anyOf/0", {"type": "object"}),
+        ("/x/anyOf/1", False),
+        ("/x/items", {"type": "integer"}),
+    ]
+
+
+def test_map_subschemas_rewrites_only_subschemas_and_keeps_order() -> None:
+    from toolwire.schema import map_subschemas
+
+    node = {
+        "title": "T",
+        "properties": {"title": {"type": "string"}, "n": {"type": "integer"}},
+        "const": {"properties": "not a schema"},
+        "allOf": [{"type": "object"}],
+        "not": {"type": "null"},
+    }
+    seen: list[str] = []
+
+    def mark(sub: Any, pointer: str) -> Any:
+        seen.append(pointer)
+        return {"at": pointer}
+
+    out = map_subschemas(node, mark)
+    assert list(out) == list(node)
+    assert out["title"] == "T"
+    assert out["const"] == {"properties": "not a schema"}
+    assert out["properties"] == {"title": {"at": "/properties/title"}, "n": {"at": "/properties/n"}}
+    assert out["allOf"] == [{"at": "/allOf/0"}]
+    assert out["not"] == {"at": "/not"}
+    assert seen == ["/properties/title", "/properties/n", "/allOf/0", "/not"]
+    assert node["properties"]["n"] == {"type": "integer"}  # the input is not touched
+
+
+def test_a_list_keyword_that_is_not_a_list_is_not_walked() -> None:
+    from toolwire.schema import map_subschemas, subschemas
+
+    node = {"anyOf": {"type": "string"}, "properties": ["not", "a", "map"]}
+    assert list(subschemas(node)) == []
+    assert map_subschemas(node, lambda sub, _: 1 / 0) == node

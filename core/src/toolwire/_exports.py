@@ -177,6 +177,8 @@ SCHEMA: Mapping[str, str] = {
     "resolve_ref": "toolwire._schema.walk",
     "safe_cleanup": "toolwire._schema.walk",
     "split_type_list": "toolwire._schema.walk",
+    "subschemas": "toolwire._schema.walk",
+    "map_subschemas": "toolwire._schema.walk",
 }
 """``toolwire.schema``: schema compilation, checks and loss reports."""
 

@@ -45,11 +45,13 @@ if _typing.TYPE_CHECKING:
         check_refs,
         check_root,
         json_type,
+        map_subschemas,
         matches_type,
         pointer_token,
         resolve_ref,
         safe_cleanup,
         split_type_list,
+        subschemas,
     )
 
 __all__ = [
@@ -76,12 +78,14 @@ __all__ = [
     "compile_tool",
     "format_report",
     "json_type",
+    "map_subschemas",
     "matches_type",
     "parse_docstring",
     "pointer_token",
     "resolve_ref",
     "safe_cleanup",
     "split_type_list",
+    "subschemas",
 ]
 
 __getattr__, __dir__ = _lazy_exports(__name__, _exports.SCHEMA, globals())

@@ -14,7 +14,7 @@ from pydantic_core import CoreSchema
 
 from toolwire._errors import ToolDefinitionError
 from toolwire._exports import publish
-from toolwire._schema.walk import _SCHEMA_KEYS, _SCHEMA_LIST_KEYS, _SCHEMA_MAP_KEYS
+from toolwire._schema.walk import map_subschemas
 
 
 class _CleanJsonSchema(GenerateJsonSchema):
@@ -39,18 +39,8 @@ def _clean(node: Any) -> Any:
         return [_clean(x) for x in node]
     if not isinstance(node, Mapping):
         return node
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key == "title" and isinstance(value, str):
-            continue
-        if key in _SCHEMA_MAP_KEYS and isinstance(value, Mapping):
-            out[key] = {k: _clean(v) for k, v in value.items()}
-        elif key in _SCHEMA_LIST_KEYS and isinstance(value, list):
-            out[key] = [_clean(v) for v in value]
-        elif key in _SCHEMA_KEYS:
-            out[key] = _clean(value)
-        else:
-            out[key] = value
+    kept = {k: v for k, v in node.items() if not (k == "title" and isinstance(v, str))}
+    out = map_subschemas(kept, lambda sub, _: _clean(sub))
     if (
         out.get("type") == "object"
         and "properties" not in out

@@ -5,7 +5,7 @@ every compiler shares."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 from urllib.parse import unquote
 
@@ -14,7 +14,7 @@ from toolwire._exports import publish
 from toolwire._schema.reports import SchemaChange, Severity
 
 # Keys whose value is one sub-schema, a list of sub-schemas, or a name -> sub-schema map.
-_SCHEMA_KEYS = frozenset(
+SUBSCHEMA_KEYWORDS = frozenset(
     {
         "items",
         "additionalProperties",
@@ -30,8 +30,8 @@ _SCHEMA_KEYS = frozenset(
         "contentSchema",
     }
 )
-_SCHEMA_LIST_KEYS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
-_SCHEMA_MAP_KEYS = frozenset(
+SUBSCHEMA_LIST_KEYWORDS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
+SUBSCHEMA_MAP_KEYWORDS = frozenset(
     {"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"}
 )
 
@@ -98,18 +98,56 @@ TYPE_KEYWORDS: Mapping[str, frozenset[str]] = {
 TYPE_KEYWORDS = {**TYPE_KEYWORDS, "integer": TYPE_KEYWORDS["number"]}
 ALL_TYPE_KEYWORDS = frozenset().union(*TYPE_KEYWORDS.values())
 
-# Where sub-schemas live (keyword -> one schema / list of schemas / name -> schema map):
-# the one table, shared with the neutral schema cleaner.
-SUBSCHEMA_KEYWORDS = _SCHEMA_KEYS
-SUBSCHEMA_LIST_KEYWORDS = _SCHEMA_LIST_KEYS
-SUBSCHEMA_MAP_KEYWORDS = _SCHEMA_MAP_KEYS
-
 
 # -- small helpers ------------------------------------------------------------------------
 
 
 def pointer_token(name: str) -> str:
     return name.replace("~", "~0").replace("/", "~1")
+
+
+def subschemas(node: Mapping[str, Any], path: str = "") -> Iterator[tuple[str, Any]]:
+    """Each subschema directly under ``node``, with its JSON pointer (``path`` is the node's).
+
+    The one definition of where subschemas live, used by every traversal in core and in
+    the provider compilers: a name -> schema map (``properties``, ``$defs``, ...) yields
+    each entry, a list keyword (``anyOf``, ``prefixItems``, ...) each element, and a
+    one-schema keyword (``items``, ``not``, ...) its value as it is (which may be malformed:
+    the caller decides what to do with a value that is not a schema).
+    """
+    for key, value in node.items():
+        if key in SUBSCHEMA_MAP_KEYWORDS and isinstance(value, Mapping):
+            for name, sub in value.items():
+                yield f"{path}/{key}/{pointer_token(name)}", sub
+        elif key in SUBSCHEMA_LIST_KEYWORDS and isinstance(value, list):
+            for i, sub in enumerate(value):
+                yield f"{path}/{key}/{i}", sub
+        elif key in SUBSCHEMA_KEYWORDS:
+            yield f"{path}/{key}", value
+
+
+def map_subschemas(
+    node: Mapping[str, Any], fn: Callable[[Any, str], Any], path: str = ""
+) -> dict[str, Any]:
+    """A copy of ``node`` with each direct subschema replaced by ``fn(subschema, pointer)``.
+
+    The same positions as :func:`subschemas`; every other keyword (and the names in a
+    ``properties`` map) is kept as it is, in its order. Recursion is the caller's: ``fn``
+    usually calls back into the transform that called this.
+    """
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in SUBSCHEMA_MAP_KEYWORDS and isinstance(value, Mapping):
+            out[key] = {
+                name: fn(sub, f"{path}/{key}/{pointer_token(name)}") for name, sub in value.items()
+            }
+        elif key in SUBSCHEMA_LIST_KEYWORDS and isinstance(value, list):
+            out[key] = [fn(sub, f"{path}/{key}/{i}") for i, sub in enumerate(value)]
+        elif key in SUBSCHEMA_KEYWORDS:
+            out[key] = fn(value, f"{path}/{key}")
+        else:
+            out[key] = value
+    return out
 
 
 def brief(value: Any, limit: int = 120) -> str:
@@ -310,15 +348,8 @@ def check_refs(doc: Mapping[str, Any]) -> None:
             )
         if "$ref" in node:
             resolve_ref(doc, node["$ref"], path)
-        for key, value in node.items():
-            if key in SUBSCHEMA_MAP_KEYWORDS and isinstance(value, Mapping):
-                for name, sub in value.items():
-                    walk(sub, f"{path}/{key}/{pointer_token(name)}")
-            elif key in SUBSCHEMA_LIST_KEYWORDS and isinstance(value, list):
-                for i, sub in enumerate(value):
-                    walk(sub, f"{path}/{key}/{i}")
-            elif key in SUBSCHEMA_KEYWORDS:
-                walk(value, f"{path}/{key}")
+        for pointer, sub in subschemas(node, path):
+            walk(sub, pointer)
 
     walk(doc, "")
 

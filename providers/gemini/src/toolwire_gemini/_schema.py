@@ -24,9 +24,6 @@ from toolwire.schema import (
     SUBSCHEMA_KEYWORDS as _SUB_ONE,
 )
 from toolwire.schema import (
-    SUBSCHEMA_LIST_KEYWORDS as _SUB_LIST,
-)
-from toolwire.schema import (
     SUBSCHEMA_MAP_KEYWORDS as _SUB_MAP,
 )
 from toolwire.schema import (
@@ -38,6 +35,7 @@ from toolwire.schema import (
     CompileReport,
     SchemaCompileError,
     SchemaCompiler,
+    map_subschemas,
 )
 from toolwire.schema import (
     add_note as _add_note,
@@ -559,19 +557,7 @@ def _map_schema(node: Any, path: str, fn: Callable[[dict[str, Any], str], dict[s
         raise SchemaCompileError(
             f"the schema at #{path} must be an object or a boolean, got {type(node).__name__}"
         )
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key in _SUB_MAP and isinstance(value, Mapping):
-            out[key] = {
-                name: _map_schema(sub, f"{path}/{key}/{_tok(name)}", fn)
-                for name, sub in value.items()
-            }
-        elif key in _SUB_LIST and isinstance(value, list):
-            out[key] = [_map_schema(sub, f"{path}/{key}/{i}", fn) for i, sub in enumerate(value)]
-        elif key in _SUB_ONE:
-            out[key] = _map_schema(value, f"{path}/{key}", fn)
-        else:
-            out[key] = value
+    out = map_subschemas(node, lambda sub, pointer: _map_schema(sub, pointer, fn), path)
     return fn(out, path)
 
 

@@ -23,9 +23,6 @@ from toolwire.schema import (
     SUBSCHEMA_KEYWORDS as _SUB_ONE,
 )
 from toolwire.schema import (
-    SUBSCHEMA_LIST_KEYWORDS as _SUB_LIST,
-)
-from toolwire.schema import (
     SUBSCHEMA_MAP_KEYWORDS as _SUB_MAP,
 )
 from toolwire.schema import (
@@ -38,6 +35,7 @@ from toolwire.schema import (
     OpenAIStrictLimits,
     SchemaCompileError,
     SchemaCompiler,
+    subschemas,
 )
 from toolwire.schema import (
     add_note as _add_note,
@@ -578,12 +576,8 @@ def _strict_limits(
                 )
         if isinstance(node.get("const"), str):
             chars += len(node["const"])
-        for key, value in node.items():
-            if key in _SUB_MAP and isinstance(value, Mapping):
-                for sub in value.values():
-                    walk(sub)
-            elif key in _SUB_LIST or key in _SUB_ONE:
-                walk(value)
+        for _, sub in subschemas(node):
+            walk(sub)
 
     walk(schema)
     depth = _max_depth(schema)
@@ -628,13 +622,9 @@ def _max_depth(doc: Mapping[str, Any]) -> int:
                 memo[ref] = d
             return d
         below = 0
-        for key, value in node.items():
-            if key in ("$defs", "definitions"):
-                continue
-            if key in _SUB_MAP and isinstance(value, Mapping):
-                below = max(below, *(depth(s, stack) for s in value.values()), 0)
-            elif key in _SUB_LIST or key in _SUB_ONE:
-                below = max(below, depth(value, stack))
+        for pointer, sub in subschemas(node):
+            if not pointer.startswith(("/$defs/", "/definitions/")):
+                below = max(below, depth(sub, stack))
         is_object = node.get("type") == "object" or "properties" in node
         return below + (1 if is_object else 0)
 
