@@ -26,7 +26,6 @@ from toolwire.schema import (
     CompiledTool,
     CompileOptions,
     CompileReport,
-    OpenAIStrictLimits,
     SchemaChange,
     SchemaCompiler,
     check_tools,
@@ -42,6 +41,7 @@ from toolwire_gemini._schema import (
     compile_gemini,
     compile_gemini_json_schema,
 )
+from toolwire_openai import OpenAIStrictLimits
 from toolwire_openai._schema import COMPILERS as OPENAI
 from toolwire_openai._schema import (
     OPENAI_STRICT_FORMATS,
@@ -374,7 +374,7 @@ def test_fixture_auto_strict_is_on_exactly_when_there_is_no_map(fn: Any) -> None
 @pytest.mark.parametrize("fn", FIXTURE_FUNCTIONS, ids=FIXTURE_IDS)
 def test_fixture_strict_nulls_restore_every_default(fn: Any) -> None:
     tool = tool_fn(fn)
-    compiled = compile_for(tool, "openai", options=CompileOptions(strict_mode=True))
+    compiled = compile_for(tool, "openai", options=CompileOptions(strict=True))
     sent = example_instance(compiled.schema)
     jsonschema.validate(sent, compiled.schema)
     restored = compiled.restore_arguments(sent)
@@ -807,7 +807,7 @@ def test_chooser() -> None:
     target, _, report = choose_gemini_schema(lossy_js)
     assert "parametersJsonSchema" == target  # both lose the bound; JSON Schema is preferred
     tool = _tool(t_tree)
-    compiled = compile_for(tool, "gemini", options=CompileOptions(gemini_target="parameters"))
+    compiled = compile_for(tool, "gemini", options=CompileOptions(target="parameters"))
     assert "parameters" == compiled.target
     assert_gemini_subset(compiled.schema)
 
@@ -852,7 +852,7 @@ def tool_fn_for_model(model: type[BaseModel]) -> dict[str, Any]:
 def test_keyword_named_properties_survive(provider: str) -> None:
     tool = _tool(t_keywords)
     for target in ("parameters", "parametersJsonSchema"):
-        compiled = compile_for(tool, provider, options=CompileOptions(gemini_target=target))
+        compiled = compile_for(tool, provider, options=CompileOptions(target=target))
         schema = compiled.schema
         assert {"k", "title", "default"} == set(schema["properties"])
         k = schema["properties"]["k"]
@@ -933,7 +933,7 @@ def test_compile_tool_caches_per_provider_and_options() -> None:
     tool = _tool(t_map)
     first = compile_for(tool, "openai")
     assert first is compile_for(tool, "openai")
-    forced = compile_for(tool, "openai", options=CompileOptions(strict_mode=True))
+    forced = compile_for(tool, "openai", options=CompileOptions(strict=True))
     assert forced is not first
     assert (False, True) == (first.strict, forced.strict)
     assert compile_for(tool, "openai-responses") is not first
@@ -967,7 +967,7 @@ def test_openai_compatible_providers_default_to_no_strict() -> None:
         compiled = compile_for(tool, provider)
         assert compiled.strict is False
         assert compiled.schema == tool.input_schema
-        assert compile_for(tool, provider, options=CompileOptions(strict_mode="auto")).strict
+        assert compile_for(tool, provider, options=CompileOptions(strict="auto")).strict
 
 
 def test_restore_arguments_only_when_strict_made_fields_nullable() -> None:
@@ -992,7 +992,7 @@ def test_format_report() -> None:
     assert "made_required_nullable" in format_report(reports, verbose=True)
     assert text.endswith("2 tools checked for openai: 2 lossless, 0 with warnings, 0 failed")
     gemini = format_report(
-        check_for([_tool(t_tree)], "gemini", options=CompileOptions(gemini_target="parameters"))
+        check_for([_tool(t_tree)], "gemini", options=CompileOptions(target="parameters"))
     )
     assert "tool `t_tree` for gemini (parameters): 2 warnings" in gemini
     assert "cut_recursion" in gemini
@@ -1137,7 +1137,7 @@ def test_openai_sdk_accepts_the_tool_params() -> None:
     responses = TypeAdapter(FunctionToolParam)
     for tool in _sdk_tools():
         for strict_mode in ("auto", True):
-            compiled = compile_for(tool, "openai", options=CompileOptions(strict_mode=strict_mode))
+            compiled = compile_for(tool, "openai", options=CompileOptions(strict=strict_mode))
             function = {
                 "name": tool.name,
                 "description": tool.description,
@@ -1183,3 +1183,35 @@ def test_anthropic_sdk_accepts_the_tool_params() -> None:
         adapter.validate_python(
             {"name": tool.name, "description": tool.description, "input_schema": compiled.schema}
         )
+
+
+def test_compile_options_are_provider_neutral_and_read_the_0_1_names_with_a_warning() -> None:
+    assert CompileOptions() == CompileOptions(None, "auto", None)
+    with pytest.warns(DeprecationWarning, match=r"strict_mode=\.\.\.\) is deprecated; use strict="):
+        CompileOptions(strict_mode=True)
+    with pytest.warns(DeprecationWarning, match="is deprecated") as caught:
+        old = CompileOptions(strict_mode=True, gemini_target="parameters")
+    assert len(caught) == 2
+    assert old == CompileOptions(strict=True, target="parameters")
+    with pytest.warns(DeprecationWarning, match=r"read \.target"):
+        assert old.gemini_target == "parameters"
+    with pytest.raises(UsageError, match="unexpected keyword argument 'strictt'"):
+        CompileOptions(strictt=True)
+    with pytest.raises(UsageError, match="strict must be"):
+        CompileOptions(strict="yes")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="limits must be hashable"):
+        CompileOptions(limits={"max_depth": 3})  # type: ignore[arg-type]
+
+
+def test_each_compiler_checks_the_options_it_reads() -> None:
+    tool = raw_tool("t", "", {"type": "object", "properties": {"a": {"type": "string"}}})
+    with pytest.raises(UsageError, match="OpenAIStrictLimits, got tuple"):
+        compile_for(tool, "openai", options=CompileOptions(limits=(1, 2)))
+    with pytest.raises(UsageError, match="target for gemini must be"):
+        compile_for(tool, "gemini", options=CompileOptions(target="input_schema"))
+    limited = compile_for(
+        tool,
+        "openai",
+        options=CompileOptions(strict=True, limits=OpenAIStrictLimits(max_properties=0)),
+    )
+    assert [c.kind for c in limited.report.changes if c.kind == "limit_exceeded"]

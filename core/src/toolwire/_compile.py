@@ -35,7 +35,8 @@ holds it says **unverified**.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+import warnings
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from typing import Any, Literal, Union
 
 import attrs
@@ -48,46 +49,81 @@ from toolwire._turn import ResolvedTool
 
 __all__ = [
     "CompileOptions",
-    "OpenAIStrictLimits",
     "SchemaCompiler",
     "check_tools",
     "compile_tool",
 ]
 
 StrictMode = Literal["auto", True, False]
-GeminiTarget = Literal["auto", "parameters", "parametersJsonSchema"]
 
 
-@attrs.frozen(cache_hash=True)
-class OpenAIStrictLimits:
-    """OpenAI Structured Outputs limits (current guide; older copies said 100 / 5 / 15,000 /
-    500 / 7,500). How OpenAI counts nesting is **unverified**: here, nested object schemas
-    along any path, following ``$ref`` (root = 1)."""
-
-    max_properties: int = 5000
-    max_depth: int = 10
-    max_total_chars: int = 120_000
-    max_enum_values: int = 1000
-    large_enum_size: int = 250
-    max_large_enum_chars: int = 15_000
+_LEGACY = {"strict_mode": "strict", "gemini_target": "target", "openai_limits": "limits"}
 
 
-@attrs.frozen(cache_hash=True)
+@attrs.frozen(init=False)
 class CompileOptions:
     """Options that change what a compiler produces (part of the cache key).
 
-    ``strict_mode``: ``"auto"`` sends ``strict: true`` only when the strict
-    schema is lossless; ``True`` forces it and reports losses; ``False`` sends
-    ``strict: false`` with only the safe cleanups; None means the provider's
-    default (``"auto"`` for OpenAI, ``False`` for OpenRouter and
-    OpenAI-compatible servers, which may not honour strict: pydantic-ai #1561).
-    ``gemini_target``: which Gemini field to fill; ``"auto"`` prefers
-    ``parametersJsonSchema`` (set ``"parameters"`` for the Live API).
+    Provider-neutral; each compiler reads what applies to it and ignores the rest.
+
+    - ``strict``: for providers with a strict schema mode. ``"auto"`` sends ``strict: true``
+      only when the strict schema is lossless, ``True`` forces it and reports the losses,
+      ``False`` sends ``strict: false`` with only the safe cleanups; None is the provider's
+      default (OpenAI: ``"auto"``; OpenRouter and OpenAI-compatible servers: ``False``,
+      as they may not honour strict: pydantic-ai #1561).
+    - ``target``: which request field the schema goes into, for providers with more than
+      one (Gemini: ``"parameters"`` or ``"parametersJsonSchema"``); ``"auto"`` lets the
+      compiler choose.
+    - ``limits``: a provider's own limits object, hashable (OpenAI:
+      ``toolwire_openai.OpenAIStrictLimits``); None is the provider's defaults.
+
+    The 0.1 names ``strict_mode``, ``gemini_target`` and ``openai_limits`` are still
+    accepted (and readable), with a DeprecationWarning.
     """
 
-    strict_mode: StrictMode | None = None
-    gemini_target: GeminiTarget = "auto"
-    openai_limits: OpenAIStrictLimits = OpenAIStrictLimits()
+    strict: StrictMode | None
+    target: str
+    limits: Hashable | None
+
+    def __init__(
+        self,
+        strict: StrictMode | None = None,
+        target: str = "auto",
+        limits: Hashable | None = None,
+        **legacy: Any,
+    ) -> None:
+        values: dict[str, Any] = {"strict": strict, "target": target, "limits": limits}
+        for old, value in legacy.items():
+            new = _LEGACY.get(old)
+            if new is None:
+                raise UsageError(f"CompileOptions() got an unexpected keyword argument {old!r}")
+            warnings.warn(
+                f"CompileOptions({old}=...) is deprecated; use {new}=",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            values[new] = value
+        if values["strict"] not in (None, "auto", True, False):
+            raise UsageError(f'strict must be "auto", True, False or None, got {strict!r}')
+        if not isinstance(values["target"], str):
+            raise UsageError(f"target must be a string, got {type(values['target']).__name__}")
+        try:
+            hash(values["limits"])
+        except TypeError:
+            raise UsageError(
+                f"limits must be hashable (it is part of the cache key), got "
+                f"{type(values['limits']).__name__}"
+            ) from None
+        self.__attrs_init__(**values)
+
+    def __getattr__(self, name: str) -> Any:
+        new = _LEGACY.get(name)
+        if new is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        warnings.warn(
+            f"CompileOptions.{name} is deprecated; read .{new}", DeprecationWarning, stacklevel=2
+        )
+        return getattr(self, new)
 
 
 # -- the driver ------------------------------------------------------------------------------

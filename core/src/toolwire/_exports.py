@@ -159,7 +159,6 @@ SCHEMA: Mapping[str, str] = {
     "CompileOptions": "toolwire._compile",
     "CompileReport": "toolwire._schema.reports",
     "CompiledTool": "toolwire._schema.reports",
-    "OpenAIStrictLimits": "toolwire._compile",
     "SchemaChange": "toolwire._schema.reports",
     "SchemaCompileError": "toolwire._errors",
     "SchemaCompiler": "toolwire._compile",

@@ -14,7 +14,6 @@ from toolwire._lazy import lazy_exports as _lazy_exports
 if _typing.TYPE_CHECKING:
     from toolwire._compile import (
         CompileOptions,
-        OpenAIStrictLimits,
         SchemaCompiler,
         check_tools,
         compile_tool,
@@ -66,7 +65,6 @@ __all__ = [
     "CompileOptions",
     "CompileReport",
     "CompiledTool",
-    "OpenAIStrictLimits",
     "SchemaChange",
     "SchemaCompileError",
     "SchemaCompiler",

@@ -65,6 +65,7 @@ def test_public_surface_is_exact() -> None:
         "OpenAIChatProvider",
         "OpenAICompatibleProvider",
         "OpenAIResponsesProvider",
+        "OpenAIStrictLimits",
         "OpenRouterProvider",
         "StrictMode",
     ] == toolwire_openai.__all__

@@ -146,7 +146,7 @@ class GeminiProvider(HttpProvider[ReplyBuilder]):
             prefix = f"{api_version.strip('/')}/models/{model_path}"
         self._path = f"{prefix}:generateContent"
         self._stream_path = f"{prefix}:streamGenerateContent?alt=sse"
-        self._compile_options = CompileOptions(gemini_target=schema_target)
+        self._compile_options = CompileOptions(target=schema_target)
         self._generation_config = dict(generation_config or {})
         self._safety_settings = [dict(s) for s in safety_settings or ()]
         self._extra_body = dict(extra_body or {})

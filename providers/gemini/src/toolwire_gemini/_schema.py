@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
+from toolwire.exceptions import UsageError
 from toolwire.schema import (
     ALL_TYPE_KEYWORDS as _ALL_TYPE_KEYS,
 )
@@ -136,7 +137,7 @@ class _Gemini:
             raise SchemaCompileError(
                 f"inlining $defs for Gemini's parameters produces more than "
                 f"{_MAX_INLINED_NODES} schemas; send parametersJsonSchema instead "
-                f"(gemini_target='parametersJsonSchema'), which keeps $ref"
+                f"(schema_target='parametersJsonSchema'), which keeps $ref"
             )
         if node is True:
             node = {}
@@ -649,16 +650,23 @@ def choose_gemini_schema(
 
 
 def _compile(schema: Mapping[str, Any], tool: str, options: CompileOptions) -> CompiledTool:
-    target = options.gemini_target
-    if target == "parameters":
+    field: SchemaTarget
+    if options.target == "parameters":
+        field = "parameters"
         out, report = compile_gemini(schema, tool=tool)
-    elif target == "parametersJsonSchema":
+    elif options.target == "parametersJsonSchema":
+        field = "parametersJsonSchema"
         out, report = compile_gemini_json_schema(schema, tool=tool)
+    elif options.target == "auto":
+        field, out, report = choose_gemini_schema(schema, tool=tool)
     else:
-        target, out, report = choose_gemini_schema(schema, tool=tool)
-    return CompiledTool(tool, out, None, report, target, schema)
+        raise UsageError(
+            f'CompileOptions.target for gemini must be "auto", "parameters" or '
+            f'"parametersJsonSchema", got {options.target!r}'
+        )
+    return CompiledTool(tool, out, None, report, field, schema)
 
 
-#: Gemini's compiler: ``options.gemini_target`` picks the request field (``"auto"``
+#: Gemini's compiler: ``options.target`` picks the request field (``"auto"``
 #: prefers ``parametersJsonSchema``; ``"parameters"`` for the Live API).
 COMPILER = SchemaCompiler("gemini", _compile)

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     )
     from toolwire_openai._common import StrictMode
     from toolwire_openai._responses import OpenAIResponsesProvider
+    from toolwire_openai._schema import OpenAIStrictLimits
 
 # The adapters are imported on first use: the host imports ``toolwire_openai.plugin``
 # (and so this package) to collect registrations, which must stay cheap.
@@ -32,6 +33,7 @@ _LAZY = {
     "OpenAIChatProvider": "toolwire_openai._chat",
     "OpenAICompatibleProvider": "toolwire_openai._chat",
     "OpenAIResponsesProvider": "toolwire_openai._responses",
+    "OpenAIStrictLimits": "toolwire_openai._schema",
     "OpenRouterProvider": "toolwire_openai._chat",
     "StrictMode": "toolwire_openai._common",
 }
@@ -44,6 +46,7 @@ __all__ = [
     "OpenAIChatProvider",
     "OpenAICompatibleProvider",
     "OpenAIResponsesProvider",
+    "OpenAIStrictLimits",
     "OpenRouterProvider",
     "StrictMode",
 ]

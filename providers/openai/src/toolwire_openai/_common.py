@@ -176,7 +176,7 @@ class OpenAIBase(HttpProvider[StreamState]):
         )
         self._strict = strict
         self._send_strict = True
-        self._compile_options = CompileOptions(strict_mode=strict)
+        self._compile_options = CompileOptions(strict=strict)
         self._extra_body = dict(extra_body or {})
 
     # -- rendering ---------------------------------------------------------------------

@@ -12,6 +12,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
+import attrs
+
 from toolwire.exceptions import UsageError
 from toolwire.schema import (
     ANNOTATION_KEYWORDS as _ANNOTATIONS,
@@ -32,7 +34,6 @@ from toolwire.schema import (
     CompiledTool,
     CompileOptions,
     CompileReport,
-    OpenAIStrictLimits,
     SchemaCompileError,
     SchemaCompiler,
     subschemas,
@@ -60,6 +61,7 @@ from toolwire.schema import (
 )
 
 __all__ = [
+    "OpenAIStrictLimits",
     "COMPILERS",
     "compiler_for",
     "OPENAI_STRICT_FORMATS",
@@ -69,6 +71,21 @@ __all__ = [
 ]
 
 StrictMode = Literal["auto", True, False]
+
+
+@attrs.frozen(cache_hash=True)
+class OpenAIStrictLimits:
+    """OpenAI Structured Outputs limits (current guide; older copies said 100 / 5 / 15,000 /
+    500 / 7,500), passed as ``CompileOptions(limits=...)``. How OpenAI counts nesting is
+    **unverified**: here, nested object schemas along any path, following ``$ref``
+    (root = 1)."""
+
+    max_properties: int = 5000
+    max_depth: int = 10
+    max_total_chars: int = 120_000
+    max_enum_values: int = 1000
+    large_enum_size: int = 250
+    max_large_enum_chars: int = 15_000
 
 
 #: String formats OpenAI strict mode accepts (Structured Outputs guide, "Supported schemas").
@@ -787,9 +804,15 @@ def _strip(
 
 def _openai_compiler(provider: str, default_strict: StrictMode) -> SchemaCompiler:
     def compile_(schema: Mapping[str, Any], tool: str, options: CompileOptions) -> CompiledTool:
-        mode = default_strict if options.strict_mode is None else options.strict_mode
+        mode = default_strict if options.strict is None else options.strict
+        limits = options.limits
+        if limits is not None and not isinstance(limits, OpenAIStrictLimits):
+            raise UsageError(
+                f"CompileOptions.limits for {provider} must be a "
+                f"toolwire_openai.OpenAIStrictLimits, got {type(limits).__name__}"
+            )
         out, report = compile_openai_strict(
-            schema, strict_mode=mode, tool=tool, provider=provider, limits=options.openai_limits
+            schema, strict_mode=mode, tool=tool, provider=provider, limits=limits
         )
         restores = bool(report.strict) and any(
             c.kind == "made_required_nullable" for c in report.changes
