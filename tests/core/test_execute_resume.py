@@ -459,7 +459,9 @@ def test_malformed_data_names_the_bad_path(mutate: Any, message: str) -> None:
 
 
 def test_not_an_object() -> None:
-    with pytest.raises(tw.exceptions.TranscriptError, match="must be a JSON object, got list"):
+    with pytest.raises(
+        tw.exceptions.TranscriptError, match="a pending round must be an object, got list"
+    ):
         tw.RoundExecution.from_dict([], tw.Session(), tools())
 
 

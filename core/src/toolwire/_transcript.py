@@ -17,6 +17,7 @@ import attrs
 from toolwire._calls import ToolCall, ToolResult, mismatch
 from toolwire._errors import TranscriptError
 from toolwire._exports import publish
+from toolwire._jsondata import as_object, field, loads, objects, optional
 
 __all__ = [
     "AssistantMessage",
@@ -188,21 +189,16 @@ class Session:
     @classmethod
     def from_dict(cls, data: Any) -> Session:
         """Rebuild a session; malformed data raises TranscriptError naming the bad path."""
-        if not isinstance(data, Mapping):
-            raise TranscriptError(f"a session must be a JSON object, got {type(data).__name__}")
+        data = as_object(data, "a session")
         if data.get("format") != FORMAT:
             raise TranscriptError(
                 f"unknown session format {data.get('format')!r}; expected {FORMAT!r}"
             )
-        sid = data.get("id")
-        if not isinstance(sid, str) or not sid:
+        sid = field(data, "id", "session", str)
+        if not sid:
             raise TranscriptError("session.id must be a non-empty string")
-        meta = data.get("metadata", {})
-        if not isinstance(meta, Mapping):
-            raise TranscriptError("session.metadata must be an object")
-        raw = data.get("messages")
-        if not isinstance(raw, list):
-            raise TranscriptError("session.messages must be a list")
+        meta = field(data, "metadata", "session", Mapping, {})
+        raw = field(data, "messages", "session", list)
         messages = [_message_from_dict(m, f"messages[{i}]") for i, m in enumerate(raw)]
         session = cls(id=sid, metadata=meta)
         try:
@@ -213,10 +209,7 @@ class Session:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Session:
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise TranscriptError(f"session JSON is not valid JSON: {exc}") from None
+        data = loads(text, "session JSON")
         return cls.from_dict(data)
 
 
@@ -315,72 +308,43 @@ def _message_to_dict(m: Message) -> dict[str, Any]:
     }
 
 
-def _str(d: Mapping[str, Any], key: str, where: str, default: str | None = None) -> str:
-    value = d.get(key, default)
-    if not isinstance(value, str):
-        raise TranscriptError(f"{where}.{key} must be a string, got {type(value).__name__}")
-    return value
-
-
 def _message_from_dict(d: Any, where: str) -> Message:
-    if not isinstance(d, Mapping):
-        raise TranscriptError(f"{where} must be an object, got {type(d).__name__}")
+    d = as_object(d, where)
     role = d.get("role")
     if role == "system":
-        return SystemMessage(_str(d, "text", where))
+        return SystemMessage(field(d, "text", where, str))
     if role == "user":
-        return UserMessage(_str(d, "text", where))
+        return UserMessage(field(d, "text", where, str))
     if role == "assistant":
-        calls_raw = d.get("tool_calls", [])
-        if not isinstance(calls_raw, list):
-            raise TranscriptError(f"{where}.tool_calls must be a list")
-        calls = []
-        for j, c in enumerate(calls_raw):
-            w = f"{where}.tool_calls[{j}]"
-            if not isinstance(c, Mapping):
-                raise TranscriptError(f"{w} must be an object")
-            calls.append(ToolCall(_str(c, "id", w), _str(c, "name", w), _str(c, "arguments", w)))
-        state = d.get("provider_state", {})
-        if not isinstance(state, Mapping):
-            raise TranscriptError(f"{where}.provider_state must be an object")
-        usage_raw = d.get("usage")
+        calls = tuple(
+            ToolCall(
+                field(c, "id", w, str), field(c, "name", w, str), field(c, "arguments", w, str)
+            )
+            for c, w in objects(d, "tool_calls", where, ())
+        )
+        state = field(d, "provider_state", where, Mapping, {})
+        usage_raw = optional(d, "usage", where, Mapping)
         usage = None
         if usage_raw is not None:
-            if not isinstance(usage_raw, Mapping):
-                raise TranscriptError(f"{where}.usage must be an object")
-            for key, count in usage_raw.items():
-                if isinstance(count, bool) or not isinstance(count, int):
-                    raise TranscriptError(f"{where}.usage.{key} must be an integer")
+            counts = {key: field(usage_raw, key, f"{where}.usage", int) for key in usage_raw}
             try:
-                usage = Usage(**usage_raw)
+                usage = Usage(**counts)
             except TypeError as exc:
                 raise TranscriptError(f"{where}.usage is malformed: {exc}") from None
-        model = d.get("model")
-        if model is not None and not isinstance(model, str):
-            raise TranscriptError(f"{where}.model must be a string")
-        return AssistantMessage(_str(d, "text", where, ""), tuple(calls), dict(state), model, usage)
+        model = optional(d, "model", where, str)
+        return AssistantMessage(field(d, "text", where, str, ""), calls, dict(state), model, usage)
     if role == "tool":
-        raw = d.get("results")
-        if not isinstance(raw, list):
-            raise TranscriptError(f"{where}.results must be a list")
-        results = []
-        for j, r in enumerate(raw):
-            w = f"{where}.results[{j}]"
-            if not isinstance(r, Mapping):
-                raise TranscriptError(f"{w} must be an object")
-            is_error = r.get("is_error", False)
-            if not isinstance(is_error, bool):
-                raise TranscriptError(f"{w}.is_error must be a boolean")
-            results.append(
-                ToolResult(
-                    _str(r, "call_id", w),
-                    _str(r, "tool_name", w),
-                    _str(r, "arguments", w),
-                    _str(r, "content", w),
-                    is_error,
-                )
+        results = tuple(
+            ToolResult(
+                field(r, "call_id", w, str),
+                field(r, "tool_name", w, str),
+                field(r, "arguments", w, str),
+                field(r, "content", w, str),
+                field(r, "is_error", w, bool, False),
             )
-        return ToolResultsMessage(tuple(results))
+            for r, w in objects(d, "results", where)
+        )
+        return ToolResultsMessage(results)
     raise TranscriptError(
         f"{where}.role must be one of 'system', 'user', 'assistant', 'tool'; got {role!r}"
     )

@@ -29,6 +29,7 @@ from toolwire._execute.approval import ApprovalRequest, _canonical_json, _plain,
 from toolwire._execute.jobs import _errors_text
 from toolwire._exports import publish
 from toolwire._hooks import HookContext, HookSet
+from toolwire._jsondata import as_object, field, objects
 from toolwire._round import (
     AssistantReply,
     InvalidArguments,
@@ -255,26 +256,6 @@ def _issue_entry(issue: ToolCallIssue) -> dict[str, Any]:
     return {"call_id": issue.call.id, "kind": kind}
 
 
-_KINDS = {str: "a string", int: "an integer", bool: "a boolean", list: "a list"}
-
-
-def _field(d: Mapping[str, Any], key: str, where: str, kind: type) -> Any:
-    value = d.get(key)
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        name = _KINDS.get(kind, "an object")
-        raise TranscriptError(f"{where}.{key} must be {name}, got {type(value).__name__}")
-    return value
-
-
-def _entries(d: Mapping[str, Any], key: str) -> Iterator[tuple[Mapping[str, Any], str]]:
-    raw = _field(d, key, "pending", list)
-    for i, e in enumerate(raw):
-        where = f"pending.{key}[{i}]"
-        if not isinstance(e, Mapping):
-            raise TranscriptError(f"{where} must be an object, got {type(e).__name__}")
-        yield e, where
-
-
 def _typed(
     turn: ResolvedTurn, call: ToolCall, entry: Mapping[str, Any], where: str
 ) -> TypedCall[Any]:
@@ -334,9 +315,9 @@ def _answered(
 
 
 def _result(call: ToolCall, entry: Mapping[str, Any], where: str) -> ToolResult:
-    d = _field(entry, "result", where, Mapping)
-    content = _field(d, "content", f"{where}.result", str)
-    return call.result(content, is_error=_field(d, "is_error", f"{where}.result", bool))
+    d = field(entry, "result", where, Mapping)
+    content = field(d, "content", f"{where}.result", str)
+    return call.result(content, is_error=field(d, "is_error", f"{where}.result", bool))
 
 
 def _issue(
@@ -356,15 +337,12 @@ def _issue(
     if tool is None:
         raise TranscriptError(f"{where}: tool `{call.name}` is not in the toolset any more")
     errors = []
-    for i, e in enumerate(_field(entry, "errors", where, list)):
-        w = f"{where}.errors[{i}]"
-        if not isinstance(e, Mapping):
-            raise TranscriptError(f"{w} must be an object, got {type(e).__name__}")
+    for e, w in objects(entry, "errors", where):
         errors.append(
             {
-                "type": _field(e, "type", w, str),
-                "loc": tuple(_field(e, "loc", w, list)),
-                "msg": _field(e, "msg", w, str),
+                "type": field(e, "type", w, str),
+                "loc": tuple(field(e, "loc", w, list)),
+                "msg": field(e, "msg", w, str),
             }
         )
     return InvalidArguments(call, tool, tuple(errors))
@@ -373,22 +351,21 @@ def _issue(
 def _restore(
     data: Any, session: Session, turn: ResolvedTurn, context: HookContext | None
 ) -> RoundExecution:
-    if not isinstance(data, Mapping):
-        raise TranscriptError(f"a pending round must be a JSON object, got {type(data).__name__}")
+    data = as_object(data, "a pending round")
     if data.get("format") != PENDING_FORMAT:
         raise TranscriptError(
             f"unknown pending round format {data.get('format')!r}; expected {PENDING_FORMAT!r}"
         )
-    sid = _field(data, "session_id", "pending", str)
+    sid = field(data, "session_id", "pending", str)
     if sid != session.id:
         raise TranscriptError(f"pending.session_id {sid!r} is not this session's id {session.id!r}")
-    length = _field(data, "session_length", "pending", int)
+    length = field(data, "session_length", "pending", int)
     if len(session) != length:
         raise TranscriptError(
             f"the session has {len(session)} messages, but the paused round was decoded at "
             f"{length} (pending.session_length): the session changed since"
         )
-    digest = _field(data, "session_digest", "pending", str)
+    digest = field(data, "session_digest", "pending", str)
     if digest != _session_digest(session, length):
         raise TranscriptError(
             "the session's messages are not the ones the paused round was decoded at "
@@ -406,8 +383,8 @@ def _restore(
     def recorded(key: str) -> Iterator[tuple[ToolCall, Mapping[str, Any], str]]:
         """pending.<key>'s entries: each names a call of the message, once, in its order."""
         last = -1
-        for e, w in _entries(data, key):
-            cid = _field(e, "call_id", w, str)
+        for e, w in objects(data, key, "pending"):
+            cid = field(e, "call_id", w, str)
             if cid not in by_id:
                 raise TranscriptError(f"{w}.call_id {cid!r} is not a call of pending.message")
             if cid in seen:
@@ -429,7 +406,7 @@ def _restore(
     )
     rejected = tuple(
         RejectedCall(
-            raw, _field(e, "reason", w, str), _field(e, "source", w, str), _result(raw, e, w)
+            raw, field(e, "reason", w, str), field(e, "source", w, str), _result(raw, e, w)
         )
         for raw, e, w in recorded("rejected")
     )
@@ -443,8 +420,8 @@ def _restore(
     runnable = {c.id: c for c in calls}
     requests = []
     last = -1
-    for e, w in _entries(data, "approvals"):
-        cid = _field(e, "call_id", w, str)
+    for e, w in objects(data, "approvals", "pending"):
+        cid = field(e, "call_id", w, str)
         call = runnable.get(cid)
         if call is None:
             raise TranscriptError(f"{w}.call_id {cid!r} is not a call pending execution")
@@ -454,7 +431,7 @@ def _restore(
                 f"follow the order of the calls in pending.message"
             )
         last = order[cid]
-        fingerprint = _field(e, "fingerprint", w, str)
+        fingerprint = field(e, "fingerprint", w, str)
         if fingerprint != call_fingerprint(call):
             raise TranscriptError(
                 f"{w}.fingerprint is not the fingerprint of call `{cid}` (tool `{call.name}`) "

@@ -1,0 +1,80 @@
+"""Reading saved JSON data back (sessions, paused rounds): one validator for both.
+
+Every read names the path of the bad value (``messages[2].tool_calls[0].id``) and what
+it should have been, and raises :class:`~toolwire.exceptions.TranscriptError`: saved data
+is outside input, and a malformed blob must fail loudly and lose nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from toolwire._errors import TranscriptError
+from toolwire._exports import publish
+
+__all__ = ["as_object", "field", "loads", "objects", "optional"]
+
+_MISSING: Any = object()
+_KINDS: Mapping[type, str] = {
+    str: "a string",
+    int: "an integer",
+    bool: "a boolean",
+    list: "a list",
+    Mapping: "an object",
+}
+
+
+def _is(value: Any, kind: type) -> bool:
+    if kind is int and isinstance(value, bool):
+        return False
+    return isinstance(value, kind)
+
+
+def _got(value: Any) -> str:
+    return "nothing (the key is missing)" if value is _MISSING else type(value).__name__
+
+
+def field(d: Mapping[str, Any], key: str, where: str, kind: type, default: Any = _MISSING) -> Any:
+    """``d[key]``, which must be a ``kind`` (``str``, ``int`` (not bool), ``bool``, ``list``
+    or ``Mapping``); ``default`` when the key is absent, if given."""
+    value = d.get(key, _MISSING)
+    if value is _MISSING and default is not _MISSING:
+        return default
+    if not _is(value, kind):
+        raise TranscriptError(f"{where}.{key} must be {_KINDS[kind]}, got {_got(value)}")
+    return value
+
+
+def optional(d: Mapping[str, Any], key: str, where: str, kind: type) -> Any:
+    """``d[key]`` when present and not null (then it must be a ``kind``), else None."""
+    value = d.get(key)
+    return None if value is None else field(d, key, where, kind)
+
+
+def as_object(value: Any, where: str) -> Mapping[str, Any]:
+    """``value``, which must be a JSON object."""
+    if not isinstance(value, Mapping):
+        raise TranscriptError(f"{where} must be an object, got {_got(value)}")
+    return value
+
+
+def objects(
+    d: Mapping[str, Any], key: str, where: str, default: Any = _MISSING
+) -> Iterator[tuple[Mapping[str, Any], str]]:
+    """Each entry of the list ``d[key]`` with its path; every entry must be an object."""
+    for i, entry in enumerate(field(d, key, where, list, default)):
+        path = f"{where}.{key}[{i}]"
+        yield as_object(entry, path), path
+
+
+def loads(text: str | bytes, what: str) -> Any:
+    """Parse JSON text; invalid text is a TranscriptError naming ``what`` it was."""
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise TranscriptError(f"{what} is not valid JSON: {exc}") from None
+
+
+publish(globals())
