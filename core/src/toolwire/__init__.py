@@ -83,6 +83,12 @@ if _typing.TYPE_CHECKING:
         RunNormally,
         ToolDecision,
     )
+    from toolwire._metadata import (
+        Capability,
+        RetryHint,
+        ToolEffect,
+        ToolMetadata,
+    )
     from toolwire._otel import (
         Tracing,
     )
@@ -110,15 +116,11 @@ if _typing.TYPE_CHECKING:
         UnknownTool,
     )
     from toolwire._tools import (
-        Capability,
         FunctionTool,
         Injected,
-        RetryHint,
         Selector,
         Tool,
         ToolDef,
-        ToolEffect,
-        ToolMetadata,
         raw_tool,
         raw_tool_from_file,
         tool_fn,

@@ -12,7 +12,8 @@ import attrs
 
 from toolwire._errors import MismatchedToolNameError
 from toolwire._exports import publish
-from toolwire._tools import Tool, ToolMetadata
+from toolwire._metadata import ToolMetadata
+from toolwire._tools import Tool
 
 __all__ = [
     "REJECTION_PREFIX",

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolwire._calls import ToolCall, ToolResult
 from toolwire._exports import publish
-from toolwire._tools import ToolEffect
+from toolwire._metadata import ToolEffect
 from toolwire._version import __version__
 
 if TYPE_CHECKING:

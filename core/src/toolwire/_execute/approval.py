@@ -19,7 +19,7 @@ from toolwire._calls import (
 )
 from toolwire._exports import publish
 from toolwire._hooks import HookContext
-from toolwire._tools import ToolEffect
+from toolwire._metadata import ToolEffect
 
 if TYPE_CHECKING:
     pass

@@ -67,12 +67,13 @@ from toolwire._execute.jobs import (
 from toolwire._execute.paused import RoundExecution, _guards_of
 from toolwire._exports import publish
 from toolwire._hooks import HookContext, HookSet, _async_pass, _guards_only, _hooks_for
+from toolwire._metadata import Capability
 from toolwire._plugins import get_host
 from toolwire._round import (
     ToolRound,
     ToolRoundPlan,
 )
-from toolwire._tools import Capability, Tool, tool_of
+from toolwire._tools import Tool, tool_of
 from toolwire._toolset import Toolset
 
 if TYPE_CHECKING:

@@ -23,7 +23,8 @@ from toolwire._errors import (
 from toolwire._execute.attempts import _with_timeout
 from toolwire._exports import publish
 from toolwire._hooks import HookContext
-from toolwire._tools import Tool, ToolMetadata
+from toolwire._metadata import ToolMetadata
+from toolwire._tools import Tool
 
 if TYPE_CHECKING:
     pass

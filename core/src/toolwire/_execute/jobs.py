@@ -18,7 +18,8 @@ from toolwire._calls import (
 )
 from toolwire._exports import publish
 from toolwire._hooks import HookContext
-from toolwire._tools import Tool, ToolEffect, tool_of
+from toolwire._metadata import ToolEffect
+from toolwire._tools import Tool, tool_of
 
 if TYPE_CHECKING:
     from toolwire._execute.executor import Executor
