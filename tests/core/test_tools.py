@@ -740,3 +740,14 @@ def test_retry_hint_jitter_only_shortens_the_delay_like_the_http_policy() -> Non
     # One formula: the same retry, jitter and random draw give the same delay.
     assert hint.delay(2, rand=0.4) == policy.delay(2, None, Fixed())
     assert hint.delay(2, rand=0.4) == backoff(2, initial=1.0, maximum=3.0, jitter=0.5, fraction=0.4)
+
+
+def test_raw_tool_carries_a_checked_output_schema() -> None:
+    out = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    t = tw.raw_tool("count", "Count.", {"type": "object"}, output_schema=out)
+    assert t.output_schema == out
+    assert t.definition.output_schema == out
+    assert t.renamed("srv_count").output_schema == out
+    assert tw.raw_tool("plain", "P.", {"type": "object"}).output_schema is None
+    with pytest.raises(tw.ToolDefinitionError, match=r"count \(output\)"):
+        tw.raw_tool("count", "Count.", {"type": "object"}, output_schema={"type": 5})

@@ -212,3 +212,24 @@ def test_wire_name_shortening_keeps_distinct_long_names_distinct(a: str, b: str)
 @given(st.text(st.sampled_from("abc_-"), min_size=1, max_size=64), _long_names)
 def test_shortened_names_never_equal_a_valid_name(valid: str, long: str) -> None:
     assert valid != tw.adapters.wire_name(long) or valid == long
+
+
+def test_reset_replaces_every_member_at_once() -> None:
+    a = tw.raw_tool("a", "A", {"type": "object"})
+    b = tw.raw_tool("b", "B", {"type": "object"})
+    inner = tw.Toolset("inner", [a])
+    outer = tw.Toolset("outer").add(inner, prefix="x_")
+    assert [t.name for t in outer.tools()] == ["x_a"]
+    inner.reset([b, a])
+    assert [t.name for t in outer.tools()] == ["x_b", "x_a"]
+    assert inner.reset().tools() == ()
+
+
+def test_reset_checks_the_new_members_before_swapping_any() -> None:
+    a = tw.raw_tool("a", "A", {"type": "object"})
+    ts = tw.Toolset("ts", [a])
+    with pytest.raises(tw.ToolDefinitionError):
+        ts.reset([tw.raw_tool("b", "B", {"type": "object"}), 42])
+    assert [t.name for t in ts.tools()] == ["a"]
+    with pytest.raises(tw.exceptions.ToolsetError, match="cannot contain itself"):
+        ts.reset([ts])

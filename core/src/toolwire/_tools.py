@@ -658,17 +658,21 @@ def raw_tool(
     fn: Callable[..., Any] | None = None,
     *,
     metadata: ToolMetadata | None = None,
+    output_schema: Mapping[str, Any] | None = None,
     **options: Any,
 ) -> Tool[dict[str, Any], Any]:
     """A tool from a JSON schema; its input is the validated argument dict.
 
     ``fn`` (optional) is called with the argument dict's items as keywords.
-    The schema is checked at definition time (Draft 2020-12).
+    The schema is checked at definition time (Draft 2020-12), and so is
+    ``output_schema`` (optional), which describes the tool's output in its
+    definition (an MCP server's ``outputSchema``, say); checking an output
+    against it is the caller's.
     """
     _check_name(name)
     clean = check_raw_schema(schema, tool=name)
     meta = _metadata_from(metadata, _split_meta(dict(options)))
-    return Tool(
+    tool: Tool[dict[str, Any], Any] = Tool(
         name=name,
         description=description,
         input_type=dict,
@@ -676,6 +680,9 @@ def raw_tool(
         fn=fn,
         input_schema=clean,
     )
+    if output_schema is not None:
+        tool._output_schema = check_raw_schema(output_schema, tool=f"{name} (output)")
+    return tool
 
 
 def raw_tool_from_file(

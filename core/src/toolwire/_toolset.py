@@ -115,6 +115,25 @@ class Toolset:
         _GENERATION[0] += 1
         return self
 
+    def reset(self, items: Iterable[Any] = ()) -> Toolset:
+        """Replace every member with ``items`` in one step; returns self.
+
+        For a toolset that mirrors a remote list (an MCP server's tools after its
+        ``list_changed``): the new members are checked before any is swapped in, and a
+        reader sees either the old members or the new ones, never a mix.
+        """
+        members: list[_Member] = []
+        for item in items:
+            if not isinstance(item, Toolset):
+                item = tool_of(item)
+            if item is self:
+                raise ToolsetError(f"toolset `{self.name}` cannot contain itself")
+            members.append(_Member(item, False, ""))
+        self._members = members
+        self._assembled = None
+        _GENERATION[0] += 1
+        return self
+
     def tool(
         self, fn: Callable[..., Any] | None = None, /, *, off: bool = False, **options: Any
     ) -> Any:
