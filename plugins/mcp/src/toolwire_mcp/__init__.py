@@ -1,0 +1,60 @@
+"""toolwire-mcp: MCP servers as toolwire toolsets, under the organisation's policies, and
+any toolwire toolset served over MCP.
+
+- :func:`mcp_toolset` (``mcp_toolset("git", ["uvx", "mcp-server-git"])``, or a Streamable
+  HTTP URL): an MCP server's tools as an ordinary toolset;
+- :class:`ServerSpec`, :func:`load_config`: servers from code or from the ``mcpServers``
+  JSON the MCP clients use; with this distribution installed, every configured server's
+  tools appear in every toolwire application (entry point ``toolwire.toolsets: mcp``);
+- :func:`serve_mcp` (and ``toolwire mcp serve``): the assembled toolset as an MCP server.
+
+Built on the official ``mcp`` SDK, imported only when a server is used. See docs/mcp.md.
+"""
+
+from typing import TYPE_CHECKING
+
+from toolwire.adapters import lazy_exports as _lazy_exports
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from toolwire_mcp._config import CONFIG_ENV, ConfigError, ServerSpec, config_paths, load_config
+    from toolwire_mcp._connection import MCPCallError, MCPConnectError, close_all
+    from toolwire_mcp._server import build_server, serve_mcp
+    from toolwire_mcp._toolset import MCPToolError, mcp_toolset, metadata_for
+
+# The plugin module (imported at discovery) must stay cheap: nothing here imports the SDK
+# until one of these names is read.
+_LAZY = {
+    "CONFIG_ENV": "toolwire_mcp._config",
+    "ConfigError": "toolwire_mcp._config",
+    "MCPCallError": "toolwire_mcp._connection",
+    "MCPConnectError": "toolwire_mcp._connection",
+    "MCPToolError": "toolwire_mcp._toolset",
+    "ServerSpec": "toolwire_mcp._config",
+    "build_server": "toolwire_mcp._server",
+    "close_all": "toolwire_mcp._connection",
+    "config_paths": "toolwire_mcp._config",
+    "load_config": "toolwire_mcp._config",
+    "mcp_toolset": "toolwire_mcp._toolset",
+    "metadata_for": "toolwire_mcp._toolset",
+    "serve_mcp": "toolwire_mcp._server",
+}
+
+__getattr__, __dir__ = _lazy_exports("toolwire_mcp", _LAZY, globals())
+
+__all__ = [
+    "CONFIG_ENV",
+    "ConfigError",
+    "MCPCallError",
+    "MCPConnectError",
+    "MCPToolError",
+    "ServerSpec",
+    "build_server",
+    "close_all",
+    "config_paths",
+    "load_config",
+    "mcp_toolset",
+    "metadata_for",
+    "serve_mcp",
+]

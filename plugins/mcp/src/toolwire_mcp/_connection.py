@@ -1,0 +1,436 @@
+"""One connection per MCP server per process, on a background event loop.
+
+The SDK's client is anyio-based: a connection's context must be entered and left in one
+task. Each :class:`Connection` keeps its ``Client`` open in a task of its own on one
+process-wide loop thread; tool calls from any thread or event loop are submitted to it
+(``call`` for async callers, ``call_sync`` for the rest). So a connection outlives the
+event loop of the code that first used it, and is reused by every toolset for the
+same server.
+
+Lifecycle: connect on first use; a connection that dies (the server exits, the socket
+drops) is dropped and opened again on the next use; ``close`` (and process exit) closes
+it, which for a stdio server ends its process. Each wait has a deadline: start-up and
+``initialize`` (``connect_timeout``), each ``tools/list`` page and each call (``timeout``).
+A stdio server's stderr goes to the ``toolwire.mcp.<server>`` logger, a line at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import concurrent.futures
+import contextlib
+import logging
+import os
+import sys
+import threading
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any, TypeVar
+
+import httpx2
+import mcp_types as types
+from mcp import Client, MCPError, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.client.subscriptions import ListenNotSupportedError
+
+from toolwire.exceptions import ToolwireError
+from toolwire_mcp._config import ServerSpec
+
+__all__ = ["Connection", "MCPCallError", "MCPConnectError", "connection_for", "close_all"]
+
+logger = logging.getLogger("toolwire.mcp")
+
+_T = TypeVar("_T")
+_MAX_PAGES = 200  # tools/list pages; a server that pages forever is a broken server
+_MAX_TOOLS = 10_000
+_MAX_STDERR_LINE = 8192
+_CLOSE_TIMEOUT = 5.0
+
+
+class MCPConnectError(ToolwireError, ConnectionError):
+    """The MCP server could not be started or reached, or did not answer ``initialize``."""
+
+
+class MCPCallError(ToolwireError, RuntimeError):
+    """A call to the MCP server failed: no answer in time, the connection broke, or the
+    server answered with a protocol error (the message says which)."""
+
+
+if sys.version_info < (3, 11):  # pragma: no cover - anyio brings the backport there
+    from exceptiongroup import BaseExceptionGroup  # type: ignore[import-not-found,unused-ignore]
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    """The first real exception inside anyio's exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _describe(exc: BaseException) -> str:
+    leaf = _leaf(exc)
+    text = str(leaf)
+    return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
+
+
+# -- the loop thread ----------------------------------------------------------------------
+
+
+class _LoopThread:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._loop.is_closed():
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name="toolwire-mcp", daemon=True)
+                thread.start()
+                self._loop = loop
+            return self._loop
+
+    def submit(self, coro: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop())
+
+    def running(self) -> asyncio.AbstractEventLoop | None:
+        return self._loop
+
+
+_LOOP = _LoopThread()
+
+
+# -- stderr of stdio servers --------------------------------------------------------------
+
+
+class _StderrPipe:
+    """A pipe for a stdio server's stderr; a thread logs what comes out, line by line."""
+
+    def __init__(self, server: str) -> None:
+        read_fd, write_fd = os.pipe()
+        self.writer = os.fdopen(write_fd, "w")
+        self._reader = os.fdopen(read_fd, "rb")
+        self._log = logging.getLogger(f"toolwire.mcp.{server}")
+        threading.Thread(
+            target=self._pump, name=f"toolwire-mcp-stderr-{server}", daemon=True
+        ).start()
+
+    def _pump(self) -> None:
+        with self._reader:
+            while True:
+                line = self._reader.readline(_MAX_STDERR_LINE)
+                if not line:
+                    return
+                self._log.info("%s", line.decode("utf-8", "replace").rstrip())
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.writer.close()
+
+
+# -- one connection -----------------------------------------------------------------------
+
+
+class Connection:
+    """A lazily opened, shared connection to one MCP server (see the module docstring)."""
+
+    def __init__(self, spec: ServerSpec) -> None:
+        self.spec = spec
+        self._client: Client | None = None
+        self._runner: asyncio.Task[None] | None = None
+        self._closing: asyncio.Event | None = None
+        self._lock: asyncio.Lock | None = None
+        self._listeners: list[Callable[[], None]] = []
+        self.connects = 0
+
+    def __repr__(self) -> str:
+        state = "open" if self.is_open else "closed"
+        return f"<Connection to MCP server {self.spec.name!r} ({self.spec.transport}, {state})>"
+
+    @property
+    def is_open(self) -> bool:
+        return self._client is not None and self._runner is not None and not self._runner.done()
+
+    def on_tools_changed(self, listener: Callable[[], None]) -> None:
+        """Call ``listener`` (on the connection's loop thread) after ``list_changed``."""
+        self._listeners.append(listener)
+
+    # -- opening ---------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def _transport(self) -> AsyncIterator[Any]:
+        spec = self.spec
+        if spec.command is not None:
+            env = {**os.environ, **spec.env} if spec.env else None
+            params = StdioServerParameters(
+                command=spec.command, args=list(spec.args), env=env, cwd=spec.cwd
+            )
+            pipe = _StderrPipe(spec.name)
+            try:
+                async with stdio_client(params, errlog=pipe.writer) as streams:
+                    yield streams
+            finally:
+                pipe.close()
+            return
+        assert spec.url is not None
+        headers = dict(spec.headers)
+        if spec.bearer_token_env:
+            token = os.environ.get(spec.bearer_token_env)
+            if not token:
+                raise MCPConnectError(
+                    f"MCP server `{spec.name}`: the environment variable "
+                    f"{spec.bearer_token_env} (its bearer token) is not set"
+                )
+            headers["Authorization"] = f"Bearer {token}"
+        http = httpx2.AsyncClient(
+            headers=headers,
+            timeout=httpx2.Timeout(spec.connect_timeout, read=max(spec.timeout, 30.0)),
+        )
+        try:
+            async with streamable_http_client(spec.url, http_client=http) as streams:
+                yield streams
+        finally:
+            await http.aclose()
+
+    def _tools_changed(self) -> None:
+        for listener in list(self._listeners):
+            try:
+                listener()
+            except Exception:
+                logger.exception("MCP server `%s`: a list_changed listener failed", self.spec.name)
+
+    async def _on_message(self, message: Any) -> None:
+        # Handshake-era servers send notifications/tools/list_changed on the session.
+        if isinstance(message, types.ToolListChangedNotification) or (
+            getattr(message, "method", None) == "notifications/tools/list_changed"
+        ):
+            self._tools_changed()
+
+    async def _listen(self, client: Client) -> None:
+        """2026-07-28 servers announce changes on a subscriptions/listen stream instead."""
+        try:
+            async with client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    self._tools_changed()
+        except ListenNotSupportedError:
+            return  # an older protocol: _on_message gets the notifications
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            logger.debug("MCP server `%s`: no list_changed stream: %s", self.spec.name, exc)
+
+    async def _run(self, ready: asyncio.Future[Client], closing: asyncio.Event) -> None:
+        try:
+            client = Client(
+                self._transport(),
+                read_timeout_seconds=self.spec.timeout,
+                message_handler=self._on_message,
+            )
+            async with client:
+                if not ready.done():
+                    ready.set_result(client)
+                listener = asyncio.create_task(self._listen(client))
+                try:
+                    await closing.wait()
+                finally:
+                    listener.cancel()
+                    with contextlib.suppress(BaseException):
+                        await listener
+        except asyncio.CancelledError:
+            if not ready.done():
+                ready.set_exception(MCPConnectError(f"MCP server `{self.spec.name}`: cancelled"))
+            raise
+        except BaseException as exc:  # anyio groups, OSError from spawning, MCPError, ...
+            if not ready.done():
+                ready.set_exception(exc)
+            else:
+                logger.warning(
+                    "MCP server `%s`: the connection ended: %s", self.spec.name, _describe(exc)
+                )
+
+    async def _ensure(self) -> Client:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self.is_open:
+                assert self._client is not None
+                return self._client
+            self._client = None
+            loop = asyncio.get_running_loop()
+            ready: asyncio.Future[Client] = loop.create_future()
+            closing = asyncio.Event()
+            self._closing = closing
+            self._runner = loop.create_task(self._run(ready, closing))
+            name = self.spec.name
+            try:
+                client = await asyncio.wait_for(asyncio.shield(ready), self.spec.connect_timeout)
+            except asyncio.TimeoutError:
+                await self._stop()
+                raise MCPConnectError(
+                    f"MCP server `{name}` did not start and answer `initialize` within "
+                    f"{self.spec.connect_timeout:g} s"
+                ) from None
+            except MCPConnectError:
+                raise
+            except Exception as exc:
+                raise MCPConnectError(
+                    f"could not connect to MCP server `{name}`: {_describe(exc)}"
+                ) from None
+            self._client = client
+            self.connects += 1
+            return client
+
+    async def _stop(self) -> None:
+        runner, closing = self._runner, self._closing
+        self._client = None
+        if closing is not None:
+            closing.set()
+        if runner is not None and not runner.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(runner), _CLOSE_TIMEOUT)
+            except (asyncio.TimeoutError, Exception):
+                runner.cancel()
+                with contextlib.suppress(BaseException):
+                    await asyncio.wait_for(runner, _CLOSE_TIMEOUT)
+
+    # -- requests (on the loop thread) -------------------------------------------------------
+
+    async def _list_tools(self) -> list[types.Tool]:
+        client = await self._ensure()
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(_MAX_PAGES):
+            try:
+                page = await asyncio.wait_for(
+                    client.list_tools(cursor=cursor, cache_mode="refresh"), self.spec.timeout
+                )
+            except asyncio.TimeoutError:
+                raise MCPCallError(
+                    f"MCP server `{self.spec.name}` did not answer tools/list within "
+                    f"{self.spec.timeout:g} s"
+                ) from None
+            except MCPError as exc:
+                raise MCPCallError(
+                    f"MCP server `{self.spec.name}` refused tools/list: {exc.error.message}"
+                ) from None
+            except Exception as exc:
+                await self._stop()
+                raise MCPCallError(
+                    f"MCP server `{self.spec.name}`: tools/list failed: {_describe(exc)}"
+                ) from None
+            tools.extend(page.tools)
+            if len(tools) > _MAX_TOOLS:
+                raise MCPCallError(f"MCP server `{self.spec.name}` lists over {_MAX_TOOLS} tools")
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
+            if cursor in seen:
+                raise MCPCallError(
+                    f"MCP server `{self.spec.name}` returned the tools/list cursor {cursor!r} twice"
+                )
+            seen.add(cursor)
+        raise MCPCallError(f"MCP server `{self.spec.name}` lists tools over {_MAX_PAGES} pages")
+
+    async def _call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        client = await self._ensure()
+        timeout = self.spec.timeout
+        server = self.spec.name
+        try:
+            return await asyncio.wait_for(
+                client.call_tool(name, arguments, read_timeout_seconds=timeout), timeout + 1.0
+            )
+        except asyncio.TimeoutError:
+            raise MCPCallError(
+                f"MCP server `{server}` did not answer the call to `{name}` within {timeout:g} s"
+            ) from None
+        except MCPError as exc:
+            if exc.code == types.REQUEST_TIMEOUT:
+                raise MCPCallError(
+                    f"MCP server `{server}` did not answer the call to `{name}` within "
+                    f"{timeout:g} s"
+                ) from None
+            if exc.code == types.CONNECTION_CLOSED:
+                await self._stop()
+                raise MCPCallError(
+                    f"MCP server `{server}` closed the connection during the call to `{name}`; "
+                    f"it is reconnected on the next call"
+                ) from None
+            raise MCPCallError(
+                f"MCP server `{server}` refused the call to `{name}`: {exc.error.message}"
+            ) from None
+        except RuntimeError as exc:
+            # The SDK checks structuredContent against the tool's outputSchema and raises this.
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise MCPCallError(f"MCP server `{server}`, tool `{name}`: {first}") from None
+        except Exception as exc:
+            await self._stop()
+            raise MCPCallError(
+                f"MCP server `{server}` failed during the call to `{name}` ({_describe(exc)}); "
+                f"it is reconnected on the next call"
+            ) from None
+
+    # -- the API for any thread or loop --------------------------------------------------------
+
+    def _submit(self, coro: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
+        return _LOOP.submit(coro)
+
+    def list_tools_sync(self) -> list[types.Tool]:
+        """Every tool the server lists, following ``nextCursor``."""
+        return _result(self._submit(self._list_tools()), self._deadline(pages=True))
+
+    async def list_tools(self) -> list[types.Tool]:
+        return await asyncio.wrap_future(self._submit(self._list_tools()))
+
+    def call_sync(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        return _result(self._submit(self._call(name, arguments)), self._deadline())
+
+    async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        return await asyncio.wrap_future(self._submit(self._call(name, arguments)))
+
+    def close(self) -> None:
+        """Close the connection (a stdio server's process ends); the next use reopens it."""
+        if _LOOP.running() is None:
+            return
+        with contextlib.suppress(Exception):
+            self._submit(self._stop()).result(_CLOSE_TIMEOUT * 2 + 1)
+
+    def _deadline(self, *, pages: bool = False) -> float:
+        per = self.spec.timeout + 1.0
+        return self.spec.connect_timeout + (per * _MAX_PAGES if pages else per) + _CLOSE_TIMEOUT
+
+
+def _result(future: concurrent.futures.Future[_T], deadline: float) -> _T:
+    try:
+        return future.result(deadline)
+    except concurrent.futures.TimeoutError:
+        future.cancel()
+        raise MCPCallError("the MCP connection did not answer in time") from None
+
+
+# -- the registry -------------------------------------------------------------------------
+
+_CONNECTIONS: dict[tuple[Any, ...], Connection] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def connection_for(spec: ServerSpec) -> Connection:
+    """The process's connection to ``spec``'s server (one per server, shared)."""
+    key = spec.identity()
+    with _REGISTRY_LOCK:
+        conn = _CONNECTIONS.get(key)
+        if conn is None:
+            conn = _CONNECTIONS[key] = Connection(spec)
+        return conn
+
+
+def close_all() -> None:
+    """Close every connection (registered with atexit: no stdio server outlives us)."""
+    with _REGISTRY_LOCK:
+        conns = list(_CONNECTIONS.values())
+    for conn in conns:
+        conn.close()
+
+
+atexit.register(close_all)

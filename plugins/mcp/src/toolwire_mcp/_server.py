@@ -1,0 +1,244 @@
+"""Any toolwire toolset served over MCP: ``serve_mcp`` and ``toolwire mcp serve``.
+
+What is served is the assembled toolset: the application's tools, the installed tool
+packs and the configured MCP servers, so one toolwire process can front many MCP
+servers under one name space. Every ``tools/call`` goes the way a ``toolwire call``
+goes: the organisation's policies and the decision hooks, approval (mutating and
+destructive tools are denied unless ``approve`` is set or a policy answers first), the
+executor (validation, timeouts, retries, output validation) and the result hooks (the
+audit log). A rejection comes back as an MCP tool error carrying the reason.
+``tools/list`` applies availability and description hooks, and maps each tool's metadata
+to annotations and its output schema to ``outputSchema``.
+
+Streamable HTTP binds 127.0.0.1 unless told otherwise, takes an optional bearer token
+(read from an environment variable) and bounds each request's size.
+"""
+
+from __future__ import annotations
+
+import hmac
+import itertools
+import json
+import logging
+import os
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any, Literal
+
+import mcp_types as types
+from mcp.server.lowlevel import Server
+
+from toolwire import (
+    Allow,
+    ApprovalGate,
+    ApprovalRequest,
+    Availability,
+    Deny,
+    Executor,
+    HookContext,
+    NeedsTools,
+    PluginHost,
+    Session,
+    ToolCall,
+    ToolResultsMessage,
+    Toolset,
+    get_host,
+    resolve_turn,
+)
+from toolwire.adapters import AssistantReply, decode_reply
+from toolwire.exceptions import UsageError
+
+__all__ = ["build_server", "serve_mcp"]
+
+logger = logging.getLogger("toolwire.mcp.server")
+
+APP = "toolwire-mcp"
+MAX_REQUEST_BYTES = 1 << 20
+_IDS = itertools.count(1)
+
+
+def _annotations(tool: Any) -> types.ToolAnnotations:
+    meta = tool.metadata
+    effect = meta.effect.value
+    return types.ToolAnnotations(
+        read_only_hint=effect == "read_only",
+        destructive_hint=effect == "destructive",
+        idempotent_hint=bool(meta.idempotent),
+        open_world_hint="network" in {c.value for c in meta.capabilities},
+    )
+
+
+def _mcp_tool(name: str, description: str, tool: Any) -> types.Tool:
+    output = tool.output_schema
+    return types.Tool(
+        name=name,
+        description=description,
+        input_schema=dict(tool.input_schema),
+        # MCP output schemas describe an object (structuredContent is an object).
+        output_schema=dict(output) if output and output.get("type") == "object" else None,
+        annotations=_annotations(tool),
+    )
+
+
+def build_server(
+    toolset: Toolset | None = None,
+    *,
+    host: PluginHost | None = None,
+    approve: bool = False,
+    name: str = "toolwire",
+) -> Server[Any]:
+    """The MCP server (the SDK's low-level ``Server``) for the assembled toolset."""
+    plugins = get_host() if host is None else host
+    tools = plugins.assemble(toolset)
+    context = HookContext(app=APP, provider="mcp")
+
+    def approver(request: ApprovalRequest) -> Allow | Deny:
+        if approve:
+            return Allow()
+        return Deny(
+            f"`{request.tool_name}` is {request.effect.value}, and this MCP server runs "
+            f"mutating and destructive tools only when started with --approve"
+        )
+
+    def listed() -> list[types.Tool]:
+        turn = resolve_turn(tools, hooks=plugins.hook_sets(), context=context)
+        return [_mcp_tool(rt.name, rt.description, rt.tool) for rt in turn.tools]
+
+    async def on_list_tools(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=listed())
+
+    async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return await _call(params.name, params.arguments or {})
+
+    async def _call(tool_name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        if tool_name not in tools:
+            return _error(f"unknown tool `{tool_name}`")
+        # The call takes the path a model's call takes in the agent loop: the turn is
+        # resolved (availability hooks), the reply decoded (validation issues), the
+        # decision hooks applied (policies first), then the executor runs what is left
+        # (approval, timeouts, retries, output validation, result hooks) and commits.
+        hooks = plugins.hook_sets()
+        turn = resolve_turn(
+            tools, availability=Availability.only(tool_name), hooks=hooks, context=context
+        )
+        session = Session().add_user(f"MCP tools/call {tool_name}")
+        call = ToolCall(f"mcp_{next(_IDS)}", tool_name, json.dumps(arguments))
+        outcome = decode_reply(
+            session, turn, AssistantReply("", (call,), "tool_calls"), enforce_requirement=False
+        )
+        if not isinstance(outcome, NeedsTools):  # pragma: no cover - a reply with one call
+            return _error(f"the call to `{tool_name}` was not decoded as a tool call")
+        plan = await outcome.round.aapply_hooks(*hooks, context=context)
+        executor = Executor(
+            approval=approver, approval_gate=ApprovalGate.MUTATING_AND_ABOVE, plugins=plugins
+        )
+        try:
+            run = await executor.aexecute_and_commit(plan)
+        finally:
+            executor.close()
+        last = session.last
+        if run.pending or not isinstance(last, ToolResultsMessage) or not last.results:
+            return _error(f"the call to `{tool_name}` needs an approval this server cannot ask for")
+        result = last.results[0]
+        structured = None
+        tool = tools.get(tool_name)
+        if not result.is_error and tool is not None and tool.output_schema:
+            try:
+                value = json.loads(result.content)
+            except ValueError:
+                value = None
+            structured = value if isinstance(value, dict) else None
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=result.content)],
+            structured_content=structured,
+            is_error=result.is_error,
+        )
+
+    return Server(name, on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+
+
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
+
+
+# -- running it -----------------------------------------------------------------------------
+
+_ASGI = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
+
+
+def _guarded(app: _ASGI, token: str | None, max_bytes: int) -> _ASGI:
+    """The ASGI app behind a bearer-token check and a request-size bound."""
+    expected = f"Bearer {token}".encode() if token else None
+
+    async def guarded(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        if expected is not None and not hmac.compare_digest(
+            headers.get(b"authorization", b""), expected
+        ):
+            await _plain(send, 401, b"a bearer token is required")
+            return
+        length = headers.get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > max_bytes):
+            await _plain(send, 413, b"request too large")
+            return
+        await app(scope, receive, send)
+
+    return guarded
+
+
+async def _plain(send: Any, status: int, body: bytes) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"text/plain")],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def serve_mcp(
+    toolset: Toolset | None = None,
+    *,
+    transport: Literal["stdio", "http"] = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    token_env: str | None = None,
+    approve: bool = False,
+    plugins: PluginHost | None = None,
+    max_request_bytes: int = MAX_REQUEST_BYTES,
+) -> None:
+    """Serve ``toolset`` (assembled with the installed plugins) over MCP until stopped.
+
+    ``transport="stdio"`` talks on this process's stdin/stdout (what an MCP client that
+    launches us expects); ``"http"`` serves Streamable HTTP at ``http://host:port/mcp``.
+    ``token_env`` names an environment variable holding the bearer token HTTP clients
+    must send.
+    """
+    import anyio
+
+    server = build_server(toolset, host=plugins, approve=approve)
+    if transport == "stdio":
+        from mcp.server.stdio import stdio_server
+
+        async def run_stdio() -> None:
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+
+        anyio.run(run_stdio)
+        return
+    if transport != "http":
+        raise UsageError(f"transport must be 'stdio' or 'http', got {transport!r}")
+    token = None
+    if token_env:
+        token = os.environ.get(token_env)
+        if not token:
+            raise UsageError(f"the environment variable {token_env} (the bearer token) is not set")
+    import uvicorn
+
+    app = server.streamable_http_app(host=host, max_request_body_size=max_request_bytes)
+    uvicorn.run(_guarded(app, token, max_request_bytes), host=host, port=port, log_level="warning")

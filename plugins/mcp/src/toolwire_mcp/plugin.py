@@ -1,0 +1,104 @@
+"""The toolwire-mcp plugin (entry point ``toolwire.toolsets: mcp``): every configured MCP
+server's tools in every toolwire application.
+
+Importing this module is cheap; the servers are read from the config files and
+connected when the host first assembles toolsets (or ``toolwire plugins`` asks for the
+status). Each server is mounted under its name as a prefix (``git_status`` for the
+``status`` tool of the server ``git``). A server that fails to start is skipped and
+reported (tool packs fail open: ``toolwire plugins`` and :func:`server_status` say why);
+a malformed config file fails the plugin with an error naming the file and the key.
+Policies are not affected either way: they apply to whatever tools are there.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import TYPE_CHECKING
+
+import attrs
+
+from toolwire.hookspecs import hookimpl
+
+if TYPE_CHECKING:
+    from toolwire import Toolset
+    from toolwire.hookspecs import RegisterToolset
+
+__all__ = ["ServerStatus", "server_status", "status", "toolwire_register_toolsets"]
+
+logger = logging.getLogger("toolwire.mcp")
+
+
+@attrs.frozen
+class ServerStatus:
+    """How a configured server fared: ``ok`` with its tool count, or ``failed`` and why."""
+
+    name: str
+    transport: str
+    status: str
+    tools: int = 0
+    reason: str = ""
+
+    def line(self) -> str:
+        if self.status == "ok":
+            return f"{self.name} ok ({self.tools} tools, {self.transport})"
+        return f"{self.name} failed ({self.transport}): {self.reason}"
+
+
+_LOCK = threading.Lock()
+_STATUS: dict[str, ServerStatus] = {}
+_TOOLSETS: dict[str, Toolset] = {}
+_LOADED = [False]
+
+
+def _load() -> None:
+    """Connect every configured server once per process (a ConfigError propagates)."""
+    with _LOCK:
+        if _LOADED[0]:
+            return
+        from toolwire_mcp._config import load_config
+
+        specs = load_config()
+        if specs:
+            from toolwire_mcp._toolset import mcp_toolset  # imports the SDK: only when needed
+
+            for name, spec in specs.items():
+                try:
+                    toolset = mcp_toolset(name, spec)
+                except Exception as exc:
+                    _STATUS[name] = ServerStatus(name, spec.transport, "failed", reason=str(exc))
+                    logger.warning("MCP server `%s` skipped: %s", name, exc)
+                    continue
+                _TOOLSETS[name] = toolset
+                _STATUS[name] = ServerStatus(name, spec.transport, "ok", len(toolset))
+        _LOADED[0] = True
+
+
+def server_status() -> tuple[ServerStatus, ...]:
+    """Every configured server, in config order, connected if it was not yet."""
+    _load()
+    return tuple(_STATUS.values())
+
+
+def status() -> str:
+    """The plugin's line in ``toolwire plugins``: each server with its status and tool count."""
+    from toolwire_mcp._config import config_paths
+
+    try:
+        servers = server_status()
+    except Exception as exc:
+        return f"config error: {exc}"
+    if not servers:
+        looked = ", ".join(str(p) for p in config_paths())
+        return f"no MCP servers configured (looked for {looked})"
+    return "; ".join(s.line() for s in servers)
+
+
+@hookimpl
+def toolwire_register_toolsets(register: RegisterToolset) -> None:
+    """Register one toolset per configured MCP server, prefixed with the server's name."""
+    from toolwire.adapters import wire_name
+
+    _load()
+    for name, toolset in _TOOLSETS.items():
+        register(toolset, prefix=f"{wire_name(name)}_")

@@ -1,0 +1,214 @@
+"""An MCP server for toolwire-mcp's tests, on the official SDK's low-level ``Server``.
+
+Run as ``python mcp_server.py stdio`` or ``python mcp_server.py http PORT``. The
+environment shapes it: ``MCP_RECORD`` (a file; every tools/call received is appended as a
+JSON line, so a test can prove a call never reached the server), ``MCP_EXTRA_TOOLS`` (that
+many more tools, ``extra_N``), ``MCP_PAGE_SIZE`` (tools/list page size; 0 = one page),
+``MCP_TOOL_PREFIX`` (put before every tool name, to make two servers' names meet).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Any
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.shared.subscriptions import ToolsListChanged
+
+RECORD = os.environ.get("MCP_RECORD")
+EXTRA = int(os.environ.get("MCP_EXTRA_TOOLS", "0"))
+PAGE = int(os.environ.get("MCP_PAGE_SIZE", "0"))
+PREFIX = os.environ.get("MCP_TOOL_PREFIX", "")
+GROWN = [False]  # the `grow` tool adds the `grown` tool and says so (list_changed)
+
+OBJ: dict[str, Any] = {"type": "object"}
+TEXT_IN = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+SUM_OUT = {"type": "object", "properties": {"sum": {"type": "integer"}}, "required": ["sum"]}
+LONG = "a.very.long.tool.name." + "x" * 80  # 102 characters, dots: legal in MCP only
+
+
+def _tools() -> list[types.Tool]:
+    ro = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    tools = [
+        types.Tool(name="echo", description="Echo the text.", input_schema=TEXT_IN, annotations=ro),
+        types.Tool(
+            name="add",
+            description="Add two integers.",
+            input_schema={
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                "required": ["a", "b"],
+            },
+            output_schema=SUM_OUT,
+            annotations=ro,
+        ),
+        types.Tool(
+            name="bad_sum",
+            description="Structured output that breaks its schema.",
+            input_schema=OBJ,
+            output_schema=SUM_OUT,
+            annotations=ro,
+        ),
+        types.Tool(name="fail", description="Always an isError result.", input_schema=OBJ),
+        types.Tool(
+            name="delete_all", description="Unannotated: destructive by default.", input_schema=OBJ
+        ),
+        types.Tool(
+            name="media", description="Mixed content blocks.", input_schema=OBJ, annotations=ro
+        ),
+        types.Tool(name="hang", description="Never answers.", input_schema=OBJ, annotations=ro),
+        types.Tool(name="die", description="Exits the server mid-call.", input_schema=OBJ),
+        types.Tool(
+            name="files.read", description="A dotted name.", input_schema=OBJ, annotations=ro
+        ),
+        types.Tool(
+            name="files_read",
+            description="Meets files.read once dots go.",
+            input_schema=OBJ,
+            annotations=ro,
+        ),
+        types.Tool(
+            name=LONG, description="A name over 64 characters.", input_schema=OBJ, annotations=ro
+        ),
+    ]
+    tools.append(types.Tool(name="grow", description="Adds a tool.", input_schema=OBJ))
+    if GROWN[0]:
+        tools.append(
+            types.Tool(name="grown", description="Added by grow.", input_schema=OBJ, annotations=ro)
+        )
+    tools += [
+        types.Tool(
+            name=f"extra_{i}", description=f"Extra tool {i}.", input_schema=OBJ, annotations=ro
+        )
+        for i in range(EXTRA)
+    ]
+    for t in tools:
+        t.name = PREFIX + t.name
+    return tools
+
+
+def _record(name: str, arguments: Any) -> None:
+    if RECORD:
+        with open(RECORD, "a") as f:
+            f.write(json.dumps({"name": name, "arguments": arguments}) + "\n")
+
+
+async def list_tools(
+    ctx: Any, params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    tools = _tools()
+    if not PAGE:
+        return types.ListToolsResult(tools=tools)
+    start = int(params.cursor) if params and params.cursor else 0
+    page = tools[start : start + PAGE]
+    more = start + PAGE < len(tools)
+    return types.ListToolsResult(tools=page, next_cursor=str(start + PAGE) if more else None)
+
+
+def _text(text: str) -> list[types.ContentBlock]:
+    return [types.TextContent(type="text", text=text)]
+
+
+async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    name = params.name.removeprefix(PREFIX)
+    args = params.arguments or {}
+    _record(params.name, args)
+    if name == "echo":
+        return types.CallToolResult(content=_text(f"{PREFIX}echo: {args.get('text')}"))
+    if name == "add":
+        total = int(args["a"]) + int(args["b"])
+        return types.CallToolResult(
+            content=_text(json.dumps({"sum": total})), structured_content={"sum": total}
+        )
+    if name == "bad_sum":
+        return types.CallToolResult(content=_text("{}"), structured_content={"sum": "many"})
+    if name == "fail":
+        return types.CallToolResult(content=_text("the disk is on fire"), is_error=True)
+    if name == "media":
+        return types.CallToolResult(
+            content=[
+                types.TextContent(type="text", text="a picture:"),
+                types.ImageContent(type="image", data="aGVsbG8=", mime_type="image/png"),
+                types.ResourceLink(
+                    type="resource_link",
+                    name="readme",
+                    uri="file:///r.md",
+                    mime_type="text/markdown",
+                ),
+                types.EmbeddedResource(
+                    type="resource",
+                    resource=types.TextResourceContents(uri="file:///notes.txt", text="the notes"),
+                ),
+            ]
+        )
+    if name == "grow":
+        GROWN[0] = True
+        await BUS.publish(ToolsListChanged())  # 2026-07-28 clients: subscriptions/listen
+        await ctx.session.send_tool_list_changed()  # handshake-era clients
+        return types.CallToolResult(content=_text("grown"))
+    if name == "hang":
+        await anyio.sleep(3600)
+    if name == "die":
+        sys.stderr.write("dying now\n")
+        sys.stderr.flush()
+        os._exit(3)
+    return types.CallToolResult(content=_text(f"called {params.name}"))
+
+
+BUS = InMemorySubscriptionBus()
+server = Server(
+    "toolwire-test",
+    on_list_tools=list_tools,
+    on_call_tool=call_tool,
+    on_subscriptions_listen=ListenHandler(BUS),
+)
+
+
+async def _stdio() -> None:
+    from mcp.server.stdio import stdio_server
+
+    pidfile = os.environ.get("MCP_PIDFILE")
+    if pidfile:
+        with open(pidfile, "w") as f:
+            f.write(str(os.getpid()))
+    sys.stderr.write("test server starting\n")
+    sys.stderr.flush()
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def _http(port: int) -> None:
+    import uvicorn
+
+    app = server.streamable_http_app(host="127.0.0.1")
+    token = os.environ.get("MCP_REQUIRE_TOKEN")
+    if token:
+        inner = app
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:  # type: ignore[no-redef]
+            headers = dict(scope.get("headers") or [])
+            if (
+                scope["type"] == "http"
+                and headers.get(b"authorization") != f"Bearer {token}".encode()
+            ):
+                await send({"type": "http.response.start", "status": 401, "headers": []})
+                await send({"type": "http.response.body", "body": b"no"})
+                return
+            await inner(scope, receive, send)
+
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "stdio":
+        anyio.run(_stdio)
+    elif sys.argv[1] == "http":
+        _http(int(sys.argv[2]))
+    elif sys.argv[1] == "silent":  # never answers initialize
+        time.sleep(3600)

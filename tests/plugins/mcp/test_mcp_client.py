@@ -1,0 +1,349 @@
+"""toolwire-mcp against the official SDK's server, in real subprocesses and real sockets."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _mcp_support import SERVER, calls_in
+
+import toolwire as tw
+from toolwire_mcp import (
+    ConfigError,
+    MCPConnectError,
+    ServerSpec,
+    close_all,
+    load_config,
+    mcp_toolset,
+    metadata_for,
+)
+
+LONG = "a.very.long.tool.name." + "x" * 80
+
+
+def _run(toolset: tw.Toolset, name: str, arguments: dict[str, Any]) -> tw.ToolResult:
+    executor = tw.Executor(tools=toolset, plugins=False, approval=lambda request: tw.Allow())
+    return executor.execute(tw.ToolCall("c1", name, json.dumps(arguments)))
+
+
+def _wait(predicate: Callable[[], bool], seconds: float = 15.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+# -- listing: names, schemas, metadata ------------------------------------------------------
+
+
+def test_a_stdio_server_is_a_toolset_with_provider_safe_names(stdio_spec: Any) -> None:
+    ts = mcp_toolset("srv", stdio_spec())
+    names = [t.name for t in ts.tools()]
+    assert names[:8] == ["echo", "add", "bad_sum", "fail", "delete_all", "media", "hang", "die"]
+    # Dots become `_`; the second name that would meet gets a hash of its exact MCP name.
+    assert "files_read" in names
+    clash = [n for n in names if n.startswith("files_read_")]
+    assert len(clash) == 1
+    assert len(clash[0]) == len("files_read_") + 8
+    long = [n for n in names if n.startswith("a_very_long")]
+    assert len(long) == 1
+    assert len(long[0]) <= 64
+    for name in names:
+        assert tw.adapters.wire_name(name) == name
+
+
+def test_calls_go_back_to_the_exact_mcp_name(stdio_spec: Any, record: Path) -> None:
+    ts = mcp_toolset("srv", stdio_spec())
+    names = [t.name for t in ts.tools()]
+    clash = next(n for n in names if n.startswith("files_read_"))
+    long = next(n for n in names if n.startswith("a_very_long"))
+    for name in ("files_read", clash, long):
+        assert not _run(ts, name, {}).is_error
+    assert [c["name"] for c in calls_in(record)] == ["files.read", "files_read", LONG]
+
+
+def test_schemas_and_annotations_become_the_tool_definition(stdio_spec: Any) -> None:
+    ts = mcp_toolset("srv", stdio_spec())
+    echo = ts.from_name("echo")
+    tool = next(t for t in ts.tools() if t.name == "echo")
+    add = next(t for t in ts.tools() if t.name == "add")
+    assert echo is not None
+    assert tool.input_schema["required"] == ["text"]
+    assert tool.metadata.effect is tw.ToolEffect.READ_ONLY
+    assert tool.metadata.capabilities == frozenset()  # openWorldHint false
+    assert add.output_schema == {
+        "type": "object",
+        "properties": {"sum": {"type": "integer"}},
+        "required": ["sum"],
+    }
+    bare = next(t for t in ts.tools() if t.name == "delete_all")
+    assert bare.metadata.effect is tw.ToolEffect.DESTRUCTIVE
+    assert bare.metadata.idempotent is False
+    assert bare.metadata.capabilities == frozenset({tw.Capability.NETWORK})
+
+
+def test_annotations_can_be_ignored_per_server(stdio_spec: Any) -> None:
+    spec = stdio_spec()
+    ts = mcp_toolset("srv", spec, annotations="ignore")
+    assert {t.metadata.effect for t in ts.tools()} == {tw.ToolEffect.DESTRUCTIVE}
+
+
+def test_metadata_defaults_follow_the_spec() -> None:
+    from mcp_types import ToolAnnotations
+
+    none = metadata_for(None, trust=True, timeout=10)
+    assert (none.effect, none.idempotent) == (tw.ToolEffect.DESTRUCTIVE, False)
+    soft = metadata_for(
+        ToolAnnotations(destructive_hint=False, idempotent_hint=True), trust=True, timeout=10
+    )
+    assert (soft.effect, soft.idempotent) == (tw.ToolEffect.MUTATING, True)
+    lying = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    assert metadata_for(lying, trust=False, timeout=10).effect is tw.ToolEffect.DESTRUCTIVE
+
+
+# -- calls: results, errors, faults -----------------------------------------------------------
+
+
+def test_results_and_error_results(stdio_spec: Any) -> None:
+    ts = mcp_toolset("srv", stdio_spec())
+    assert _run(ts, "echo", {"text": "hi"}).content == "echo: hi"
+    assert json.loads(_run(ts, "add", {"a": 2, "b": 3}).content) == {"sum": 5}
+    failed = _run(ts, "fail", {})
+    assert failed.is_error
+    assert "the disk is on fire" in failed.content
+    media = _run(ts, "media", {}).content
+    assert media == (
+        "a picture:\n\n[image: image/png, 5 bytes]\n\n"
+        "[resource: readme <file:///r.md> (text/markdown)]\n\n"
+        "[resource: file:///notes.txt]\nthe notes"
+    )
+
+
+def test_invalid_arguments_never_reach_the_server(stdio_spec: Any, record: Path) -> None:
+    ts = mcp_toolset("srv", stdio_spec())
+    result = _run(ts, "echo", {"text": 5})
+    assert result.is_error
+    assert calls_in(record) == []
+
+
+def test_structured_content_that_breaks_its_schema_is_an_error_result(stdio_spec: Any) -> None:
+    ts = mcp_toolset("srv", stdio_spec())
+    result = _run(ts, "bad_sum", {})
+    assert result.is_error
+    assert "'many' is not of type 'integer'" in result.content
+
+
+def test_a_hanging_tool_times_out_and_the_connection_stays(stdio_spec: Any) -> None:
+    ts = mcp_toolset("srv", stdio_spec(timeout=1.0))
+    started = time.monotonic()
+    result = _run(ts, "hang", {})
+    assert result.is_error
+    assert "did not answer the call to `hang` within 1 s" in result.content
+    assert time.monotonic() - started < 10
+    assert _run(ts, "echo", {"text": "still here"}).content == "echo: still here"
+
+
+def test_a_server_that_dies_mid_call_gives_an_error_and_reconnects(
+    stdio_spec: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="toolwire.mcp")
+    ts = mcp_toolset("srv", stdio_spec())
+    result = _run(ts, "die", {})
+    assert result.is_error
+    assert "reconnected on the next call" in result.content
+    assert _run(ts, "echo", {"text": "again"}).content == "echo: again"
+    # The server's stderr went to its logger.
+    assert _wait(lambda: "dying now" in caplog.text)
+
+
+def test_a_server_that_never_answers_initialize_fails_in_time() -> None:
+    spec = ServerSpec("mute", command=sys.executable, args=(SERVER, "silent"), connect_timeout=1.0)
+    started = time.monotonic()
+    with pytest.raises(MCPConnectError, match=r"did not start and answer `initialize` within 1 s"):
+        mcp_toolset("mute", spec)
+    assert time.monotonic() - started < 15
+
+
+def test_a_command_that_does_not_exist_is_a_clear_error() -> None:
+    spec = ServerSpec("nope", command="/nonexistent/mcp-server", connect_timeout=5.0)
+    with pytest.raises(MCPConnectError, match="could not connect to MCP server `nope`"):
+        mcp_toolset("nope", spec)
+
+
+def test_500_tools_over_several_pages(stdio_spec: Any) -> None:
+    ts = mcp_toolset("big", stdio_spec(MCP_EXTRA_TOOLS="500", MCP_PAGE_SIZE="37"))
+    names = [t.name for t in ts.tools()]
+    assert len(names) == 512
+    assert names[-1] == "extra_499"
+
+
+def test_the_same_tool_name_on_two_servers_under_prefixes(stdio_spec: Any, tmp_path: Path) -> None:
+    other = tmp_path / "other.jsonl"
+    one = mcp_toolset("one", stdio_spec())
+    two = mcp_toolset("two", stdio_spec("two", MCP_RECORD=str(other)))
+    app = tw.Toolset("app").add(one, prefix="one_").add(two, prefix="two_")
+    assert _run(app, "two_echo", {"text": "x"}).content == "echo: x"
+    assert [c["name"] for c in calls_in(other)] == ["echo"]
+
+
+def test_one_connection_per_server_is_shared(stdio_spec: Any, tmp_path: Path) -> None:
+    from toolwire_mcp._connection import connection_for
+
+    spec = stdio_spec()
+    first = mcp_toolset("srv", spec)
+    second = mcp_toolset("srv", spec)
+    assert _run(first, "echo", {"text": "a"}).content == "echo: a"
+    assert _run(second, "echo", {"text": "b"}).content == "echo: b"
+    assert connection_for(spec).connects == 1
+
+
+def test_list_changed_refreshes_the_toolset(stdio_spec: Any) -> None:
+    ts = mcp_toolset("srv", stdio_spec())
+    assert "grown" not in [t.name for t in ts.tools()]
+    assert _run(ts, "grow", {}).content == "grown"
+    assert _wait(lambda: "grown" in [t.name for t in ts.tools()])
+
+
+def test_closing_ends_the_server_process(stdio_spec: Any, tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    mcp_toolset("srv", stdio_spec(MCP_PIDFILE=str(pidfile)))
+    pid = int(pidfile.read_text())
+    assert _alive(pid)
+    close_all()
+    assert _wait(lambda: not _alive(pid))
+
+
+def test_no_server_outlives_the_process(tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    script = (
+        "import sys; from toolwire_mcp import ServerSpec, mcp_toolset;"
+        f"spec = ServerSpec('s', command=sys.executable, args=({SERVER!r}, 'stdio'),"
+        f" env={{'MCP_PIDFILE': {str(pidfile)!r}}});"
+        "print(len(mcp_toolset('s', spec)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert int(out.stdout) > 10
+    pid = int(pidfile.read_text())
+    assert _wait(lambda: not _alive(pid))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie still answers kill(0); it has exited all the same.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+# -- Streamable HTTP ---------------------------------------------------------------------------
+
+
+def test_a_streamable_http_server(http_server: Any) -> None:
+    url = http_server()
+    ts = mcp_toolset("web", url)
+    assert _run(ts, "echo", {"text": "over http"}).content == "echo: over http"
+
+
+def test_a_bearer_token_from_the_environment(
+    http_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = http_server(MCP_REQUIRE_TOKEN="s3cret-token")
+    monkeypatch.setenv("WEB_TOKEN", "s3cret-token")
+    ts = mcp_toolset("web", url, bearer_token_env="WEB_TOKEN")
+    assert _run(ts, "echo", {"text": "authorised"}).content == "echo: authorised"
+
+
+def test_a_missing_or_wrong_token_is_an_error_that_never_shows_it(
+    http_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = http_server(MCP_REQUIRE_TOKEN="s3cret-token")
+    monkeypatch.delenv("WEB_TOKEN2", raising=False)
+    with pytest.raises(MCPConnectError, match=r"WEB_TOKEN2 .* is not set"):
+        mcp_toolset("web2", url, bearer_token_env="WEB_TOKEN2", connect_timeout=10)
+    monkeypatch.setenv("WEB_TOKEN3", "wrong-token-value")
+    with pytest.raises(MCPConnectError) as info:
+        mcp_toolset("web3", url, bearer_token_env="WEB_TOKEN3", connect_timeout=10)
+    assert "wrong-token-value" not in str(info.value)
+    spec = ServerSpec("h", url=url, headers={"X-Key": "hidden-value"})
+    assert "hidden-value" not in repr(spec)
+
+
+# -- configuration -------------------------------------------------------------------------
+
+
+def _config(tmp_path: Path, servers: Any, name: str = "mcp.json") -> Path:
+    path = tmp_path / name
+    path.write_text(
+        json.dumps({"mcpServers": servers}) if not isinstance(servers, str) else servers
+    )
+    return path
+
+
+def test_the_mcp_servers_file(tmp_path: Path) -> None:
+    path = _config(
+        tmp_path,
+        {
+            "git": {"command": "uvx", "args": ["mcp-server-git"], "env": {"A": "1"}},
+            "web": {"url": "http://127.0.0.1:1/mcp", "headers": {"X": "y"}, "timeout": 5},
+            "off": {"command": "x", "disabled": True},
+        },
+    )
+    specs = load_config([path])
+    assert list(specs) == ["git", "web"]
+    assert specs["git"].args == ("mcp-server-git",)
+    assert specs["web"].transport == "http"
+    assert specs["web"].timeout == 5.0
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "not valid JSON"),
+        ("[]", "must be a JSON object"),
+        ('{"other": 1}', "no `mcpServers` object"),
+        ('{"mcpServers": []}', "mcpServers must be an object"),
+        ('{"mcpServers": {"a": 5}}', "mcpServers.a must be an object, got int"),
+        ('{"mcpServers": {"a": {}}}', "exactly one of `command`"),
+        ('{"mcpServers": {"a": {"command": "x", "url": "http://h"}}}', "exactly one of"),
+        (
+            '{"mcpServers": {"a": {"command": "x", "args": "y"}}}',
+            "mcpServers.a.args must be a list",
+        ),
+        ('{"mcpServers": {"a": {"command": "x", "env": {"K": 1}}}}', "mcpServers.a.env must be"),
+        ('{"mcpServers": {"a": {"url": "ftp://h"}}}', "must start with http"),
+        ('{"mcpServers": {"a": {"command": "x", "timeout": 0}}}', "mcpServers.a.timeout must be"),
+        ('{"mcpServers": {"a": {"command": "x", "comand": "y"}}}', "unknown key `comand`"),
+        ('{"mcpServers": {"a": {"command": "x", "type": "sse"}}}', "mcpServers.a.type must be"),
+    ],
+)
+def test_a_malformed_config_names_the_file_and_the_key(
+    tmp_path: Path, content: str, message: str
+) -> None:
+    path = _config(tmp_path, content)
+    with pytest.raises(ConfigError, match=message) as info:
+        load_config([path])
+    assert str(path) in str(info.value)
+
+
+def test_a_later_file_replaces_a_server_of_the_same_name(tmp_path: Path) -> None:
+    a = _config(tmp_path, {"s": {"command": "a"}, "t": {"command": "t"}}, "a.json")
+    b = _config(tmp_path, {"s": {"command": "b"}}, "b.json")
+    specs = load_config([a, tmp_path / "missing.json", b])
+    assert (specs["s"].command, specs["t"].command) == ("b", "t")

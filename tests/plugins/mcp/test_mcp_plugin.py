@@ -1,0 +1,131 @@
+"""toolwire-mcp as an installed plugin: configured servers in every application, the
+organisation's policy in front of them, and the ``toolwire`` command, in real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _mcp_support import SERVER, calls_in
+
+
+@pytest.fixture
+def here(tmp_path: Path) -> Path:
+    work = tmp_path / "project"
+    work.mkdir()
+    return work
+
+
+def _configure(here: Path, record: Path, **servers: Any) -> Path:
+    path = here / ".toolwire" / "mcp.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"mcpServers": servers}))
+    return path
+
+
+def _server(record: Path, **env: str) -> dict[str, Any]:
+    return {
+        "command": sys.executable,
+        "args": [SERVER, "stdio"],
+        "env": {"MCP_RECORD": str(record), **env},
+        "timeout": 20,
+    }
+
+
+def _run(here: Path, *args: str, **switches: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    env.pop("PYTHONPATH", None)
+    env["XDG_CONFIG_HOME"] = str(here.parent / "config")
+    env.update(switches)
+    return subprocess.run(
+        [sys.executable, "-m", "toolwire", *args],
+        cwd=here,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+
+def _policy(here: Path, text: str) -> Path:
+    path = here.parent / "config" / "toolwire" / "policy.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def test_configured_servers_appear_in_every_application(here: Path, record: Path) -> None:
+    _configure(here, record, srv=_server(record))
+    done = _run(here, "tools", "--json")
+    assert 0 == done.returncode, done.stderr
+    names = [t["name"] for t in json.loads(done.stdout)]
+    assert {"srv_echo", "srv_add", "srv_files_read"} <= set(names)
+
+
+def test_plugins_lists_each_server_with_its_status_and_tool_count(here: Path, record: Path) -> None:
+    _configure(
+        here,
+        record,
+        srv=_server(record),
+        broken={"command": "/nonexistent/server", "connectTimeout": 5},
+    )
+    done = _run(here, "plugins", "--json")
+    assert 0 == done.returncode, done.stderr
+    by_name = {p["name"]: p for p in json.loads(done.stdout)["plugins"]}
+    line = by_name["mcp"]["plugin_status"]
+    assert line.startswith("srv ok (12 tools, stdio); broken failed (stdio): could not connect")
+
+
+def test_a_malformed_config_fails_the_plugin_naming_the_file_and_key(here: Path) -> None:
+    path = here / ".toolwire" / "mcp.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps({"mcpServers": {"x": {"command": "a", "args": "b"}}}))
+    done = _run(here, "plugins", "--json")
+    by_name = {p["name"]: p for p in json.loads(done.stdout)["plugins"]}
+    assert "failed" == by_name["mcp"]["status"]
+    assert f"ConfigError: {path}: mcpServers.x.args must be a list" in by_name["mcp"]["reason"]
+    tools = _run(here, "tools", "--json")
+    assert "mcpServers.x.args must be a list of strings" in tools.stderr
+
+
+def test_the_policy_stops_an_mcp_call_before_it_reaches_the_server(
+    here: Path, record: Path
+) -> None:
+    pytest.importorskip("toolwire_policy", reason="needs the toolwire-policy plugin installed")
+    _configure(here, record, srv=_server(record))
+    _policy(here, 'deny = ["srv_delete_all"]\n')
+    done = _run(here, "call", "srv_delete_all", "{}", "--approve")
+    assert 1 == done.returncode
+    assert "rejected by toolwire: tool `srv_delete_all` is not available" in done.stdout
+    assert calls_in(record) == []
+    allowed = _run(here, "call", "srv_echo", '{"text": "hi"}')
+    assert 0 == allowed.returncode, allowed.stdout + allowed.stderr
+    assert "srv_echo: hi" not in allowed.stdout  # the prefix is toolwire's, not the server's
+    assert "echo: hi" in allowed.stdout
+    assert [c["name"] for c in calls_in(record)] == ["echo"]
+
+
+def test_an_unannotated_mcp_tool_needs_approval(here: Path, record: Path) -> None:
+    _configure(here, record, srv=_server(record))
+    denied = _run(here, "call", "srv_delete_all", "{}")
+    assert 1 == denied.returncode
+    assert "`srv_delete_all` is destructive" in denied.stdout
+    assert calls_in(record) == []
+    approved = _run(here, "call", "srv_delete_all", "{}", "--approve")
+    assert 0 == approved.returncode, approved.stdout
+    assert [c["name"] for c in calls_in(record)] == ["delete_all"]
+
+
+def test_the_agent_loop_calls_mcp_tools_with_the_offline_provider(here: Path, record: Path) -> None:
+    _configure(here, record, srv=_server(record))
+    done = _run(here, "chat", "srv echo 'hello there'")
+    assert 0 == done.returncode, done.stdout + done.stderr
+    assert "> srv_echo" in done.stdout
+    assert "echo: hello there" in done.stdout
+    assert [c["name"] for c in calls_in(record)] == ["echo"]

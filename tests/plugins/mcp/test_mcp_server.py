@@ -1,0 +1,250 @@
+"""Toolsets served over MCP, checked with the official SDK's own ``Client``: in process,
+over stdio (``toolwire mcp serve`` as a subprocess) and over Streamable HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from _mcp_support import SERVER, calls_in
+from mcp import Client, StdioServerParameters
+from pydantic import BaseModel
+
+import toolwire as tw
+from toolwire_mcp import build_server
+
+
+class Total(BaseModel):
+    total: int
+
+
+@tw.tool_fn
+def add(a: int, b: int) -> Total:
+    """Add two integers."""
+    return Total(total=a + b)
+
+
+@tw.tool_fn(effect="destructive")
+def wipe(target: str) -> str:
+    """Wipe a target."""
+    return f"wiped {target}"
+
+
+@tw.tool_fn
+def secret_lookup(key: str) -> str:
+    """Look a key up."""
+    return f"value of {key}"
+
+
+APP = tw.Toolset("app", [add, wipe, secret_lookup])
+
+
+def _host() -> tw.PluginHost:
+    return tw.PluginHost(autoload=False)
+
+
+def _in_process(server: Any, fn: Any) -> Any:
+    async def main() -> Any:
+        async with Client(server) as client:
+            return await fn(client)
+
+    return anyio.run(main)
+
+
+def test_tools_list_maps_metadata_to_annotations_and_output_schemas() -> None:
+    server = build_server(APP, host=_host())
+
+    async def listed(client: Client) -> Any:
+        return (await client.list_tools()).tools
+
+    tools = {t.name: t for t in _in_process(server, listed)}
+    assert set(tools) == {"add", "wipe", "secret_lookup"}
+    assert tools["add"].annotations.read_only_hint is True
+    assert tools["wipe"].annotations.destructive_hint is True
+    assert tools["add"].output_schema["properties"]["total"]["type"] == "integer"
+    assert tools["add"].input_schema["required"] == ["a", "b"]
+
+
+def test_calls_run_through_the_executor_with_structured_content() -> None:
+    server = build_server(APP, host=_host())
+
+    async def call(client: Client) -> Any:
+        return await client.call_tool("add", {"a": 2, "b": 40})
+
+    result = _in_process(server, call)
+    assert not result.is_error
+    assert result.structured_content == {"total": 42}
+
+
+def test_invalid_arguments_and_unknown_tools_are_tool_errors() -> None:
+    server = build_server(APP, host=_host())
+
+    async def calls(client: Client) -> Any:
+        bad = await client.session.call_tool("add", {"a": "x"})
+        unknown = await client.session.call_tool("nope", {})
+        return bad, unknown
+
+    bad, unknown = _in_process(server, calls)
+    assert bad.is_error
+    assert unknown.is_error
+    assert "unknown tool `nope`" in unknown.content[0].text
+
+
+def test_destructive_tools_are_denied_unless_approved() -> None:
+    async def call(client: Client) -> Any:
+        return await client.call_tool("wipe", {"target": "db"})
+
+    denied = _in_process(build_server(APP, host=_host()), call)
+    assert denied.is_error
+    assert "`wipe` is destructive" in denied.content[0].text
+    approved = _in_process(build_server(APP, host=_host(), approve=True), call)
+    assert approved.content[0].text == "wiped db"
+
+
+def test_hooks_hide_tools_and_reject_calls() -> None:
+    hooks = tw.HookSet()
+    hooks.hide(lambda tool, context: False, target="secret_lookup")
+    app = tw.Toolset("app", [add, secret_lookup], hooks=hooks)
+
+    async def both(client: Client) -> Any:
+        listed = [t.name for t in (await client.list_tools()).tools]
+        called = await client.session.call_tool("secret_lookup", {"key": "k"})
+        return listed, called
+
+    listed, called = _in_process(build_server(app, host=_host()), both)
+    assert listed == ["add"]
+    assert called.is_error
+
+
+# -- toolwire mcp serve, as the SDK's client sees it ---------------------------------------------
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    env.pop("PYTHONPATH", None)
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
+    env.update(extra)
+    return env
+
+
+def _gateway_config(tmp_path: Path, record: Path, **env: str) -> Path:
+    path = tmp_path / "mcp.json"
+    server = {
+        "command": sys.executable,
+        "args": [SERVER, "stdio"],
+        "env": {"MCP_RECORD": str(record), **env},
+    }
+    path.write_text(json.dumps({"mcpServers": {"inner": server}}))
+    return path
+
+
+def test_toolwire_mcp_serve_over_stdio_fronts_a_configured_server(
+    tmp_path: Path, record: Path
+) -> None:
+    config = _gateway_config(tmp_path, record)
+    env = _env(tmp_path, TOOLWIRE_MCP_CONFIG=str(config))
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "toolwire", "mcp", "serve"], env=env, cwd=str(tmp_path)
+    )
+
+    async def main() -> Any:
+        async with Client(params, read_timeout_seconds=60) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+            echoed = await client.call_tool("inner_echo", {"text": "through"})
+            wiped = await client.call_tool("inner_delete_all", {})
+            return names, echoed, wiped
+
+    names, echoed, wiped = anyio.run(main)
+    assert "inner_echo" in names
+    assert echoed.content[0].text == "echo: through"
+    # Unannotated: destructive; the gateway was not started with --approve.
+    assert wiped.is_error
+    assert [c["name"] for c in calls_in(record)] == ["echo"]
+
+
+@pytest.fixture
+def gateway(tmp_path: Path, record: Path) -> Iterator[str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = _gateway_config(tmp_path, record)
+    env = _env(tmp_path, TOOLWIRE_MCP_CONFIG=str(config), GW_TOKEN="gw-secret")
+    log = (tmp_path / "gateway.log").open("wb")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "toolwire",
+            "mcp",
+            "serve",
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+            "--token-env",
+            "GW_TOKEN",
+        ],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            log.close()
+            raise RuntimeError((tmp_path / "gateway.log").read_text())
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    yield f"http://127.0.0.1:{port}/mcp"
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(15)
+    log.close()
+
+
+def test_toolwire_mcp_serve_over_http_with_a_bearer_token(gateway: str) -> None:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def call(token: str) -> Any:
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
+        async with http, Client(streamable_http_client(gateway, http_client=http)) as client:
+            return await client.call_tool("inner_echo", {"text": "web"})
+
+    assert anyio.run(call, "gw-secret").content[0].text == "echo: web"
+    with pytest.raises(Exception):  # noqa: B017 - how the SDK reports a 401 is its own
+        anyio.run(call, "wrong")
+    import httpx
+
+    for headers in ({}, {"Authorization": "Bearer wrong"}):
+        refused = httpx.post(gateway, json={}, headers=headers, timeout=30)
+        assert refused.status_code == 401
+
+
+def test_the_http_gateway_refuses_oversized_requests(gateway: str) -> None:
+    import httpx
+
+    body = b"x" * (2 << 20)
+    response = httpx.post(
+        gateway,
+        content=body,
+        headers={"Authorization": "Bearer gw-secret", "Content-Type": "application/json"},
+        timeout=30,
+    )
+    assert response.status_code == 413
