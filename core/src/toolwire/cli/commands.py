@@ -308,10 +308,33 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_mcp(args: argparse.Namespace) -> int:
+    try:
+        toolwire_mcp = importlib.import_module("toolwire_mcp")
+    except ImportError as exc:
+        raise CliError(
+            f"`toolwire mcp` needs toolwire-mcp: pip install toolwire-mcp ({exc})", EXIT_USAGE
+        ) from exc
+    host = _host()
+    toolset = _app_toolset(args.app)
+    _warn_blocked(host)
+    toolwire_mcp.serve_mcp(
+        toolset,
+        transport=args.transport,
+        host=args.host,
+        port=args.port,
+        token_env=args.token_env,
+        approve=args.approve,
+        plugins=host,
+    )
+    return EXIT_OK
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "plugins": _cmd_plugins,
     "tools": _cmd_tools,
     "call": _cmd_call,
     "chat": _cmd_chat,
     "check": _cmd_check,
+    "mcp": _cmd_mcp,
 }

@@ -94,6 +94,23 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--provider", metavar="NAME", required=True, help="schema compiler's name")
     sp.add_argument("--verbose", action="store_true", help="also show lossless changes")
     sp.add_argument("--json", action="store_true", help="print JSON")
+
+    sp = sub.add_parser("mcp", help="MCP: serve the assembled toolset (needs toolwire-mcp)")
+    msub = sp.add_subparsers(dest="mcp_command", metavar="MCP_COMMAND", parser_class=_Parser)
+    msub.required = True
+    serve = msub.add_parser(
+        "serve", help="serve the assembled toolset over MCP (policies and hooks apply)"
+    )
+    serve.add_argument(
+        "--app", metavar="MODULE:ATTR", default=argparse.SUPPRESS, help="the application's Toolset"
+    )
+    serve.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    serve.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="HTTP: port (8000)")
+    serve.add_argument(
+        "--token-env", metavar="VAR", help="HTTP: environment variable with the bearer token"
+    )
+    _approve_switch(serve)
     return p
 
 
