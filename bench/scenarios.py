@@ -525,6 +525,14 @@ def executor(bench: Bench) -> list[Row]:
     return [total, per_call] if per_call["libs"] else [total]
 
 
+def mcp(bench: Bench) -> list[Row]:
+    """toolwire-mcp's per-call overhead and its server's tools/list, against the SDK."""
+    from bench import _mcp
+
+    quick = bench.config.mode != "full"
+    return _mcp.rows(bench.config.reps, quick, [*bench.libs, *bench.skipped])
+
+
 @dataclass(frozen=True)
 class Scenario:
     id: str
@@ -552,6 +560,12 @@ SCENARIOS: list[Scenario] = [
         "executor",
         "executor overhead, 8 parallel async tools (runner: execute_parallel)",
         executor,
+    ),
+    Scenario(
+        "mcp",
+        "toolwire-mcp: a tools/call through the MCP toolset, tools/list of 500 tools served",
+        mcp,
+        smoke=False,
     ),
 ]
 

@@ -250,6 +250,9 @@ class Connection:
                 )
 
     async def _ensure(self) -> Client:
+        client = self._client
+        if client is not None and self.is_open:
+            return client  # the common case: no lock, no await
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
@@ -338,13 +341,9 @@ class Connection:
         timeout = self.spec.timeout
         server = self.spec.name
         try:
-            return await asyncio.wait_for(
-                client.call_tool(name, arguments, read_timeout_seconds=timeout), timeout + 1.0
-            )
-        except asyncio.TimeoutError:
-            raise MCPCallError(
-                f"MCP server `{server}` did not answer the call to `{name}` within {timeout:g} s"
-            ) from None
+            # The SDK holds the call to read_timeout_seconds (REQUEST_TIMEOUT below); the
+            # outer deadline of call_sync/_result covers a connection that stops answering.
+            return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
         except MCPError as exc:
             if exc.code == types.REQUEST_TIMEOUT:
                 raise MCPCallError(
