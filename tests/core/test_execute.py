@@ -575,3 +575,24 @@ def test_interceptors_of_the_right_shape_are_accepted() -> None:
             return next(request)
 
     tw.Executor(interceptors=[two, WithCall(), tw.TimeoutInterceptor(1.0)])
+
+
+async def test_a_tool_that_swallows_cancellation_still_times_out() -> None:
+    # Attack (#11.18): the tool caught the cancellation, ran on past its timeout and
+    # returned; its late output was committed as a success.
+    @tw.tool_fn(timeout=0.05)
+    async def stubborn(text: str) -> str:
+        """Ignore cancellation."""
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.1)
+        return "late success"
+
+    executor = tw.Executor(tools=[stubborn], plugins=False)
+    result = await executor.aexecute(tw.ToolCall("c1", "stubborn", '{"text": "x"}'))
+    assert result.is_error
+    assert "timed out after 0.05 s" in result.content
+    assert "late success" not in result.content
+    # The task is usable afterwards: the deadline's cancel request was withdrawn.
+    await asyncio.sleep(0)

@@ -641,3 +641,31 @@ def test_distribution_name_and_version_are_read_once_through_the_public_api() ->
     assert ("toolwire-fs", "1.2.3") == _dist_of(dist)
     assert 1 == Dist.reads
     assert ("", "") == _dist_of(None)
+
+
+async def test_an_async_hook_that_swallows_cancellation_is_not_obeyed_late(
+    host: PluginHost,
+) -> None:
+    # Attack (#11.2): on Python 3.11 asyncio.wait_for waited for the cancelled hook and
+    # returned its answer, so a hook held a call past its budget and then said "run".
+    slow_host = PluginHost(autoload=False, strict=False, allow=None, deny=(), hook_timeout=0.05)
+    finished = asyncio.Event()
+
+    class Stubborn:
+        @hookimpl
+        async def toolwire_tool_decision(self, call: Any) -> Any:
+            try:
+                await asyncio.sleep(5)
+            except asyncio.CancelledError:
+                await asyncio.sleep(0.2)  # keeps going after the budget...
+            finished.set()
+            return tw.RunNormally()  # ...and then says "run"
+
+    slow_host.register(Pack(), "pack")
+    slow_host.register(Stubborn(), "stubborn", kind="policy")
+    started = time.monotonic()
+    plan = await _round(slow_host).aapply_hooks()
+    assert time.monotonic() - started < 0.2
+    assert plan.pending == ()
+    assert ["over its 0.05 s budget" in r.reason for r in plan.rejected] == [True]
+    await asyncio.wait_for(finished.wait(), 5)  # the hook ran on, and was not listened to

@@ -94,13 +94,19 @@ async def _with_timeout(aw: Awaitable[Any], seconds: float) -> Any:
     deadline = _Deadline(task)
     handle = asyncio.get_running_loop().call_later(seconds, deadline)
     try:
-        return await aw
+        out = await aw
     except asyncio.CancelledError:
         if deadline.fired and _uncancel(task):
             raise _ToolTimeout(seconds) from None
         raise
     finally:
         handle.cancel()
+    if deadline.fired:
+        # The tool swallowed the cancellation and answered late: it is still a timeout,
+        # and its late output is dropped.
+        _uncancel(task)
+        raise _ToolTimeout(seconds)
+    return out
 
 
 if sys.version_info >= (3, 11):

@@ -55,12 +55,28 @@ def _over_budget(label: str, elapsed: float, budget: float) -> Reject:
 
 
 async def _await_within(aw: Awaitable[Any], label: str, budget: float) -> Any:
+    """The hook's answer if it comes within ``budget``, else a rejection.
+
+    Not ``asyncio.wait_for``: on Python 3.11 it waits for the cancelled hook to finish and
+    returns its answer, so a hook that swallows cancellation would be obeyed after its
+    budget. Past the budget the call is rejected, whatever the hook answers later; the
+    hook's task is cancelled and left to end on its own.
+    """
     import asyncio  # here, not at the top: assembling a toolset needs no event loop
 
-    try:
-        return await asyncio.wait_for(aw, budget)
-    except asyncio.TimeoutError:
-        return _over_budget(label, budget, budget)
+    task = asyncio.ensure_future(aw)
+    done, _ = await asyncio.wait((task,), timeout=budget)
+    if task in done:
+        return task.result()
+    task.cancel()
+    task.add_done_callback(_consume)
+    return _over_budget(label, budget, budget)
+
+
+def _consume(task: Any) -> None:
+    """Read a late hook task's outcome so asyncio does not log it as never retrieved."""
+    if not task.cancelled():
+        task.exception()
 
 
 class _Bounded:
