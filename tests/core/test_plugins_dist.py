@@ -114,11 +114,12 @@ def test_strict_mode_fails_naming_the_plugin(venv: Any) -> None:
     ) in done.stderr
 
 
-def test_the_allow_list_loads_only_the_named_plugins(venv: Any) -> None:
+def test_the_allow_list_loads_only_the_named_plugins_and_every_policy(venv: Any) -> None:
+    # Attack (#11.4): TOOLWIRE_PLUGINS=fs used to switch the organisation's policy off.
     statuses = report(venv, STATUS, TOOLWIRE_PLUGINS="goodpack,canned")
     assert {
-        "policy:brokenpolicy": "disabled",
-        "policy:raisingpolicy": "disabled",
+        "policy:brokenpolicy": "failed",  # not on the list, still loaded (and it fails closed)
+        "policy:raisingpolicy": "loaded",
         "toolset:badregister": "disabled",
         "toolset:brokenimport": "disabled",
         "toolset:goodpack": "loaded",
@@ -170,3 +171,15 @@ out = [[c.name for c in plan.pending], [[r.call.name, r.reason] for r in plan.re
             ]
         ],
     ] == report(venv, body, **EVERYTHING_BUT_THE_BROKEN_POLICY)
+
+
+def test_switching_a_policy_off_by_name_is_loud(venv: Any) -> None:
+    done = venv.python_code(
+        "from toolwire import PluginHost; h = PluginHost().discover();"
+        "print([r.reason for r in h.plugins if r.name == 'raisingpolicy'])",
+        TOOLWIRE_DISABLE_PLUGINS="raisingpolicy,brokenpolicy",
+    )
+    assert 0 == done.returncode, done.stderr
+    assert "this policy is OFF and does not check any tool call" in done.stdout
+    assert "policy `raisingpolicy`" in done.stderr
+    assert "is disabled" in done.stderr

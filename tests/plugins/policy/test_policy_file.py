@@ -323,3 +323,31 @@ def test_no_file_when_one_is_required_is_an_error(tmp_path: Path) -> None:
         key,
         message.startswith("no policy file found (TOOLWIRE_POLICY_REQUIRED is set); looked for"),
     )
+
+
+@pytest.mark.parametrize("kind", ["directory", "dangling symlink"])
+def test_an_unreadable_organisation_policy_is_an_error_not_no_policy(
+    tmp_path: Path, kind: str
+) -> None:
+    # Attack (#11.5): a directory or a dangling symlink at the organisation's path was
+    # treated as absent, and the project's file (or no policy at all) took over.
+    home = tmp_path / "config"
+    (home / "toolwire").mkdir(parents=True)
+    org = home / "toolwire" / "policy.toml"
+    if kind == "directory":
+        org.mkdir()
+    else:
+        org.symlink_to(tmp_path / "gone.toml")
+    (tmp_path / "toolwire-policy.toml").write_text("approve = []\n")  # the project's, laxer
+    with pytest.raises(PolicyFileError, match="the policy path is"):
+        find_policy_file({"XDG_CONFIG_HOME": str(home)}, cwd=tmp_path)
+
+
+def test_an_unreadable_policy_blocks_every_call(tmp_path: Path) -> None:
+    from toolwire_policy import PolicyPlugin
+
+    home = tmp_path / "config"
+    (home / "toolwire" / "policy.toml").mkdir(parents=True)
+    plugin = PolicyPlugin.from_env({"XDG_CONFIG_HOME": str(home)}, cwd=tmp_path)
+    assert plugin.error is not None
+    assert "the policy path is not a regular file" in str(plugin.error)

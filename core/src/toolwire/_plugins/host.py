@@ -207,11 +207,21 @@ class PluginHost:
             return
         is_builtin = record.distribution == _CORE_DISTRIBUTION
         if ep.name in self.deny:
-            self._records[(kind, ep.name)] = attrs.evolve(
-                record, status="disabled", reason="listed in TOOLWIRE_DISABLE_PLUGINS"
-            )
+            reason = "listed in TOOLWIRE_DISABLE_PLUGINS"
+            if kind == "policy":
+                # Switching a policy off is allowed, but never quietly.
+                reason += ": this policy is OFF and does not check any tool call"
+                logger.warning("policy %s is disabled (%s)", record.label(), reason)
+            self._records[(kind, ep.name)] = attrs.evolve(record, status="disabled", reason=reason)
             return
-        if self.allow is not None and ep.name not in self.allow and not is_builtin:
+        # The allow-list narrows tool packs and providers; it never removes a policy (an
+        # organisation's policy must not vanish because an unrelated list left it out).
+        if (
+            self.allow is not None
+            and ep.name not in self.allow
+            and not is_builtin
+            and kind != "policy"
+        ):
             self._records[(kind, ep.name)] = attrs.evolve(
                 record, status="disabled", reason="not listed in TOOLWIRE_PLUGINS"
             )

@@ -287,6 +287,11 @@ def find_policy_file(
     for p in candidates:
         if p.is_file():
             return p
+        if os.path.lexists(p):
+            # Something is there but it is not a file we can read (a directory, a dangling
+            # symlink): that is a broken policy, never "no policy" (it would fail open).
+            what = "a dangling symbolic link" if p.is_symlink() else "not a regular file"
+            raise PolicyFileError(p, [("", f"the policy path is {what}")])
     if env.get(REQUIRED_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
         looked = ", ".join(f"'{p}'" for p in candidates)
         raise PolicyFileError(
