@@ -387,3 +387,53 @@ def test_the_logging_interceptor_logs_each_attempt(caplog: pytest.LogCaptureFixt
     messages = [r.getMessage() for r in caplog.records]
     assert "tool=read call=c1 attempt=1 start" == messages[0]
     assert messages[1].startswith("tool=read call=c1 attempt=1 ok after ")
+
+
+def test_resuming_a_committed_round_again_runs_nothing(session: tw.Session) -> None:
+    # Attack (#11.8): resume ran the tools first and noticed "already committed" only at
+    # commit, so a second resume ran a non-idempotent tool twice.
+    toolset = tw.Toolset("fs", [read, delete])
+    session.add_user("clean up")
+    plan = _plan(session, toolset)
+    ex = tw.Executor(approval=lambda r: tw.Defer(), approval_gate="destructive_only")
+    paused = ex.execute_and_commit(plan)
+    approval = paused.pending[0].allow()
+    assert ex.resume(paused, [approval]).committed
+    assert ["read a", "delete c"] == ran
+    with pytest.raises(tw.exceptions.TranscriptError, match="already committed"):
+        ex.resume(paused, [approval])
+    assert ["read a", "delete c"] == ran  # nothing ran the second time
+
+
+def test_a_round_whose_session_moved_on_runs_nothing(session: tw.Session) -> None:
+    toolset = tw.Toolset("fs", [read, delete])
+    session.add_user("clean up")
+    plan = _plan(session, toolset)
+    session.add_user("never mind")  # the session moved on
+    with pytest.raises(tw.exceptions.TranscriptError, match="session changed"):
+        tw.Executor(plugins=False).execute_and_commit(plan)
+    assert [] == ran
+
+
+def test_an_approval_is_spent_once() -> None:
+    # Attack (#11.6): one approval of (tool, arguments) paid for three identical calls.
+    ex = tw.Executor(tools=[delete], approval=lambda r: tw.Defer(), plugins=False)
+    call = tw.ToolCall("c1", "delete", '{"path": "x"}')
+    with pytest.raises(tw.ApprovalPendingError) as info:
+        ex.execute(call)
+    approval = info.value.pending[0].allow()
+    assert not ex.execute(call, approvals=[approval]).is_error
+    replays = [ex.execute(call, approvals=[approval]) for _ in range(2)]
+    assert all(r.is_error and "was used already" in r.content for r in replays)
+    assert ["delete x"] == ran
+
+
+def test_a_reusable_approval_lets_replays_run() -> None:
+    ex = tw.Executor(tools=[delete], approval=lambda r: tw.Defer(), plugins=False)
+    call = tw.ToolCall("c1", "delete", '{"path": "x"}')
+    with pytest.raises(tw.ApprovalPendingError) as info:
+        ex.execute(call)
+    approval = info.value.pending[0].allow(reusable=True)
+    for _ in range(2):
+        assert not ex.execute(call, approvals=[approval]).is_error
+    assert ["delete x", "delete x"] == ran

@@ -306,6 +306,14 @@ class ToolRound:
         if self._done is not None:
             raise TranscriptError(f"this tool round was already {self._done}")
 
+    def _check_writable(self) -> None:
+        """Raise before anything runs when this round can no longer be committed."""
+        self._check_open()
+        if len(self.session) != self._mark:
+            raise TranscriptError(
+                "the session changed after this round was decoded; decode a new turn"
+            )
+
     def commit(self, results: Iterable[ToolResult]) -> None:
         """Append the assistant turn and its results, or raise and write nothing.
 
@@ -347,10 +355,7 @@ class ToolRound:
         self._write(ordered)
 
     def _write(self, ordered: list[ToolResult]) -> None:
-        if len(self.session) != self._mark:
-            raise TranscriptError(
-                "the session changed after this round was decoded; decode a new turn"
-            )
+        self._check_writable()
         # Already checked against the calls: append without checking a second time.
         self.session._append_trusted((self.message, ToolResultsMessage(tuple(ordered))))
         self._done = "committed"

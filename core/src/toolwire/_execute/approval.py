@@ -95,11 +95,24 @@ def _plain(value: Any) -> Any:
 
 @attrs.frozen
 class Approval:
-    """A decision for one deferred call, bound to the fingerprint that was reviewed."""
+    """A decision for one deferred call, bound to the fingerprint that was reviewed.
+
+    An approval is spent by the call it lets run: presented again (for a replayed call
+    with the same id and arguments) it is refused, unless it was made ``reusable``.
+    """
 
     call_id: str
     fingerprint: str
     decision: ApprovalDecision
+    reusable: bool = False
+    _uses: list[int] = attrs.field(factory=lambda: [0], init=False, eq=False, repr=False)
+
+    def _spend(self) -> bool:
+        """Count a use; False when a one-time approval was used already."""
+        if self._uses[0] and not self.reusable:
+            return False
+        self._uses[0] += 1
+        return True
 
 
 @attrs.frozen
@@ -137,8 +150,9 @@ class ApprovalRequest:
         """The canonical JSON of the input under review (what the fingerprint hashes)."""
         return _canonical_json(_plain(self.call.input))
 
-    def allow(self) -> Approval:
-        return Approval(self.call.id, self.fingerprint, Allow())
+    def allow(self, *, reusable: bool = False) -> Approval:
+        """Approve this call (once; ``reusable=True`` lets a replay of it run too)."""
+        return Approval(self.call.id, self.fingerprint, Allow(), reusable)
 
     def deny(self, reason: str = "denied") -> Approval:
         return Approval(self.call.id, self.fingerprint, Deny(reason))

@@ -342,6 +342,13 @@ class Executor:
                         "approval_mismatch",
                     )
                     continue
+                if not given._spend():
+                    job.refuse(
+                        f"the approval of call `{call.id}` (tool `{call.name}`) was used "
+                        f"already; an approval is spent once, so the call was not run",
+                        "approval_reused",
+                    )
+                    continue
                 decision: Any = given.decision
                 request = ApprovalRequest(call, current, job.context)
             elif not plan.gated:
@@ -815,6 +822,9 @@ class Executor:
         RoundExecution carries the pending requests; resume with :meth:`aresume`.
         """
         calls, context = _plan_calls(plan)
+        # Refuse before anything runs: resuming a committed round again, or a round whose
+        # session moved on, must not run its tools a second time.
+        (plan.round if isinstance(plan, ToolRoundPlan) else plan)._check_writable()
         jobs, pending = await self._process(calls, context, approvals, _guards_of(plan))
         if pending:
             return RoundExecution(plan, (), tuple(pending), False)
