@@ -1402,3 +1402,24 @@ def test_user_supplied_async_client_is_not_closed(server: ScriptedServer, sleeps
             return client.is_closed
 
     assert asyncio.run(run()) is False
+
+
+def _deep(n: int = 100_000) -> bytes:
+    return b"[" * n + b"]" * n
+
+
+def test_a_success_body_nested_past_the_parser_is_a_provider_error(
+    server: ScriptedServer, transport: Transport
+) -> None:
+    # Attack (#11.14): 100k brackets in a body raised RecursionError, not a ProviderError.
+    server.script(Reply(status=200, body=_deep(), headers={"content-type": "application/json"}))
+    with pytest.raises(ProviderError, match="not JSON"):
+        transport.post_json("/chat/completions", {"model": "m"})
+
+
+def test_an_error_body_nested_past_the_parser_is_still_mapped(
+    server: ScriptedServer, transport: Transport
+) -> None:
+    server.script(Reply(status=400, body=_deep(), headers={"content-type": "application/json"}))
+    with pytest.raises(BadRequestError):
+        transport.post_json("/chat/completions", {"model": "m"})

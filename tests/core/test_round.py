@@ -10,6 +10,7 @@ import pytest
 from _helpers import needs_tools, reply
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import BaseModel
 
 import toolwire as tw
 import toolwire._tools
@@ -407,3 +408,53 @@ def test_mismatch_names_what_keeps_a_result_from_answering_its_call() -> None:
     # Argument text is compared as text: the same JSON spelled differently does not answer.
     assert "arguments" == mismatch(call, tw.ToolResult("c1", "add", '{"a":1}', "3"))
     assert not tw.ToolResult("c1", "add", '{"a":1}', "3").answers(call)
+
+
+@tw.tool_input
+class Measure(BaseModel):
+    """Record a measurement (an application's own model: toolwire does not set its config)."""
+
+    value: float
+
+
+@tw.tool_fn
+def record(value: float) -> str:
+    """Record a value."""
+    return "ok"
+
+
+NON_FINITE = ['{"value": 1e400}', '{"value": NaN}', '{"value": -Infinity}', '{"value": 1E+999}']
+
+
+@pytest.mark.parametrize("arguments", NON_FINITE)
+@pytest.mark.parametrize("tool", [record, Measure, "raw"])
+def test_non_finite_numbers_are_invalid_arguments(arguments: str, tool: Any) -> None:
+    # Attack (#11.13): 1e400 and NaN decoded to inf/nan and were accepted; every later
+    # request to Anthropic or Gemini then failed ("no NaN or infinity").
+    if tool == "raw":
+        tool = tw.raw_tool(
+            "raw", "Raw.", {"type": "object", "properties": {"value": {"type": "number"}}}
+        )
+    t = tw.tool_of(tool)
+    session = tw.Session().add_user("go")
+    turn = tw.resolve_turn(tw.Toolset("t", [t]))
+    round_ = needs_tools(session, turn, ("c1", t.name, arguments))
+    assert round_.calls == ()
+    assert [type(i).__name__ for i in round_.issues] == ["InvalidArguments"]
+    round_.commit([])
+    tw.Session.from_json(session.to_json())  # the session still saves and loads
+
+
+def test_finite_numbers_in_strings_are_fine() -> None:
+    t = tw.tool_of(Measure)
+    session = tw.Session().add_user("go")
+    turn = tw.resolve_turn(tw.Toolset("t", [t]))
+    round_ = needs_tools(session, turn, ("c1", t.name, '{"value": 1e300}'))
+    assert [c.input.value for c in round_.calls] == [1e300]
+
+
+def test_arguments_object_never_hands_a_provider_a_non_finite_number() -> None:
+    ao = tw.adapters.arguments_object
+    assert ao('{"a": 1.5, "b": [1, 2]}') == {"a": 1.5, "b": [1, 2]}
+    for bad in [*NON_FINITE, "[1]", "not json", "[" * 100_000 + "]" * 100_000]:
+        assert ao(bad) == {}

@@ -18,6 +18,8 @@ supplies the hooks :meth:`~HttpProvider._build_request`,
 from __future__ import annotations
 
 import abc
+import json
+import math
 import os
 from collections.abc import AsyncIterator, Callable, Hashable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Generic, TypeVar
@@ -44,7 +46,7 @@ from toolwire._tools import Tool
 from toolwire._transcript import Session
 from toolwire._turn import ResolvedTurn
 
-__all__ = ["DECODE_ERRORS", "HttpProvider", "cached_wire", "malformed"]
+__all__ = ["DECODE_ERRORS", "HttpProvider", "arguments_object", "cached_wire", "malformed"]
 
 DECODE_ERRORS: tuple[type[Exception], ...] = (
     KeyError,
@@ -55,6 +57,37 @@ DECODE_ERRORS: tuple[type[Exception], ...] = (
     RecursionError,
 )
 """What decoding a body of the wrong shape raises; each becomes a "malformed" ProviderError."""
+
+
+class _NotFinite(ValueError):
+    """NaN, infinity or an out-of-range number in JSON text (raised inside ``json.loads``)."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NotFinite(name)
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite(text)
+    return value
+
+
+def arguments_object(text: str) -> dict[str, Any]:
+    """A call's argument text as the JSON object an API wants (Anthropic's ``input``,
+    Gemini's ``args``): ``{}`` when it is not one.
+
+    Not JSON, not an object, nested past the parser's depth, or holding NaN, infinity or
+    a number like 1e400 (which no provider accepts back): the round answered such a call
+    with a rejection that carries the explanation, and the session must still send.
+    """
+    try:
+        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
 
 _SNIPPET_CHARS = 200  # of the offending event's data, in a malformed-stream-event message
 

@@ -135,6 +135,7 @@ ADAPTERS: Mapping[str, str] = {
     "ToolChoice": "toolwire._turn",
     "ToolSpan": "toolwire._otel",
     "Transport": "toolwire._http.transport",
+    "arguments_object": "toolwire._adapter",
     "cached_wire": "toolwire._adapter",
     "decode_reply": "toolwire._round",
     "extract_error_detail": "toolwire._http.errors",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
@@ -195,6 +196,10 @@ class Tool(Generic[InT, OutT]):
             self._validate = input_type.__pydantic_validator__.validate_json
         else:  # forward references not resolved yet: let pydantic rebuild on first use
             self._validate = input_type.model_validate_json
+        if input_type is not dict and (
+            self._adapter is not None or input_type.model_config.get("allow_inf_nan", True)
+        ):
+            self._validate = _finite_guard(name, self._validate)
         self._output_adapter: TypeAdapter[Any] | None = None
         if output_type is not None and output_type is not str:
             try:
@@ -279,7 +284,7 @@ class Tool(Generic[InT, OutT]):
 
     def _validate_raw(self, text: str | bytes) -> dict[str, Any]:
         try:
-            value = json.loads(text)
+            value = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
         except (ValueError, TypeError) as exc:
             raise _validation_error(
                 self.name, "json_invalid", f"Invalid JSON: {exc}", (), text
@@ -369,6 +374,52 @@ class Tool(Generic[InT, OutT]):
         if inspect.isawaitable(out):
             out = await out
         return cast("OutT", out)
+
+
+class _NotFinite(ValueError):
+    """NaN, infinity or an out-of-range number in JSON text (raised inside ``json.loads``)."""
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotFinite(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise _NotFinite(f"{text} is out of range for a JSON number")
+    return value
+
+
+_MAYBE_NON_FINITE = re.compile(r"NaN|Infinity|[eE]\+?\d{3}")
+
+
+def _finite_guard(
+    name: str, validate: Callable[[str | bytes], Any]
+) -> Callable[[str | bytes], Any]:
+    """``validate``, then a refusal of NaN, infinity and numbers like 1e400 in the text.
+
+    For validators toolwire does not configure (an application's own model, a type
+    adapter): a cheap scan first, and a full parse only when the text could hold one.
+    """
+
+    def checked(text: str | bytes) -> Any:
+        value = validate(text)
+        raw = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
+        if _MAYBE_NON_FINITE.search(raw):
+            try:
+                json.loads(raw, parse_constant=_no_constant, parse_float=_finite_float)
+            except ValueError as exc:
+                raise _validation_error(
+                    name, "finite_number", f"Invalid JSON: {exc}", (), text
+                ) from None
+            except RecursionError:
+                raise _validation_error(
+                    name, "json_invalid", "Invalid JSON: nested too deeply", (), text
+                ) from None
+        return value
+
+    return checked
 
 
 def _validation_error(
@@ -497,7 +548,8 @@ def _build_function_tool(
         model = create_model(
             model_name,
             # Frozen: a hook must edit an input with RunNormally(new), never in place.
-            __config__=ConfigDict(extra="forbid", frozen=True),
+            # No NaN or infinity (nor 1e400): no provider can be sent them again.
+            __config__=ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False),
             __module__=getattr(fn, "__module__", __name__),
             **fields,
         )

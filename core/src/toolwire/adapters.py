@@ -16,6 +16,7 @@ from toolwire._lazy import lazy_exports as _lazy_exports
 if _typing.TYPE_CHECKING:
     from toolwire._adapter import (
         HttpProvider,
+        arguments_object,
         cached_wire,
         malformed,
     )
@@ -97,6 +98,7 @@ __all__ = [
     "ToolChoice",
     "ToolSpan",
     "Transport",
+    "arguments_object",
     "cached_wire",
     "decode_reply",
     "extract_error_detail",

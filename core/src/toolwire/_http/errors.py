@@ -231,7 +231,7 @@ class ErrorMapper:
             text = response.content.decode("utf-8", "replace")
         try:
             payload: object = json.loads(text) if text.strip() else None
-        except ValueError:
+        except (ValueError, RecursionError):
             payload = None
         detail = self.extract_detail(payload, text)
         headers = response.headers

@@ -323,7 +323,7 @@ class Transport:
     def _json_body(self, response: httpx.Response, shown: str) -> dict[str, Any]:
         try:
             data = json.loads(response.content)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past the parser's depth
             content_type = response.headers.get("content-type", "none")
             text = _scrub(_snippet(response.content.decode("utf-8", "replace")), self._secrets)
             raise ProviderError(

@@ -14,7 +14,6 @@ Rules the API enforces, and how they are met here:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -28,7 +27,7 @@ from toolwire import (
     ToolResultsMessage,
     UserMessage,
 )
-from toolwire.adapters import cached_wire
+from toolwire.adapters import arguments_object, cached_wire
 from toolwire.schema import compile_tool
 from toolwire_anthropic._schema import COMPILER
 
@@ -95,11 +94,7 @@ def _input_object(call: ToolCall) -> dict[str, Any]:
     rejection) is sent as ``{}``: the API only accepts an object, and the
     rejection result carries the explanation.
     """
-    try:
-        value = json.loads(call.arguments)
-    except (ValueError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
+    return arguments_object(call.arguments)
 
 
 def _assistant_content(message: AssistantMessage) -> list[dict[str, Any]]:

@@ -9,7 +9,6 @@ another provider) is rebuilt from its text and calls.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -23,7 +22,7 @@ from toolwire import (
     ToolResultsMessage,
     UserMessage,
 )
-from toolwire.adapters import ResolvedTool
+from toolwire.adapters import ResolvedTool, arguments_object
 from toolwire.schema import CompiledTool
 
 __all__ = [
@@ -121,11 +120,7 @@ def _rebuilt_parts(message: AssistantMessage) -> list[dict[str, Any]]:
 
 
 def _args_object(call: ToolCall) -> dict[str, Any]:
-    try:
-        value = json.loads(call.arguments)
-    except (ValueError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
+    return arguments_object(call.arguments)
 
 
 def _wire_ids(message: AssistantMessage, parts: list[dict[str, Any]] | None) -> list[str | None]:
