@@ -596,3 +596,19 @@ async def test_a_tool_that_swallows_cancellation_still_times_out() -> None:
     assert "late success" not in result.content
     # The task is usable afterwards: the deadline's cancel request was withdrawn.
     await asyncio.sleep(0)
+
+
+def test_two_tools_of_one_name_are_a_collision_not_the_last_one() -> None:
+    # Attack (#11.30): Executor(tools=[a, a_v2]) silently kept the last tool of a name.
+    @tw.tool_fn(name="lookup")
+    def lookup_v1(key: str) -> str:
+        """Look up (v1)."""
+        return "v1"
+
+    @tw.tool_fn(name="lookup")
+    def lookup_v2(key: str) -> str:
+        """Look up (v2)."""
+        return "v2"
+
+    with pytest.raises(tw.exceptions.NameCollisionError, match="lookup"):
+        tw.Executor(tools=[lookup_v1, lookup_v2], plugins=False)

@@ -371,3 +371,39 @@ def test_a_description_hook_that_raises_keeps_the_description() -> None:
     hooks.describe(ping, broken)
     turn = resolve_turn(Toolset("t", [ping]), hooks=[hooks])
     assert "Ping." == turn.tools[0].description
+
+
+class _Unprintable:
+    def __str__(self) -> str:
+        raise RuntimeError("no text for you")
+
+
+def test_a_reject_whose_reason_cannot_be_text_still_rejects() -> None:
+    # Attack (#11.11): a Reject whose reason could not be turned into text crashed the turn.
+    @tw.tool_fn
+    def act(x: int) -> str:
+        """Act."""
+        return "ran"
+
+    hooks = tw.HookSet()
+    hooks.on(act, lambda call: tw.Reject(_Unprintable()))  # type: ignore[arg-type]
+    session = tw.Session().add_user("go")
+    turn = tw.resolve_turn(tw.Toolset("t", [act], hooks=hooks))
+    plan = needs_tools(session, turn, ("c1", "act", '{"x": 1}')).apply_hooks()
+    assert len(plan.rejected) == 1
+    assert "its reason could not be shown: RuntimeError" in plan.rejected[0].reason
+    plan.commit()
+    tw.Session.from_json(session.to_json())
+
+
+def test_a_denial_whose_reason_cannot_be_text_still_denies() -> None:
+    @tw.tool_fn(effect="destructive")
+    def wipe(x: int) -> str:
+        """Wipe."""
+        return "wiped"
+
+    deny = tw.Deny(_Unprintable())  # type: ignore[arg-type]
+    ex = tw.Executor(tools=[wipe], approval=lambda r: deny, plugins=False)
+    result = ex.execute(tw.ToolCall("c1", "wipe", '{"x": 1}'))
+    assert result.is_error
+    assert "its reason could not be shown" in result.content

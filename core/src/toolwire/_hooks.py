@@ -476,13 +476,23 @@ def _interpret(
         except Exception as exc:  # an output that cannot be serialised: fail closed
             return _failed(call, h, exc)
     if isinstance(decision, Reject):
-        return _reject(call, str(decision.reason), h.name)
+        return _reject(call, _reason_text(decision.reason, h.name), h.name)
     return _reject(
         call,
         f"hook `{h.name}` returned {type(decision).__name__}; expected RunNormally, "
         f"Complete, Reject or None",
         h.name,
     )
+
+
+def _reason_text(reason: Any, hook: str) -> str:
+    """A Reject's reason as text; a reason that cannot be shown still rejects the call."""
+    if isinstance(reason, str):
+        return reason
+    try:
+        return str(reason)
+    except Exception as exc:
+        return f"hook `{hook}` rejected the call (its reason could not be shown: {type(exc).__name__})"
 
 
 def _thread(call: TypedCall[Any], h: _Hook, decision: Any) -> TypedCall[Any] | RejectedCall:

@@ -66,7 +66,14 @@ from toolwire._execute.jobs import (
 )
 from toolwire._execute.paused import RoundExecution, _guards_of
 from toolwire._exports import publish
-from toolwire._hooks import HookContext, HookSet, _async_pass, _guards_only, _hooks_for
+from toolwire._hooks import (
+    HookContext,
+    HookSet,
+    _async_pass,
+    _guards_only,
+    _hooks_for,
+    _reason_text,
+)
 from toolwire._metadata import Capability
 from toolwire._plugins import get_host
 from toolwire._round import (
@@ -151,8 +158,12 @@ class Executor:
             )
         self._tools: dict[str, Tool[Any, Any]] = {}
         if tools is not None:
-            items = tools.tools() if isinstance(tools, Toolset) else (tool_of(t) for t in tools)
-            self._tools = {t.name: t for t in items}
+            if isinstance(tools, Toolset):
+                self._tools = {t.name: t for t in tools.tools()}  # names checked on assembly
+            else:
+                # The same rule as a Toolset: two tools of one name is an error, not "the
+                # last one wins" (which would run a different tool than the one offered).
+                self._tools = {t.name: t for t in Toolset("executor", tools).tools()}
         self._toolset = tools if isinstance(tools, Toolset) else None
         self._allowed = (
             frozenset(Capability)
@@ -397,7 +408,8 @@ class Executor:
         if isinstance(decision, Allow):
             job.approved = request.fingerprint
         elif isinstance(decision, Deny):
-            job.refuse(f"approval denied for tool `{call.name}`: {decision.reason}", "denied")
+            reason = _reason_text(decision.reason, "approver")
+            job.refuse(f"approval denied for tool `{call.name}`: {reason}", "denied")
         elif isinstance(decision, Defer):
             pending.append(request)
         elif isinstance(decision, Modify):
