@@ -50,7 +50,7 @@ def _plan(hooks: HookSet, *calls: ToolCall, availability: Any = None) -> ToolRou
 
 def test_a_tool_hidden_by_a_hook_is_not_callable_under_availability_all() -> None:
     hooks = HookSet()
-    hooks.hide(lambda tool, ctx: tool.name != "drop")
+    hooks.hide(None, lambda tool, ctx: tool.name != "drop")
     plan = _plan(
         hooks, ToolCall("1", "drop", '{"table": "users"}'), availability=Availability.all()
     )
@@ -66,7 +66,7 @@ def test_a_tool_hidden_because_its_availability_hook_raised_is_not_callable() ->
     def broken(tool: Any, ctx: Any) -> bool:
         raise RuntimeError("policy backend down")
 
-    hooks.hide(broken)
+    hooks.hide(None, broken)
     plan = _plan(
         hooks, ToolCall("1", "drop", '{"table": "users"}'), availability=Availability.all()
     )

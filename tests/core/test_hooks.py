@@ -324,7 +324,7 @@ def test_description_hook_returning_junk_raises(toolset: tw.Toolset) -> None:
 
 def test_availability_hook_hides_a_tool(toolset: tw.Toolset) -> None:
     hooks = tw.HookSet()
-    hooks.hide(lambda tool, ctx: tool.name != "search_docs")
+    hooks.hide(None, lambda tool, ctx: tool.name != "search_docs")
     assert ["get_weather"] == [t.name for t in tw.resolve_turn(toolset, hooks=[hooks]).tools]
 
 
@@ -333,7 +333,7 @@ def test_broken_availability_hook_hides_the_tool(toolset: tw.Toolset) -> None:
         raise RuntimeError("x")
 
     hooks = tw.HookSet()
-    hooks.hide(broken)
+    hooks.hide(None, broken)
     assert () == tw.resolve_turn(toolset, hooks=[hooks]).tools
 
 
@@ -407,3 +407,35 @@ def test_a_denial_whose_reason_cannot_be_text_still_denies() -> None:
     result = ex.execute(tw.ToolCall("c1", "wipe", '{"x": 1}'))
     assert result.is_error
     assert "its reason could not be shown" in result.content
+
+
+def test_hide_takes_its_arguments_in_the_order_of_on_and_describe() -> None:
+    # Attack (#11.29): hide(fn, *, target) was the opposite order of on(target, fn); written
+    # like the others it registered the tool as the hook, which failed and (fail closed)
+    # hid every tool.
+    @tw.tool_fn
+    def keep(x: int) -> str:
+        """Keep."""
+        return "k"
+
+    @tw.tool_fn
+    def drop(x: int) -> str:
+        """Drop."""
+        return "d"
+
+    hooks = tw.HookSet()
+    hooks.hide(drop, lambda tool, ctx: False)
+    turn = tw.resolve_turn(tw.Toolset("t", [keep, drop], hooks=hooks))
+    assert [t.name for t in turn.tools] == ["keep"]
+
+
+def test_the_0_1_hide_fn_form_still_works_with_a_warning() -> None:
+    @tw.tool_fn
+    def keep(x: int) -> str:
+        """Keep."""
+        return "k"
+
+    hooks = tw.HookSet()
+    with pytest.warns(DeprecationWarning, match=r"hide\(fn\) is deprecated"):
+        hooks.hide(lambda tool, ctx: False)
+    assert tw.resolve_turn(tw.Toolset("t", [keep], hooks=hooks)).tools == ()

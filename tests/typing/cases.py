@@ -57,8 +57,9 @@ def decorated_wrong(call: TypedCall[WeatherArgs]) -> None:
 
 hooks.on(WeatherArgs, 42)  # rejected: call-overload
 hooks.describe("weather", lambda tool, text: text.upper())
-hooks.hide(lambda tool: tool.name != "weather")
-hooks.hide("not a hook")  # rejected: call-overload
+hooks.hide(None, lambda tool: tool.name != "weather")
+hooks.hide("weather", lambda tool: False)
+hooks.hide(None, "not a hook")  # rejected: call-overload
 
 
 @tool_fn

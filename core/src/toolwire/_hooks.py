@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Generic, NoReturn, TypeVar, Union, overload
 
@@ -285,20 +286,35 @@ class HookSet:
 
     @overload
     def hide(
-        self, fn: None = None, *, target: HookTarget = None, name: str | None = None
+        self, target: HookTarget = None, fn: None = None, *, name: str | None = None
     ) -> Callable[[_AvailabilityT], _AvailabilityT]: ...
     @overload
     def hide(
-        self, fn: _AvailabilityT, *, target: HookTarget = None, name: str | None = None
+        self, target: HookTarget, fn: _AvailabilityT, *, name: str | None = None
     ) -> _AvailabilityT: ...
     def hide(
         self,
+        target: HookTarget = None,
         fn: AvailabilityHook | None = None,
         *,
-        target: HookTarget = None,
         name: str | None = None,
     ) -> Any:
-        """Register an availability hook: ``fn(tool, context) -> bool``; False hides the tool."""
+        """Register an availability hook: ``fn(tool, context) -> bool``; False hides the tool.
+
+        The same argument order as :meth:`on` and :meth:`describe`: ``hide(target, fn)``,
+        ``hide(None, fn)`` for every tool, or ``@hide(target)`` as a decorator. The 0.1
+        form ``hide(fn)`` (a plain function, not a tool, as the only argument) still
+        registers ``fn`` for every tool, with a DeprecationWarning.
+        """
+        if fn is None and _is_plain_hook(target):
+            warnings.warn(
+                "HookSet.hide(fn) is deprecated: write hide(None, fn) (every tool) or "
+                "hide(target, fn), the argument order of on() and describe()",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            self._add(self._visibility, None, target, name)
+            return target
         if fn is None:
 
             def deco(f: _AvailabilityT) -> _AvailabilityT:
@@ -485,6 +501,17 @@ def _interpret(
     )
 
 
+def _is_plain_hook(target: Any) -> bool:
+    """True for a function that is a hook, not a tool (the 0.1 ``hide(fn)`` form)."""
+    if target is None or isinstance(target, (str, type, Tool)) or not callable(target):
+        return False
+    try:
+        tool_of(target)
+    except Exception:
+        return True
+    return False
+
+
 def _reason_text(reason: Any, hook: str) -> str:
     """A Reject's reason as text; a reason that cannot be shown still rejects the call."""
     if isinstance(reason, str):
@@ -492,7 +519,9 @@ def _reason_text(reason: Any, hook: str) -> str:
     try:
         return str(reason)
     except Exception as exc:
-        return f"hook `{hook}` rejected the call (its reason could not be shown: {type(exc).__name__})"
+        return (
+            f"hook `{hook}` rejected the call (its reason could not be shown: {type(exc).__name__})"
+        )
 
 
 def _thread(call: TypedCall[Any], h: _Hook, decision: Any) -> TypedCall[Any] | RejectedCall:

@@ -112,7 +112,7 @@ def test_destructive_tools_are_denied_unless_approved() -> None:
 
 def test_hooks_hide_tools_and_reject_calls() -> None:
     hooks = tw.HookSet()
-    hooks.hide(lambda tool, context: False, target="secret_lookup")
+    hooks.hide("secret_lookup", lambda tool, context: False)
     app = tw.Toolset("app", [add, secret_lookup], hooks=hooks)
 
     async def both(client: Client) -> Any:

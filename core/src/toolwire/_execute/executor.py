@@ -80,7 +80,7 @@ from toolwire._round import (
     ToolRound,
     ToolRoundPlan,
 )
-from toolwire._tools import Tool, tool_of
+from toolwire._tools import Tool
 from toolwire._toolset import Toolset
 
 if TYPE_CHECKING:

@@ -630,7 +630,7 @@ class PluginHost:
         for impl in self._impls("toolwire_tool_availability"):
             target = policies if self._kind.get(impl.plugin_name) == "policy" else packs
             label = f"plugin:{impl.plugin_name}"
-            target.hide(_availability_hook(impl.function, impl.argnames), name=label)
+            target.hide(None, _availability_hook(impl.function, impl.argnames), name=label)
         return policies, packs
 
     def _result_pipeline(self) -> tuple[_ResultHook, ...]:
