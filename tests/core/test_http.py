@@ -17,6 +17,7 @@ from _servers import Reply, ScriptedServer, json_reply, split_every, sse_reply
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import toolwire as tw
 from toolwire._errors import (
     AuthenticationError,
     BadRequestError,
@@ -1423,3 +1424,88 @@ def test_an_error_body_nested_past_the_parser_is_still_mapped(
     server.script(Reply(status=400, body=_deep(), headers={"content-type": "application/json"}))
     with pytest.raises(BadRequestError):
         transport.post_json("/chat/completions", {"model": "m"})
+
+
+# -- total deadline and size limit (#11 items 16 and 17) ------------------------------------
+
+
+def test_a_server_dripping_keep_alives_cannot_outlast_the_deadline(
+    server: ScriptedServer, sleeps: Sleeps
+) -> None:
+    # Attack (#11.16): `timeout` bounds each read, so a body sent a byte at a time held a
+    # turn far past it. The total deadline bounds the whole request.
+    server.script(
+        Reply(
+            status=200,
+            chunks=[b" "] * 200,
+            chunk_pause=0.05,
+            headers={"content-type": "application/json"},
+        )
+    )
+    with make_transport(server, sleeps, timeout=2.0, deadline=0.3) as transport:
+        started = time.monotonic()
+        with pytest.raises(tw.exceptions.DeadlineExceededError, match=r"total deadline of 0\.3 s"):
+            transport.post_json("/chat/completions", {"model": "m"})
+    assert time.monotonic() - started < 3
+
+
+def test_an_endless_stream_cannot_outlast_the_deadline(
+    server: ScriptedServer, sleeps: Sleeps
+) -> None:
+    server.script(sse_reply([b": keep-alive\n\n"] * 400, pause=0.02))
+    with make_transport(server, sleeps, deadline=0.3) as transport:
+        started = time.monotonic()
+        with pytest.raises(tw.exceptions.DeadlineExceededError):
+            for _ in transport.stream_sse("/chat/completions", {"model": "m"}):
+                pass
+    assert time.monotonic() - started < 4
+
+
+async def test_the_async_stream_has_the_deadline_too(
+    server: ScriptedServer, sleeps: Sleeps
+) -> None:
+    server.script(sse_reply([b": keep-alive\n\n"] * 400, pause=0.02))
+    async with make_transport(server, sleeps, deadline=0.3) as transport:
+        with pytest.raises(tw.exceptions.DeadlineExceededError):
+            async for _ in transport.astream_sse("/chat/completions", {"model": "m"}):
+                pass
+
+
+def test_a_retry_that_would_run_past_the_deadline_is_not_waited_for(
+    server: ScriptedServer, sleeps: Sleeps
+) -> None:
+    server.script(json_reply(503, {"error": "busy"}, {"retry-after": "30"}), json_reply(200, {}))
+    with make_transport(server, sleeps, deadline=5.0) as transport:  # noqa: SIM117
+        with pytest.raises(ServerError):
+            transport.post_json("/chat/completions", {"model": "m"})
+    assert sleeps.delays == []
+
+
+def test_a_body_over_the_size_limit_is_refused(server: ScriptedServer, sleeps: Sleeps) -> None:
+    # Attack (#11.17): a 200 MB body was read whole.
+    server.script(json_reply(200, {"pad": "x" * 2_000_000}))
+    with make_transport(server, sleeps, max_response_bytes=1_000_000) as transport:  # noqa: SIM117
+        with pytest.raises(tw.exceptions.ResponseTooLargeError, match="over 1,000,000 bytes"):
+            transport.post_json("/chat/completions", {"model": "m"})
+
+
+def test_a_stream_over_the_size_limit_is_refused(server: ScriptedServer, sleeps: Sleeps) -> None:
+    event = b'data: {"pad": "' + b"x" * 10_000 + b'"}\n\n'
+    server.script(sse_reply([event] * 20, pause=0.0))
+    with make_transport(server, sleeps, max_response_bytes=50_000) as transport:  # noqa: SIM117
+        with pytest.raises(tw.exceptions.ResponseTooLargeError):
+            for _ in transport.stream_sse("/chat/completions", {"model": "m"}):
+                pass
+
+
+def test_a_huge_error_body_is_cut_not_read_whole(server: ScriptedServer, sleeps: Sleeps) -> None:
+    server.script(json_reply(400, {"error": {"message": "bad " + "x" * 3_000_000}}))
+    with make_transport(server, sleeps, max_response_bytes=1_000_000) as transport:  # noqa: SIM117
+        with pytest.raises(BadRequestError):
+            transport.post_json("/chat/completions", {"model": "m"})
+
+
+def test_limits_are_checked(server: ScriptedServer, sleeps: Sleeps) -> None:
+    for bad in ({"deadline": 0}, {"deadline": True}, {"max_response_bytes": 0}):
+        with pytest.raises(tw.exceptions.UsageError):
+            make_transport(server, sleeps, **bad)

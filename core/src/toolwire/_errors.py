@@ -38,6 +38,8 @@
         ├── BadRequestError (ValueError)         keeps the provider's message
         ├── ProviderConnectionError (ConnectionError)   transient
         ├── ProviderTimeoutError (TimeoutError)         transient
+        │   └── DeadlineExceededError            the request's total deadline passed (not transient)
+        ├── ResponseTooLargeError                the response is over the size limit
         └── StreamError                          a broken or truncated stream
 """
 
@@ -53,6 +55,7 @@ __all__ = [
     "BadRequestError",
     "CommitError",
     "ContextLengthError",
+    "DeadlineExceededError",
     "DuplicateToolResultError",
     "EventLoopError",
     "ExpectationError",
@@ -74,6 +77,7 @@ __all__ = [
     "ProviderTimeoutError",
     "RateLimitError",
     "RequirementNotMetError",
+    "ResponseTooLargeError",
     "RoundLimitError",
     "SchemaCompileError",
     "ServerError",
@@ -336,6 +340,19 @@ class ProviderTimeoutError(ProviderError, TimeoutError):
     """The request timed out."""
 
     transient = True
+
+
+class DeadlineExceededError(ProviderTimeoutError):
+    """The request (every attempt, and the whole stream) ran past its total deadline.
+
+    Not transient: the time the caller allowed is spent, so nothing retries it.
+    """
+
+    transient = False
+
+
+class ResponseTooLargeError(ProviderError):
+    """The response body (or the whole stream) is over the transport's size limit."""
 
 
 class StreamError(ProviderError):

@@ -188,12 +188,14 @@ EXCEPTIONS: Mapping[str, str] = {
     "BadRequestError": "toolwire._errors",
     "CommitError": "toolwire._errors",
     "ContextLengthError": "toolwire._errors",
+    "DeadlineExceededError": "toolwire._errors",
     "DuplicateToolResultError": "toolwire._errors",
     "EventLoopError": "toolwire._errors",
     "ExpectationError": "toolwire._errors",
     "ExtraToolResultError": "toolwire._errors",
     "HookError": "toolwire._errors",
     "InvalidToolConstraintError": "toolwire._errors",
+    "is_transient": "toolwire._execute.attempts",
     "MismatchedToolCallArgumentsError": "toolwire._errors",
     "MismatchedToolCallNameError": "toolwire._errors",
     "MismatchedToolNameError": "toolwire._errors",
@@ -209,6 +211,7 @@ EXCEPTIONS: Mapping[str, str] = {
     "ProviderTimeoutError": "toolwire._errors",
     "RateLimitError": "toolwire._errors",
     "RequirementNotMetError": "toolwire._errors",
+    "ResponseTooLargeError": "toolwire._errors",
     "RoundLimitError": "toolwire._errors",
     "SchemaCompileError": "toolwire._errors",
     "ServerError": "toolwire._errors",
@@ -220,7 +223,6 @@ EXCEPTIONS: Mapping[str, str] = {
     "TranscriptError": "toolwire._errors",
     "UnknownToolError": "toolwire._errors",
     "UsageError": "toolwire._errors",
-    "is_transient": "toolwire._execute.attempts",
 }
 """``toolwire.exceptions``: the whole exception tree."""
 

@@ -20,8 +20,10 @@ from urllib.parse import quote
 import httpx
 
 from toolwire._errors import (
+    DeadlineExceededError,
     ProviderConnectionError,
     ProviderError,
+    ResponseTooLargeError,
     StreamError,
     UsageError,
 )
@@ -49,6 +51,13 @@ logger = logging.getLogger("toolwire.http")
 #: reasoning models routinely take minutes (the official SDKs default to 600 s),
 #: and for a stream the read timeout is the longest silence between two chunks.
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=300.0, write=60.0, pool=30.0)
+
+#: The most a response body (or a whole stream) may hold; a bigger one is refused.
+DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+#: The longest a request may take in all, every retry and the whole stream included
+#: (``timeout`` bounds each read, so a server dripping keep-alives could hold it forever).
+DEFAULT_DEADLINE = 900.0
+_ERROR_BODY_BYTES = 1024 * 1024  # of an error body; the rest is not read
 
 
 # ---------------------------------------------------------------------- transport
@@ -95,10 +104,13 @@ class Transport:
         "_base_url",
         "_client",
         "_client_timeout",
+        "_clock",
+        "_deadline",
         "_json_headers",
         "_key",
         "_lock",
         "_mapper",
+        "_max_bytes",
         "_own_async_client",
         "_own_client",
         "_provider",
@@ -127,7 +139,27 @@ class Transport:
         sleep: Callable[[float], None] | None = None,
         async_sleep: Callable[[float], Awaitable[None]] | None = None,
         rng: RandomSource | None = None,
+        max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
+        deadline: float | None = DEFAULT_DEADLINE,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        if max_response_bytes is not None and (
+            isinstance(max_response_bytes, bool)
+            or not isinstance(max_response_bytes, int)
+            or max_response_bytes < 1
+        ):
+            raise UsageError(
+                f"max_response_bytes must be a positive int or None, got {max_response_bytes!r}"
+            )
+        if deadline is not None and (
+            isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or not deadline > 0
+        ):
+            raise UsageError(
+                f"deadline must be a positive number of seconds or None, got {deadline!r}"
+            )
+        self._max_bytes = max_response_bytes
+        self._deadline = None if deadline is None else float(deadline)
+        self._clock = clock
         self._provider = provider
         self._base_url = base_url.rstrip("/")
         self._key = ApiKey(api_key) if isinstance(api_key, str) else api_key
@@ -384,6 +416,86 @@ class Transport:
 
     # -- JSON
 
+    def _end(self) -> float | None:
+        return None if self._deadline is None else self._clock() + self._deadline
+
+    def _past(self, end: float | None, shown: str) -> None:
+        if end is not None and self._clock() > end:
+            raise DeadlineExceededError(
+                f"POST {shown} ran past its total deadline of {self._deadline:g} s "
+                f"(Transport(deadline=...))",
+                provider=self._provider,
+            )
+
+    def _too_large(self, shown: str) -> ResponseTooLargeError:
+        return ResponseTooLargeError(
+            f"the response to POST {shown} is over {self._max_bytes:,} bytes "
+            f"(Transport(max_response_bytes=...))",
+            provider=self._provider,
+        )
+
+    def _take(
+        self,
+        parts: list[bytes],
+        chunk: bytes,
+        size: int,
+        limit: int | None,
+        error_body: bool,
+        shown: str,
+    ) -> tuple[int, bool]:
+        """Keep ``chunk``; (new size, whether to stop reading)."""
+        size += len(chunk)
+        if error_body:  # cut, never refused: the error itself is what the caller needs
+            cap = _ERROR_BODY_BYTES if limit is None else min(limit, _ERROR_BODY_BYTES)
+            if size > cap:
+                parts.append(chunk[: len(chunk) - (size - cap)])
+                return cap, True
+        elif limit is not None and size > limit:
+            raise self._too_large(shown)
+        parts.append(chunk)
+        return size, False
+
+    def _read_capped(
+        self, streamed: httpx.Response, shown: str, end: float | None
+    ) -> httpx.Response:
+        """The whole body of a streamed response, under the size limit and the deadline
+        (an error body is cut at 1 MiB instead), as a response that is read."""
+        parts: list[bytes] = []
+        size = 0
+        error_body = not streamed.is_success
+        for chunk in streamed.iter_bytes():
+            self._past(end, shown)
+            size, stop = self._take(parts, chunk, size, self._max_bytes, error_body, shown)
+            if stop:
+                break
+        return _read_response(streamed, b"".join(parts))
+
+    async def _aread_capped(
+        self, streamed: httpx.Response, shown: str, end: float | None
+    ) -> httpx.Response:
+        parts: list[bytes] = []
+        size = 0
+        error_body = not streamed.is_success
+        async for chunk in streamed.aiter_bytes():
+            self._past(end, shown)
+            size, stop = self._take(parts, chunk, size, self._max_bytes, error_body, shown)
+            if stop:
+                break
+        return _read_response(streamed, b"".join(parts))
+
+    def _retry_delay(
+        self,
+        error: ProviderError,
+        response: httpx.Response | None,
+        attempt: int,
+        shown: str,
+        end: float | None,
+    ) -> float | None:
+        delay = self._backoff(error, response, attempt, shown)
+        if delay is not None and end is not None and self._clock() + delay > end:
+            return None  # waiting would run past the deadline: the error stands
+        return delay
+
     def post_json(
         self,
         path: str,
@@ -396,22 +508,24 @@ class Transport:
         url, shown, content, request_headers = self._prepare(path, body, headers, stream=False)
         request_timeout = self._request_timeout(timeout)
         client = self._sync_client()
+        end = self._end()
         attempt = 0
         while True:
             response: httpx.Response | None = None
             self._log_send(shown, attempt)
             try:
-                response = client.post(
-                    url, content=content, headers=request_headers, timeout=request_timeout
-                )
+                with client.stream(
+                    "POST", url, content=content, headers=request_headers, timeout=request_timeout
+                ) as streamed:
+                    self._log_status(shown, streamed, attempt)
+                    response = self._read_capped(streamed, shown, end)
             except httpx.HTTPError as exc:
                 error = self._error_for_exception(exc, shown)
             else:
-                self._log_status(shown, response, attempt)
                 if response.is_success:
                     return self._json_body(response, shown)
                 error = self._error_for(response)
-            delay = self._backoff(error, response, attempt, shown)
+            delay = self._retry_delay(error, response, attempt, shown, end)
             if delay is None:
                 raise error
             self._sleep(delay)
@@ -429,22 +543,24 @@ class Transport:
         url, shown, content, request_headers = self._prepare(path, body, headers, stream=False)
         request_timeout = self._request_timeout(timeout)
         client = self._aclient()
+        end = self._end()
         attempt = 0
         while True:
             response: httpx.Response | None = None
             self._log_send(shown, attempt)
             try:
-                response = await client.post(
-                    url, content=content, headers=request_headers, timeout=request_timeout
-                )
+                async with client.stream(
+                    "POST", url, content=content, headers=request_headers, timeout=request_timeout
+                ) as streamed:
+                    self._log_status(shown, streamed, attempt)
+                    response = await self._aread_capped(streamed, shown, end)
             except httpx.HTTPError as exc:
                 error = self._error_for_exception(exc, shown)
             else:
-                self._log_status(shown, response, attempt)
                 if response.is_success:
                     return self._json_body(response, shown)
                 error = self._error_for(response)
-            delay = self._backoff(error, response, attempt, shown)
+            delay = self._retry_delay(error, response, attempt, shown, end)
             if delay is None:
                 raise error
             await self._async_sleep(delay)
@@ -479,6 +595,7 @@ class Transport:
         request_timeout: httpx.Timeout | UseClientDefault,
     ) -> Iterator[SSEEvent]:
         client = self._sync_client()
+        end = self._end()
         attempt = 0
         while True:
             response: httpx.Response | None = None
@@ -490,14 +607,17 @@ class Transport:
                 ) as response:
                     self._log_status(shown, response, attempt)
                     if not response.is_success:
-                        response.read()
-                        error = self._error_for(response)
+                        error = self._error_for(self._read_capped(response, shown, end))
                     elif _is_json_content(response):
-                        response.read()
-                        raise self._not_a_stream(response, shown)
+                        raise self._not_a_stream(self._read_capped(response, shown, end), shown)
                     else:
                         decoder = SSEDecoder()
+                        size = 0
                         for chunk in response.iter_bytes():
+                            self._past(end, shown)
+                            size += len(chunk)
+                            if self._max_bytes is not None and size > self._max_bytes:
+                                raise self._too_large(shown)
                             for event in decoder.feed(chunk):
                                 yielded = True
                                 yield event
@@ -509,7 +629,7 @@ class Transport:
                 if yielded:
                     raise self._broken_stream(shown, yielded, exc) from exc
                 error = self._error_for_exception(exc, shown)
-            delay = None if yielded else self._backoff(error, response, attempt, shown)
+            delay = None if yielded else self._retry_delay(error, response, attempt, shown, end)
             if delay is None:
                 raise error
             self._sleep(delay)
@@ -536,6 +656,7 @@ class Transport:
         request_timeout: httpx.Timeout | UseClientDefault,
     ) -> AsyncIterator[SSEEvent]:
         client = self._aclient()
+        end = self._end()
         attempt = 0
         while True:
             response: httpx.Response | None = None
@@ -547,14 +668,18 @@ class Transport:
                 ) as response:
                     self._log_status(shown, response, attempt)
                     if not response.is_success:
-                        await response.aread()
-                        error = self._error_for(response)
+                        error = self._error_for(await self._aread_capped(response, shown, end))
                     elif _is_json_content(response):
-                        await response.aread()
-                        raise self._not_a_stream(response, shown)
+                        full = await self._aread_capped(response, shown, end)
+                        raise self._not_a_stream(full, shown)
                     else:
                         decoder = SSEDecoder()
+                        size = 0
                         async for chunk in response.aiter_bytes():
+                            self._past(end, shown)
+                            size += len(chunk)
+                            if self._max_bytes is not None and size > self._max_bytes:
+                                raise self._too_large(shown)
                             for event in decoder.feed(chunk):
                                 yielded = True
                                 yield event
@@ -567,11 +692,27 @@ class Transport:
                 if yielded:
                     raise self._broken_stream(shown, yielded, exc) from exc
                 error = self._error_for_exception(exc, shown)
-            delay = None if yielded else self._backoff(error, response, attempt, shown)
+            delay = None if yielded else self._retry_delay(error, response, attempt, shown, end)
             if delay is None:
                 raise error
             await self._async_sleep(delay)
             attempt += 1
+
+
+def _read_response(streamed: httpx.Response, content: bytes) -> httpx.Response:
+    """A read response with ``content`` (already decoded) in place of the streamed body."""
+    headers = [
+        (k, v)
+        for k, v in streamed.headers.multi_items()
+        if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+    ]
+    return httpx.Response(
+        streamed.status_code,
+        headers=headers,
+        content=content,
+        request=streamed.request,
+        extensions=streamed.extensions,
+    )
 
 
 publish(globals())
