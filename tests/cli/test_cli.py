@@ -26,7 +26,6 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Any:
     return built
 
 
-
 def _err(done: Any) -> str:
     """stderr without the warnings for the policies the fixture switches off on purpose
     (switching a policy off is loud by design; these tests are about something else)."""
