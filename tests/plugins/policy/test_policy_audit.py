@@ -192,3 +192,14 @@ def test_a_result_that_cannot_be_audited_is_still_answered(
     call = call_of("read_notes", {"path": "a"})
     assert policy.on_result(call, call.complete("x"), CTX) is None
     assert "cannot write the audit log" in caplog.text
+
+
+def test_line_separators_in_model_text_do_not_split_a_record(tmp_path: Path) -> None:
+    # Attack (#11.26): U+2028, U+2029 and U+0085 in model text split records for line readers.
+    from toolwire_policy._audit import AuditLog
+
+    log = AuditLog(tmp_path / "audit.jsonl")
+    log.write({"arguments": "a\u2028b\u2029c\u0085d", "tool": "t"})
+    text = (tmp_path / "audit.jsonl").read_text(encoding="utf-8")
+    assert len(text.splitlines()) == 1
+    assert json.loads(text)["arguments"] == "a\u2028b\u2029c\u0085d"

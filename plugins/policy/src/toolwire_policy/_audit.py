@@ -28,6 +28,9 @@ def utc_now() -> str:
     return stamp.replace("+00:00", "Z")
 
 
+_LINE_BREAKS = {0x2028: "\\u2028", 0x2029: "\\u2029", 0x85: "\\u0085"}
+
+
 class AuditLog:
     """Appends one JSON object per line to a file; safe across threads.
 
@@ -53,6 +56,9 @@ class AuditLog:
 
     def write(self, record: dict[str, Any]) -> None:
         """Append ``record``; raises OSError when the file cannot be written."""
-        line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str) + "\n"
+        text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+        # JSON allows these raw inside strings, but line readers (str.splitlines, many log
+        # shippers) split records on them: escape them so one record stays one line.
+        line = text.translate(_LINE_BREAKS) + "\n"
         with self._lock, open(self.path, "a", encoding="utf-8") as f:
             f.write(line)
