@@ -1509,3 +1509,22 @@ def test_limits_are_checked(server: ScriptedServer, sleeps: Sleeps) -> None:
     for bad in ({"deadline": 0}, {"deadline": True}, {"max_response_bytes": 0}):
         with pytest.raises(tw.exceptions.UsageError):
             make_transport(server, sleeps, **bad)
+
+
+def test_a_key_straddling_a_cut_is_scrubbed_before_the_cut() -> None:
+    # Attack (#11.23): scrubbing ran after truncation, so a key straddling the cut survived
+    # in part; and request_id was copied unscrubbed from x-request-id.
+    for inside in range(4, len(KEY)):  # how many of the key's characters fall before the cut
+        body = ("x" * (4000 - inside) + KEY + "y" * 50).encode()
+        error = mapped(400, body, headers={"x-request-id": f"req-{KEY}"})
+        assert_error_clean(error)
+        assert KEY[:inside] not in (error.body or "")
+        assert KEY not in (error.request_id or "")
+
+
+def test_a_key_in_a_stream_error_payload_is_scrubbed_before_any_cut() -> None:
+    payload = {"error": {"message": {"detail": "z" * 290 + KEY}}, "request_id": KEY}
+    error = VENDORS.map_payload(payload, provider="p", secrets=(KEY,))
+    assert_error_clean(error)
+    assert KEY not in (error.request_id or "")
+    assert "sk-test" not in error.message

@@ -229,6 +229,8 @@ class ErrorMapper:
             text = response.text
         except Exception:
             text = response.content.decode("utf-8", "replace")
+        # Scrub first, cut after: a key straddling a cut would survive in part otherwise.
+        text = _scrub(text, secrets)
         try:
             payload: object = json.loads(text) if text.strip() else None
         except (ValueError, RecursionError):
@@ -241,6 +243,7 @@ class ErrorMapper:
             request_id = request_id or detail.request_id
             if retry_after is None:
                 retry_after = detail.retry_after
+        request_id = _clean_id(request_id, secrets)
         if detail is not None and detail.message:
             message = detail.message
         else:
@@ -258,7 +261,7 @@ class ErrorMapper:
             status=status,
             retry_after=retry_after,
             request_id=request_id,
-            body=_scrub(text[:_BODY_CHARS], secrets),
+            body=text[:_BODY_CHARS],
         )
         if detail is not None and detail.code in self.permanent_codes:
             error.transient = False
@@ -279,7 +282,9 @@ class ErrorMapper:
         Gemini error list. Without ``status`` the class is inferred from the
         error's type or code; ``default`` is used when nothing says.
         """
-        text = json.dumps(payload, ensure_ascii=False, default=str)
+        text = _scrub(json.dumps(payload, ensure_ascii=False, default=str), secrets)
+        if secrets:
+            payload = json.loads(text)  # the scrubbed payload: details are cut after this
         detail = self.extract_detail(payload, text)
         cls = self.classify(status, detail)
         if cls is ProviderError:
@@ -290,8 +295,8 @@ class ErrorMapper:
             provider=provider,
             status=status,
             retry_after=detail.retry_after if detail else None,
-            request_id=detail.request_id if detail else None,
-            body=_scrub(text[:_BODY_CHARS], secrets),
+            request_id=_clean_id(detail.request_id if detail else None, secrets),
+            body=text[:_BODY_CHARS],
         )
         if detail is not None and detail.code in self.permanent_codes:
             error.transient = False
@@ -319,6 +324,16 @@ class ErrorMapper:
         error = cls(_scrub(text, secrets), provider=provider)
         error.__cause__ = exc
         return error
+
+
+_MAX_REQUEST_ID = 200
+
+
+def _clean_id(request_id: str | None, secrets: Sequence[str]) -> str | None:
+    """A request id as the provider sent it, scrubbed and of a sane length."""
+    if not request_id:
+        return None
+    return _scrub(request_id, secrets)[:_MAX_REQUEST_ID]
 
 
 def _snippet(text: str, limit: int = _SNIPPET_CHARS) -> str:
