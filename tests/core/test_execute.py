@@ -612,3 +612,25 @@ def test_two_tools_of_one_name_are_a_collision_not_the_last_one() -> None:
 
     with pytest.raises(tw.exceptions.NameCollisionError, match="lookup"):
         tw.Executor(tools=[lookup_v1, lookup_v2], plugins=False)
+
+
+async def test_a_tool_calling_sys_exit_is_a_failed_call_not_the_end_of_the_program() -> None:
+    # Attack (#11.20): SystemExit from a tool escaped the Executor (and the Agent).
+    import sys
+
+    @tw.tool_fn
+    def quit_now(code: int) -> str:
+        """Exit."""
+        sys.exit(code)
+
+    @tw.tool_fn
+    async def aquit(code: int) -> str:
+        """Exit, async."""
+        raise SystemExit(code)
+
+    executor = tw.Executor(tools=[quit_now, aquit], plugins=False)
+    results = await executor.aexecute_all(
+        [tw.ToolCall("c1", "quit_now", '{"code": 3}'), tw.ToolCall("c2", "aquit", '{"code": 4}')]
+    )
+    assert [r.is_error for r in results] == [True, True]
+    assert "SystemExit" in results[0].content

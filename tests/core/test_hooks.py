@@ -439,3 +439,22 @@ def test_the_0_1_hide_fn_form_still_works_with_a_warning() -> None:
     with pytest.warns(DeprecationWarning, match=r"hide\(fn\) is deprecated"):
         hooks.hide(lambda tool, ctx: False)
     assert tw.resolve_turn(tw.Toolset("t", [keep], hooks=hooks)).tools == ()
+
+
+@pytest.mark.parametrize("exc", [SystemExit(2), GeneratorExit()])
+def test_a_hook_raising_system_exit_rejects_the_call(exc: BaseException) -> None:
+    @tw.tool_fn
+    def act(x: int) -> str:
+        """Act."""
+        return "ran"
+
+    def hook(call: Any) -> None:
+        raise exc
+
+    hooks = tw.HookSet()
+    hooks.on(act, hook)
+    session = tw.Session().add_user("go")
+    turn = tw.resolve_turn(tw.Toolset("t", [act], hooks=hooks))
+    plan = needs_tools(session, turn, ("c1", "act", '{"x": 1}')).apply_hooks()
+    assert len(plan.rejected) == 1
+    assert f"failed ({type(exc).__name__})" in plan.rejected[0].reason

@@ -669,3 +669,19 @@ async def test_an_async_hook_that_swallows_cancellation_is_not_obeyed_late(
     assert plan.pending == ()
     assert ["over its 0.05 s budget" in r.reason for r in plan.rejected] == [True]
     await asyncio.wait_for(finished.wait(), 5)  # the hook ran on, and was not listened to
+
+
+def test_a_plugin_calling_sys_exit_at_import_is_a_failed_plugin() -> None:
+    # Attack (#11.20): a tool pack calling sys.exit at import ended `toolwire plugins`
+    # silently, with exit status 0.
+    import sys
+
+    from toolwire._plugins.discovery import PluginRecord, _Candidate
+
+    host = PluginHost(autoload=False, strict=False, allow=None, deny=(), hook_timeout=5.0)
+    record = PluginRecord("toolset", "exiter", "tw-exiter", "1.0", "tw_exiter")
+    host._records[("toolset", "exiter")] = record
+    host._load(_Candidate(record, lambda: sys.exit(3)))
+    [failed] = host.failures
+    assert failed.name == "exiter"
+    assert "SystemExit" in failed.reason

@@ -579,7 +579,7 @@ def _sync_pass(
     for i, (h, _guard) in enumerate(hooks):
         try:
             decision = h.fn(call, ctx) if h.arity == 2 else _call_hook(h, call, ctx)
-        except Exception as exc:
+        except (Exception, SystemExit, GeneratorExit) as exc:  # a hook cannot end the program
             return _failed(call, h, exc), approved
         if decision is not None:  # None, the common case: no opinion, nothing to interpret
             if inspect.isawaitable(decision):
@@ -605,7 +605,7 @@ async def _async_pass(
             decision = _call_hook(h, call, ctx)
             if inspect.isawaitable(decision):
                 decision = await decision
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # a hook cannot end the program
             return _failed(call, h, exc), approved
         call, outcome = _step(call, start, h, decision)
         if outcome is not None:

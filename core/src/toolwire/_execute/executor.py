@@ -508,9 +508,12 @@ class Executor:
                 else:
                     result = await chain(ToolRequest(call, attempt, job.context, job.approved))
                 break
-            except Exception as exc:
+            except (Exception, SystemExit) as exc:
+                # SystemExit from a tool is the tool failing, not the program ending (a
+                # KeyboardInterrupt still stops the program; cancellation still cancels).
                 if (
-                    attempt >= plan.max_attempts
+                    not isinstance(exc, Exception)
+                    or attempt >= plan.max_attempts
                     or isinstance(exc, _NotRetryable)
                     or not self._retry_if(exc)
                 ):
@@ -562,7 +565,7 @@ class Executor:
         plan._observed = True
 
     def _failure(
-        self, call: TypedCall[Any], exc: Exception, attempts: int, job: _Job
+        self, call: TypedCall[Any], exc: BaseException, attempts: int, job: _Job
     ) -> ToolResult:
         if isinstance(exc, _ToolTimeout):
             text = f"tool `{call.name}` timed out after {float(exc.seconds)!r} s"

@@ -241,7 +241,7 @@ class PluginHost:
         record = cand.record
         try:
             obj = cand.load()
-        except Exception as exc:
+        except (Exception, SystemExit, GeneratorExit) as exc:  # sys.exit() at import included
             self._fail(record, f"failed to import `{record.value}`: {_describe(exc)}", exc)
             return
         self._add_plugin(obj, record)
