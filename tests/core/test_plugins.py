@@ -685,3 +685,42 @@ def test_a_plugin_calling_sys_exit_at_import_is_a_failed_plugin() -> None:
     [failed] = host.failures
     assert failed.name == "exiter"
     assert "SystemExit" in failed.reason
+
+
+def test_a_broken_tool_pack_availability_hook_hides_only_its_own_tools(host: PluginHost) -> None:
+    # Attack (#11.10): one broken tool-pack availability hook hid every tool, the
+    # application's own included. A tool pack's failure affects that pack only.
+    @tw.tool_fn
+    def mine(x: int) -> str:
+        """The application's own tool."""
+        return "m"
+
+    class BrokenPack:
+        @hookimpl
+        def toolwire_register_toolsets(self, register: Any) -> None:
+            register(tw.Toolset("broken", [echo]))
+
+        @hookimpl
+        def toolwire_tool_availability(self, tool: Any) -> bool | None:
+            raise RuntimeError("bug in the pack")
+
+    host.register(BrokenPack(), "brokenpack")
+    app = host.assemble(tw.Toolset("app", [mine]))
+    turn = tw.resolve_turn(app, hooks=host.hook_sets())
+    assert ["mine"] == [t.name for t in turn.tools]  # the pack's echo is hidden, mine is not
+
+
+def test_a_broken_policy_availability_hook_still_hides_everything(host: PluginHost) -> None:
+    @tw.tool_fn
+    def mine(x: int) -> str:
+        """The application's own tool."""
+        return "m"
+
+    class BrokenPolicy:
+        @hookimpl
+        def toolwire_tool_availability(self, tool: Any) -> bool | None:
+            raise RuntimeError("bug in the policy")
+
+    host.register(BrokenPolicy(), "brokenpolicy", kind="policy")
+    turn = tw.resolve_turn(host.assemble(tw.Toolset("app", [mine])), hooks=host.hook_sets())
+    assert [] == [t.name for t in turn.tools]  # policies fail closed

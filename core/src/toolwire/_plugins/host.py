@@ -58,6 +58,7 @@ from toolwire._plugins.wrappers import (
     _withheld,
 )
 from toolwire._provider import Provider
+from toolwire._tools import Tool
 from toolwire._toolset import Toolset
 
 logger = logging.getLogger("toolwire.plugins")
@@ -628,10 +629,20 @@ class PluginHost:
                 None, _description_hook(impl.function, impl.argnames, label), name=label
             )
         for impl in self._impls("toolwire_tool_availability"):
-            target = policies if self._kind.get(impl.plugin_name) == "policy" else packs
+            is_policy = self._kind.get(impl.plugin_name) == "policy"
+            target = policies if is_policy else packs
             label = f"plugin:{impl.plugin_name}"
-            target.hide(None, _availability_hook(impl.function, impl.argnames), name=label)
+            owns = None if is_policy else functools.partial(self._owns, impl.plugin_name)
+            target.hide(None, _availability_hook(impl.function, impl.argnames, owns), name=label)
         return policies, packs
+
+    def _owns(self, plugin_name: str, tool: Tool[Any, Any]) -> bool:
+        """True when ``tool`` is one of the tools the plugin registered."""
+        group = self._toolsets.get(plugin_name)
+        if group is None:
+            return False
+        origin = tool.origin
+        return any(t.origin is origin for t in group.tools())
 
     def _result_pipeline(self) -> tuple[_ResultHook, ...]:
         hooks = self._result_hooks

@@ -158,15 +158,38 @@ def _description_hook(
 
 
 def _availability_hook(
-    fn: Callable[..., Any], argnames: Sequence[str]
+    fn: Callable[..., Any],
+    argnames: Sequence[str],
+    owns: Callable[[Tool[Any, Any]], bool] | None = None,
 ) -> Callable[[Tool[Any, Any], HookContext], bool]:
+    """A plain availability function. A policy's (``owns`` None) lets an exception
+    propagate, so core hides the tool (fail closed). A tool pack's failure is its own
+    problem: it hides the pack's own tools (``owns``) and is ignored for everyone else's."""
     f = _caller(fn, argnames, ("tool", "context"))
 
-    def available(tool: Tool[Any, Any], context: HookContext) -> bool:
-        # None is "no opinion"; an exception propagates and core hides the tool.
-        return f(tool, context) is not False
+    if owns is None:
 
-    return available
+        def available(tool: Tool[Any, Any], context: HookContext) -> bool:
+            # None is "no opinion"; an exception propagates and core hides the tool.
+            return f(tool, context) is not False
+
+        return available
+
+    def pack_available(tool: Tool[Any, Any], context: HookContext) -> bool:
+        try:
+            return f(tool, context) is not False
+        except Exception as exc:
+            if owns(tool):
+                raise
+            logger.warning(
+                "a tool pack's availability hook failed on `%s`, which is not its tool; "
+                "the failure is ignored for it: %r",
+                tool.name,
+                exc,
+            )
+            return True
+
+    return pack_available
 
 
 def _withheld(call: TypedCall[Any], reason: str) -> ToolResult:
