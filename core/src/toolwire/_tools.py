@@ -116,6 +116,7 @@ class Tool(Generic[InT, OutT]):
 
     __slots__ = (
         "_adapter",
+        "_aliases",
         "_definition",
         "_input_schema",
         "_origin",
@@ -175,6 +176,7 @@ class Tool(Generic[InT, OutT]):
         self.injected = injected
         self.is_async = fn is not None and inspect.iscoroutinefunction(fn)
         self._origin: Tool[Any, Any] = self
+        self._aliases: tuple[str, ...] = ()
         self._input_schema = dict(input_schema) if input_schema is not None else None
         self._schema_descriptions = schema_descriptions
         self._output_schema: Any = _MISSING
@@ -217,13 +219,23 @@ class Tool(Generic[InT, OutT]):
         """The tool this one was mounted from (itself when not renamed)."""
         return self._origin
 
-    def renamed(self, name: str) -> Tool[InT, OutT]:
-        """A view of this tool under another wire name, sharing validator and implementation."""
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every name this tool is known by: its wire name, the full name it was mounted
+        under (prefixes included, before any shortening) and the name it was defined with.
+        Rules that match tools by name (a policy's deny globs) match any of them."""
+        return tuple(dict.fromkeys((self.name, *self._aliases, self._origin.name)))
+
+    def renamed(self, name: str, *, also: Iterable[str] = ()) -> Tool[InT, OutT]:
+        """A view of this tool under another wire name, sharing validator and implementation.
+
+        ``also``: other names the view is known by (the unshortened mounted name)."""
         view: Tool[InT, OutT] = object.__new__(type(self))
         for slot in Tool.__slots__:
             if hasattr(self, slot):
                 object.__setattr__(view, slot, getattr(self, slot))
         view.name = name
+        view._aliases = tuple(n for n in dict.fromkeys((*self.names, *also)) if n != name)
         view._definition = None
         view.cache = {}
         view._origin = self._origin

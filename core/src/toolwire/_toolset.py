@@ -180,7 +180,10 @@ class Toolset:
                     f"`{prior.source}` has {prior.tool!r} and `{src}` has {tool!r}; "
                     f"mount one of the toolsets with a prefix (add(..., prefix='x_'))"
                 )
-            view = tool if tool.name == name else tool.renamed(name)
+            if tool.name == name:
+                view = tool
+            else:
+                view = tool.renamed(name, also=(raw_name,) if raw_name != name else ())
             leaf = _Leaf(name, view, off, src)
             by_name[name] = leaf
             leaves.append(leaf)

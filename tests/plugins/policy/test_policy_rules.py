@@ -352,3 +352,23 @@ def test_a_result_without_matches_is_left_alone(make_policy: MakePolicy, call_of
     policy = make_policy("[[redact]]\nresult_patterns = ['AKIA[0-9A-Z]{16}']\n")
     call = call_of("read_notes", {"path": "a"})
     assert policy.on_result(call, call.complete("nothing here"), CTX) is None
+
+
+def test_a_deny_glob_matches_a_long_prefixed_name_shortened_on_the_wire(
+    make_policy: Any,
+) -> None:
+    # Attack (#11.9): a deny rule naming a prefixed long tool missed its shortened wire
+    # name, so the tool was offered and ran.
+    from toolwire import Toolset, raw_tool
+    from toolwire.adapters import wire_name
+
+    long = "export_every_customer_record_to_an_external_bucket_for_analysis"  # 63 chars
+    tool = raw_tool(long, "Export.", {"type": "object"})
+    app = Toolset("app").add(Toolset("pack", [tool]), prefix="crm_")
+    [offered] = app.tools()
+    assert offered.name == wire_name("crm_" + long) != "crm_" + long  # shortened
+    assert "crm_" + long in offered.names
+    policy = make_policy(f'deny = ["crm_{long}"]\n')
+    assert not policy.is_visible(offered)
+    by_glob = make_policy('deny = ["crm_export_every_customer_*"]\n')
+    assert not by_glob.is_visible(offered)

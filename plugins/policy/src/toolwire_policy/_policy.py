@@ -69,9 +69,9 @@ def _matches(rx: re.Pattern[str] | None, names: Iterable[str]) -> bool:
 
 
 def _names(tool: Tool[Any, Any]) -> tuple[str, ...]:
-    # The wire name, and the name the tool was defined with (before any prefix).
-    origin = tool.origin.name
-    return (tool.name,) if origin == tool.name else (tool.name, origin)
+    # Every name the tool is known by: the wire name, the full mounted name (a long one is
+    # shortened on the wire) and the name it was defined with.
+    return tool.names
 
 
 def call_arguments(call: TypedCall[Any]) -> dict[str, Any]:
