@@ -634,3 +634,20 @@ async def test_a_tool_calling_sys_exit_is_a_failed_call_not_the_end_of_the_progr
     )
     assert [r.is_error for r in results] == [True, True]
     assert "SystemExit" in results[0].content
+
+
+def test_retry_is_decided_by_status_where_there_is_one() -> None:
+    # Attack (#11.31): ProviderError(status=503) was not retried while
+    # ServerError(status=400) was: the class decided, not the status.
+    from toolwire.exceptions import ProviderError, RateLimitError, ServerError, is_transient
+
+    assert is_transient(ProviderError("busy", provider="p", status=503))
+    assert is_transient(ProviderError("slow down", provider="p", status=429))
+    assert not is_transient(ServerError("bad", provider="p", status=400))
+    assert is_transient(ServerError("no status", provider="p"))  # the class decides then
+    quota = RateLimitError("quota", provider="p", status=429)
+    quota.transient = False  # an adapter marking a permanent error: the object decides
+    assert not is_transient(quota)
+    assert not is_transient(tw.exceptions.DeadlineExceededError("late", provider="p"))
+    assert is_transient(TimeoutError())
+    assert not is_transient(ValueError())

@@ -18,15 +18,31 @@ if TYPE_CHECKING:
     pass
 
 
+_TRANSIENT_STATUS = frozenset({408, 425, 429})
+
+
 def is_transient(exc: BaseException) -> bool:
     """The default retry classifier: is this failure worth another attempt?
 
-    True for TimeoutError, ConnectionError and ProviderError subclasses marked
-    ``transient`` (rate limit, overload, 5xx, connection, timeout); any other
-    exception may opt in or out with a boolean ``transient`` attribute.
+    The rule, in order:
+
+    1. a ``transient`` flag set on the exception object itself decides (an adapter marks
+       a permanent quota error so);
+    2. a ProviderError with an HTTP ``status`` is decided by the status, not its class:
+       408, 425, 429 and every 5xx are transient, every other status is not
+       (``ProviderError(status=503)`` is retried, ``ServerError(status=400)`` is not);
+    3. otherwise the class's ``transient`` attribute decides (rate limit, overload,
+       server error, connection, timeout: yes; a total deadline passed: no);
+    4. any other TimeoutError or ConnectionError is transient; everything else is not.
     """
     if isinstance(exc, _NotRetryable):
         return False
+    own = getattr(exc, "__dict__", {}).get("transient")
+    if isinstance(own, bool):
+        return own
+    status = getattr(exc, "status", None) if isinstance(exc, ProviderError) else None
+    if isinstance(status, int) and not isinstance(status, bool):
+        return status in _TRANSIENT_STATUS or 500 <= status <= 599
     flag = getattr(exc, "transient", None)
     if isinstance(flag, bool):
         return flag
