@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
@@ -206,3 +207,18 @@ def test_a_list_keyword_that_is_not_a_list_is_not_walked() -> None:
     node = {"anyOf": {"type": "string"}, "properties": ["not", "a", "map"]}
     assert list(subschemas(node)) == []
     assert map_subschemas(node, lambda sub, _: 1 / 0) == node
+
+
+@pytest.mark.parametrize("key", ["parameters", "input_schema", "inputSchema"])
+def test_a_wrapped_definition_is_refused_not_taken_as_an_empty_schema(key: str) -> None:
+    # Attack (#11.28): {"parameters": {...}} was accepted as a tool with no parameters,
+    # rendered strict so the model could only send {}, validated as "anything goes", and
+    # reported lossless.
+    wrapped = {key: {"type": "object", "properties": {"q": {"type": "string"}}}}
+    with pytest.raises(tw.ToolDefinitionError, match=rf"wraps its schema under `{key}`"):
+        tw.raw_tool("search", "Search.", wrapped)
+
+
+def test_a_property_named_parameters_is_fine() -> None:
+    schema = {"type": "object", "properties": {"parameters": {"type": "object"}}}
+    assert tw.raw_tool("t", "T.", schema).input_schema["properties"]["parameters"]

@@ -77,6 +77,26 @@ def model_schema(
     return schema
 
 
+_WRAPPER_KEYS = ("parameters", "input_schema", "inputSchema", "parametersJsonSchema", "schema")
+_OBJECT_KEYWORDS = frozenset(
+    {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "$ref",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "patternProperties",
+        "$defs",
+        "definitions",
+        "not",
+        "if",
+    }
+)
+
+
 def check_raw_schema(schema: Any, *, tool: str) -> dict[str, Any]:
     """Validate a raw tool's JSON schema at definition time; returns a clean copy.
 
@@ -88,6 +108,14 @@ def check_raw_schema(schema: Any, *, tool: str) -> dict[str, Any]:
         raise ToolDefinitionError(
             f"tool `{tool}`: the input schema must be a JSON object (dict), "
             f"got {type(schema).__name__}"
+        )
+    wrapper = next((k for k in _WRAPPER_KEYS if isinstance(schema.get(k), Mapping)), None)
+    if wrapper is not None and not any(k in schema for k in _OBJECT_KEYWORDS):
+        # {"parameters": {...}} is a tool definition, not a schema: taken as a schema it
+        # would be a tool with no parameters that accepts anything.
+        raise ToolDefinitionError(
+            f"tool `{tool}`: the input schema looks like a tool definition that wraps its "
+            f"schema under `{wrapper}`; pass that schema itself (schema[{wrapper!r}])"
         )
     if schema.get("type", "object") != "object":
         raise ToolDefinitionError(
