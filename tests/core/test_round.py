@@ -458,3 +458,50 @@ def test_arguments_object_never_hands_a_provider_a_non_finite_number() -> None:
     assert ao('{"a": 1.5, "b": [1, 2]}') == {"a": 1.5, "b": [1, 2]}
     for bad in [*NON_FINITE, "[1]", "not json", "[" * 100_000 + "]" * 100_000]:
         assert ao(bad) == {}
+
+
+def _sends(session: tw.Session) -> None:
+    """The session saves as UTF-8, loads back, and every text encodes."""
+    text = session.to_json()
+    text.encode("utf-8")
+    tw.Session.from_json(text)
+
+
+def test_lone_surrogates_never_get_into_the_session() -> None:
+    # Attack (#11.12): \ud800 escapes in a reply, an emoji's surrogate pair split across
+    # two stream events, a tool output decoded with surrogateescape: committed as they
+    # were, after which every request raised a bare ValueError and the session could not
+    # be saved as UTF-8.
+    @tw.tool_fn
+    def annotate(value: float, note: str) -> str:
+        """Annotate a value."""
+        return note
+
+    t = tw.tool_of(annotate)
+    session = tw.Session().add_user("hi \udc80 there")  # user text too
+    turn = tw.resolve_turn(tw.Toolset("t", [t]))
+    pair = "\ud83d" + "\ude00"  # what two JSON-decoded stream fragments concatenate to
+    reply = tw.adapters.AssistantReply(
+        "lone \ud800 here",
+        (tw.ToolCall("c1", "annotate", '{"value": 1.5, "note": "' + pair + '"}'),),
+        "tool_calls",
+    )
+    out = tw.adapters.decode_reply(session, turn, reply, enforce_requirement=False)
+    assert isinstance(out, tw.NeedsTools)
+    round_ = out.round
+    assert round_.message.text == "lone \ufffd here"
+    assert "\U0001f600" in round_.message.tool_calls[0].arguments  # the pair is joined
+    output = b"caf\xe9".decode("utf-8", "surrogateescape")  # a tool's bytes, badly decoded
+    assert [c.input.note for c in round_.calls] == ["\U0001f600"]
+    round_.commit([c.complete(output) for c in round_.calls])
+    last = session.last
+    assert isinstance(last, tw.ToolResultsMessage)
+    assert last.results[0].content == "caf\ufffd"
+    _sends(session)
+
+
+def test_valid_text_is_not_touched() -> None:
+    from toolwire._calls import sendable_text
+
+    for text in ("plain", "caf\u00e9 \U0001f600", ""):
+        assert sendable_text(text) is text

@@ -16,6 +16,7 @@ from toolwire._metadata import ToolMetadata
 from toolwire._tools import Tool
 
 __all__ = [
+    "sendable_text",
     "REJECTION_PREFIX",
     "HandledCall",
     "RejectedCall",
@@ -32,6 +33,23 @@ _new_object = object.__new__
 
 REJECTION_PREFIX = "__toolwire_rejected__: "
 """Every rejection result's content starts with this; ``rejection_reason`` reads it back."""
+
+
+def sendable_text(text: str) -> str:
+    """``text`` as something every provider can be sent: valid UTF-8.
+
+    Lone UTF-16 surrogates reach Python strings from JSON escapes (``\\ud800`` in a
+    reply, an emoji's pair split across two stream events) or from bytes decoded with
+    surrogateescape. A split pair is joined back into its character; any other surrogate
+    becomes U+FFFD. Text that is already valid (the common case) is returned as it is.
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return text
 
 
 def rejection_content(reason: str) -> str:

@@ -19,6 +19,7 @@ from toolwire._calls import (
     mismatch,
     rejection_content,
     rejection_reason,
+    sendable_text,
 )
 from toolwire._errors import (
     DuplicateToolResultError,
@@ -165,6 +166,12 @@ def decode_calls(
     offered = turn.offered
     make = TypedCall._trusted
     for i, call in enumerate(calls):
+        arguments = call.arguments
+        if not arguments.isascii() and sendable_text(arguments) is not arguments:
+            # Lone surrogates would make the session unsendable: repaired before anything.
+            call = ToolCall(call.id, call.name, sendable_text(arguments))
+            if kept is None:
+                kept = list(calls[:i])
         cid = call.id
         if cid in seen:
             if kept is None:
@@ -217,7 +224,7 @@ def decode_reply(
     if enforce_requirement:
         _check_requirement(turn, reply, typed)
     message = AssistantMessage(
-        reply.text, kept, dict(reply.provider_state), reply.model, reply.usage
+        sendable_text(reply.text), kept, dict(reply.provider_state), reply.model, reply.usage
     )
     if not kept:
         session.extend([message])
@@ -356,6 +363,10 @@ class ToolRound:
 
     def _write(self, ordered: list[ToolResult]) -> None:
         self._check_writable()
+        for i, r in enumerate(ordered):
+            content = r.content
+            if not content.isascii() and sendable_text(content) is not content:
+                ordered[i] = r._replace(content=sendable_text(content))
         # Already checked against the calls: append without checking a second time.
         self.session._append_trusted((self.message, ToolResultsMessage(tuple(ordered))))
         self._done = "committed"

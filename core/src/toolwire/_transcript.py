@@ -14,7 +14,7 @@ from typing import Any, Union
 
 import attrs
 
-from toolwire._calls import ToolCall, ToolResult, mismatch
+from toolwire._calls import ToolCall, ToolResult, mismatch, sendable_text
 from toolwire._errors import TranscriptError
 from toolwire._exports import publish
 from toolwire._jsondata import as_object, field, loads, objects, optional
@@ -216,7 +216,7 @@ class Session:
 def _text(text: Any, role: str) -> str:
     if not isinstance(text, str):
         raise TranscriptError(f"{role} text must be a string, got {type(text).__name__}")
-    return text
+    return sendable_text(text)
 
 
 def _check_sequence(existing: list[Message], new: list[Message]) -> None:
