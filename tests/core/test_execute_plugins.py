@@ -180,3 +180,48 @@ def test_run_plan_passes_results_hooks_answered_through_the_result_hooks() -> No
     plan.commit(executor.run_plan(plan))
     executor.run_plan(plan)  # observed once: running it again does not redact twice
     assert "[redacted] from cache" == session.messages[-1].results[0].content
+
+
+def test_the_executor_applies_installed_policies_to_calls_no_hook_has_seen() -> None:
+    # The README says installed policies apply to the Executor by default: a call given
+    # straight to execute() (or a bare round's calls) is judged by them before it runs.
+    ran: list[str] = []
+
+    @tw.tool_fn
+    def drop_table(name: str) -> str:
+        """Drop a table."""
+        ran.append(name)
+        return "dropped"
+
+    class NoDrops:
+        @tw.hookimpl
+        def toolwire_tool_decision(self, call: Any) -> Any:
+            return tw.Reject("no dropping tables") if call.name == "drop_table" else None
+
+    host = tw.PluginHost(autoload=False)
+    host.register(NoDrops(), "nodrops", kind="policy")
+    executor = tw.Executor(tools=[drop_table], plugins=host)
+    result = executor.execute(tw.ToolCall("c1", "drop_table", '{"name": "users"}'))
+    assert result.is_error
+    assert "rejected by a policy: no dropping tables" in result.content
+    session = tw.Session().add_user("go")
+    turn = tw.resolve_turn(tw.Toolset("t", [drop_table]))  # no hooks passed: a bare round
+    round_ = tw.adapters.decode_reply(
+        session,
+        turn,
+        tw.adapters.AssistantReply(
+            "", (tw.ToolCall("c2", "drop_table", '{"name": "orders"}'),), "tool_calls"
+        ),
+    )
+    assert isinstance(round_, tw.NeedsTools)
+    run = executor.execute_and_commit(round_.round)
+    assert run.committed
+    assert run.results[0].is_error
+    assert ran == []
+    # Opting out is explicit and visible.
+    assert (
+        not tw.Executor(tools=[drop_table], plugins=False)
+        .execute(tw.ToolCall("c3", "drop_table", '{"name": "tmp"}'))
+        .is_error
+    )
+    assert ran == ["tmp"]

@@ -678,8 +678,12 @@ class Executor:
         approvals: Iterable[Approval] | Mapping[str, Approval],
         guards: Sequence[HookSet] | None = None,
     ) -> tuple[list[_Job], list[ApprovalRequest]]:
-        """Check every call, decide approval, run what may run. ``guards``: a restored
-        round's hook sets, whose guard hooks see each call again before anything else."""
+        """Check every call, decide approval, run what may run.
+
+        ``guards`` None: the calls come from a plan whose hooks ran. Otherwise the host's
+        policies (and the guard hooks among ``guards``, a restored round's hook sets) see
+        each call before anything else: a call no hook has seen is never run unjudged.
+        """
         jobs: list[_Job] = []
         blocked = self._host.blocked if self._host is not None else ()
         for c in calls:
@@ -700,10 +704,9 @@ class Executor:
                 assert job.call is not None
                 refusal = await self._policies_on(job.call, context, guards)
                 if refusal is not None:
+                    when = "when its paused round was resumed" if guards else "by a policy"
                     job.refuse(
-                        f"tool `{raw.name}` was rejected when its paused round was resumed: "
-                        f"{refusal}",
-                        "policy_rejected",
+                        f"tool `{raw.name}` was rejected {when}: {refusal}", "policy_rejected"
                     )
             if validate and job.result is None:
                 assert job.plan is not None
@@ -736,7 +739,8 @@ class Executor:
 
         Raises ApprovalPendingError only when the approver deferred.
         """
-        jobs, pending = await self._process((call,), context, approvals)
+        # A call that did not come through a round's hooks: the host's policies decide it.
+        jobs, pending = await self._process((call,), context, approvals, ())
         if pending:
             raise ApprovalPendingError(tuple(pending))
         result = jobs[0].result
@@ -768,7 +772,7 @@ class Executor:
         for every call before any runs: if one is deferred nothing runs and
         ApprovalPendingError carries every pending request.
         """
-        jobs, pending = await self._process(list(calls), context, approvals)
+        jobs, pending = await self._process(list(calls), context, approvals, ())
         if pending:
             raise ApprovalPendingError(tuple(pending))
         return [j.result for j in jobs if j.result is not None]
@@ -808,7 +812,7 @@ class Executor:
     ) -> list[ToolResult]:
         """Run a plan's pending calls (or a bare round's calls); results in the plan's order."""
         calls, context = _plan_calls(plan)
-        jobs, pending = await self._process(calls, context, approvals, _guards_of(plan))
+        jobs, pending = await self._process(calls, context, approvals, _guards_for(plan))
         if pending:
             raise ApprovalPendingError(tuple(pending))
         results = [j.result for j in jobs if j.result is not None]
@@ -840,7 +844,7 @@ class Executor:
         # Refuse before anything runs: resuming a committed round again, or a round whose
         # session moved on, must not run its tools a second time.
         (plan.round if isinstance(plan, ToolRoundPlan) else plan)._check_writable()
-        jobs, pending = await self._process(calls, context, approvals, _guards_of(plan))
+        jobs, pending = await self._process(calls, context, approvals, _guards_for(plan))
         if pending:
             return RoundExecution(plan, (), tuple(pending), False)
         results = tuple(j.result for j in jobs if j.result is not None)
@@ -932,6 +936,15 @@ def _approval_map(
                 f"these calls ({', '.join(map(repr, sorted(known)))})"
             )
     return given
+
+
+def _guards_for(plan: ToolRoundPlan | ToolRound) -> tuple[HookSet, ...] | None:
+    """The guards a plan's calls pass before they run: a restored plan's recorded hook
+    sets; none more for a plan whose hooks ran; the host's policies for a bare round,
+    whose calls no hook has seen."""
+    if isinstance(plan, ToolRound):
+        return ()
+    return _guards_of(plan)
 
 
 def _plan_calls(
