@@ -233,3 +233,31 @@ def test_reset_checks_the_new_members_before_swapping_any() -> None:
     assert [t.name for t in ts.tools()] == ["a"]
     with pytest.raises(tw.exceptions.ToolsetError, match="cannot contain itself"):
         ts.reset([ts])
+
+
+def test_a_selector_serialises_as_its_tool_name() -> None:
+    # Attack (#11.27): the docstring said a Selector serialises as its tool name;
+    # json.dumps and pydantic both failed on one.
+    import json
+    import pickle
+
+    from pydantic import BaseModel
+
+    a = tw.raw_tool("a", "A", {"type": "object"})
+    ts = tw.Toolset("ts", [a, tw.raw_tool("b", "B", {"type": "object"})])
+    sel = ts.select(a)
+    assert json.dumps({"tool": sel}) == '{"tool": "a"}'
+    assert sel == "a"
+    assert sel.name == "a"
+    assert repr(sel) == "Selector('a')"
+    assert pickle.loads(pickle.dumps(sel)) == sel
+
+    class Choice(BaseModel):
+        tool: tw.Selector
+
+    choice = Choice.model_validate({"tool": "b"})
+    assert isinstance(choice.tool, tw.Selector)
+    assert choice.model_dump_json() == '{"tool":"b"}'
+    assert ts.selector_schema() == {"type": "string", "enum": ["a", "b"]}
+    with pytest.raises(tw.exceptions.UsageError):
+        tw.Selector(5)  # type: ignore[arg-type]

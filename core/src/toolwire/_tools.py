@@ -784,14 +784,38 @@ def raw_tool_from_file(
     return raw_tool(data["name"], data["description"], schema, fn, **options)
 
 
-@attrs.frozen
-class Selector:
-    """Identifies one tool of a toolset by its wire name; serialises as that name."""
+class Selector(str):
+    """Identifies one tool of a toolset by its wire name; serialises as that name.
 
-    name: str
+    A ``str`` subclass, so ``json.dumps`` and pydantic write it as the name, and it
+    compares equal to it. ``Toolset.selector_schema()`` is the JSON Schema of a toolset's
+    selectors (the enum of its wire names).
+    """
 
-    def __str__(self) -> str:
-        return self.name
+    __slots__ = ()
+
+    def __new__(cls, name: str) -> Selector:
+        if not isinstance(name, str):
+            raise UsageError(f"a Selector is a tool's wire name, got {type(name).__name__}")
+        return super().__new__(cls, name)
+
+    @property
+    def name(self) -> str:
+        return str.__str__(self)
+
+    def __repr__(self) -> str:
+        return f"Selector({str.__str__(self)!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Selector, (str.__str__(self),))
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        return pydantic_core.core_schema.no_info_after_validator_function(
+            cls,
+            pydantic_core.core_schema.str_schema(),
+            serialization=pydantic_core.core_schema.to_string_ser_schema(),
+        )
 
 
 SelectorLike = Union[Selector, str, Tool[Any, Any], type, Callable[..., Any]]

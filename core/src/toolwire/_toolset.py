@@ -262,6 +262,10 @@ class Toolset:
             raise UnknownToolError(name, f"tool `{name}` is not in toolset `{self.name}`")
         return sel
 
+    def selector_schema(self) -> dict[str, Any]:
+        """The JSON Schema of this toolset's selectors: a string, one of its wire names."""
+        return {"type": "string", "enum": [leaf.wire for leaf in self._ensure()]}
+
     def select(self, target: SelectorLike) -> Selector:
         """Resolve a selector, a name, a tool, a @tool_input class or a tool function."""
         if isinstance(target, Selector):
