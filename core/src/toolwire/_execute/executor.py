@@ -181,6 +181,7 @@ class Executor:
         self._injected = dict(injected or {})
         self._on_result = on_result
         self._host = _resolve_host(plugins)
+        self._policy_chains: tuple[HookSet, dict[Any, Any]] | None = None
         # The host's result hooks (tool packs, then policies) see every result after
         # ``on_result``; looked up once. A host with none costs nothing per call.
         self._tracing = tracing
@@ -383,18 +384,25 @@ class Executor:
         """The guard hooks on input they have not seen as it is (an approver rewrote it; a
         restored round's data says they let it through): the host's policies, and the
         guard hooks among ``guards``. None if they let it run, else why not."""
-        sets: list[HookSet] = []
-        if self._host is not None:
-            policies = self._host.hook_sets()[0]
-            if policies:
-                sets.append(policies)
-        sets.extend(s for s in guards if all(s is not p for p in sets))
-        if not sets:
-            return None
-        hooks, _ = _guards_only(_hooks_for(sets, call.tool))
+        policies = self._host.hook_sets()[0] if self._host is not None else None
+        if not guards:
+            # The common case (a direct call): the host's policies only, their guard chain
+            # per tool cached for as long as the host's policy set is the same object.
+            if not policies:
+                return None
+            cache = self._policy_chains
+            if cache is None or cache[0] is not policies:
+                cache = self._policy_chains = (policies, {})
+            hooks = cache[1].get(call.tool)
+            if hooks is None:
+                hooks = cache[1][call.tool] = _guards_only(_hooks_for([policies], call.tool))[0]
+        else:
+            sets: list[HookSet] = [policies] if policies else []
+            sets.extend(s for s in guards if all(s is not p for p in sets))
+            hooks, _ = _guards_only(_hooks_for(sets, call.tool))
         if not hooks:
             return None
-        outcome, _ = await _async_pass(call, (hooks, -1), context or HookContext())
+        outcome, _ = await _async_pass(call, (hooks, -1), context or _NO_CONTEXT)
         if isinstance(outcome, RejectedCall):
             return outcome.reason
         if isinstance(outcome, HandledCall):
@@ -936,6 +944,9 @@ def _approval_map(
                 f"these calls ({', '.join(map(repr, sorted(known)))})"
             )
     return given
+
+
+_NO_CONTEXT = HookContext()
 
 
 def _guards_for(plan: ToolRoundPlan | ToolRound) -> tuple[HookSet, ...] | None:
