@@ -78,6 +78,7 @@ def _tools() -> list[types.Tool]:
         ),
     ]
     tools.append(types.Tool(name="grow", description="Adds a tool.", input_schema=OBJ))
+    tools.append(types.Tool(name="getenv", description="Reads a variable.", input_schema=OBJ))
     if GROWN[0]:
         tools.append(
             types.Tool(name="grown", description="Added by grow.", input_schema=OBJ, annotations=ro)
@@ -152,6 +153,8 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         await BUS.publish(ToolsListChanged())  # 2026-07-28 clients: subscriptions/listen
         await ctx.session.send_tool_list_changed()  # handshake-era clients
         return types.CallToolResult(content=_text("grown"))
+    if name == "getenv":
+        return types.CallToolResult(content=_text(os.environ.get(str(args.get("name")), "<unset>")))
     if name == "hang":
         await anyio.sleep(3600)
     if name == "die":

@@ -183,7 +183,7 @@ def test_a_command_that_does_not_exist_is_a_clear_error() -> None:
 def test_500_tools_over_several_pages(stdio_spec: Any) -> None:
     ts = mcp_toolset("big", stdio_spec(MCP_EXTRA_TOOLS="500", MCP_PAGE_SIZE="37"))
     names = [t.name for t in ts.tools()]
-    assert len(names) == 512
+    assert len(names) == 513
     assert names[-1] == "extra_499"
 
 
@@ -347,3 +347,13 @@ def test_a_later_file_replaces_a_server_of_the_same_name(tmp_path: Path) -> None
     b = _config(tmp_path, {"s": {"command": "b"}}, "b.json")
     specs = load_config([a, tmp_path / "missing.json", b])
     assert (specs["s"].command, specs["t"].command) == ("b", "t")
+
+
+def test_a_stdio_server_gets_only_its_env_not_our_secrets(
+    stdio_spec: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-ours-not-theirs")
+    ts = mcp_toolset("srv", stdio_spec(GIVEN="yes"))
+    assert _run(ts, "getenv", {"name": "OPENAI_API_KEY"}).content == "<unset>"
+    assert _run(ts, "getenv", {"name": "GIVEN"}).content == "yes"
+    assert _run(ts, "getenv", {"name": "PATH"}).content != "<unset>"

@@ -162,9 +162,13 @@ class Connection:
     async def _transport(self) -> AsyncIterator[Any]:
         spec = self.spec
         if spec.command is not None:
-            env = {**os.environ, **spec.env} if spec.env else None
+            # Only ``env`` over the SDK's short list of safe variables (PATH, HOME, ...):
+            # this process's secrets (API keys) are not handed to every server it starts.
             params = StdioServerParameters(
-                command=spec.command, args=list(spec.args), env=env, cwd=spec.cwd
+                command=spec.command,
+                args=list(spec.args),
+                env=dict(spec.env) or None,
+                cwd=spec.cwd,
             )
             pipe = _StderrPipe(spec.name)
             try:
