@@ -505,3 +505,23 @@ def test_valid_text_is_not_touched() -> None:
 
     for text in ("plain", "caf\u00e9 \U0001f600", ""):
         assert sendable_text(text) is text
+
+
+class Point(BaseModel):  # an application's model: its own config decides its floats
+    x: float
+
+
+@tw.tool_fn
+def plot(point: Point) -> str:
+    """Plot a point."""
+    return "ok"
+
+
+def test_non_finite_numbers_inside_a_nested_model_are_invalid_too() -> None:
+    session = tw.Session().add_user("go")
+    turn = tw.resolve_turn(tw.Toolset("t", [plot]))
+    round_ = needs_tools(session, turn, ("c1", "plot", '{"point": {"x": 1e400}}'))
+    assert round_.calls == ()
+    assert [type(i).__name__ for i in round_.issues] == ["InvalidArguments"]
+    ok = needs_tools(tw.Session().add_user("go"), turn, ("c1", "plot", '{"point": {"x": 2}}'))
+    assert [c.input.point.x for c in ok.calls] == [2.0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import json
 import math
@@ -19,6 +20,7 @@ from typing import (
     get_args,
     get_origin,
     get_type_hints,
+    is_typeddict,
     overload,
 )
 
@@ -199,8 +201,12 @@ class Tool(Generic[InT, OutT]):
         else:  # forward references not resolved yet: let pydantic rebuild on first use
             self._validate = input_type.model_validate_json
         if input_type is not dict and (
-            self._adapter is not None or input_type.model_config.get("allow_inf_nan", True)
+            self._adapter is not None
+            or input_type.model_config.get("allow_inf_nan", True)
+            or any(_holds_models(f.annotation) for f in input_type.model_fields.values())
         ):
+            # A model whose config toolwire did not set, or one holding other models (their
+            # own config decides their numbers): NaN and 1e400 are caught by the guard.
             self._validate = _finite_guard(name, self._validate)
         self._output_adapter: TypeAdapter[Any] | None = None
         if output_type is not None and output_type is not str:
@@ -404,6 +410,15 @@ def _finite_float(text: str) -> float:
 
 
 _MAYBE_NON_FINITE = re.compile(r"NaN|Infinity|[eE]\+?\d{3}")
+
+
+def _holds_models(tp: Any) -> bool:
+    """True when a type is or contains a pydantic model, a dataclass or a TypedDict."""
+    if isinstance(tp, type) and (
+        issubclass(tp, BaseModel) or dataclasses.is_dataclass(tp) or is_typeddict(tp)
+    ):
+        return True
+    return any(_holds_models(a) for a in get_args(tp))
 
 
 def _finite_guard(
