@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from _helpers import needs_tools
+from pydantic import BaseModel, SecretStr
 
 import toolwire as tw
 from toolwire._calls import rejection_reason
@@ -437,3 +438,28 @@ def test_a_reusable_approval_lets_replays_run() -> None:
     for _ in range(2):
         assert not ex.execute(call, approvals=[approval]).is_error
     assert ["delete x", "delete x"] == ran
+
+
+class Login(BaseModel):
+    user: str
+    password: SecretStr
+
+
+@tw.tool_input
+class LoginArgs(Login):
+    """Log in."""
+
+
+def test_an_approval_binds_the_real_value_of_a_secret_field() -> None:
+    # Attack (#11.7): the fingerprint hashed the serialised input, where every SecretStr is
+    # "**********": approving one password approved any other.
+    tool = tw.tool_of(LoginArgs)
+    a = typed(tool, '{"user": "ann", "password": "hunter2"}', id="c1")
+    b = typed(tool, '{"user": "ann", "password": "letmein"}', id="c1")
+    assert tw.call_fingerprint(a) != tw.call_fingerprint(b)
+    assert tw.call_fingerprint(a) == tw.call_fingerprint(
+        typed(tool, '{"user": "ann", "password": "hunter2"}', id="c1")
+    )
+    request = tw.ApprovalRequest(a, tw.call_fingerprint(a))
+    assert "hunter2" not in request.arguments_json  # reviewers still see it masked
+    assert "hunter2" not in tw.call_fingerprint(a)

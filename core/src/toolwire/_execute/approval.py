@@ -7,12 +7,12 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Union
 
 import attrs
 import pydantic_core
-from pydantic import BaseModel
+from pydantic import BaseModel, SecretBytes, SecretStr
 
 from toolwire._calls import (
     TypedCall,
@@ -85,8 +85,26 @@ def call_fingerprint(call: TypedCall[Any]) -> str:
     Canonical: keys sorted, no spaces, UTF-8. An approval is bound to this
     value; a call whose input no longer has it is not run.
     """
-    text = _canonical_json({"tool": call.name, "input": _plain(call.input)})
+    text = _canonical_json({"tool": call.name, "input": _bound(call.input)})
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _bound(value: Any) -> Any:
+    """The input as the fingerprint binds it: a secret field (``SecretStr``,
+    ``SecretBytes``) by a digest of its real value, where serialising would give
+    ``**********`` for every secret (approving one password would approve any other).
+    The value itself is never written anywhere; what reviewers see stays masked."""
+    if isinstance(value, (SecretStr, SecretBytes)):
+        raw = value.get_secret_value()
+        data = raw.encode() if isinstance(raw, str) else raw
+        return {"secret_sha256": hashlib.sha256(data).hexdigest()}
+    if isinstance(value, BaseModel):
+        return {name: _bound(getattr(value, name)) for name in type(value).model_fields}
+    if isinstance(value, Mapping):
+        return {str(k): _bound(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_bound(v) for v in value]
+    return value
 
 
 def _plain(value: Any) -> Any:
