@@ -458,3 +458,23 @@ def test_a_hook_raising_system_exit_rejects_the_call(exc: BaseException) -> None
     plan = needs_tools(session, turn, ("c1", "act", '{"x": 1}')).apply_hooks()
     assert len(plan.rejected) == 1
     assert f"failed ({type(exc).__name__})" in plan.rejected[0].reason
+
+
+def test_the_debug_log_never_holds_argument_values(caplog: pytest.LogCaptureFixture) -> None:
+    # Attack (#11.25): the toolwire.tool_hook DEBUG log wrote input=... with arguments a
+    # policy redacts.
+    import logging
+
+    @tw.tool_fn
+    def login(password: str) -> str:
+        """Log in."""
+        return "ok"
+
+    hooks = tw.HookSet()
+    hooks.on(login, lambda call: None)
+    caplog.set_level(logging.DEBUG, logger="toolwire.tool_hook")
+    session = tw.Session().add_user("go")
+    turn = tw.resolve_turn(tw.Toolset("t", [login], hooks=hooks))
+    needs_tools(session, turn, ("c1", "login", '{"password": "hunter2"}')).apply_hooks()
+    assert "decision=run" in caplog.text
+    assert "hunter2" not in caplog.text

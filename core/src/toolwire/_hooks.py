@@ -542,7 +542,10 @@ def _thread(call: TypedCall[Any], h: _Hook, decision: Any) -> TypedCall[Any] | R
 
 def _log(call: TypedCall[Any], outcome: Outcome) -> None:
     if isinstance(outcome, TypedCall):
-        logger.debug("tool=%s call=%s decision=run input=%r", call.name, call.id, outcome.input)
+        # Argument values are not logged (a policy may redact them, and logs outlive the
+        # call): whether a hook edited the input is what a reader needs here.
+        edited = " (input edited by a hook)" if outcome.edited else ""
+        logger.debug("tool=%s call=%s decision=run%s", call.name, call.id, edited)
     elif isinstance(outcome, HandledCall):
         logger.debug("tool=%s call=%s decision=complete", call.name, call.id)
     else:
