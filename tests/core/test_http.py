@@ -1528,3 +1528,23 @@ def test_a_key_in_a_stream_error_payload_is_scrubbed_before_any_cut() -> None:
     assert_error_clean(error)
     assert KEY not in (error.request_id or "")
     assert "sk-test" not in error.message
+
+
+def test_the_key_is_in_no_header_dict_or_url_until_the_request_is_sent(
+    server: ScriptedServer, sleeps: Sleeps
+) -> None:
+    # Attack (#11.24): the key sat in plain header dicts held in locals; error reporters
+    # that capture frame locals recorded it.
+    server.script(json_reply(200, {}), json_reply(200, {}))
+    with make_transport(server, sleeps) as transport:
+        url, shown, _, headers = transport._prepare("/x", {"a": 1}, None, stream=False)
+        assert_no_key(url, shown, headers, transport._json_headers, transport._stream_headers)
+        assert_no_key(repr(transport._key_auth))
+        transport.post_json("/x", {"a": 1})
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    query = Transport("gemini", server.url, api_key=KEY, auth=AuthStyle.query("key"), sleep=sleeps)
+    with query:
+        url, _, _, headers = query._prepare("/y", {}, None, stream=False)
+        assert_no_key(url, headers)
+        query.post_json("/y", {})
+    assert f"key={KEY}" in server.requests[1].path

@@ -11,11 +11,11 @@ import time
 from collections.abc import (
     AsyncIterator,
     Callable,
+    Generator,
     Iterator,
     Mapping,
 )
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 import httpx
 
@@ -108,13 +108,13 @@ class Transport:
         "_deadline",
         "_json_headers",
         "_key",
+        "_key_auth",
         "_lock",
         "_mapper",
         "_max_bytes",
         "_own_async_client",
         "_own_client",
         "_provider",
-        "_query_auth",
         "_retry",
         "_rng",
         "_secrets",
@@ -183,12 +183,12 @@ class Transport:
         )
         base_headers = {"content-type": "application/json"}
         base_headers.update(headers or {})
-        self._query_auth: str | None = None
+        # The key is added to each request at the moment it is sent (an httpx auth flow),
+        # so no header dict or URL held in a local (which error reporters capture) has it.
+        self._key_auth: _KeyAuth | None = None
         if self._key is not None:
-            if self._auth.location == "header":
-                base_headers[self._auth.name] = self._auth.prefix + self._key.get()
-            else:
-                self._query_auth = f"{quote(self._auth.name)}={quote(self._key.get(), safe='')}"
+            self._key_auth = _KeyAuth(self._auth, self._key)
+            if self._auth.location != "header":
                 _install_httpx_log_filter()
         self._json_headers = {"accept": "application/json", **base_headers}
         self._stream_headers = {"accept": "text/event-stream", **base_headers}
@@ -300,10 +300,10 @@ class Transport:
             url = path
         else:
             url = f"{self._base_url}/{path.lstrip('/')}" if path else self._base_url
-        shown = redact_url(url)
-        if self._query_auth is not None:
-            url = f"{url}{'&' if '?' in url else '?'}{self._query_auth}"
-        return url, shown
+        return url, redact_url(url)
+
+    def _auth_for_request(self) -> Any:
+        return self._key_auth if self._key_auth is not None else httpx.USE_CLIENT_DEFAULT
 
     def _prepare(
         self, path: str, body: Mapping[str, Any], headers: Mapping[str, str] | None, stream: bool
@@ -515,7 +515,12 @@ class Transport:
             self._log_send(shown, attempt)
             try:
                 with client.stream(
-                    "POST", url, content=content, headers=request_headers, timeout=request_timeout
+                    "POST",
+                    url,
+                    content=content,
+                    headers=request_headers,
+                    timeout=request_timeout,
+                    auth=self._auth_for_request(),
                 ) as streamed:
                     self._log_status(shown, streamed, attempt)
                     response = self._read_capped(streamed, shown, end)
@@ -550,7 +555,12 @@ class Transport:
             self._log_send(shown, attempt)
             try:
                 async with client.stream(
-                    "POST", url, content=content, headers=request_headers, timeout=request_timeout
+                    "POST",
+                    url,
+                    content=content,
+                    headers=request_headers,
+                    timeout=request_timeout,
+                    auth=self._auth_for_request(),
                 ) as streamed:
                     self._log_status(shown, streamed, attempt)
                     response = await self._aread_capped(streamed, shown, end)
@@ -603,7 +613,12 @@ class Transport:
             self._log_send(shown, attempt)
             try:
                 with client.stream(
-                    "POST", url, content=content, headers=request_headers, timeout=request_timeout
+                    "POST",
+                    url,
+                    content=content,
+                    headers=request_headers,
+                    timeout=request_timeout,
+                    auth=self._auth_for_request(),
                 ) as response:
                     self._log_status(shown, response, attempt)
                     if not response.is_success:
@@ -664,7 +679,12 @@ class Transport:
             self._log_send(shown, attempt)
             try:
                 async with client.stream(
-                    "POST", url, content=content, headers=request_headers, timeout=request_timeout
+                    "POST",
+                    url,
+                    content=content,
+                    headers=request_headers,
+                    timeout=request_timeout,
+                    auth=self._auth_for_request(),
                 ) as response:
                     self._log_status(shown, response, attempt)
                     if not response.is_success:
@@ -697,6 +717,25 @@ class Transport:
                 raise error
             await self._async_sleep(delay)
             attempt += 1
+
+
+class _KeyAuth(httpx.Auth):
+    """Adds the API key to a request as it is sent: in a header or as a query parameter.
+    Its repr never shows the key."""
+
+    def __init__(self, style: AuthStyle, key: ApiKey) -> None:
+        self._style = style
+        self._key = key
+
+    def __repr__(self) -> str:
+        return f"<key auth: {self._style.location} {self._style.name!r}, key ****>"
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        if self._style.location == "header":
+            request.headers[self._style.name] = self._style.prefix + self._key.get()
+        else:
+            request.url = request.url.copy_merge_params({self._style.name: self._key.get()})
+        yield request
 
 
 def _read_response(streamed: httpx.Response, content: bytes) -> httpx.Response:
