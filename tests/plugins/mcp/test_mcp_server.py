@@ -248,3 +248,22 @@ def test_the_http_gateway_refuses_oversized_requests(gateway: str) -> None:
         timeout=30,
     )
     assert response.status_code == 413
+
+
+def test_each_call_is_decided_once_by_each_policy() -> None:
+    seen: list[str] = []
+
+    class Counting:
+        @tw.hookimpl
+        def toolwire_tool_decision(self, call: Any) -> None:
+            seen.append(call.id)
+
+    host = _host()
+    host.register(Counting(), "counting", kind="policy")
+    server = build_server(tw.Toolset("app", [add]), host=host)
+
+    async def call(client: Client) -> Any:
+        return await client.call_tool("add", {"a": 1, "b": 2})
+
+    assert not _in_process(server, call).is_error
+    assert len(seen) == 1

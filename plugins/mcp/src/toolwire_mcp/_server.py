@@ -129,7 +129,8 @@ def build_server(
         )
         if not isinstance(outcome, NeedsTools):  # pragma: no cover - a reply with one call
             return _error(f"the call to `{tool_name}` was not decoded as a tool call")
-        plan = await outcome.round.aapply_hooks(*hooks, context=context)
+        # The turn carries the host's hook sets (resolved with them): applied once.
+        plan = await outcome.round.aapply_hooks(context=context)
         executor = Executor(
             approval=approver, approval_gate=ApprovalGate.MUTATING_AND_ABOVE, plugins=plugins
         )
