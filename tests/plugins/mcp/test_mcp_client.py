@@ -357,3 +357,19 @@ def test_a_stdio_server_gets_only_its_env_not_our_secrets(
     assert _run(ts, "getenv", {"name": "OPENAI_API_KEY"}).content == "<unset>"
     assert _run(ts, "getenv", {"name": "GIVEN"}).content == "yes"
     assert _run(ts, "getenv", {"name": "PATH"}).content != "<unset>"
+
+
+def test_a_server_that_died_while_idle_is_reconnected_before_the_next_call(
+    stdio_spec: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import signal
+
+    import toolwire_mcp._connection as connection
+
+    monkeypatch.setattr(connection, "_IDLE_CHECK", 0.2)
+    pidfile = tmp_path / "pid"
+    ts = mcp_toolset("srv", stdio_spec(MCP_PIDFILE=str(pidfile)))
+    assert _run(ts, "echo", {"text": "a"}).content == "echo: a"
+    os.kill(int(pidfile.read_text()), signal.SIGKILL)
+    time.sleep(0.5)  # idle, and the server is gone
+    assert _run(ts, "echo", {"text": "b"}).content == "echo: b"  # no error in between

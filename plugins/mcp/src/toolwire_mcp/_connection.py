@@ -24,6 +24,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -46,6 +47,8 @@ _MAX_PAGES = 200  # tools/list pages; a server that pages forever is a broken se
 _MAX_TOOLS = 10_000
 _MAX_STDERR_LINE = 8192
 _CLOSE_TIMEOUT = 5.0
+_IDLE_CHECK = 5.0  # seconds without a call after which the next call pings first
+_PING_TIMEOUT = 5.0
 
 
 class MCPConnectError(ToolwireError, ConnectionError):
@@ -142,6 +145,7 @@ class Connection:
         self._closing: asyncio.Event | None = None
         self._lock: asyncio.Lock | None = None
         self._listeners: list[Callable[[], None]] = []
+        self._last_used = time.monotonic()
         self.connects = 0
 
     def __repr__(self) -> str:
@@ -340,14 +344,31 @@ class Connection:
             seen.add(cursor)
         raise MCPCallError(f"MCP server `{self.spec.name}` lists tools over {_MAX_PAGES} pages")
 
-    async def _call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def _fresh(self) -> Client:
+        """The open client, checked with a ping first when it has been idle a while: a
+        server that died while nobody used it is reconnected before a call is sent to it,
+        instead of the call failing."""
         client = await self._ensure()
+        if time.monotonic() - self._last_used < _IDLE_CHECK:
+            return client
+        try:
+            await asyncio.wait_for(client.send_ping(), min(self.spec.timeout, _PING_TIMEOUT))
+        except Exception:
+            await self._stop()
+            client = await self._ensure()
+        return client
+
+    async def _call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        client = await self._fresh()
+        self._last_used = time.monotonic()
         timeout = self.spec.timeout
         server = self.spec.name
         try:
             # The SDK holds the call to read_timeout_seconds (REQUEST_TIMEOUT below); the
             # outer deadline of call_sync/_result covers a connection that stops answering.
-            return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
+            result = await client.call_tool(name, arguments, read_timeout_seconds=timeout)
+            self._last_used = time.monotonic()
+            return result
         except MCPError as exc:
             if exc.code == types.REQUEST_TIMEOUT:
                 raise MCPCallError(
