@@ -785,7 +785,7 @@ async def test_async_openai_sdk_streams_against_the_threaded_server(
 
 def _responses_kwargs() -> dict[str, Any]:
     return {
-        "model": "gpt-fake",
+        "model": "o4-mini",
         "input": [{"role": "user", "content": "Weather in Paris?"}],
         "tools": [
             {

@@ -120,6 +120,42 @@ class FakeOpenAI(_ProviderFake):
     def base_url(self) -> str:
         return f"{self.root_url}/v1"
 
+    # The API's reasoning models, by prefix (gpt-5-chat* does not reason). Any
+    # other model asking for encrypted reasoning gets the 400 the API sends
+    # (reported for gpt-4o, gpt-4.1, gpt-4.1-mini, gpt-5-chat-latest).
+    _REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5", "codex-mini")
+
+    def _preflight(self, request: RecordedRequest) -> Response | None:
+        early = super()._preflight(request)
+        if early is not None or not request.path.endswith("/responses"):
+            return early
+        body = request.json if isinstance(request.json, dict) else {}
+        model = str(body.get("model", ""))
+        reasons = model.startswith(self._REASONING_PREFIXES) and not model.startswith("gpt-5-chat")
+        if "reasoning.encrypted_content" in (body.get("include") or ()) and not reasons:
+            return JSONResponse(
+                errors.openai_error_body(
+                    "Encrypted content is not supported with this model.", param="include"
+                ),
+                status=400,
+            )
+        if body.get("store") is False:
+            for item in body.get("input") or ():
+                if (
+                    isinstance(item, dict)
+                    and item.get("type") == "reasoning"
+                    and not item.get("encrypted_content")
+                ):
+                    message = (
+                        f"Item with id '{item.get('id')}' not found. Items are not "
+                        "persisted when `store` is set to false. Try again with `store` "
+                        "set to true, or remove this item from your input."
+                    )
+                    return JSONResponse(
+                        errors.openai_error_body(message, param="input"), status=404
+                    )
+        return None
+
     def _not_found(self, request: RecordedRequest) -> Response:
         body = errors.openai_error_body(f"Invalid URL ({request.method} {request.path})", code=None)
         return JSONResponse(body, status=404)

@@ -45,7 +45,7 @@ def compatible(fake_openai: FakeOpenAI) -> Iterator[OpenAICompatibleProvider]:
 @pytest.fixture
 def responses(fake_openai: FakeOpenAI) -> Iterator[OpenAIResponsesProvider]:
     with OpenAIResponsesProvider(
-        "m", api_key=fake_openai.default_api_key, base_url=fake_openai.base_url
+        "o4-mini", api_key=fake_openai.default_api_key, base_url=fake_openai.base_url
     ) as provider:
         yield provider
 

@@ -68,6 +68,7 @@ def test_public_surface_is_exact() -> None:
         "OpenAIStrictLimits",
         "OpenRouterProvider",
         "StrictMode",
+        "is_reasoning_model",
     ] == toolwire_openai.__all__
     assert sorted(toolwire_openai.__all__) == toolwire_openai.__all__
 

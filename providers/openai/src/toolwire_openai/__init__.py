@@ -24,7 +24,7 @@ if TYPE_CHECKING:
         OpenRouterProvider,
     )
     from toolwire_openai._common import StrictMode
-    from toolwire_openai._responses import OpenAIResponsesProvider
+    from toolwire_openai._responses import OpenAIResponsesProvider, is_reasoning_model
     from toolwire_openai._schema import OpenAIStrictLimits
 
 # The adapters are imported on first use: the host imports ``toolwire_openai.plugin``
@@ -36,6 +36,7 @@ _LAZY = {
     "OpenAIStrictLimits": "toolwire_openai._schema",
     "OpenRouterProvider": "toolwire_openai._chat",
     "StrictMode": "toolwire_openai._common",
+    "is_reasoning_model": "toolwire_openai._responses",
 }
 
 
@@ -49,4 +50,5 @@ __all__ = [
     "OpenAIStrictLimits",
     "OpenRouterProvider",
     "StrictMode",
+    "is_reasoning_model",
 ]

@@ -1,15 +1,22 @@
 """The OpenAI Responses API (``POST {base}/responses``).
 
 Stateless by default (``store: false``): the Session is the conversation's
-only record, so reasoning items come back with ``encrypted_content``
-(``include: ["reasoning.encrypted_content"]``), are kept on the assistant
-message in ``provider_state["openai-responses"]["items"]`` together with the
-order of the turn's output items, and are sent back in that order.
+only record, so a reasoning model's reasoning items come back with
+``encrypted_content`` (``include: ["reasoning.encrypted_content"]``), are kept
+on the assistant message in ``provider_state["openai-responses"]["items"]``
+together with the order of the turn's output items, and are sent back in that
+order.
+
+Encrypted reasoning is asked for only where the model reasons: the API answers
+400 "Encrypted content is not supported with this model" to any other model
+(gpt-4o, gpt-4.1, gpt-5-chat-latest). :func:`is_reasoning_model` is the rule;
+``include_encrypted_reasoning=True/False`` overrides it.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
@@ -44,6 +51,30 @@ from toolwire.schema import CompiledTool
 from ._common import OpenAIBase, StreamState, StrictMode, arguments_text, as_int, malformed
 
 __all__ = ["OpenAIResponsesProvider"]
+
+# OpenAI's reasoning models: the o-series (o1, o3, o4-mini, o3-pro, ...),
+# gpt-5 and its dated, sized and -codex/-pro variants (not gpt-5-chat, which
+# does not reason), codex-mini, and the open-weight gpt-oss models.
+_REASONING_MODEL = re.compile(r"(o\d+|gpt-5(?!-chat)|codex-mini|gpt-oss)(\b|[-.:_]|$)")
+
+
+def is_reasoning_model(model: str) -> bool:
+    """Whether ``model`` is one of OpenAI's reasoning models, by name.
+
+    The rule the Responses adapter uses to decide whether to ask for encrypted
+    reasoning when ``store`` is false: the o-series (``o1``, ``o3-mini``,
+    ``o4-mini``, ...), ``gpt-5*`` except ``gpt-5-chat*``, ``codex-mini*`` and
+    ``gpt-oss*``. A ``provider/`` prefix (OpenRouter style) and a fine-tune's
+    ``ft:`` prefix are ignored. A model this rule does not know is treated as
+    not reasoning (a request still succeeds; only its reasoning is not carried
+    to the next request): pass ``include_encrypted_reasoning=True`` for it.
+    """
+    name = model.strip().lower()
+    if name.startswith("ft:"):
+        name = name[3:]
+    name = name.rpartition("/")[2]
+    return _REASONING_MODEL.match(name) is not None
+
 
 _REASONING_KEYS = ("type", "id", "summary", "content", "encrypted_content")
 _INCOMPLETE = {"max_output_tokens": "length", "content_filter": "content_filter"}
@@ -280,9 +311,14 @@ class OpenAIResponsesProvider(OpenAIBase):
 
     The key comes from ``api_key`` or ``OPENAI_API_KEY``; ``base_url`` from the
     argument, ``OPENAI_BASE_URL`` or ``https://api.openai.com/v1``. ``store``
-    defaults to False (the Session holds the conversation); reasoning items are
-    then requested with their encrypted content and sent back on the next
-    request. ``strict`` is always sent explicitly (default ``"auto"``).
+    defaults to False (the Session holds the conversation); a reasoning model's
+    reasoning items are then requested with their encrypted content and sent
+    back on the next request. ``include_encrypted_reasoning`` defaults to
+    :func:`is_reasoning_model` of the model (other models refuse the request
+    with a 400); True or False overrides the rule. Reasoning items that came
+    back without encrypted content are not sent back while ``store`` is false
+    (the API would answer 404: nothing was stored to refer to). ``strict`` is
+    always sent explicitly (default ``"auto"``).
     """
 
     name: ClassVar[str] = "openai-responses"
@@ -306,7 +342,7 @@ class OpenAIResponsesProvider(OpenAIBase):
         retry: RetryPolicy | None = None,
         strict: StrictMode | None = None,
         store: bool = False,
-        include_encrypted_reasoning: bool = True,
+        include_encrypted_reasoning: bool | None = None,
         system_role: Literal["system", "developer"] = "system",
         extra_body: Mapping[str, Any] | None = None,
         http_client: httpx.Client | None = None,
@@ -332,7 +368,7 @@ class OpenAIResponsesProvider(OpenAIBase):
         if system_role not in ("system", "developer"):
             raise ValueError(f"system_role must be 'system' or 'developer', got {system_role!r}")
         self._store = store
-        self._include_reasoning = include_encrypted_reasoning and not store
+        self._include_reasoning = include_encrypted_reasoning
         self._system_role = system_role
 
     # -- rendering
@@ -360,7 +396,10 @@ class OpenAIResponsesProvider(OpenAIBase):
             if turn.parallel_calls is not None:
                 body["parallel_tool_calls"] = turn.parallel_calls
         body["store"] = self._store
-        if self._include_reasoning:
+        include = self._include_reasoning
+        if include is None:  # decided per request: the model can be changed
+            include = is_reasoning_model(self.model)
+        if include and not self._store:
             body["include"] = ["reasoning.encrypted_content"]
         if stream:
             body["stream"] = True
@@ -405,7 +444,10 @@ class OpenAIResponsesProvider(OpenAIBase):
                     continue
                 kind = item.get("type")
                 if kind == "reasoning":
-                    out.append(dict(item))
+                    # With store false, an item without its encrypted content
+                    # refers to nothing the API kept: sending it is a 404.
+                    if self._store or item.get("encrypted_content"):
+                        out.append(dict(item))
                 elif kind == "message" and not text_sent and m.text:
                     out.append({"role": "assistant", "content": m.text})
                     text_sent = True
