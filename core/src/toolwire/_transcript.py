@@ -170,8 +170,11 @@ class Session:
         return self._messages[-1] if self._messages else None
 
     def system_text(self) -> str:
-        """All system messages joined with blank lines (for providers with one system field)."""
-        return "\n\n".join(m.text for m in self._messages if isinstance(m, SystemMessage))
+        """All non-empty system messages joined with blank lines (for providers with
+        one system field). An empty system message is sent by no adapter."""
+        return "\n\n".join(
+            m.text for m in self._messages if isinstance(m, SystemMessage) and m.text
+        )
 
     # -- serialisation --------------------------------------------------------------
 

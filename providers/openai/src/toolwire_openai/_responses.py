@@ -412,7 +412,8 @@ class OpenAIResponsesProvider(OpenAIBase):
         out: list[dict[str, Any]] = []
         for m in session:
             if isinstance(m, SystemMessage):
-                out.append({"role": self._system_role, "content": m.text})
+                if m.text:  # an empty system message is sent by no adapter
+                    out.append({"role": self._system_role, "content": m.text})
             elif isinstance(m, UserMessage):
                 out.append({"role": "user", "content": m.text})
             elif isinstance(m, AssistantMessage):

@@ -1,0 +1,67 @@
+"""What every adapter sends, side by side: the same session gives the same request content.
+
+A workspace test: it needs the three provider distributions installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+import toolwire as tw
+from toolwire.adapters import ResolvedTurn
+from toolwire_anthropic import AnthropicProvider
+from toolwire_gemini import GeminiProvider
+from toolwire_openai import OpenAIChatProvider, OpenAIResponsesProvider
+
+BASE = "http://127.0.0.1:9"  # never contacted: only request bodies are built
+
+
+def _chat(session: tw.Session, turn: ResolvedTurn) -> list[str]:
+    with OpenAIChatProvider("m", api_key="k", base_url=BASE) as p:
+        body = p.build_body(session, turn, stream=False)
+    return [m["content"] for m in body["messages"] if m["role"] == "system"]
+
+
+def _responses(session: tw.Session, turn: ResolvedTurn) -> list[str]:
+    with OpenAIResponsesProvider("m", api_key="k", base_url=BASE) as p:
+        body = p.build_body(session, turn, stream=False)
+    return [i["content"] for i in body["input"] if i.get("role") == "system"]
+
+
+def _anthropic(session: tw.Session, turn: ResolvedTurn) -> list[str]:
+    with AnthropicProvider("m", api_key="k", base_url=BASE) as p:
+        body = p.build_body(session, turn, stream=False)
+    return [body["system"]] if "system" in body else []
+
+
+def _gemini(session: tw.Session, turn: ResolvedTurn) -> list[str]:
+    with GeminiProvider("m", api_key="k", base_url=BASE) as p:
+        body = p.build_body(session, turn)
+    instruction = body.get("systemInstruction") or body.get("system_instruction")
+    return [part["text"] for part in instruction["parts"]] if instruction else []
+
+
+SYSTEMS: dict[str, Callable[[tw.Session, ResolvedTurn], list[str]]] = {
+    "openai": _chat,
+    "openai-responses": _responses,
+    "anthropic": _anthropic,
+    "gemini": _gemini,
+}
+
+
+@pytest.mark.parametrize("adapter", sorted(SYSTEMS))
+def test_an_empty_system_message_is_sent_by_no_adapter(adapter: str) -> None:
+    turn = tw.resolve_turn(tw.Toolset("app", []))
+    system = SYSTEMS[adapter]
+    assert [] == system(tw.Session("").add_user("hi"), turn)
+    both = tw.Session("").add_system("Be brief.").add_user("hi")
+    assert ["Be brief."] == system(both, turn)
+
+
+def test_the_session_keeps_the_empty_system_message() -> None:
+    # Nothing is lost: the transcript round-trips as written; only sending skips it.
+    session = tw.Session("").add_user("hi")
+    again = tw.Session.from_dict(session.to_dict())
+    assert [("system", ""), ("user", "hi")] == [(m.role, m.text) for m in again]
