@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from decimal import Decimal
+from typing import Annotated, Any, Literal
 
+import jsonschema
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 import toolwire as tw
 from toolwire._schema.neutral import clean_schema, model_schema
@@ -222,3 +224,52 @@ def test_a_wrapped_definition_is_refused_not_taken_as_an_empty_schema(key: str) 
 def test_a_property_named_parameters_is_fine() -> None:
     schema = {"type": "object", "properties": {"parameters": {"type": "object"}}}
     assert tw.raw_tool("t", "T.", schema).input_schema["properties"]["parameters"]
+
+
+# -- decimals: the schema accepts no string or number the tool refuses ------------------------
+
+
+def price(
+    any_amount: Decimal,
+    money: Annotated[Decimal, Field(max_digits=5, decimal_places=2)],
+    capped: Annotated[Decimal, Field(ge=0, le=10)],
+) -> str:
+    """Decimals."""
+    return ""
+
+
+def _decimal_tool() -> tw.Tool[Any, Any]:
+    return tw.tool_fn(price)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("any_amount", "abc"),  # pydantic's own schema takes any string here
+        ("any_amount", ""),
+        ("money", "1234.5"),  # four integer digits
+        ("money", "1.234"),  # three places
+        ("money", "1E+9"),  # an exponent, whatever the digits
+        ("money", 1234.5),
+        ("money", 0.001),
+        ("capped", "50"),  # the string branch had no bounds
+        ("capped", 11),
+    ],
+)
+def test_a_decimal_schema_refuses_what_the_tool_refuses(field: str, value: Any) -> None:
+    tool = _decimal_tool()
+    args = {"any_amount": "1.5", "money": "123.45", "capped": 5, field: value}
+    with pytest.raises(ValidationError):
+        tool.validate_python(args)
+    assert not jsonschema.Draft202012Validator(tool.input_schema).is_valid(args)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("any_amount", "-1.5e3"), ("any_amount", ".5"), ("money", "00123.450"), ("money", 999.99)],
+)
+def test_a_decimal_schema_still_takes_what_the_tool_takes(field: str, value: Any) -> None:
+    tool = _decimal_tool()
+    args = {"any_amount": "1.5", "money": "123.45", "capped": 5, field: value}
+    tool.validate_python(args)
+    assert jsonschema.Draft202012Validator(tool.input_schema).is_valid(args)

@@ -6,22 +6,64 @@ adapters; this module produces the neutral, clean schema they start from."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from pydantic import BaseModel
 from pydantic.json_schema import GenerateJsonSchema, JsonSchemaMode, JsonSchemaValue
-from pydantic_core import CoreSchema
+from pydantic_core import CoreSchema, core_schema
 
 from toolwire._errors import ToolDefinitionError
 from toolwire._exports import publish
 from toolwire._schema.walk import map_subschemas
 
+_NO_STRING = "(?!)"  # a pattern no string matches
+
+
+# pydantic's validation-mode decimal pattern ends with the exponent forms, which it
+# accepts whatever max_digits and decimal_places say: cut off for constrained decimals.
+_DECIMAL_EXPONENT_FORMS = "|(?:[0-9]+\\.?[0-9]*|\\.[0-9]+)[eE][+-]?[0-9]+)$"
+
 
 class _CleanJsonSchema(GenerateJsonSchema):
-    """pydantic's generator without the noise: no titles on fields."""
+    """pydantic's generator without the noise (no titles on fields), and decimals whose
+    schema accepts no string the tool refuses."""
 
     def field_title_should_be_set(self, schema: Any) -> bool:
         return False
+
+    def get_decimal_pattern(self, schema: core_schema.DecimalSchema) -> str | None:
+        pattern = self.build_decimal_pattern(schema)
+        if schema.get("max_digits") is None and schema.get("decimal_places") is None:
+            return pattern
+        if pattern.endswith(_DECIMAL_EXPONENT_FORMS):
+            return pattern[: -len(_DECIMAL_EXPONENT_FORMS)] + ")$"
+        return _NO_STRING  # a pattern we cannot vouch for: decimal_schema drops the branch
+
+    def decimal_schema(self, schema: core_schema.DecimalSchema) -> JsonSchemaValue:
+        """A Decimal is a number or a decimal string. pydantic puts bounds and
+        ``multipleOf`` on the number only and ``max_digits``/``decimal_places`` on
+        neither; here the number carries what it can (``decimal_places`` as
+        ``multipleOf``, the integer digits as bounds), and the string is offered only
+        where its pattern says everything (no bounds, no ``multipleOf``)."""
+        out = super().decimal_schema(schema)
+        branches = out.get("anyOf") if self.mode == "validation" else None
+        if not isinstance(branches, list) or len(branches) != 2:
+            return out
+        number, string = dict(branches[0]), branches[1]
+        places, digits = schema.get("decimal_places"), schema.get("max_digits")
+        if places is not None and "multipleOf" not in number:
+            number["multipleOf"] = float(Decimal(1).scaleb(-places))
+        if digits is not None:
+            limit = 10 ** (digits - (places or 0))
+            if "maximum" not in number and "exclusiveMaximum" not in number:
+                number["exclusiveMaximum"] = limit
+            if "minimum" not in number and "exclusiveMinimum" not in number:
+                number["exclusiveMinimum"] = -limit
+        bounded = any(schema.get(k) is not None for k in ("gt", "ge", "lt", "le", "multiple_of"))
+        if bounded or string.get("pattern") == _NO_STRING:
+            return number
+        return {**out, "anyOf": [number, string]}
 
     def generate(self, schema: CoreSchema, mode: JsonSchemaMode = "validation") -> JsonSchemaValue:
         return clean_schema(super().generate(schema, mode))
