@@ -189,6 +189,8 @@ def assert_gemini_subset(schema: dict[str, Any]) -> None:
         if "format" in node:
             assert node["format"] in _GEMINI_FORMATS.get(t or "", set()), f"{path}: format"
         props = node.get("properties")
+        if t == "object" and path:
+            assert props, f"{path}: Gemini rejects an OBJECT with no properties"
         if props is not None:
             assert t == "object", f"{path}: properties on a non-object"
             assert isinstance(props, dict), f"{path}: properties"
@@ -344,8 +346,12 @@ def test_fixture_tools_compile_for_every_provider(fn: Any) -> None:
     forced, forced_report = compile_openai_strict(tool.input_schema, strict_mode=True)
     assert_openai_strict_valid(forced)
     assert forced_report.strict is True
-    gemini, _ = compile_gemini(tool.input_schema)
-    assert_gemini_subset(gemini)
+    if "weights" in tool.input_schema["properties"]:  # a map: refused under parameters
+        with pytest.raises(SchemaCompileError, match="OBJECT with no properties"):
+            compile_gemini(tool.input_schema)
+    else:
+        gemini, _ = compile_gemini(tool.input_schema)
+        assert_gemini_subset(gemini)
     js, _ = compile_gemini_json_schema(tool.input_schema)
     jsonschema.Draft202012Validator.check_schema(js)
     anthropic, anthropic_report = compile_anthropic(tool.input_schema)
@@ -391,8 +397,12 @@ def test_fixture_gemini_prefers_json_schema_and_falls_back_for_maps() -> None:
         assert "parametersJsonSchema" == compiled.target
         assert compiled.report.lossless
     read_file = next(t for t in tools if t.name == "read_file")
-    _, report = compile_gemini(read_file.input_schema)
-    assert ("/properties/weights", "free_form_map", "warning") in kinds(report)
+    with pytest.raises(SchemaCompileError, match=r"a map .* at #/properties/weights"):
+        compile_gemini(read_file.input_schema)
+    [report] = check_for([read_file], "gemini", options=CompileOptions(target="parameters"))
+    assert [("", "compile_error", "error")] == [
+        (c.path, c.kind, c.severity) for c in report.changes
+    ]
 
 
 # -- OpenAI strict -----------------------------------------------------------------------------
@@ -676,19 +686,50 @@ def test_gemini_inlines_refs_and_keeps_nullable_object_properties() -> None:
     ].items()
     assert ("/properties/when", "rewrote_nullable", "info") in kinds(report)
     assert ("/properties/when/anyOf/0", "inlined_ref", "info") in kinds(report)
-    assert report.lossless
+    # The only loss: the root's additionalProperties: false (extra keys now pass).
+    assert [("", "open_object")] == [(c.path, c.kind) for c in report.warnings]
 
 
-def test_gemini_cuts_recursion_and_reports_it() -> None:
-    out, report = compile_gemini(_tool(t_tree).input_schema)
+def test_gemini_refuses_a_recursive_model_it_would_cut_into_an_empty_object() -> None:
+    # Cut short, the recursion was an OBJECT with no properties: Gemini refuses the request.
+    with pytest.raises(SchemaCompileError, match="parametersJsonSchema") as caught:
+        compile_gemini(_tool(t_tree).input_schema)
+    assert "#/$defs/Node/properties/children/items" in str(caught.value)
+
+
+def test_gemini_cuts_a_recursion_that_is_not_an_object() -> None:
+    schema = {
+        "type": "object",
+        "properties": {"nested": {"$ref": "#/$defs/L"}},
+        "$defs": {"L": {"type": "array", "items": {"$ref": "#/$defs/L"}}},
+    }
+    out, report = compile_gemini(schema)
     assert_gemini_subset(out)
-    assert "$ref" not in json.dumps(out)
-    root = out["properties"]["root"]
-    assert {"value", "children", "parent"} == set(root["properties"])
-    cut = change(report, "/$defs/Node/properties/children/items", "cut_recursion")
+    assert "array" == out["properties"]["nested"]["type"]
+    cut = change(report, "/$defs/L/items", "cut_recursion")
     assert "warning" == cut.severity
     assert "parametersJsonSchema" in cut.message
-    assert not report.lossless
+
+
+@pytest.mark.parametrize(
+    "sub",
+    [
+        {"type": "object", "additionalProperties": {"type": "integer"}},
+        {"type": "object", "additionalProperties": True},
+        {"type": "object"},
+        {"type": "object", "properties": {}, "additionalProperties": False},
+    ],
+    ids=["map", "any-map", "untyped-object", "empty-model"],
+)
+def test_gemini_parameters_never_holds_an_object_without_properties(sub: Any) -> None:
+    with pytest.raises(SchemaCompileError, match="OBJECT with no properties"):
+        compile_gemini({"type": "object", "properties": {"x": sub}})
+    if sub.get("additionalProperties") in (None, False):
+        out, _ = compile_gemini(sub)  # a root without arguments is a tool without parameters
+        assert "properties" not in out
+    else:
+        with pytest.raises(SchemaCompileError, match="OBJECT with no properties"):
+            compile_gemini(sub)
 
 
 def test_gemini_drops_what_it_rejects() -> None:
@@ -714,6 +755,9 @@ def test_gemini_drops_what_it_rejects() -> None:
     assert "format: email" in out["properties"]["s"]["description"]
     assert "date-time" == out["properties"]["d"]["format"]
     assert ("/properties/s", "lost_constraint", "warning") in kinds(report)  # minLength
+    email = [c for c in report.changes if c.path == "/properties/s" and "email" in c.message]
+    assert ["warning"] == [c.severity for c in email]  # widens: any string passes
+    assert ("", "open_object", "warning") in kinds(report)
     assert ("/properties/n", "rewrote_bound", "info") in kinds(report)
 
 
@@ -799,17 +843,30 @@ def test_gemini_json_schema_strips_what_pydantic_ai_strips() -> None:
 def test_chooser() -> None:
     tree = _tool(t_tree).input_schema
     assert "parametersJsonSchema" == choose_gemini_schema(tree)[0]
-    target, out, report = choose_gemini_schema(tree, json_schema_supported=False)
+    with pytest.raises(SchemaCompileError):
+        choose_gemini_schema(tree, json_schema_supported=False)
+    nested = _tool(t_nested).input_schema
+    target, out, report = choose_gemini_schema(nested, json_schema_supported=False)
     assert "parameters" == target
     assert_gemini_subset(out)
     assert not report.lossless
     lossy_js = {"type": "object", "properties": {"n": {"type": "number", "exclusiveMinimum": 0}}}
     target, _, report = choose_gemini_schema(lossy_js)
     assert "parametersJsonSchema" == target  # both lose the bound; JSON Schema is preferred
-    tool = _tool(t_tree)
-    compiled = compile_for(tool, "gemini", options=CompileOptions(target="parameters"))
+    # JSON Schema is lossy and parameters cannot carry the map at all: JSON Schema it is.
+    lossy_map = {
+        "type": "object",
+        "properties": {
+            "n": {"type": "number", "exclusiveMinimum": 0},
+            "m": {"type": "object", "additionalProperties": {"type": "integer"}},
+        },
+    }
+    assert "parametersJsonSchema" == choose_gemini_schema(lossy_map)[0]
+    compiled = compile_for(_tool(t_nested), "gemini", options=CompileOptions(target="parameters"))
     assert "parameters" == compiled.target
     assert_gemini_subset(compiled.schema)
+    with pytest.raises(SchemaCompileError):
+        compile_for(_tool(t_tree), "gemini", options=CompileOptions(target="parameters"))
 
 
 # -- Anthropic ----------------------------------------------------------------------------
@@ -994,8 +1051,9 @@ def test_format_report() -> None:
     gemini = format_report(
         check_for([_tool(t_tree)], "gemini", options=CompileOptions(target="parameters"))
     )
-    assert "tool `t_tree` for gemini (parameters): 2 warnings" in gemini
-    assert "cut_recursion" in gemini
+    assert "tool `t_tree` for gemini (parameters): cannot be compiled" in gemini
+    assert "OBJECT with no properties" in gemini
+    assert gemini.endswith("1 tool checked for gemini: 0 lossless, 0 with warnings, 1 failed")
 
 
 # -- property-based: random schemas from a small grammar ------------------------------------------
@@ -1090,8 +1148,15 @@ def test_random_schemas_compile_into_valid_subsets(schema: dict[str, Any]) -> No
         assert auto_report.lossless
     else:
         assert auto_report.strict_blockers
-    gemini, gemini_report = compile_gemini(schema)
-    assert_gemini_subset(gemini)
+    try:
+        gemini, gemini_report = compile_gemini(schema)
+    except SchemaCompileError as exc:
+        refused = str(exc)  # only for an object Gemini would refuse without properties
+        gemini_report = forced_report
+    else:
+        refused = "OBJECT with no properties"
+        assert_gemini_subset(gemini)
+    assert "OBJECT with no properties" in refused
     js, _ = compile_gemini_json_schema(schema)
     jsonschema.Draft202012Validator.check_schema(js)
     anthropic, anthropic_report = compile_anthropic(schema)
@@ -1153,11 +1218,15 @@ def test_google_genai_sdk_accepts_the_declarations() -> None:
     from google.genai import types
 
     for tool in _sdk_tools():
-        params, _ = compile_gemini(tool.input_schema)
-        declaration = types.FunctionDeclaration.model_validate(
-            {"name": tool.name, "description": tool.description, "parameters": params}
-        )
-        assert declaration.parameters is not None
+        try:
+            params, _ = compile_gemini(tool.input_schema)
+        except SchemaCompileError:
+            pass  # refused: it would be a request Gemini rejects
+        else:
+            declaration = types.FunctionDeclaration.model_validate(
+                {"name": tool.name, "description": tool.description, "parameters": params}
+            )
+            assert declaration.parameters is not None
         js, _ = compile_gemini_json_schema(tool.input_schema)
         types.FunctionDeclaration.model_validate(
             {"name": tool.name, "description": tool.description, "parametersJsonSchema": js}

@@ -262,6 +262,27 @@ class FakeAnthropic(_ProviderFake):
         )
 
 
+def _empty_object(node: Any, path: str, *, root: bool = False) -> str | None:
+    """The path of an OBJECT with no properties in a ``parameters`` schema (what Gemini
+    refuses below the root), else None."""
+    if not isinstance(node, dict):
+        return None
+    if str(node.get("type", "")).upper() == "OBJECT" and not node.get("properties") and not root:
+        return path
+    for name, sub in (node.get("properties") or {}).items():
+        found = _empty_object(sub, f"{path}.properties[{name}]")
+        if found:
+            return found
+    found = _empty_object(node.get("items"), f"{path}.items")
+    if found:
+        return found
+    for i, sub in enumerate(node.get("anyOf") or ()):
+        found = _empty_object(sub, f"{path}.any_of[{i}]")
+        if found:
+            return found
+    return None
+
+
 class FakeGemini(_ProviderFake):
     """Gemini Developer API (``/v1beta`` and ``/v1``) and Vertex-style paths.
 
@@ -297,6 +318,24 @@ class FakeGemini(_ProviderFake):
             return errors.gemini_error("permission")
         if given != key:
             return errors.gemini_error("auth")
+        return None
+
+    def _preflight(self, request: RecordedRequest) -> Response | None:
+        early = super()._preflight(request)
+        if early is not None:
+            return early
+        body = request.json if isinstance(request.json, dict) else {}
+        for tools in body.get("tools") or ():
+            for i, decl in enumerate((tools or {}).get("functionDeclarations") or ()):
+                bad = _empty_object(decl.get("parameters"), "parameters", root=True)
+                if bad is not None:
+                    message = (
+                        f"* GenerateContentRequest.tools[0].function_declarations[{i}]."
+                        f"{bad}.properties: should be non-empty for OBJECT type\n"
+                    )
+                    return JSONResponse(
+                        errors.gemini_error_body(400, message, "INVALID_ARGUMENT"), status=400
+                    )
         return None
 
     def _adapt(self, request: RecordedRequest, response: Response) -> Response:

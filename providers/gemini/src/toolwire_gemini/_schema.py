@@ -109,6 +109,13 @@ _GEMINI_FORMATS: Mapping[str, frozenset[str]] = {
 }
 
 
+# The string formats Gemini's JSON Schema subset (``parametersJsonSchema``,
+# ``responseJsonSchema``) takes, per the Gemini API structured-output docs:
+# kept as they are. Any other format moves into the description (a warning: the
+# schema then accepts any string). **unverified** in the shared reference.
+_JSON_SCHEMA_FORMATS = frozenset({"date-time", "date", "time"})
+
+
 _MAX_INLINED_NODES = 20_000
 
 
@@ -154,17 +161,21 @@ class _Gemini:
             target, pointer = _resolve(self.doc, ref, path)
             rest = self.node(node, path, stack) if node else {}
             if pointer in stack:
+                is_obj = isinstance(target, Mapping) and (
+                    target.get("type") == "object" or "properties" in target
+                )
+                if is_obj:
+                    # Cut short, it would be an OBJECT with no properties: a request
+                    # Gemini refuses whole.
+                    raise _no_properties(path, f"the recursive reference {ref!r}")
                 self.warn(
                     path,
                     "cut_recursion",
                     f"the recursive reference {ref!r} cannot be inlined (Gemini's parameters "
-                    f"have no $ref); below this point any object is accepted. Use "
+                    f"have no $ref); below this point any value is accepted. Use "
                     f"parametersJsonSchema, which keeps recursion",
                 )
-                is_obj = isinstance(target, Mapping) and (
-                    target.get("type") == "object" or "properties" in target
-                )
-                base: dict[str, Any] = {"type": "object"} if is_obj else {}
+                base: dict[str, Any] = {}
                 _add_note(base, ["recursive: same structure as its parent"])
             else:
                 self.info(
@@ -278,11 +289,11 @@ class _Gemini:
                     out["format"] = value
                 else:
                     notes.append(f"format: {value}")
-                    self.info(
+                    self.warn(
                         path,
-                        "described_keyword",
+                        "lost_constraint",
                         f"format {value!r} is not one Gemini supports for type {t!r}; it was "
-                        f"moved into the description",
+                        f"moved into the description, so the schema accepts any {t or 'value'}",
                     )
             elif key in ("minimum", "maximum") and t in ("number", "integer", None):
                 out[key] = value
@@ -431,22 +442,31 @@ class _Gemini:
             if isinstance(order, list) and all(o in new_props for o in order):
                 out["propertyOrdering"] = order
         extra = node.get("additionalProperties", None)
+        if not new_props and (path or extra not in (None, False)):
+            # Only a root without arguments may go without properties (the adapter then
+            # sends no parameters at all).
+            what = (
+                f"a map (additionalProperties {_brief(extra)})"
+                if extra not in (None, False)
+                else "an untyped or empty object"
+            )
+            raise _no_properties(path, what)
         if extra is False:
-            self.info(
+            self.warn(
                 path,
-                "removed_keyword",
-                "additionalProperties: false was removed (Gemini rejects the keyword); the "
-                "model is not told that extra keys are refused",
+                "open_object",
+                "additionalProperties: false was removed (Gemini rejects the keyword): the "
+                "schema now accepts extra keys, which the tool refuses",
             )
         elif extra is True or isinstance(extra, Mapping):
             value_desc = "any value" if extra is True or not extra else _brief(extra)
-            notes.append(f"free-form object; each value: {value_desc}")
+            notes.append(f"other keys allowed; each value: {value_desc}")
             self.warn(
                 path,
                 "free_form_map",
-                f"a map (additionalProperties {_brief(extra)}) cannot be expressed in Gemini's "
-                f"parameters: the schema now shows an object with no properties and the value "
-                f"type is only in the description. parametersJsonSchema keeps it",
+                f"the extra keys (additionalProperties {_brief(extra)}) cannot be expressed in "
+                f"Gemini's parameters: their value type is only in the description. "
+                f"parametersJsonSchema keeps it",
             )
 
     def array(
@@ -480,6 +500,15 @@ class _Gemini:
             return
         items = node.get("items")
         out["items"] = self.node({} if items is None else items, f"{path}/items", stack)
+
+
+def _no_properties(path: str, what: str) -> SchemaCompileError:
+    return SchemaCompileError(
+        f"{what} at #{path} would reach Gemini's parameters as an OBJECT with no properties, "
+        f'which Gemini refuses for the whole request ("properties: should be non-empty for '
+        f'OBJECT type"). Send this tool as JSON Schema: schema_target "auto" (the default) '
+        f'or "parametersJsonSchema"'
+    )
 
 
 def _is_null_schema(node: Any) -> bool:
@@ -519,7 +548,14 @@ def compile_gemini(
     non-string enums move into the description, ``additionalProperties``,
     ``default``, ``title`` and ``$schema`` are dropped, unsupported formats and
     constraints move into the description. Only :data:`GEMINI_SCHEMA_KEYS`
-    remain.
+    remain. Anything that widens what the schema accepts (a dropped
+    ``additionalProperties: false``, a format moved into the description) is a
+    warning.
+
+    Raises :class:`SchemaCompileError` for a schema that would contain an
+    OBJECT with no properties below the root (a map, an untyped object, a
+    recursion cut short): Gemini refuses such a request whole, so it is never
+    sent. Such tools go as ``parametersJsonSchema``.
     """
     changes = _Changes()
     root = _check_root(schema, provider, changes)
@@ -567,12 +603,14 @@ def compile_gemini_json_schema(
 ) -> tuple[dict[str, Any], CompileReport]:
     """Compile for Gemini's ``parametersJsonSchema`` field (ordinary JSON Schema).
 
-    Keeps ``$ref``/``$defs``, ``anyOf``, ``additionalProperties``, null types and
-    ``prefixItems`` (Google's structured-output post). Following pydantic-ai:
-    removes ``$schema``, ``title``, ``discriminator`` and ``examples``; turns
-    ``const`` into a one-value enum and string ``format`` into description
-    text; rewrites ``exclusiveMinimum``/``exclusiveMaximum``. Which other
-    keywords this field ignores or rejects is **unverified** (undocumented).
+    Keeps ``$ref``/``$defs``, ``anyOf``, ``additionalProperties``, null types,
+    ``prefixItems`` (Google's structured-output post) and the string formats
+    ``date-time``, ``date`` and ``time``. Following pydantic-ai: removes
+    ``$schema``, ``title``, ``discriminator`` and ``examples``; turns ``const``
+    into a one-value enum and other string formats into description text (a
+    warning: the schema then accepts any string); rewrites
+    ``exclusiveMinimum``/``exclusiveMaximum``. Which other keywords this field
+    ignores or rejects is **unverified** (undocumented).
     """
     changes = _Changes()
     root = _check_root(schema, provider, changes)
@@ -593,13 +631,15 @@ def compile_gemini_json_schema(
                     node["type"] = inferred
             changes.add(path, "rewrote_const", "info", "const became a one-value enum")
         t = node.get("type")
-        if isinstance(node.get("format"), str) and t in ("string", None):
+        fmt = node.get("format")
+        if isinstance(fmt, str) and t in ("string", None) and fmt not in _JSON_SCHEMA_FORMATS:
             notes.append(f"format: {node.pop('format')}")
             changes.add(
                 path,
-                "described_keyword",
-                "info",
-                "the string format was moved into the description (as pydantic-ai does)",
+                "lost_constraint",
+                "warning",
+                f"format {fmt!r} is not one Gemini's JSON Schema takes (date-time, date, "
+                f"time); it was moved into the description, so the schema accepts any string",
             )
         for key in ("exclusiveMinimum", "exclusiveMaximum"):
             if key not in node:
@@ -641,7 +681,10 @@ def choose_gemini_schema(
         js, js_report = compile_gemini_json_schema(schema, tool=tool, provider=provider)
         if js_report.lossless:
             return "parametersJsonSchema", js, js_report
-        sub, sub_report = compile_gemini(schema, tool=tool, provider=provider)
+        try:
+            sub, sub_report = compile_gemini(schema, tool=tool, provider=provider)
+        except SchemaCompileError:  # parameters cannot carry it at all
+            return "parametersJsonSchema", js, js_report
         if sub_report.lossless or len(sub_report.warnings) < len(js_report.warnings):
             return "parameters", sub, sub_report
         return "parametersJsonSchema", js, js_report
