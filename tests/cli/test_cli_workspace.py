@@ -260,3 +260,43 @@ def _policy_warning(stderr: str) -> str:
     return "".join(
         line for line in stderr.splitlines(keepends=True) if "found no policy file" in line
     )
+
+
+_MAP_APP = '''
+import toolwire as tw
+
+def weigh(weights: dict[str, int]) -> str:
+    """Weigh things."""
+    return ""
+
+def mail(to: str) -> str:
+    """Send mail."""
+    return ""
+
+toolset = tw.Toolset("app", [tw.tool_fn(weigh), tw.tool_fn(mail)])
+'''
+
+
+def test_check_exits_6_for_a_tool_the_target_cannot_carry(here: Path) -> None:
+    # Gemini's parameters field would turn the map into an OBJECT with no properties,
+    # a request Gemini refuses whole: check says so and fails.
+    (here / "map_app.py").write_text(_MAP_APP)
+    app = ("--app", "map_app:toolset", "check", "--provider", "gemini")
+    refused = _run(here, *app, "--target", "parameters", TOOLWIRE_PLUGINS="gemini")
+    assert 6 == refused.returncode, refused.stderr
+    lines = refused.stdout.splitlines()
+    assert "tool `weigh` for gemini (parameters): cannot be compiled" == lines[0]
+    assert "OBJECT with no properties" in lines[1]
+    assert "tool `mail` for gemini (parameters): 1 warning" == lines[2]
+    assert "open_object" in lines[3]
+    assert lines[-1].endswith("0 lossless, 1 with warnings, 1 failed")
+    auto = _run(here, *app, TOOLWIRE_PLUGINS="gemini")
+    assert 0 == auto.returncode, auto.stderr
+    assert "tool `weigh` for gemini (parametersJsonSchema): lossless" in auto.stdout
+    strict = _run(
+        here, *app, "--target", "parameters", "--fail-on", "warning", TOOLWIRE_PLUGINS="gemini"
+    )
+    assert 6 == strict.returncode
+    bad = _run(here, *app, "--target", "nope", TOOLWIRE_PLUGINS="gemini")
+    assert 2 == bad.returncode
+    assert 'must be "auto", "parameters" or "parametersJsonSchema"' in bad.stderr

@@ -12,9 +12,10 @@ from typing import Any
 
 from toolwire._agent import Agent
 from toolwire._calls import ToolCall
-from toolwire._compile import check_tools
+from toolwire._compile import CompileOptions, check_tools
 from toolwire._errors import (
     RoundLimitError,
+    UsageError,
 )
 from toolwire._execute.approval import Allow, ApprovalGate, ApprovalRequest, Deny
 from toolwire._execute.executor import Executor
@@ -32,6 +33,7 @@ from toolwire.cli.parser import (
     EXIT_PLUGIN,
     EXIT_PROVIDER,
     EXIT_ROUNDS,
+    EXIT_SCHEMA,
     EXIT_TOOL,
     EXIT_USAGE,
     CliError,
@@ -286,7 +288,11 @@ def _cmd_check(args: argparse.Namespace) -> int:
     if compiler is None:
         known = ", ".join(sorted(compilers)) or "none installed"
         raise CliError(f"no schema compiler for `{args.provider}` (known: {known})", EXIT_PROVIDER)
-    reports = check_tools(toolset.tools(), compiler)
+    options = CompileOptions(target=args.target)
+    try:
+        reports = check_tools(toolset.tools(), compiler, options=options)
+    except UsageError as exc:  # the compiler does not know that target
+        raise CliError(str(exc), EXIT_USAGE) from exc
     if args.json:
         data = [
             {
@@ -305,6 +311,9 @@ def _cmd_check(args: argparse.Namespace) -> int:
         _out(sys.stdout, json.dumps(data, indent=2))
     else:
         _out(sys.stdout, format_report(reports, verbose=args.verbose))
+    worst = {"error"} if args.fail_on == "error" else {"error", "warning"}
+    if any(c.severity in worst for r in reports for c in r.changes):
+        return EXIT_SCHEMA
     return EXIT_OK
 
 

@@ -12,6 +12,7 @@ EXIT_USAGE = 2
 EXIT_PLUGIN = 3
 EXIT_PROVIDER = 4
 EXIT_ROUNDS = 5
+EXIT_SCHEMA = 6
 
 EPILOG = """\
 exit status:
@@ -21,6 +22,8 @@ exit status:
   3  plugin or policy error (a policy failed to load, strict mode)
   4  provider error (unknown provider or schema compiler, failed request)
   5  chat ran out of tool rounds (--max-rounds)
+  6  check: a tool cannot be sent to that provider (with --fail-on warning:
+     or its schema loses a constraint)
 
 approval:
   `call` and `chat` have no interactive approver: mutating and destructive
@@ -92,6 +95,20 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("check", help="schema loss report per tool for a provider")
     sp.add_argument("--provider", metavar="NAME", required=True, help="schema compiler's name")
+    sp.add_argument(
+        "--target",
+        metavar="FIELD",
+        default="auto",
+        help="the request field, for providers with more than one "
+        "(gemini: parameters, parametersJsonSchema; default: auto)",
+    )
+    sp.add_argument(
+        "--fail-on",
+        choices=("error", "warning"),
+        default="error",
+        help="exit 6 when a tool cannot be compiled (error, the default) "
+        "or also when a schema loses a constraint (warning)",
+    )
     sp.add_argument("--verbose", action="store_true", help="also show lossless changes")
     sp.add_argument("--json", action="store_true", help="print JSON")
 
