@@ -54,6 +54,12 @@ def _check_second_request(body: dict[str, Any]) -> None:
     ] == messages[2]["content"]  # fmt: skip
 
 
+# toolwire's pinned version, and the one the anthropic SDK 2.x sends: the same requests
+# are valid under both.
+VERSIONS = pytest.mark.parametrize("version", [None, "2026-10-21"], ids=["pinned", "sdk-2.x"])
+
+
+@VERSIONS
 @STREAM
 def test_full_tool_loop_sync(
     fake_anthropic: FakeAnthropic,
@@ -61,8 +67,9 @@ def test_full_tool_loop_sync(
     toolset: tw.Toolset,
     session: tw.Session,
     stream: bool,
+    version: str | None,
 ) -> None:
-    provider = make()
+    provider = make(anthropic_version=version) if version else make()
     enqueue(fake_anthropic, TWO_CALLS, stream=stream)
     enqueue(fake_anthropic, M.text_message("Sunny, and it is noon."), stream=stream)
     events: list[tw.adapters.StreamEvent] = []
@@ -95,9 +102,19 @@ def test_full_tool_loop_sync(
         )
         assert isinstance(events[-1], tw.adapters.ReplyCompleted)
     for request in fake_anthropic.requests:
-        assert "2023-06-01" == request.header("anthropic-version")
+        assert (version or "2023-06-01") == request.header("anthropic-version")
         assert "/v1/messages" == request.path
     fake_anthropic.assert_key_confined()
+
+
+def test_the_pinned_version_differs_from_the_sdks_on_purpose() -> None:
+    # If this starts failing, the SDK moved again: re-read what the new version changes
+    # before deciding whether toolwire follows (docs: toolwire_anthropic.AnthropicProvider).
+    from anthropic._constants import ANTHROPIC_API_VERSION
+
+    from toolwire_anthropic import AnthropicProvider
+
+    assert ("2023-06-01", "2026-10-21") == (AnthropicProvider.api_version, ANTHROPIC_API_VERSION)
 
 
 @STREAM

@@ -100,6 +100,16 @@ class AnthropicProvider(HttpProvider[MessageStream]):
     request; the adapter's own keys win. One transport (one httpx client,
     sync and async) per instance: close it with :meth:`close` / :meth:`aclose`
     or a ``with`` block.
+
+    The API version: ``anthropic-version: 2023-06-01`` unless
+    ``anthropic_version`` says otherwise. toolwire pins the version whose wire
+    format its encoder and decoder are written and tested against (tools,
+    ``tool_choice``, thinking, streaming events), so an API update cannot change
+    what a request means under a running application. The ``anthropic`` SDK 2.x
+    sends ``2026-10-21`` instead; toolwire's requests are valid under both (the
+    tests check every body against the 2.x SDK's request types and run the loop
+    under each version), and some gateways refuse the newer one (Amazon
+    Bedrock, for some models). Pass ``anthropic_version="2026-10-21"`` to opt in.
     """
 
     name: ClassVar[str] = PROVIDER
