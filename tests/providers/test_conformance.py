@@ -1,4 +1,5 @@
-"""What every adapter sends, side by side: the same session gives the same request content.
+"""What every adapter sends, side by side: the same session gives the same request content, each
+body checked against the official SDK's request types.
 
 A workspace test: it needs the three provider distributions installed.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from fakes import validate
 
 import toolwire as tw
 from toolwire.adapters import ResolvedTurn
@@ -21,24 +23,28 @@ BASE = "http://127.0.0.1:9"  # never contacted: only request bodies are built
 def _chat(session: tw.Session, turn: ResolvedTurn) -> list[str]:
     with OpenAIChatProvider("m", api_key="k", base_url=BASE) as p:
         body = p.build_body(session, turn, stream=False)
+    validate.validate_openai_chat_request(body)
     return [m["content"] for m in body["messages"] if m["role"] == "system"]
 
 
 def _responses(session: tw.Session, turn: ResolvedTurn) -> list[str]:
     with OpenAIResponsesProvider("m", api_key="k", base_url=BASE) as p:
         body = p.build_body(session, turn, stream=False)
+    validate.validate_openai_responses_request(body)
     return [i["content"] for i in body["input"] if i.get("role") == "system"]
 
 
 def _anthropic(session: tw.Session, turn: ResolvedTurn) -> list[str]:
     with AnthropicProvider("m", api_key="k", base_url=BASE) as p:
         body = p.build_body(session, turn, stream=False)
+    validate.validate_anthropic_request(body)
     return [body["system"]] if "system" in body else []
 
 
 def _gemini(session: tw.Session, turn: ResolvedTurn) -> list[str]:
     with GeminiProvider("m", api_key="k", base_url=BASE) as p:
         body = p.build_body(session, turn)
+    validate.validate_gemini_request(body)
     instruction = body.get("systemInstruction") or body.get("system_instruction")
     return [part["text"] for part in instruction["parts"]] if instruction else []
 
