@@ -384,6 +384,14 @@ class PluginHost:
             return impls
         return [i for i in impls if i.plugin_name == plugin_name]
 
+    def _live_impls(self, hook: str) -> list[Any]:
+        """As :meth:`_impls`, without the plugins that say they have nothing to decide
+        (a true ``toolwire_inert``, as a policy with no policy file): their hooks would
+        answer None every time, and leaving them out keeps the hook sets empty."""
+        return [
+            i for i in self._impls(hook) if getattr(i.plugin, "toolwire_inert", False) is not True
+        ]
+
     # -- toolsets --------------------------------------------------------------------
 
     def _ensure_toolsets(self) -> None:
@@ -618,17 +626,17 @@ class PluginHost:
         for name, reason in self._blocked.items():
             policies.on(None, _blocker(reason), name=f"plugin:{name}")
         budget = self.hook_timeout
-        for impl in self._impls("toolwire_tool_decision"):
+        for impl in self._live_impls("toolwire_tool_decision"):
             target = policies if self._kind.get(impl.plugin_name) == "policy" else packs
             label = f"plugin:{impl.plugin_name}"
             target.on(None, _decision_hook(impl.function, impl.argnames, label, budget), name=label)
-        for impl in self._impls("toolwire_tool_description"):
+        for impl in self._live_impls("toolwire_tool_description"):
             target = policies if self._kind.get(impl.plugin_name) == "policy" else packs
             label = f"plugin:{impl.plugin_name}"
             target.describe(
                 None, _description_hook(impl.function, impl.argnames, label), name=label
             )
-        for impl in self._impls("toolwire_tool_availability"):
+        for impl in self._live_impls("toolwire_tool_availability"):
             is_policy = self._kind.get(impl.plugin_name) == "policy"
             target = policies if is_policy else packs
             label = f"plugin:{impl.plugin_name}"

@@ -96,6 +96,12 @@ class PolicyPlugin:
             return "failed"
         return "active" if self.policy is not None else "inert"
 
+    @property
+    def toolwire_inert(self) -> bool:
+        """True when no policy file was found: every hook would answer None, so the host
+        leaves this plugin's decision, description and availability hooks out."""
+        return self.state == "inert"
+
     def status(self) -> str:
         """One line for ``toolwire plugins``: the policy file in use, or why there is none."""
         if self.error is not None:

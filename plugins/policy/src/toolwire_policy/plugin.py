@@ -28,6 +28,10 @@ __all__ = [
 PLUGIN: PolicyPlugin = PolicyPlugin.from_env()
 PLUGIN.raise_if_failed()
 
+#: With no policy file every hook answers None: the host then leaves the decision and
+#: availability hooks out (so a loop pays nothing for a policy that decides nothing).
+toolwire_inert: bool = PLUGIN.toolwire_inert
+
 
 def status() -> str:
     """One line saying which policy file is in force, or that there is none."""
