@@ -21,8 +21,8 @@ def main() -> str:
     provider = TestProvider()
 
     while isinstance(outcome := run_turn(provider, session, resolve_turn(tools)), NeedsTools):
-        round = outcome.round
-        round.commit([call.complete(call.run()) for call in round.calls])
+        plan = outcome.round.apply_hooks()  # installed policies and your hooks decide
+        plan.commit([call.complete(call.run()) for call in plan.pending])
     print(outcome.text)
     return outcome.text
 

@@ -243,7 +243,9 @@ class Agent:
         """
         ctx = self._context(session)
         config = self.follow_up if isinstance(session.last, ToolResultsMessage) else self.turn
-        turn = config.resolve(self.toolset, hooks=self._hook_sets(), context=ctx)
+        turn = config.resolve(
+            self.toolset, hooks=self._hook_sets(), context=ctx, plugins=self._plugins()
+        )
         return RoundExecution.from_dict(data, session, turn, context=ctx)
 
     # -- the loop, once -------------------------------------------------------------------
@@ -254,6 +256,10 @@ class Agent:
         return HookContext(
             session_id=session.id, provider=self.provider.name, model=self.provider.model
         )
+
+    def _plugins(self) -> Any:
+        """Whose policies decide this agent's rounds (resolve_turn's ``plugins``)."""
+        return self.host if self.host is not None else False
 
     def _hook_sets(self) -> tuple[HookSet, ...]:
         if self.host is None:
@@ -268,7 +274,9 @@ class Agent:
         resuming = isinstance(session.last, ToolResultsMessage)
         config = self.follow_up if resuming else self.turn
         while True:
-            turn = config.resolve(self.toolset, hooks=self._hook_sets(), context=ctx)
+            turn = config.resolve(
+                self.toolset, hooks=self._hook_sets(), context=ctx, plugins=self._plugins()
+            )
             reply: AssistantReply = yield _Request(turn)
             if reply.usage is not None:
                 usage = usage + reply.usage

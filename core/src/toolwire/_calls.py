@@ -10,7 +10,7 @@ from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
 import attrs
 
-from toolwire._errors import MismatchedToolNameError
+from toolwire._errors import MismatchedToolNameError, PolicyError
 from toolwire._exports import publish
 from toolwire._metadata import ToolMetadata
 from toolwire._tools import Tool
@@ -136,7 +136,7 @@ class TypedCall(Generic[InT]):
     attrs' frozen ``__init__`` costs more than validating the arguments.)
     """
 
-    __slots__ = ("_call", "_edited", "_input", "_tool")
+    __slots__ = ("_call", "_edited", "_guard", "_input", "_tool")
 
     def __init__(
         self, call: ToolCall, tool: Tool[InT, Any], input: InT, edited: bool = False
@@ -149,6 +149,7 @@ class TypedCall(Generic[InT]):
         self._tool = tool
         self._input = input
         self._edited = edited
+        self._guard: Any = None
 
     @classmethod
     def _trusted(cls, call: ToolCall, tool: Tool[InT, Any], input: InT) -> TypedCall[InT]:
@@ -158,6 +159,7 @@ class TypedCall(Generic[InT]):
         self._tool = tool
         self._input = input
         self._edited = False
+        self._guard = None
         return self
 
     @property
@@ -232,11 +234,41 @@ class TypedCall(Generic[InT]):
         return HandledCall(self, output, self.complete(output))
 
     def run(self, **injected: Any) -> Any:
-        """Run the tool's implementation on this call's input (sync tools), see Tool.call."""
-        return self.tool.call(self.input, **injected)
+        """Run the tool's implementation on this call's input (sync tools), see Tool.call.
+
+        A call from a round whose turn has hooks or an installed policy is decided
+        first (once): a rejected call raises PolicyError and does not run, a call a
+        hook answered returns that answer without running, an edited input is the
+        one used. The round's commit then writes the hooks' answers for you.
+        """
+        guard = self._guard
+        if guard is None:
+            return self._tool.call(self._input, **injected)
+        decided = guard.decide(self)
+        if not isinstance(decided, TypedCall):
+            return _answer(decided)
+        return decided._tool.call(decided._input, **injected)
 
     async def arun(self, **injected: Any) -> Any:
-        return await self.tool.acall(self.input, **injected)
+        """Async :meth:`run` (the hooks are awaited, so async policies decide too)."""
+        guard = self._guard
+        if guard is None:
+            return await self._tool.acall(self._input, **injected)
+        decided = await guard.adecide(self)
+        if not isinstance(decided, TypedCall):
+            return _answer(decided)
+        return await decided._tool.acall(decided._input, **injected)
+
+
+def _answer(decided: HandledCall | RejectedCall) -> Any:
+    """What run() gives for a call a hook decided: the hook's output, or PolicyError."""
+    if isinstance(decided, HandledCall):
+        return decided.output
+    raise PolicyError(
+        f"tool call `{decided.call.id}` (`{decided.call.name}`) was rejected by "
+        f"{decided.source}: {decided.reason}. It did not run; commit the round without a "
+        f"result for it (the rejection is written for you)"
+    )
 
 
 @attrs.frozen

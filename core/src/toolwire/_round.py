@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Union
 
@@ -28,6 +29,7 @@ from toolwire._errors import (
     MismatchedToolCallArgumentsError,
     MismatchedToolCallNameError,
     MissingToolResultError,
+    PolicyError,
     RequirementNotMetError,
     TranscriptError,
     UsageError,
@@ -198,6 +200,65 @@ def decode_calls(
     return tuple(kept), tuple(typed), tuple(issues)
 
 
+# -- the guard: what decides a round's calls, whatever loop runs them ------------------------
+
+
+def _policies(plugins: Any) -> HookSet | None:
+    """The policy hook set of the host ``plugins`` names (None when it has no policy)."""
+    if plugins is False:
+        return None
+    if plugins is True:
+        # The default host lives above this layer; the package (always imported before
+        # its submodules) reaches it.
+        found = sys.modules["toolwire"]._default_policies()
+    else:
+        found = plugins.hook_sets()[0]
+    return found if found else None
+
+
+class _Guard:
+    """What must decide a round's calls before one runs (``call.run()``) or is committed:
+    the installed policies, then the turn's hooks (those given to ``resolve_turn`` and the
+    toolsets'). Each call is decided once, and a plan's decisions count as the guard's."""
+
+    __slots__ = ("_cache", "context", "decided", "sets")
+
+    def __init__(self, sets: tuple[HookSet, ...], context: HookContext) -> None:
+        self.sets = sets
+        self.context = context
+        self.decided: dict[str, Outcome] = {}
+        self._cache: HookCache = {}
+
+    def decide(self, call: TypedCall[Any], context: HookContext | None = None) -> Outcome:
+        got = self.decided.get(call.id)
+        if got is None:
+            got = run_hooks(call, self.sets, context or self.context, self._cache)
+            self.decided[call.id] = got
+        return got
+
+    async def adecide(self, call: TypedCall[Any], context: HookContext | None = None) -> Outcome:
+        got = self.decided.get(call.id)
+        if got is None:
+            got = await arun_hooks(call, self.sets, context or self.context, self._cache)
+            self.decided[call.id] = got
+        return got
+
+    def record(self, outcomes: Iterable[Outcome]) -> None:
+        for o in outcomes:
+            self.decided[o.id if isinstance(o, TypedCall) else o.call.id] = o
+
+
+def _guard_for(turn: ResolvedTurn) -> _Guard | None:
+    """The guard for a round of ``turn``: None when nothing would decide its calls."""
+    sets = turn.hooks
+    policies = _policies(turn.plugins)
+    if policies is not None and all(policies is not s for s in sets):
+        sets = (policies, *sets)  # policies first, so no later hook can answer for them
+    if not any(sets):
+        return None
+    return _Guard(sets, turn.context or HookContext())
+
+
 @attrs.frozen
 class Finished:
     """The model answered without tools; the answer is already in the session."""
@@ -229,7 +290,14 @@ def decode_reply(
     if not kept:
         session.extend([message])
         return Finished(reply.text, message, reply)
-    return NeedsTools(ToolRound(session, turn, message, typed, issues, reply))
+    round_ = ToolRound(session, turn, message, typed, issues, reply)
+    if typed:
+        guard = _guard_for(turn)
+        if guard is not None:
+            round_._guard = guard
+            for c in typed:
+                c._guard = guard
+    return NeedsTools(round_)
 
 
 def _check_requirement(
@@ -259,7 +327,17 @@ class ToolRound:
     assistant message and every result together, in the assistant's order.
     """
 
-    __slots__ = ("_done", "_mark", "calls", "issues", "message", "reply", "session", "turn")
+    __slots__ = (
+        "_done",
+        "_guard",
+        "_mark",
+        "calls",
+        "issues",
+        "message",
+        "reply",
+        "session",
+        "turn",
+    )
 
     def __init__(
         self,
@@ -278,6 +356,7 @@ class ToolRound:
         self.reply = reply
         self._mark = len(session)
         self._done: str | None = None
+        self._guard: _Guard | None = None
 
     def __repr__(self) -> str:
         return f"<ToolRound calls={[c.name for c in self.calls]} issues={len(self.issues)}>"
@@ -329,9 +408,18 @@ class ToolRound:
         the assistant's order whatever order they come in. Raises a
         CommitError subclass naming the call id for a missing, extra,
         duplicate, misnamed or mismatched result.
+
+        When the turn has hooks or a policy is installed (see
+        :func:`resolve_turn`'s ``plugins``), every call is decided before
+        anything is written (once: ``call.run()`` and ``apply_hooks`` decide
+        too). A call a hook answered or rejected needs no result: the hook's
+        answer is written. An output for a rejected call raises PolicyError
+        and writes nothing.
         """
         self._check_open()
         given = list(results)
+        if self._guard is not None:
+            given = self._decided(given, self._guard)
         calls = self.message.tool_calls
         if not self.issues and _in_order(calls, given):
             self._write(given)
@@ -361,6 +449,25 @@ class ToolRound:
             raise ExtraToolResultError(next(iter(by_id)))
         self._write(ordered)
 
+    def _decided(self, given: list[ToolResult], guard: _Guard) -> list[ToolResult]:
+        """``given`` with the hooks' answers added for the calls they answered; raises
+        PolicyError for an output given for a rejected call."""
+        by_id = {r.call_id: r for r in given if isinstance(r, ToolResult)}
+        for c in self.calls:
+            outcome = guard.decide(c)
+            if isinstance(outcome, TypedCall):
+                continue
+            r = by_id.get(c.id)
+            if r is None:
+                given.append(outcome.result)
+            elif isinstance(outcome, RejectedCall) and not r.is_error:
+                raise PolicyError(
+                    f"tool call `{c.id}` (`{c.name}`) was rejected by {outcome.source}: "
+                    f"{outcome.reason}. Its output cannot be committed: leave it out of the "
+                    f"results (the rejection is written for you)"
+                )
+        return given
+
     def _write(self, ordered: list[ToolResult]) -> None:
         self._check_writable()
         for i, r in enumerate(ordered):
@@ -375,15 +482,28 @@ class ToolRound:
         """Run decision hooks over every valid call: returns a ToolRoundPlan.
 
         The turn's hooks (policies, tool packs, toolset hook sets) run first,
-        then ``hooks`` in the order given.
+        then ``hooks`` in the order given. The installed policies run first of all,
+        even when they were not passed to ``resolve_turn`` (unless it said
+        ``plugins=False``); a call already decided (by ``call.run()``) is not
+        decided again.
         """
-        return plan_round(self, self.calls, (*self.turn.hooks, *hooks), context, (), ())
+        guard = self._guard
+        if guard is None:
+            return plan_round(self, self.calls, (*self.turn.hooks, *hooks), context, (), ())
+        ctx = context or guard.context
+        first = _plan_of(self, [guard.decide(c, ctx) for c in self.calls], ctx)
+        return first.apply_hooks(*hooks) if any(hooks) else first
 
     async def aapply_hooks(
         self, *hooks: HookSet, context: HookContext | None = None
     ) -> ToolRoundPlan:
         """As :meth:`apply_hooks`, awaiting async hooks."""
-        return await aplan_round(self, self.calls, (*self.turn.hooks, *hooks), context, (), ())
+        guard = self._guard
+        if guard is None:
+            return await aplan_round(self, self.calls, (*self.turn.hooks, *hooks), context, (), ())
+        ctx = context or guard.context
+        first = _plan_of(self, [await guard.adecide(c, ctx) for c in self.calls], ctx)
+        return await first.aapply_hooks(*hooks) if any(hooks) else first
 
 
 def _in_order(calls: tuple[ToolCall, ...], given: list[ToolResult]) -> bool:
@@ -489,6 +609,11 @@ def _split(
     return pending, handled, rejected
 
 
+def _plan_of(round: ToolRound, outcomes: list[Outcome], ctx: HookContext) -> ToolRoundPlan:
+    pending, handled, rejected = _split(outcomes)
+    return ToolRoundPlan(round, tuple(pending), tuple(handled), tuple(rejected), ctx)
+
+
 def plan_round(
     round: ToolRound,
     calls: Sequence[TypedCall[Any]],
@@ -503,6 +628,8 @@ def plan_round(
         pending, h, r = _split(run_hooks(c, sets, ctx, cache) for c in calls)
     else:
         pending, h, r = list(calls), [], []
+    if round._guard is not None:
+        round._guard.record((*pending, *h, *r))
     return ToolRoundPlan(round, tuple(pending), (*handled, *h), (*rejected, *r), ctx)
 
 
@@ -518,6 +645,8 @@ async def aplan_round(
     cache: HookCache = {}
     outcomes = [await arun_hooks(c, sets, ctx, cache) for c in calls] if any(sets) else list(calls)
     pending, h, r = _split(outcomes)
+    if round._guard is not None:
+        round._guard.record(outcomes)
     return ToolRoundPlan(round, tuple(pending), (*handled, *h), (*rejected, *r), ctx)
 
 

@@ -131,6 +131,9 @@ class ResolvedTurn:
     offered: Mapping[str, Tool[Any, Any]]
     hooks: tuple[HookSet, ...] = ()
     context: HookContext | None = None
+    #: Whose installed policies must decide this turn's calls before any runs or is
+    #: committed: True for the process's default host, a PluginHost, or False (opted out).
+    plugins: Any = True
 
     def allows(self, name: str) -> bool:
         """May the model call ``name`` this turn? Only what was offered: under
@@ -158,6 +161,7 @@ def resolve_turn(
     parallel_calls: bool | None = None,
     hooks: Sequence[HookSet] = (),
     context: HookContext | None = None,
+    plugins: Any = True,
 ) -> ResolvedTurn:
     """Resolve availability, requirement and descriptions for one turn, before any request.
 
@@ -166,6 +170,13 @@ def resolve_turn(
     ``description_overrides`` apply last (last write wins). A ``specific``
     requirement outside the resolved set, or ``at_least_one`` with nothing
     resolved, raises InvalidToolConstraintError before any request.
+
+    ``plugins`` says whose installed policies decide the calls of this turn's
+    rounds, whatever loop runs them: ``True`` (the default) the process's
+    default host (``toolwire.get_host()``), a ``PluginHost`` that one, and
+    ``False`` none (an explicit opt-out). With a policy installed, a round's
+    calls are decided by the policies and then ``hooks`` before ``call.run()``
+    runs one or ``round.commit`` writes one (see docs/security.md).
     """
     if not isinstance(toolset, Toolset):
         raise ToolsetError(f"expected a Toolset, got {type(toolset).__name__}")
@@ -173,6 +184,10 @@ def resolve_turn(
         raise UsageError(f"availability must be an Availability, got {type(availability).__name__}")
     if not isinstance(requirement, Requirement):
         raise UsageError(f"requirement must be a Requirement, got {type(requirement).__name__}")
+    if not isinstance(plugins, bool) and not callable(getattr(plugins, "hook_sets", None)):
+        raise UsageError(
+            f"plugins must be True, False or a PluginHost, got {type(plugins).__name__}"
+        )
     kind = availability.kind
     # The hooks passed here (policy plugins, tool packs, the application's sets) run
     # before the toolsets' own, so no toolset hook can answer a call a policy rejects.
@@ -194,8 +209,9 @@ def resolve_turn(
     if cached is not None:
         resolved, offered = cached[1], cached[2]
         return _finish(
-            toolset, resolved, offered, requirement, kind, parallel_calls, all_hooks, context
-        )
+            toolset, resolved, offered, requirement, kind, parallel_calls, all_hooks, context,
+            plugins,
+        )  # fmt: skip
     chosen: list[Tool[Any, Any]]
     if kind == "all":
         chosen = list(toolset.tools())
@@ -234,7 +250,9 @@ def resolve_turn(
     offered = MappingProxyType({t.name: t for t in chosen})
     if not active and not overrides and kind in ("default", "all"):
         toolset._turn_cache[kind] = (toolset._generation, resolved, offered)
-    return _finish(toolset, resolved, offered, requirement, kind, parallel_calls, all_hooks, ctx)
+    return _finish(
+        toolset, resolved, offered, requirement, kind, parallel_calls, all_hooks, ctx, plugins
+    )
 
 
 def _finish(
@@ -246,6 +264,7 @@ def _finish(
     parallel_calls: bool | None,
     all_hooks: tuple[HookSet, ...],
     ctx: HookContext | None,
+    plugins: Any,
 ) -> ResolvedTurn:
     """The requirement checked against the resolved tools, and the turn."""
     required: str | None = None
@@ -279,6 +298,7 @@ def _finish(
         offered=offered,
         hooks=all_hooks,
         context=ctx,
+        plugins=plugins,
     )
 
 
@@ -297,6 +317,7 @@ class Turn:
         *,
         hooks: Sequence[HookSet] = (),
         context: HookContext | None = None,
+        plugins: Any = True,
     ) -> ResolvedTurn:
         return resolve_turn(
             toolset,
@@ -306,6 +327,7 @@ class Turn:
             parallel_calls=self.parallel_calls,
             hooks=hooks,
             context=context,
+            plugins=plugins,
         )
 
 

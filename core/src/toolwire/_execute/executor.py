@@ -375,6 +375,15 @@ class Executor:
             await self._apply_decision(job, request, decision, pending)
         return pending
 
+    async def _decided(self, plan: ToolRoundPlan | ToolRound) -> ToolRoundPlan | ToolRound:
+        """A bare round whose hooks or installed policies must decide its calls, as the
+        plan they make (this executor's own policies too, when they are other ones)."""
+        if not isinstance(plan, ToolRound) or plan._guard is None:
+            return plan
+        policies = self._host.hook_sets()[0] if self._host is not None else None
+        extra = (policies,) if policies and all(policies is not s for s in plan._guard.sets) else ()
+        return await plan.aapply_hooks(*extra)
+
     async def _policies_on(
         self,
         call: TypedCall[Any],
@@ -707,12 +716,30 @@ class Executor:
                     f"the executor takes TypedCall or ToolCall objects, got {type(c).__name__}"
                 )
             job = _Job(raw, context)
+            call_guards = guards
+            guard = c._guard if isinstance(c, TypedCall) and guards == () else None
+            if guard is not None:
+                # A call from a round whose hooks (and installed policies) must decide it:
+                # decided once, here or by the round's own loop.
+                decided = await guard.adecide(c, context)
+                if isinstance(decided, RejectedCall):
+                    job.result = decided.result
+                    job.error_type = "policy_rejected"
+                    jobs.append(job)
+                    continue
+                if isinstance(decided, HandledCall):
+                    job.result = decided.result
+                    jobs.append(job)
+                    continue
+                c = decided
+                if self._host is None or any(s is self._host.hook_sets()[0] for s in guard.sets):
+                    call_guards = None  # this executor's policies were among them
             validate = self._check(job, c)
-            if guards is not None and job.result is None:
+            if call_guards is not None and job.result is None:
                 assert job.call is not None
-                refusal = await self._policies_on(job.call, context, guards)
+                refusal = await self._policies_on(job.call, context, call_guards)
                 if refusal is not None:
-                    when = "when its paused round was resumed" if guards else "by a policy"
+                    when = "when its paused round was resumed" if call_guards else "by a policy"
                     job.refuse(
                         f"tool `{raw.name}` was rejected {when}: {refusal}", "policy_rejected"
                     )
@@ -819,6 +846,7 @@ class Executor:
         approvals: Iterable[Approval] | Mapping[str, Approval] = (),
     ) -> list[ToolResult]:
         """Run a plan's pending calls (or a bare round's calls); results in the plan's order."""
+        plan = await self._decided(plan)
         calls, context = _plan_calls(plan)
         jobs, pending = await self._process(calls, context, approvals, _guards_for(plan))
         if pending:
@@ -852,6 +880,8 @@ class Executor:
         # Refuse before anything runs: resuming a committed round again, or a round whose
         # session moved on, must not run its tools a second time.
         (plan.round if isinstance(plan, ToolRoundPlan) else plan)._check_writable()
+        plan = await self._decided(plan)
+        calls, context = _plan_calls(plan)
         jobs, pending = await self._process(calls, context, approvals, _guards_for(plan))
         if pending:
             return RoundExecution(plan, (), tuple(pending), False)

@@ -100,7 +100,7 @@ def build_server(
         )
 
     def listed() -> list[types.Tool]:
-        turn = resolve_turn(tools, hooks=plugins.hook_sets(), context=context)
+        turn = resolve_turn(tools, hooks=plugins.hook_sets(), context=context, plugins=plugins)
         return [_mcp_tool(rt.name, rt.description, rt.tool) for rt in turn.tools]
 
     async def on_list_tools(
@@ -120,7 +120,11 @@ def build_server(
         # (approval, timeouts, retries, output validation, result hooks) and commits.
         hooks = plugins.hook_sets()
         turn = resolve_turn(
-            tools, availability=Availability.only(tool_name), hooks=hooks, context=context
+            tools,
+            availability=Availability.only(tool_name),
+            hooks=hooks,
+            context=context,
+            plugins=plugins,
         )
         session = Session().add_user(f"MCP tools/call {tool_name}")
         call = ToolCall(f"mcp_{next(_IDS)}", tool_name, json.dumps(arguments))
