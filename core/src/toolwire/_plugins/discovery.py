@@ -4,6 +4,7 @@ distribution metadata, read once per process."""
 from __future__ import annotations
 
 import os
+import queue
 import re
 import threading
 from collections.abc import Callable, Mapping
@@ -32,6 +33,7 @@ _BUILTINS: tuple[tuple[PluginKind, str, str], ...] = (
 _CORE_DISTRIBUTION = "toolwire"
 
 DEFAULT_HOOK_TIMEOUT = 5.0
+DEFAULT_IMPORT_TIMEOUT = 30.0
 _PROVIDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 _KIND_RANK: Mapping[str, int] = {"policy": 0, "toolset": 1, "provider": 2}
 
@@ -82,19 +84,82 @@ def _env_flag(var: str, default: bool) -> bool:
     return raw.strip().lower() not in ("0", "false", "no", "off")
 
 
-def _env_timeout() -> float:
-    raw = os.environ.get("TOOLWIRE_HOOK_TIMEOUT")
+def _env_timeout(
+    var: str = "TOOLWIRE_HOOK_TIMEOUT", default: float = DEFAULT_HOOK_TIMEOUT
+) -> float:
+    raw = os.environ.get(var)
     if raw is None or not raw.strip():
-        return DEFAULT_HOOK_TIMEOUT
+        return default
     try:
         value = float(raw)
     except ValueError:
         value = -1.0
     if not value > 0:
-        raise PluginError(
-            f"TOOLWIRE_HOOK_TIMEOUT must be a positive number of seconds, got {raw!r}"
-        )
+        raise PluginError(f"{var} must be a positive number of seconds, got {raw!r}")
     return value
+
+
+# -- imports with a deadline --------------------------------------------------------------
+
+
+class ImportTimeout(Exception):
+    """A plugin's import did not finish within its deadline (it is left behind)."""
+
+
+class _Importer:
+    """Plugin imports on a worker thread, so one that hangs can be left behind.
+
+    The host waits for each import up to its deadline. An import that does not
+    finish by then is abandoned with its thread (a daemon: it cannot keep the
+    process alive), the plugin is reported as failed, and later imports go to a
+    fresh thread. A module is imported by one thread at a time, so the host never
+    imports an abandoned plugin again.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: queue.SimpleQueue[Callable[[], None]] | None = None
+
+    def _worker(self) -> queue.SimpleQueue[Callable[[], None]]:
+        jobs = self._jobs
+        if jobs is None:
+            jobs = self._jobs = queue.SimpleQueue()
+            thread = threading.Thread(
+                target=_work, args=(jobs,), name="toolwire-plugin-import", daemon=True
+            )
+            thread.start()
+        return jobs
+
+    def load(self, load: Callable[[], object], deadline: float) -> object:
+        done = threading.Event()
+        box: list[Any] = []
+
+        def job() -> None:
+            try:
+                box.append((True, load()))
+            except BaseException as exc:
+                box.append((False, exc))
+            finally:
+                done.set()
+
+        with self._lock:
+            jobs = self._worker()
+            jobs.put(job)
+            if not done.wait(deadline):
+                self._jobs = None  # that thread is stuck: the next import gets a new one
+                raise ImportTimeout(f"its import took longer than {deadline:g} s")
+        ok, value = box[0]
+        if not ok:
+            raise value
+        return value
+
+
+def _work(jobs: queue.SimpleQueue[Callable[[], None]]) -> None:
+    while True:
+        jobs.get()()
+
+
+IMPORTER = _Importer()
 
 
 # -- entry points (read once per process) ----------------------------------------------

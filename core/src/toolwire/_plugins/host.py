@@ -36,7 +36,10 @@ from toolwire._plugins.discovery import (
     _CORE_DISTRIBUTION,
     _KIND_RANK,
     _PROVIDER_NAME,
+    DEFAULT_IMPORT_TIMEOUT,
     ENTRY_POINT_GROUPS,
+    IMPORTER,
+    ImportTimeout,
     PluginKind,
     PluginRecord,
     _Candidate,
@@ -73,7 +76,10 @@ class PluginHost:
     no entry points; register plugins yourself), ``TOOLWIRE_PLUGINS`` (allow-list
     of entry-point names, comma separated), ``TOOLWIRE_DISABLE_PLUGINS``
     (deny-list), ``TOOLWIRE_STRICT_PLUGINS=1`` (a plugin that fails is an
-    error, not a skip), ``TOOLWIRE_HOOK_TIMEOUT`` (seconds per hook call, 5).
+    error, not a skip), ``TOOLWIRE_HOOK_TIMEOUT`` (seconds per hook call, 5),
+    ``TOOLWIRE_PLUGIN_IMPORT_TIMEOUT`` (seconds a plugin's import may take, 30:
+    past it the plugin is reported as failed and left behind; a policy that does
+    not load in time blocks every call).
     Built-in plugins are exempt from the allow-list, not from the deny-list.
 
     Use :meth:`hook_sets` when resolving a turn, so policies run first::
@@ -91,6 +97,7 @@ class PluginHost:
         allow: Iterable[str] | None = None,
         deny: Iterable[str] | None = None,
         hook_timeout: float | None = None,
+        import_timeout: float | None = None,
     ) -> None:
         self.autoload = (
             _env_flag("TOOLWIRE_AUTOLOAD_PLUGINS", True) if autoload is None else autoload
@@ -105,6 +112,13 @@ class PluginHost:
         if hook_timeout is not None and not hook_timeout > 0:
             raise PluginError(f"hook_timeout must be a positive number, got {hook_timeout!r}")
         self.hook_timeout = _env_timeout() if hook_timeout is None else float(hook_timeout)
+        if import_timeout is not None and not import_timeout > 0:
+            raise PluginError(f"import_timeout must be a positive number, got {import_timeout!r}")
+        self.import_timeout = (
+            _env_timeout("TOOLWIRE_PLUGIN_IMPORT_TIMEOUT", DEFAULT_IMPORT_TIMEOUT)
+            if import_timeout is None
+            else float(import_timeout)
+        )
         self._pm = pluggy.PluginManager(hookspecs.PROJECT)
         self._pm.add_hookspecs(hookspecs)
         self._lock = threading.RLock()
@@ -241,7 +255,11 @@ class PluginHost:
     def _load(self, cand: _Candidate) -> None:
         record = cand.record
         try:
-            obj = cand.load()
+            obj = IMPORTER.load(cand.load, self.import_timeout)
+        except ImportTimeout as exc:
+            logger.warning("plugin %s: %s; it was left behind", record.label(), exc)
+            self._fail(record, f"was not loaded: {exc} (TOOLWIRE_PLUGIN_IMPORT_TIMEOUT)", exc)
+            return
         except (Exception, SystemExit, GeneratorExit) as exc:  # sys.exit() at import included
             self._fail(record, f"failed to import `{record.value}`: {_describe(exc)}", exc)
             return

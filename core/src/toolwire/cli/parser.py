@@ -36,6 +36,8 @@ environment:
   TOOLWIRE_AUTOLOAD_PLUGINS  0: load no installed plugin
   TOOLWIRE_STRICT_PLUGINS    1: a plugin that fails to load is an error
   TOOLWIRE_HOOK_TIMEOUT      seconds a hook may take (default 5)
+  TOOLWIRE_PLUGIN_IMPORT_TIMEOUT
+                             seconds a plugin's import may take (default 30)
 """
 
 APP = "toolwire-cli"
