@@ -83,6 +83,9 @@ def test_a_missing_root_in_the_environment_is_named(tmp_path: Path) -> None:
 def test_the_public_surface() -> None:
     assert [
         "ALLOW_DELETE_ENV",
+        "ALLOW_SECRETS_ENV",
+        "DEFAULT_DENY",
+        "DENY_ENV",
         "DEFAULT_MAX_READ_BYTES",
         "DEFAULT_MAX_WRITE_BYTES",
         "MAX_GREP_MATCHES",

@@ -6,10 +6,13 @@
 
 from toolwire_fs._errors import BinaryFileError, FileTooLargeError, FsError, PathOutsideRootError
 from toolwire_fs._root import FsRoot
+from toolwire_fs._safe import DEFAULT_DENY
 from toolwire_fs._tools import (
     ALLOW_DELETE_ENV,
+    ALLOW_SECRETS_ENV,
     DEFAULT_MAX_READ_BYTES,
     DEFAULT_MAX_WRITE_BYTES,
+    DENY_ENV,
     MAX_GREP_MATCHES,
     MAX_LISTED,
     MAX_READ_ENV,
@@ -23,6 +26,9 @@ __version__ = "0.1.0"
 
 __all__ = [
     "ALLOW_DELETE_ENV",
+    "ALLOW_SECRETS_ENV",
+    "DEFAULT_DENY",
+    "DENY_ENV",
     "DEFAULT_MAX_READ_BYTES",
     "DEFAULT_MAX_WRITE_BYTES",
     "MAX_GREP_MATCHES",

@@ -4,21 +4,34 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
+import secrets
 import stat
-import tempfile
-from collections.abc import Iterator, Mapping
+import time
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any
+from typing import Annotated, Any, BinaryIO
 
+import regex
 from pydantic import Field
 
 from toolwire import Capability, ToolEffect, Toolset, tool_fn
 from toolwire_fs._errors import BinaryFileError, FileTooLargeError, FsError
 from toolwire_fs._root import FsRoot
+from toolwire_fs._safe import (
+    DEFAULT_DENY,
+    Deny,
+    Walk,
+    bounded_lines,
+    glob_matches,
+    open_dir_under,
+    open_under,
+)
 
 __all__ = [
     "ALLOW_DELETE_ENV",
+    "ALLOW_SECRETS_ENV",
+    "DEFAULT_DENY",
+    "DENY_ENV",
     "DEFAULT_MAX_READ_BYTES",
     "DEFAULT_MAX_WRITE_BYTES",
     "MAX_GREP_MATCHES",
@@ -34,6 +47,8 @@ ROOT_ENV = "TOOLWIRE_FS_ROOT"
 ALLOW_DELETE_ENV = "TOOLWIRE_FS_ALLOW_DELETE"
 MAX_READ_ENV = "TOOLWIRE_FS_MAX_READ_BYTES"
 MAX_WRITE_ENV = "TOOLWIRE_FS_MAX_WRITE_BYTES"
+DENY_ENV = "TOOLWIRE_FS_DENY"
+ALLOW_SECRETS_ENV = "TOOLWIRE_FS_ALLOW_SECRETS"
 
 DEFAULT_MAX_READ_BYTES = 256 * 1024
 DEFAULT_MAX_WRITE_BYTES = 1024 * 1024
@@ -43,6 +58,12 @@ MAX_LISTED = 1000
 MAX_GREP_MATCHES = 200
 #: ... each cut to this many characters.
 MAX_GREP_LINE = 300
+#: grep searches the first this many bytes of each line (a 256 MiB line costs 1 MiB).
+MAX_GREP_SCAN = 1024 * 1024
+#: find and grep visit at most this many directories ...
+MAX_WALKED_DIRS = 20_000
+#: ... and stop after this many seconds (grep's pattern included).
+WALK_SECONDS = 10.0
 # How much of a file is sniffed for NUL bytes to call it binary.
 _SNIFF = 8192
 _NEW_FILE_MODE = 0o644
@@ -65,33 +86,60 @@ def _is_binary(sample: bytes) -> bool:
 
 
 class _FileTools:
-    """The configuration the tools close over: the root and the size limits."""
+    """The configuration the tools close over: the root, the deny-list and the limits."""
 
-    __slots__ = ("max_read", "max_write", "root")
+    __slots__ = ("deny", "max_read", "max_write", "root")
 
-    def __init__(self, root: FsRoot, max_read: int, max_write: int) -> None:
+    def __init__(self, root: FsRoot, max_read: int, max_write: int, deny: Deny) -> None:
         self.root = root
         self.max_read = max_read
         self.max_write = max_write
+        self.deny = deny
+
+    def _resolve(self, path: str, *, follow_last: bool = True) -> Path:
+        """The real path under the root, refused when it (or what a link in it leads to)
+        is on the deny-list."""
+        real = self.root.resolve(path, follow_last=follow_last)
+        denied = self.deny.parts(self.root.relative(path).parts) or self.deny.parts(
+            real.relative_to(self.root.path).parts
+        )
+        if denied is not None:
+            raise FsError(
+                f"{path!r} is refused: {denied!r} looks like secrets or credentials (the file "
+                f"tools' deny list), so the file tools do not touch it"
+            )
+        return real
+
+    def _open(self, real: Path, path: str, action: str) -> int:
+        try:
+            return open_under(self.root.path, real, os.O_RDONLY, path)
+        except OSError as exc:
+            raise _os_error(action, path, exc) from None
 
     # -- read_file ----------------------------------------------------------------------
 
     def read(self, path: str, offset: int, limit: int | None) -> str:
-        real = self.root.resolve(path)
-        try:
-            st = real.stat()
-        except OSError as exc:
-            raise _os_error("read", path, exc) from None
-        if stat.S_ISDIR(st.st_mode):
+        real = self._resolve(path)
+        if real == self.root.path:
             raise FsError(f"{path!r} is a directory; use list_dir to see what it holds")
-        if not stat.S_ISREG(st.st_mode):
-            raise FsError(f"{path!r} is not a regular file")
+        fd = self._open(real, path, "read")
         try:
-            if offset == 0 and limit is None:
-                return self._read_whole(real, path, st.st_size)
-            return self._read_lines(real, path, st.st_size, offset, limit)
+            st = os.fstat(fd)  # what was opened, not what the path names now
         except OSError as exc:
+            os.close(fd)
             raise _os_error("read", path, exc) from None
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            if stat.S_ISDIR(st.st_mode):
+                raise FsError(f"{path!r} is a directory; use list_dir to see what it holds")
+            raise FsError(f"{path!r} is not a regular file")
+        with os.fdopen(fd, "rb") as f:
+            try:
+                if offset == 0 and limit is None:
+                    return self._read_whole(f, path, st.st_size)
+                return self._read_lines(f, path, st.st_size, offset, limit)
+            except OSError as exc:
+                raise _os_error("read", path, exc) from None
 
     def _too_large(self, path: str, size: int) -> FileTooLargeError:
         return FileTooLargeError(
@@ -99,53 +147,65 @@ class _FileTools:
             f"read part of it with offset and limit (in lines)"
         )
 
-    def _read_whole(self, real: Path, path: str, size: int) -> str:
+    def _read_whole(self, f: BinaryIO, path: str, size: int) -> str:
         if size > self.max_read:
             raise self._too_large(path, size)
-        with open(real, "rb") as f:
-            data = f.read(self.max_read + 1)
+        data = f.read(self.max_read + 1)
         if len(data) > self.max_read:  # it grew since stat
             raise self._too_large(path, len(data))
         return _decode(data, path, size)
 
-    def _read_lines(self, real: Path, path: str, size: int, offset: int, limit: int | None) -> str:
+    def _read_lines(self, f: BinaryIO, path: str, size: int, offset: int, limit: int | None) -> str:
+        # Lines are read in bounded pieces: a single huge line costs at most the read
+        # limit in memory, whether it is skipped or asked for.
+        if _is_binary(f.read(_SNIFF)):
+            raise _binary(path, size)
+        f.seek(0)
         chunks: list[bytes] = []
         total = 0
-        with open(real, "rb") as f:
-            if _is_binary(f.peek(_SNIFF)[:_SNIFF]):
-                raise _binary(path, size)
-            for number, line in enumerate(f):
-                if number < offset:
-                    continue
-                if limit is not None and len(chunks) >= limit:
-                    break
-                total += len(line)
-                if total > self.max_read:
-                    raise FileTooLargeError(
-                        f"lines {offset}..{offset + len(chunks)} of {path!r} are over the read "
-                        f"limit of {self.max_read} bytes; ask for fewer lines"
-                    )
-                chunks.append(line)
+        for number, (line, longer) in enumerate(bounded_lines(f, self.max_read)):
+            if number < offset:
+                continue
+            if limit is not None and len(chunks) >= limit:
+                break
+            total += len(line)
+            if longer or total > self.max_read:
+                raise FileTooLargeError(
+                    f"lines {offset}..{offset + len(chunks)} of {path!r} are over the read "
+                    f"limit of {self.max_read} bytes; ask for fewer lines"
+                )
+            chunks.append(line)
         return _decode(b"".join(chunks), path, size)
 
     # -- list_dir -----------------------------------------------------------------------
 
     def list(self, path: str) -> str:
-        real = self.root.resolve(path)
+        real = self._resolve(path)
         if not real.is_dir():
             if real.exists():
                 raise FsError(f"{path!r} is a file, not a directory; use read_file to read it")
             raise FsError(f"no such directory {path!r}")
         try:
-            with os.scandir(real) as it:
-                entries = sorted(it, key=lambda e: e.name)
+            fd = open_dir_under(self.root.path, real.relative_to(self.root.path).parts, path)
         except OSError as exc:
             raise _os_error("list", path, exc) from None
-        if not entries:
-            return "(empty directory)"
-        lines = [_entry_line(e) for e in entries[:MAX_LISTED]]
-        if len(entries) > MAX_LISTED:
-            lines.append(f"... {len(entries) - MAX_LISTED} more entries not shown")
+        try:
+            with os.scandir(fd) as it:
+                entries = sorted(it, key=lambda e: e.name)
+            shown = [e for e in entries if not self.deny.name(e.name)]
+            # Entries of a descriptor's listing are looked at through it: still open here.
+            lines = [_entry_line(e) for e in shown[:MAX_LISTED]]
+        except OSError as exc:
+            raise _os_error("list", path, exc) from None
+        finally:
+            os.close(fd)
+        hidden = len(entries) - len(shown)
+        if not shown:
+            return "(empty directory)" + (f" ({hidden} hidden by the deny list)" if hidden else "")
+        if len(shown) > MAX_LISTED:
+            lines.append(f"... {len(shown) - MAX_LISTED} more entries not shown")
+        if hidden:
+            lines.append(f"({hidden} entries hidden by the deny list: secrets, credentials)")
         return "\n".join(lines)
 
     # -- find ---------------------------------------------------------------------------
@@ -153,30 +213,28 @@ class _FileTools:
     def find(self, pattern: str, path: str) -> str:
         _check_pattern(pattern, "pattern")
         base = self._directory(path)
+        walk = Walk(self.deny, MAX_WALKED_DIRS, WALK_SECONDS)
         found: list[str] = []
         more = False
-        try:
-            for match in base.glob(pattern):
-                if not self.root.inside(os.path.realpath(match)):
-                    continue  # a link out of the root: not even its name is useful
-                if len(found) >= MAX_LISTED:
-                    more = True
-                    break
-                shown = self.root.show(match)
-                found.append(shown + _marker(match))
-        except ValueError as exc:  # pathlib refuses some patterns ('**a', '')
-            raise FsError(f"invalid glob pattern {pattern!r}: {exc}") from None
-        except OSError as exc:
-            raise _os_error("search", path, exc) from None
+        for parts, entry in walk.entries(base):
+            if not glob_matches(parts, pattern):
+                continue
+            if entry.is_symlink() and not self.root.inside(os.path.realpath(entry.path)):
+                continue  # a link out of the root: not even its name is useful
+            if len(found) >= MAX_LISTED:
+                more = True
+                break
+            found.append(self.root.show(Path(entry.path)) + _marker(Path(entry.path)))
+        stopped = _stopped(walk)
         if not found:
-            return f"(no matches for {pattern!r} under {path!r})"
+            return f"(no matches for {pattern!r} under {path!r})" + stopped
         found.sort()
         if more:
             found.append("... more matches not shown; narrow the pattern or the path")
-        return "\n".join(found)
+        return "\n".join(found) + stopped
 
     def _directory(self, path: str) -> Path:
-        real = self.root.resolve(path)
+        real = self._resolve(path)
         if not real.is_dir():
             if real.exists():
                 raise FsError(f"{path!r} is a file, not a directory")
@@ -187,65 +245,78 @@ class _FileTools:
 
     def grep(self, pattern: str, path: str, glob: str | None) -> str:
         try:
-            rx = re.compile(pattern)
-        except re.error as exc:
+            rx = regex.compile(pattern)
+        except (regex.error, ValueError, OverflowError) as exc:
             raise FsError(f"invalid regular expression {pattern!r}: {exc}") from None
         if glob is not None:
             _check_pattern(glob, "glob")
-        real = self.root.resolve(path)
+        real = self._resolve(path)
+        walk = Walk(self.deny, MAX_WALKED_DIRS, WALK_SECONDS)
+        files: Iterator[Path]
         if real.is_file():
-            files: Iterator[Path] = iter((real,))
+            files = iter((real,))
             base = real.parent
         elif real.is_dir():
-            files = self._walk(real)
+            files = (
+                Path(entry.path)
+                for _, entry in walk.entries(real)
+                if entry.is_file() or entry.is_symlink()
+            )
             base = real
         else:
             raise FsError(f"no such file or directory {path!r}")
         out: list[str] = []
         more = False
-        for file in files:
-            if glob is not None and not _glob_match(file.relative_to(base), glob):
-                continue
-            for line in self._grep_file(file, rx):
-                if len(out) >= MAX_GREP_MATCHES:
-                    more = True
+        try:
+            for file in files:
+                if glob is not None and not _glob_match(file.relative_to(base), glob):
+                    continue
+                for line in self._grep_file(file, rx, walk):
+                    if len(out) >= MAX_GREP_MATCHES:
+                        more = True
+                        break
+                    out.append(line)
+                if more or walk.expired():
                     break
-                out.append(line)
-            if more:
-                break
+        except TimeoutError:
+            walk.stopped = "time"
+        stopped = _stopped(walk)
         if not out:
-            return f"(no matches for {pattern!r} under {path!r})"
+            return f"(no matches for {pattern!r} under {path!r})" + stopped
         if more:
             out.append(
                 f"... more than {MAX_GREP_MATCHES} matching lines; narrow the pattern, "
                 f"the path or the glob"
             )
-        return "\n".join(out)
+        return "\n".join(out) + stopped
 
-    def _walk(self, top: Path) -> Iterator[Path]:
-        # os.walk does not descend into symbolic links to directories.
-        for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
-            dirnames.sort()
-            for name in sorted(filenames):
-                yield Path(dirpath, name)
-
-    def _grep_file(self, file: Path, rx: re.Pattern[str]) -> Iterator[str]:
-        real = os.path.realpath(file)
-        if not self.root.inside(real) or not os.path.isfile(real):
+    def _grep_file(self, file: Path, rx: regex.Pattern[str], walk: Walk) -> Iterator[str]:
+        real = Path(os.path.realpath(file))
+        if not self.root.inside(real) or not real.is_file():
+            return
+        if self.deny.parts(real.relative_to(self.root.path).parts) is not None:
             return
         shown = self.root.show(file)
         try:
-            with open(real, "rb") as f:
-                if _is_binary(f.peek(_SNIFF)[:_SNIFF]):
+            fd = open_under(self.root.path, real, os.O_RDONLY, shown)
+        except (OSError, FsError):
+            return  # unreadable (or swapped) files are skipped, as grep -s does
+        with os.fdopen(fd, "rb") as f:
+            try:
+                if _is_binary(f.read(_SNIFF)):
                     return
-                for number, raw in enumerate(f, start=1):
+                f.seek(0)
+                for number, (raw, _) in enumerate(bounded_lines(f, MAX_GREP_SCAN), start=1):
                     line = raw.decode("utf-8", "replace").rstrip("\r\n")
-                    if rx.search(line):
+                    remaining = walk.deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise TimeoutError
+                    if rx.search(line, timeout=remaining):
                         if len(line) > MAX_GREP_LINE:
                             line = line[:MAX_GREP_LINE] + "..."
                         yield f"{shown}:{number}: {line}"
-        except OSError:
-            return  # unreadable files are skipped, as grep -s does
+            except OSError:
+                return
 
     # -- write_file ---------------------------------------------------------------------
 
@@ -256,7 +327,7 @@ class _FileTools:
                 f"content for {path!r} is {len(data)} bytes, over the write limit of "
                 f"{self.max_write} bytes; nothing was written"
             )
-        real = self.root.resolve(path)
+        real = self._resolve(path)
         if real == self.root.path or real.is_dir():
             raise FsError(f"{path!r} is a directory; give the path of a file")
         try:
@@ -269,16 +340,24 @@ class _FileTools:
         if not self.root.inside(os.path.realpath(real.parent)):
             raise FsError(f"cannot write {path!r}: its directory changed while writing")
         try:
-            mode = _existing_mode(real)
-            _atomic_write(real, data, mode)
+            parent = open_dir_under(
+                self.root.path, real.parent.relative_to(self.root.path).parts, path
+            )
         except OSError as exc:
             raise _os_error("write", path, exc) from None
+        try:
+            mode = _existing_mode(parent, real.name, path)
+            _atomic_write(parent, real.name, data, mode)
+        except OSError as exc:
+            raise _os_error("write", path, exc) from None
+        finally:
+            os.close(parent)
         return f"wrote {len(data)} bytes to {self.root.show(real)}"
 
     # -- delete_file --------------------------------------------------------------------
 
     def delete(self, path: str) -> str:
-        real = self.root.resolve(path, follow_last=False)
+        real = self._resolve(path, follow_last=False)
         try:
             st = real.lstat()
         except FileNotFoundError:
@@ -292,6 +371,20 @@ class _FileTools:
         except OSError as exc:
             raise _os_error("delete", path, exc) from None
         return f"deleted {self.root.show(real)}"
+
+
+def _stopped(walk: Walk) -> str:
+    if walk.stopped == "time":
+        return (
+            f"\n... stopped after {WALK_SECONDS:g} s: the search took too long (a pattern with "
+            f"nested repetition such as '(a+)+' can take forever); narrow the path or "
+            f"simplify the pattern"
+        )
+    if walk.stopped == "size":
+        return (
+            f"\n... stopped after {MAX_WALKED_DIRS} directories; narrow the path to search the rest"
+        )
+    return ""
 
 
 def _decode(data: bytes, path: str, size: int) -> str:
@@ -336,6 +429,11 @@ def _check_pattern(pattern: str, what: str) -> None:
         raise FsError(f"the {what} {pattern!r} is absolute; give a glob relative to the path")
     if ".." in p.parts:
         raise FsError(f"the {what} {pattern!r} uses '..'; globs must stay under the path")
+    if any("**" in part and part != "**" for part in p.parts):
+        raise FsError(
+            f"invalid glob pattern {pattern!r}: '**' can only be an entire path component "
+            f"('**/*.py', not '**.py')"
+        )
 
 
 def _glob_match(rel: Path, glob: str) -> bool:
@@ -345,27 +443,34 @@ def _glob_match(rel: Path, glob: str) -> bool:
         raise FsError(f"invalid glob {glob!r}: {exc}") from None
 
 
-def _existing_mode(real: Path) -> int:
+def _existing_mode(parent: int, name: str, path: str) -> int:
+    """The mode for the new content: the existing file's, without setuid, setgid and
+    sticky bits; a read-only file is not replaced."""
     try:
-        st = real.stat()
+        st = os.stat(name, dir_fd=parent, follow_symlinks=False)
     except FileNotFoundError:
         return _NEW_FILE_MODE
     if not stat.S_ISREG(st.st_mode):
-        raise IsADirectoryError(0, "not a regular file")
-    return stat.S_IMODE(st.st_mode)
+        raise FsError(f"{path!r} is not a regular file; it was not replaced")
+    if not st.st_mode & stat.S_IWUSR:
+        raise FsError(f"{path!r} is read-only; it was not replaced")
+    return stat.S_IMODE(st.st_mode) & ~(stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX)
 
 
-def _atomic_write(real: Path, data: bytes, mode: int) -> None:
-    """Write to a temporary file beside the target, then rename over it: all or nothing."""
-    fd, tmp = tempfile.mkstemp(dir=real.parent, prefix=f".{real.name}.", suffix=".tmp")
+def _atomic_write(parent: int, name: str, data: bytes, mode: int) -> None:
+    """Write a temporary file beside the target, then rename it over the target: all or
+    nothing, both named relative to the parent's descriptor (no path is looked up twice)."""
+    tmp = f".{name}.{secrets.token_hex(6)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    fd = os.open(tmp, flags, 0o600, dir_fd=parent)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, real)
+            os.fchmod(f.fileno(), mode)
+        os.replace(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
     except BaseException:
         with contextlib.suppress(OSError):
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=parent)
         raise
 
 
@@ -383,6 +488,7 @@ def fs_toolset(
     allow_delete: bool = False,
     write_off: bool = False,
     name: str = "fs",
+    deny: Iterable[str] = DEFAULT_DENY,
 ) -> Toolset:
     """A toolset of file tools confined to ``root``.
 
@@ -392,12 +498,19 @@ def fs_toolset(
     explicitly). ``write_off=True`` adds ``write_file`` off as well. Every tool
     needs the ``filesystem`` capability. Tools raise
     :class:`FsError` (or a subclass) with a message meant for the model.
+
+    ``deny``: name patterns (one path component each, case-insensitive) the tools
+    treat as absent: refused by read, write and delete, left out of list_dir, find
+    and grep. The default, :data:`DEFAULT_DENY`, covers environment files, VCS
+    metadata, SSH/cloud/package-manager credentials and keys; ``deny=()`` turns it
+    off.
     """
     fs_root = root if isinstance(root, FsRoot) else FsRoot(root)
     tools = _FileTools(
         fs_root,
         _positive("max_read_bytes", max_read_bytes),
         _positive("max_write_bytes", max_write_bytes),
+        Deny(deny),
     )
     read_only: dict[str, Any] = {
         "effect": ToolEffect.READ_ONLY,
@@ -508,8 +621,10 @@ def fs_toolset_from_env(environ: Mapping[str, str] | None = None) -> Toolset:
     """The toolset the plugin registers, configured from the environment.
 
     ``TOOLWIRE_FS_ROOT`` (default: the current directory, read now),
-    ``TOOLWIRE_FS_MAX_READ_BYTES``, ``TOOLWIRE_FS_MAX_WRITE_BYTES``, and
-    ``TOOLWIRE_FS_ALLOW_DELETE=1`` to add the (off by default) delete tool.
+    ``TOOLWIRE_FS_MAX_READ_BYTES``, ``TOOLWIRE_FS_MAX_WRITE_BYTES``,
+    ``TOOLWIRE_FS_ALLOW_DELETE=1`` to add the (off by default) delete tool,
+    ``TOOLWIRE_FS_DENY`` (more deny patterns, comma separated) and
+    ``TOOLWIRE_FS_ALLOW_SECRETS=1`` (drop the default deny list).
 
     Without ``TOOLWIRE_FS_ROOT`` the root is wherever the process started, so
     installing the pack must not hand the model write access to it:
@@ -521,10 +636,16 @@ def fs_toolset_from_env(environ: Mapping[str, str] | None = None) -> Toolset:
     if allow not in _TRUE | _FALSE:
         raise FsError(f"{ALLOW_DELETE_ENV} must be 1 or 0, got {env[ALLOW_DELETE_ENV]!r}")
     root = env.get(ROOT_ENV, "").strip()
+    secrets_ok = env.get(ALLOW_SECRETS_ENV, "").strip().lower()
+    if secrets_ok not in _TRUE | _FALSE:
+        raise FsError(f"{ALLOW_SECRETS_ENV} must be 1 or 0, got {env[ALLOW_SECRETS_ENV]!r}")
+    extra = [p.strip() for p in env.get(DENY_ENV, "").split(",") if p.strip()]
+    deny = (*(() if secrets_ok in _TRUE else DEFAULT_DENY), *extra)
     return fs_toolset(
         root or os.getcwd(),
         max_read_bytes=_env_int(env, MAX_READ_ENV, DEFAULT_MAX_READ_BYTES),
         max_write_bytes=_env_int(env, MAX_WRITE_ENV, DEFAULT_MAX_WRITE_BYTES),
         allow_delete=allow in _TRUE,
         write_off=not root,
+        deny=deny,
     )
