@@ -48,6 +48,7 @@ if _typing.TYPE_CHECKING:
     from toolwire._calls import (
         REJECTION_PREFIX,
         HandledCall,
+        Receipt,
         RejectedCall,
         ToolCall,
         ToolResult,
@@ -206,6 +207,7 @@ __all__ = [
     "Provider",
     "ProviderError",
     "RateLimitInterceptor",
+    "Receipt",
     "Reject",
     "RejectedCall",
     "Requirement",

@@ -6,11 +6,16 @@ The layer between tool definitions (``_tools``) and the hooks that decide calls
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
+from collections.abc import Mapping
+from datetime import datetime, timezone
 from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
 import attrs
 
-from toolwire._errors import MismatchedToolNameError, PolicyError
+from toolwire._errors import MismatchedToolNameError, PolicyError, UsageError
 from toolwire._exports import publish
 from toolwire._metadata import ToolMetadata
 from toolwire._tools import Tool
@@ -19,6 +24,7 @@ __all__ = [
     "sendable_text",
     "REJECTION_PREFIX",
     "HandledCall",
+    "Receipt",
     "RejectedCall",
     "ToolCall",
     "ToolResult",
@@ -109,6 +115,86 @@ class ToolResult(NamedTuple):
     def answers(self, call: ToolCall) -> bool:
         """True when this result answers ``call``: same call id, tool name and argument text."""
         return mismatch(call, self) is None
+
+    def receipt(self, at: datetime | None = None) -> Receipt:
+        """A verifiable record of what ran: SHA-256 over the tool, the arguments, the
+        output and the time (``at``, default now, UTC). Keep it (an audit log) and check
+        it later with :meth:`Receipt.verify`."""
+        when = _rfc3339(at)
+        return Receipt(
+            self.tool_name,
+            self.content,
+            when,
+            _digest(self.tool_name, self.arguments, self.content, when),
+        )
+
+
+def _rfc3339(at: datetime | None) -> str:
+    moment = datetime.now(timezone.utc) if at is None else at
+    if moment.tzinfo is None:
+        raise UsageError("a receipt's time must be timezone-aware (datetime.now(timezone.utc))")
+    return moment.astimezone(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _arguments_value(arguments: str | Mapping[str, Any]) -> Any:
+    """The arguments as a JSON value: text is parsed (so spacing and key order do not
+    matter), text that is not JSON is kept as text."""
+    if isinstance(arguments, Mapping):
+        return dict(arguments)
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments
+
+
+def _digest(tool: str, arguments: str | Mapping[str, Any], output: str, at: str) -> str:
+    body = {"args": _arguments_value(arguments), "output": output, "timestamp": at, "tool": tool}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@attrs.frozen
+class Receipt:
+    """A verifiable record of one tool result: ``digest`` is the SHA-256 (hex) of the
+    canonical JSON ``{"args", "output", "timestamp", "tool"}``, as the seed crates'
+    results carry. The arguments are not stored: whoever checks the receipt brings the
+    arguments they believe ran, and :meth:`verify` says whether they did."""
+
+    tool: str
+    output: str
+    timestamp: str
+    digest: str
+
+    def verify(self, arguments: str | Mapping[str, Any]) -> bool:
+        """True when ``arguments`` (JSON text or a mapping) are the ones this result was
+        produced for, and the tool, output and time are unchanged."""
+        expected = _digest(self.tool, arguments, self.output, self.timestamp)
+        return hmac.compare_digest(expected, self.digest)
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "tool": self.tool,
+            "output": self.output,
+            "timestamp": self.timestamp,
+            "digest": self.digest,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Receipt:
+        """Read a receipt back (an audit log's); raises UsageError for a malformed one."""
+        if not isinstance(data, Mapping):
+            raise UsageError(f"a receipt is an object, got {type(data).__name__}")
+        fields = {}
+        for key in ("tool", "output", "timestamp", "digest"):
+            value = data.get(key)
+            if not isinstance(value, str):
+                raise UsageError(f"receipt.{key} must be a string, got {type(value).__name__}")
+            fields[key] = value
+        if len(fields["digest"]) != 64 or any(
+            c not in "0123456789abcdef" for c in fields["digest"]
+        ):
+            raise UsageError("receipt.digest must be 64 lowercase hex digits (SHA-256)")
+        return cls(**fields)
 
 
 def mismatch(call: ToolCall, result: ToolResult) -> Literal["id", "name", "arguments"] | None:

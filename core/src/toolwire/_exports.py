@@ -58,6 +58,7 @@ TOPLEVEL: Mapping[str, str] = {
     "RateLimitInterceptor": "toolwire._execute.interceptors",
     "Reject": "toolwire._hooks",
     "RejectedCall": "toolwire._calls",
+    "Receipt": "toolwire._calls",
     "Requirement": "toolwire._turn",
     "ResolvedTurn": "toolwire._turn",
     "RetryHint": "toolwire._metadata",
@@ -114,6 +115,8 @@ TOPLEVEL: Mapping[str, str] = {
 
 ADAPTERS: Mapping[str, str] = {
     "DEFAULT_CONTEXT_LENGTH_MARKERS": "toolwire._http.errors",
+    "DEFAULT_DEADLINE": "toolwire._http.transport",
+    "DEFAULT_MAX_RESPONSE_BYTES": "toolwire._http.transport",
     "ApiKey": "toolwire._http.keys",
     "AssistantReply": "toolwire._round",
     "AuthStyle": "toolwire._http.keys",

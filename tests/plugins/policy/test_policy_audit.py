@@ -203,3 +203,19 @@ def test_line_separators_in_model_text_do_not_split_a_record(tmp_path: Path) -> 
     text = (tmp_path / "audit.jsonl").read_text(encoding="utf-8")
     assert len(text.splitlines()) == 1
     assert json.loads(text)["arguments"] == "a\u2028b\u2029c\u0085d"
+
+
+def test_a_result_record_carries_a_receipt_the_transcript_verifies(
+    make_policy: MakePolicy, call_of: CallOf
+) -> None:
+    import toolwire as tw
+
+    policy = make_policy(AUDIT)
+    call = call_of("read_notes", {"path": "a"}, "call_9")
+    result = call.complete("the notes")
+    policy.on_result(call, result, CTX)
+    [record] = records(policy)
+    receipt = tw.Receipt("read_notes", result.content, **record["receipt"])
+    assert receipt.verify(call.arguments)
+    assert not receipt.verify({"path": "b"})
+    assert not tw.Receipt("read_notes", "other notes", **record["receipt"]).verify(call.arguments)

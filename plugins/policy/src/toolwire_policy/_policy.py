@@ -359,6 +359,11 @@ class Policy:
             record["content_sha256"] = hashlib.sha256(content.encode("utf-8")).hexdigest()
             record["content_length"] = len(content)
             record["redactions"] = count
+            # A receipt over (tool, the arguments the model sent, the content the session
+            # holds, the time): `toolwire.Receipt(tool, output, timestamp, digest)
+            # .verify(arguments)` checks a transcript's result against this log.
+            receipt = result.replace(content=content).receipt()
+            record["receipt"] = {"timestamp": receipt.timestamp, "digest": receipt.digest}
             try:
                 self.audit_log.write(record)
             except OSError as exc:
