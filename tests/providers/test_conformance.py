@@ -7,6 +7,7 @@ A workspace test: it needs the three provider distributions installed.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from fakes import validate
@@ -71,3 +72,13 @@ def test_the_session_keeps_the_empty_system_message() -> None:
     session = tw.Session("").add_user("hi")
     again = tw.Session.from_dict(session.to_dict())
     assert [("system", ""), ("user", "hi")] == [(m.role, m.text) for m in again]
+
+
+@pytest.mark.parametrize(
+    "cls", [OpenAIChatProvider, OpenAIResponsesProvider, AnthropicProvider, GeminiProvider]
+)
+def test_every_adapter_takes_a_deadline_and_a_size_limit(cls: Any) -> None:
+    with cls("m", api_key="k", base_url=BASE, deadline=7.5, max_response_bytes=1234) as p:
+        assert (7.5, 1234) == (p._transport._deadline, p._transport._max_bytes)
+    with cls("m", api_key="k", base_url=BASE) as p:
+        assert (900.0, 64 * 1024 * 1024) == (p._transport._deadline, p._transport._max_bytes)

@@ -40,6 +40,7 @@ from toolwire._http import (
     resolve_api_key,
 )
 from toolwire._http.errors import _snippet
+from toolwire._http.transport import DEFAULT_DEADLINE, DEFAULT_MAX_RESPONSE_BYTES
 from toolwire._provider import Provider, ReplyCompleted, StreamEvent
 from toolwire._round import AssistantReply
 from toolwire._tools import Tool
@@ -142,6 +143,10 @@ class HttpProvider(Provider, Generic[_S]):
     succeeds (tools can be rendered) and the first request raises
     AuthenticationError naming ``key_hint`` and the variables.
 
+    ``deadline`` (seconds, every retry and the whole stream included; default
+    900) and ``max_response_bytes`` (default 64 MiB) bound each request:
+    :class:`DeadlineExceededError` and :class:`ResponseTooLargeError` past them.
+
     Subclasses implement the hooks below; errors they raise from the decoding
     hooks that are not ProviderErrors but one of :data:`DECODE_ERRORS` become
     malformed-reply errors (:meth:`_describe_error` words the cause).
@@ -166,6 +171,8 @@ class HttpProvider(Provider, Generic[_S]):
         retry: RetryPolicy | None = None,
         http_client: httpx.Client | None = None,
         async_http_client: httpx.AsyncClient | None = None,
+        deadline: float | None = DEFAULT_DEADLINE,
+        max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
         key_env: Sequence[str] | None = None,
         key_required: bool = True,
         key_hint: str = "pass api_key=...",
@@ -193,6 +200,8 @@ class HttpProvider(Provider, Generic[_S]):
             client=http_client,
             async_client=async_http_client,
             error_mapper=self.error_mapper,
+            deadline=deadline,
+            max_response_bytes=max_response_bytes,
         )
 
     def _base_url_from_env(self) -> str | None:

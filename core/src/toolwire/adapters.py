@@ -45,6 +45,8 @@ if _typing.TYPE_CHECKING:
         SSEEvent,
     )
     from toolwire._http.transport import (
+        DEFAULT_DEADLINE,
+        DEFAULT_MAX_RESPONSE_BYTES,
         Transport,
     )
     from toolwire._lazy import (
@@ -77,6 +79,8 @@ if _typing.TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CONTEXT_LENGTH_MARKERS",
+    "DEFAULT_DEADLINE",
+    "DEFAULT_MAX_RESPONSE_BYTES",
     "ApiKey",
     "AssistantReply",
     "AuthStyle",

@@ -338,3 +338,28 @@ def test_key_is_never_in_reprs_logs_or_errors(
     assert [] == [t for t in texts if key in t]
     assert "****" in str(http_error.value)
     assert "****" in str(stream_error.value)
+
+
+def test_the_deadline_bounds_the_whole_request_retries_included(
+    fake_openai: FakeOpenAI, adapter: Adapter, make: Callable[..., OpenAIBase],
+    toolset: tw.Toolset, session: tw.Session,
+) -> None:  # fmt: skip
+    # Each attempt answers within its read timeout; together they outlast the deadline.
+    retry = RetryPolicy(max_retries=5, initial_backoff=0.0, jitter=0.0)
+    provider = make(timeout=5, deadline=0.5, retry=retry)
+    for _ in range(6):
+        fake_openai.enqueue(errors.openai_error("server", delay=0.3))
+    with pytest.raises(tw.exceptions.DeadlineExceededError):
+        tw.run_turn(provider, session, _turn(toolset))
+    assert len(fake_openai.requests) < 6  # without the deadline all six would be asked
+    fake_openai.reset()  # the answers the deadline cut off are not waited for
+
+
+def test_max_response_bytes_bounds_the_body(
+    fake_openai: FakeOpenAI, adapter: Adapter, make: Callable[..., OpenAIBase],
+    toolset: tw.Toolset, session: tw.Session,
+) -> None:  # fmt: skip
+    provider = make(max_response_bytes=2048, retry=RetryPolicy.none())
+    adapter.enqueue_text(fake_openai, "x" * 10_000, stream=False)
+    with pytest.raises(tw.exceptions.ResponseTooLargeError):
+        tw.run_turn(provider, session, _turn(toolset))

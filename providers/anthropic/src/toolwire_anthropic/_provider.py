@@ -11,6 +11,8 @@ import httpx
 from toolwire import ResolvedTurn, Session
 from toolwire.adapters import (
     DEFAULT_CONTEXT_LENGTH_MARKERS,
+    DEFAULT_DEADLINE,
+    DEFAULT_MAX_RESPONSE_BYTES,
     ApiKey,
     AssistantReply,
     AuthStyle,
@@ -136,6 +138,8 @@ class AnthropicProvider(HttpProvider[MessageStream]):
         extra_body: Mapping[str, Any] | None = None,
         http_client: httpx.Client | None = None,
         async_http_client: httpx.AsyncClient | None = None,
+        deadline: float | None = DEFAULT_DEADLINE,
+        max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
@@ -152,6 +156,8 @@ class AnthropicProvider(HttpProvider[MessageStream]):
             retry=retry,
             http_client=http_client,
             async_http_client=async_http_client,
+            deadline=deadline,
+            max_response_bytes=max_response_bytes,
         )
         self.max_tokens = max_tokens
         self.thinking = thinking_config

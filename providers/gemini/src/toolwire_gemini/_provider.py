@@ -12,6 +12,8 @@ import httpx
 
 from toolwire import ResolvedTurn, Session
 from toolwire.adapters import (
+    DEFAULT_DEADLINE,
+    DEFAULT_MAX_RESPONSE_BYTES,
     ApiKey,
     AssistantReply,
     AuthStyle,
@@ -97,6 +99,8 @@ class GeminiProvider(HttpProvider[ReplyBuilder]):
         extra_body: Mapping[str, Any] | None = None,
         http_client: httpx.Client | None = None,
         async_http_client: httpx.AsyncClient | None = None,
+        deadline: float | None = DEFAULT_DEADLINE,
+        max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         model = model or self.default_model
         if model.startswith("models/"):
@@ -134,6 +138,8 @@ class GeminiProvider(HttpProvider[ReplyBuilder]):
             retry=retry,
             http_client=http_client,
             async_http_client=async_http_client,
+            deadline=deadline,
+            max_response_bytes=max_response_bytes,
             key_hint="pass api_key=... (or access_token=... for Vertex)",
         )
         model_path = quote(self.model, safe="-._@")

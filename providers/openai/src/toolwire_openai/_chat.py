@@ -26,6 +26,8 @@ from toolwire import (
     UserMessage,
 )
 from toolwire.adapters import (
+    DEFAULT_DEADLINE,
+    DEFAULT_MAX_RESPONSE_BYTES,
     ApiKey,
     AssistantReply,
     ErrorMapper,
@@ -466,6 +468,8 @@ class OpenAIChatProvider(_ChatProvider):
         extra_body: Mapping[str, Any] | None = None,
         http_client: httpx.Client | None = None,
         async_http_client: httpx.AsyncClient | None = None,
+        deadline: float | None = DEFAULT_DEADLINE,
+        max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         all_headers = dict(headers or {})
         if organization:
@@ -483,6 +487,8 @@ class OpenAIChatProvider(_ChatProvider):
             extra_body=extra_body,
             http_client=http_client,
             async_http_client=async_http_client,
+            deadline=deadline,
+            max_response_bytes=max_response_bytes,
         )
         self._configure(system_role=system_role, stream_usage=stream_usage)
 
@@ -522,6 +528,8 @@ class OpenRouterProvider(_ChatProvider):
         extra_body: Mapping[str, Any] | None = None,
         http_client: httpx.Client | None = None,
         async_http_client: httpx.AsyncClient | None = None,
+        deadline: float | None = DEFAULT_DEADLINE,
+        max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         all_headers = dict(headers or {})
         if app_url:
@@ -542,6 +550,8 @@ class OpenRouterProvider(_ChatProvider):
             extra_body=extra,
             http_client=http_client,
             async_http_client=async_http_client,
+            deadline=deadline,
+            max_response_bytes=max_response_bytes,
         )
         self._configure(keep_reasoning_details=True)
 
@@ -590,6 +600,8 @@ class OpenAICompatibleProvider(_ChatProvider):
         extra_body: Mapping[str, Any] | None = None,
         http_client: httpx.Client | None = None,
         async_http_client: httpx.AsyncClient | None = None,
+        deadline: float | None = DEFAULT_DEADLINE,
+        max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         if not model:
             raise ValueError(
@@ -612,6 +624,8 @@ class OpenAICompatibleProvider(_ChatProvider):
             extra_body=extra_body,
             http_client=http_client,
             async_http_client=async_http_client,
+            deadline=deadline,
+            max_response_bytes=max_response_bytes,
             _key_required=False,
             _key_env=(api_key_env,) if api_key_env else (),
         )

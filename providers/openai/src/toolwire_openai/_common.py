@@ -20,6 +20,8 @@ import httpx
 from toolwire import ResolvedTurn, Session, ToolCall
 from toolwire.adapters import (
     DEFAULT_CONTEXT_LENGTH_MARKERS,
+    DEFAULT_DEADLINE,
+    DEFAULT_MAX_RESPONSE_BYTES,
     ApiKey,
     AssistantReply,
     ErrorMapper,
@@ -152,6 +154,8 @@ class OpenAIBase(HttpProvider[StreamState]):
         extra_body: Mapping[str, Any] | None = None,
         http_client: httpx.Client | None = None,
         async_http_client: httpx.AsyncClient | None = None,
+        deadline: float | None = DEFAULT_DEADLINE,
+        max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
         _key_required: bool = True,
         _key_env: tuple[str, ...] | None = None,
     ) -> None:
@@ -171,6 +175,8 @@ class OpenAIBase(HttpProvider[StreamState]):
             retry=retry,
             http_client=http_client,
             async_http_client=async_http_client,
+            deadline=deadline,
+            max_response_bytes=max_response_bytes,
             key_env=_key_env,
             key_required=_key_required,
         )

@@ -33,6 +33,8 @@ from toolwire import (
     UserMessage,
 )
 from toolwire.adapters import (
+    DEFAULT_DEADLINE,
+    DEFAULT_MAX_RESPONSE_BYTES,
     ApiKey,
     AssistantReply,
     ResolvedTool,
@@ -347,6 +349,8 @@ class OpenAIResponsesProvider(OpenAIBase):
         extra_body: Mapping[str, Any] | None = None,
         http_client: httpx.Client | None = None,
         async_http_client: httpx.AsyncClient | None = None,
+        deadline: float | None = DEFAULT_DEADLINE,
+        max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         all_headers = dict(headers or {})
         if organization:
@@ -364,6 +368,8 @@ class OpenAIResponsesProvider(OpenAIBase):
             extra_body=extra_body,
             http_client=http_client,
             async_http_client=async_http_client,
+            deadline=deadline,
+            max_response_bytes=max_response_bytes,
         )
         if system_role not in ("system", "developer"):
             raise ValueError(f"system_role must be 'system' or 'developer', got {system_role!r}")
