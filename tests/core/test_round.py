@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import json
 import typing
 from typing import Any
 
@@ -498,6 +499,41 @@ def test_lone_surrogates_never_get_into_the_session() -> None:
     assert isinstance(last, tw.ToolResultsMessage)
     assert last.results[0].content == "caf\ufffd"
     _sends(session)
+
+
+def test_call_ids_names_and_provider_state_are_made_sendable_too() -> None:
+    # Found by the decoder fuzz job: a lone surrogate in a tool call's id, or in a thinking
+    # block and a NaN in the usage kept in provider_state, made every later request fail.
+    @tw.tool_fn
+    def ping() -> str:
+        """Ping."""
+        return "pong"
+
+    session = tw.Session().add_user("hi")
+    turn = tw.resolve_turn(tw.Toolset("t", [ping]), plugins=False)
+    reply = tw.adapters.AssistantReply(
+        "",
+        (tw.ToolCall("c1\ud800", "ping", "{}"), tw.ToolCall("c2", "pi\udfffng", "{}")),
+        "tool_calls",
+        provider_state={"x": {"blocks": [{"thinking": "hm\ud800"}], "n": float("nan")}},
+    )
+    out = tw.adapters.decode_reply(session, turn, reply, enforce_requirement=False)
+    assert isinstance(out, tw.NeedsTools)
+    message = out.round.message
+    assert [("c1\ufffd", "ping"), ("c2", "pi\ufffdng")] == [
+        (c.id, c.name) for c in message.tool_calls
+    ]
+    assert {"x": {"blocks": [{"thinking": "hm\ufffd"}], "n": None}} == message.provider_state
+    out.round.commit([c.complete("pong") for c in out.round.calls])
+    _sends(session)
+    json.dumps(session.to_dict(), allow_nan=False, ensure_ascii=False).encode("utf-8")
+
+
+def test_sendable_values_are_returned_as_they_are() -> None:
+    from toolwire._calls import sendable_value
+
+    state = {"items": [{"type": "reasoning", "summary": ["caf\u00e9"]}], "n": 1.5}
+    assert sendable_value(state) is state
 
 
 def test_valid_text_is_not_touched() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any, Generic, Literal, NamedTuple, TypeVar
@@ -22,6 +23,7 @@ from toolwire._tools import Tool
 
 __all__ = [
     "sendable_text",
+    "sendable_value",
     "REJECTION_PREFIX",
     "HandledCall",
     "Receipt",
@@ -56,6 +58,31 @@ def sendable_text(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     return text
+
+
+def sendable_value(value: Any) -> Any:
+    """A JSON value as something every provider can be sent: strings (keys included) made
+    valid UTF-8 as by :func:`sendable_text`, non-finite numbers (NaN, infinities) made
+    null. A value that is already sendable (the common case) is returned as it is."""
+    try:
+        json.dumps(value, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except (ValueError, TypeError, UnicodeEncodeError, RecursionError):
+        return _sendable(value)
+    return value
+
+
+def _sendable(value: Any) -> Any:
+    if isinstance(value, str):
+        return sendable_text(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Mapping):
+        return {
+            (sendable_text(k) if isinstance(k, str) else k): _sendable(v) for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [_sendable(v) for v in value]
+    return value
 
 
 def rejection_content(reason: str) -> str:

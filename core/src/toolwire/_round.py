@@ -21,6 +21,7 @@ from toolwire._calls import (
     rejection_content,
     rejection_reason,
     sendable_text,
+    sendable_value,
 )
 from toolwire._errors import (
     DuplicateToolResultError,
@@ -168,12 +169,13 @@ def decode_calls(
     offered = turn.offered
     make = TypedCall._trusted
     for i, call in enumerate(calls):
-        arguments = call.arguments
-        if not arguments.isascii() and sendable_text(arguments) is not arguments:
+        if not (call.arguments.isascii() and call.id.isascii() and call.name.isascii()):
             # Lone surrogates would make the session unsendable: repaired before anything.
-            call = ToolCall(call.id, call.name, sendable_text(arguments))
-            if kept is None:
-                kept = list(calls[:i])
+            fixed = ToolCall(*(sendable_text(part) for part in call))
+            if fixed != call:
+                call = fixed
+                if kept is None:
+                    kept = list(calls[:i])
         cid = call.id
         if cid in seen:
             if kept is None:
@@ -284,8 +286,13 @@ def decode_reply(
     kept, typed, issues = decode_calls(turn, reply.tool_calls)
     if enforce_requirement:
         _check_requirement(turn, reply, typed)
+    state = reply.provider_state
     message = AssistantMessage(
-        sendable_text(reply.text), kept, dict(reply.provider_state), reply.model, reply.usage
+        sendable_text(reply.text),
+        kept,
+        sendable_value(dict(state)) if state else {},
+        reply.model,
+        reply.usage,
     )
     if not kept:
         session.extend([message])
