@@ -267,3 +267,140 @@ def test_each_call_is_decided_once_by_each_policy() -> None:
 
     assert not _in_process(server, call).is_error
     assert len(seen) == 1
+
+
+# -- approval through MCP elicitation ------------------------------------------------------
+
+
+def _asking(answer: Any, asked: list[Any]) -> Any:
+    async def on_elicit(context: Any, params: Any) -> Any:
+        import mcp_types
+
+        asked.append(params)
+        if isinstance(answer, BaseException):
+            raise answer
+        if answer == "hang":
+            await anyio.sleep(30)
+        action, content = answer
+        return mcp_types.ElicitResult(action=action, content=content)
+
+    return on_elicit
+
+
+def _call_with(server: Any, on_elicit: Any, mode: str = "auto") -> Any:
+    async def main() -> Any:
+        async with Client(server, elicitation_callback=on_elicit, mode=mode) as client:
+            return await client.call_tool("wipe", {"target": "db"})
+
+    return anyio.run(main)
+
+
+# "auto": the 2026-07-28 protocol, no back-channel: the question comes back as an
+# InputRequiredResult and the client calls again with the answer. "legacy": the
+# initialize handshake, with a back-channel: the server asks mid-call and waits.
+MODES = pytest.mark.parametrize("mode", ["auto", "legacy"])
+
+
+@MODES
+def test_a_destructive_call_runs_when_the_user_approves_through_the_client(mode: str) -> None:
+    asked: list[Any] = []
+    result = _call_with(
+        build_server(APP, host=_host()), _asking(("accept", {"approve": True}), asked), mode
+    )
+    assert (False, "wiped db") == (result.is_error, result.content[0].text)
+    [params] = asked
+    assert "destructive tool `wipe`" in params.message
+    assert '"target":"db"' in params.message
+    assert ["approve"] == params.requested_schema["required"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "said"),
+    [
+        (("accept", {"approve": False}), "declined"),
+        (("decline", None), "declined"),
+        (("cancel", None), "cancelled"),
+    ],
+)
+@MODES
+def test_anything_but_a_yes_denies_the_call(answer: Any, said: str, mode: str) -> None:
+    result = _call_with(build_server(APP, host=_host()), _asking(answer, []), mode)
+    assert result.is_error
+    assert f"the user {said} `wipe`" in result.content[0].text
+
+
+def test_an_unanswered_approval_request_times_out_as_a_denial() -> None:
+    server = build_server(APP, host=_host(), elicit_timeout=0.3)
+    result = _call_with(server, _asking("hang", []), "legacy")
+    assert result.is_error
+    assert "no answer to the approval request for `wipe` within 0.3 s" in result.content[0].text
+
+
+def test_no_elicit_and_a_policy_rejection_are_not_asked_about() -> None:
+    asked: list[Any] = []
+    result = _call_with(
+        build_server(APP, host=_host(), elicit=False), _asking(("accept", {"approve": True}), asked)
+    )
+    assert result.is_error
+    assert [] == asked
+
+    class NoWipes:
+        @tw.hookimpl
+        def toolwire_tool_decision(self, call: Any, context: Any) -> Any:
+            return tw.Reject("wiping is off") if call.name == "wipe" else None
+
+    host = _host()
+    host.register(NoWipes(), "corp", kind="policy")
+    result = _call_with(build_server(APP, host=host), _asking(("accept", {"approve": True}), asked))
+    assert result.is_error
+    assert "wiping is off" in result.content[0].text
+    assert [] == asked  # the policy decided first: the user is never asked
+
+
+def test_elicit_timeout_must_be_positive() -> None:
+    with pytest.raises(tw.UsageError, match="elicit_timeout must be a positive number"):
+        build_server(APP, host=_host(), elicit_timeout=0)
+
+
+def test_an_answer_is_bound_to_the_call_it_was_asked_for() -> None:
+    # request_state travels through the client: a yes for one call must not run another.
+    import mcp_types
+
+    yes = mcp_types.ElicitResult(action="accept", content={"approve": True})
+
+    async def main() -> Any:
+        server = build_server(APP, host=_host())
+        # The callback only advertises elicitation: the test answers by hand.
+        async with Client(server, mode="auto", elicitation_callback=_asking("hang", [])) as client:
+            first = await client.session.call_tool(
+                "wipe", {"target": "scratch"}, allow_input_required=True
+            )
+            assert isinstance(first, mcp_types.InputRequiredResult)
+            [key] = first.input_requests
+            swapped = await client.session.call_tool(
+                "wipe",
+                {"target": "production"},
+                input_responses={key: yes},
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+            forged = await client.session.call_tool(
+                "wipe",
+                {"target": "scratch"},
+                input_responses={key: yes},
+                request_state="0" * 64,
+                allow_input_required=True,
+            )
+            honest = await client.session.call_tool(
+                "wipe",
+                {"target": "scratch"},
+                input_responses={key: yes},
+                request_state=first.request_state,
+                allow_input_required=True,
+            )
+            return swapped, forged, honest
+
+    swapped, forged, honest = anyio.run(main)
+    assert isinstance(swapped, mcp_types.InputRequiredResult)  # asked again, nothing ran
+    assert isinstance(forged, mcp_types.InputRequiredResult)
+    assert "wiped scratch" == honest.content[0].text

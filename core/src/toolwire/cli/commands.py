@@ -335,6 +335,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         token_env=args.token_env,
         approve=args.approve,
         plugins=host,
+        elicit=not args.no_elicit,
     )
     return EXIT_OK
 

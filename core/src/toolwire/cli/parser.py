@@ -130,6 +130,11 @@ def _parser() -> argparse.ArgumentParser:
         "--token-env", metavar="VAR", help="HTTP: environment variable with the bearer token"
     )
     _approve_switch(serve)
+    serve.add_argument(
+        "--no-elicit",
+        action="store_true",
+        help="never ask the client's user to approve a call (MCP elicitation); deny instead",
+    )
     return p
 
 

@@ -16,11 +16,13 @@ Streamable HTTP binds 127.0.0.1 unless told otherwise, takes an optional bearer 
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 import itertools
 import json
 import logging
 import os
+import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, Literal
 
@@ -32,6 +34,7 @@ from toolwire import (
     ApprovalGate,
     ApprovalRequest,
     Availability,
+    Defer,
     Deny,
     Executor,
     HookContext,
@@ -79,25 +82,140 @@ def _mcp_tool(name: str, description: str, tool: Any) -> types.Tool:
     )
 
 
+# -- approval through the client -----------------------------------------------------------
+
+#: Seconds the user has to answer an approval request sent through the client.
+ELICIT_TIMEOUT = 120.0
+
+_APPROVE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approve": {
+            "type": "boolean",
+            "title": "Allow this call",
+            "description": "Run the tool call with the arguments shown",
+        }
+    },
+    "required": ["approve"],
+}
+
+
+def _can_elicit(ctx: Any) -> bool:
+    """Whether the client said it can ask its user (form elicitation)."""
+    session = getattr(ctx, "session", None)
+    caps = getattr(session, "client_capabilities", None)
+    elicitation = getattr(caps, "elicitation", None)
+    if elicitation is None:
+        return False
+    # An empty elicitation capability means form mode (the spec's backward compatibility).
+    return elicitation.form is not None or elicitation.url is None
+
+
+_APPROVE_KEY = "toolwire_approval"
+
+
+def _question(request: ApprovalRequest) -> str:
+    shown = request.arguments_json
+    if len(shown) > 2000:
+        shown = shown[:2000] + "..."
+    return (
+        f"Allow the {request.effect.value} tool `{request.tool_name}` to run with these "
+        f"arguments?\n{shown}"
+    )
+
+
+def _approval_request(request: ApprovalRequest) -> types.ElicitRequest:
+    return types.ElicitRequest(
+        params=types.ElicitRequestFormParams(
+            message=_question(request), requested_schema=_APPROVE_SCHEMA
+        )
+    )
+
+
+def _decided(answer: Any, request: ApprovalRequest) -> Allow | Deny:
+    """The user's answer: anything but an explicit yes is a no."""
+    action = getattr(answer, "action", None)
+    content = getattr(answer, "content", None)
+    if action == "accept" and isinstance(content, dict) and content.get("approve") is True:
+        return Allow()
+    said = "declined" if action in ("accept", "decline") else "cancelled"
+    return Deny(f"the user {said} `{request.tool_name}` when asked through the MCP client")
+
+
+async def _ask(ctx: Any, request: ApprovalRequest, timeout: float) -> Allow | Deny:
+    """Ask the client's user now, over the back-channel, within ``timeout`` seconds."""
+    import anyio
+
+    try:
+        with anyio.fail_after(timeout):
+            answer = await ctx.session.elicit_form(
+                _question(request),
+                _APPROVE_SCHEMA,
+                related_request_id=getattr(ctx, "request_id", None),
+            )
+    except TimeoutError:
+        return Deny(
+            f"no answer to the approval request for `{request.tool_name}` within {timeout:g} s"
+        )
+    except Exception as exc:  # the client failed to ask: fail closed
+        logger.warning("MCP elicitation for %s failed: %r", request.tool_name, exc)
+        return Deny(f"the client could not ask for approval of `{request.tool_name}`")
+    return _decided(answer, request)
+
+
 def build_server(
     toolset: Toolset | None = None,
     *,
     host: PluginHost | None = None,
     approve: bool = False,
     name: str = "toolwire",
+    elicit: bool = True,
+    elicit_timeout: float = ELICIT_TIMEOUT,
 ) -> Server[Any]:
-    """The MCP server (the SDK's low-level ``Server``) for the assembled toolset."""
+    """The MCP server (the SDK's low-level ``Server``) for the assembled toolset.
+
+    A mutating or destructive call needs an approval: ``approve=True`` gives it to
+    every call; otherwise, when the client supports MCP elicitation (and ``elicit``),
+    the user is asked through the client, with ``elicit_timeout`` seconds to answer;
+    otherwise the call is denied. Policies decide before any of this: an approval
+    never overrides a policy's rejection.
+    """
+    if not elicit_timeout > 0:
+        raise UsageError(f"elicit_timeout must be a positive number, got {elicit_timeout!r}")
     plugins = get_host() if host is None else host
     tools = plugins.assemble(toolset)
     context = HookContext(app=APP, provider="mcp")
+    # Binds an approval answered across two requests (2026-07-28 clients) to the call it
+    # was asked for: the client holds request_state, so it is signed.
+    key = secrets.token_bytes(32)
 
-    def approver(request: ApprovalRequest) -> Allow | Deny:
-        if approve:
-            return Allow()
-        return Deny(
-            f"`{request.tool_name}` is {request.effect.value}, and this MCP server runs "
-            f"mutating and destructive tools only when started with --approve"
-        )
+    def state_of(request: ApprovalRequest) -> str:
+        text = f"{request.tool_name}\0{request.arguments_json}".encode("utf-8", "surrogatepass")
+        return hmac.new(key, text, hashlib.sha256).hexdigest()
+
+    def approver_for(
+        ctx: Any, params: types.CallToolRequestParams, asked: list[ApprovalRequest]
+    ) -> Callable[[ApprovalRequest], Awaitable[Allow | Deny | Defer]]:
+        async def approver(request: ApprovalRequest) -> Allow | Deny | Defer:
+            if approve:
+                return Allow()
+            if elicit and _can_elicit(ctx):
+                if ctx.session.can_send_request:  # a back-channel: ask now, and wait
+                    return await _ask(ctx, request, elicit_timeout)
+                # No back-channel: ask in the result, decide when the client calls again.
+                answer = (params.input_responses or {}).get(_APPROVE_KEY)
+                state = params.request_state
+                if answer is not None and state and hmac.compare_digest(state, state_of(request)):
+                    return _decided(answer, request)
+                asked.append(request)
+                return Defer()
+            return Deny(
+                f"`{request.tool_name}` is {request.effect.value}, and this MCP server runs "
+                f"mutating and destructive tools only when started with --approve or when "
+                f"the client can ask the user (MCP elicitation)"
+            )
+
+        return approver
 
     def listed() -> list[types.Tool]:
         turn = resolve_turn(tools, hooks=plugins.hook_sets(), context=context, plugins=plugins)
@@ -108,10 +226,15 @@ def build_server(
     ) -> types.ListToolsResult:
         return types.ListToolsResult(tools=listed())
 
-    async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        return await _call(params.name, params.arguments or {})
+    async def on_call_tool(
+        ctx: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        return await _call(ctx, params)
 
-    async def _call(tool_name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def _call(
+        ctx: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        tool_name, arguments = params.name, params.arguments or {}
         if tool_name not in tools:
             return _error(f"unknown tool `{tool_name}`")
         # The call takes the path a model's call takes in the agent loop: the turn is
@@ -135,14 +258,22 @@ def build_server(
             return _error(f"the call to `{tool_name}` was not decoded as a tool call")
         # The turn carries the host's hook sets (resolved with them): applied once.
         plan = await outcome.round.aapply_hooks(context=context)
+        asked: list[ApprovalRequest] = []
         executor = Executor(
-            approval=approver, approval_gate=ApprovalGate.MUTATING_AND_ABOVE, plugins=plugins
+            approval=approver_for(ctx, params, asked),
+            approval_gate=ApprovalGate.MUTATING_AND_ABOVE,
+            plugins=plugins,
         )
         try:
             run = await executor.aexecute_and_commit(plan)
         finally:
             executor.close()
         last = session.last
+        if run.pending and asked:
+            return types.InputRequiredResult(
+                input_requests={_APPROVE_KEY: _approval_request(asked[0])},
+                request_state=state_of(asked[0]),
+            )
         if run.pending or not isinstance(last, ToolResultsMessage) or not last.results:
             return _error(f"the call to `{tool_name}` needs an approval this server cannot ask for")
         result = last.results[0]
@@ -216,17 +347,19 @@ def serve_mcp(
     approve: bool = False,
     plugins: PluginHost | None = None,
     max_request_bytes: int = MAX_REQUEST_BYTES,
+    elicit: bool = True,
 ) -> None:
     """Serve ``toolset`` (assembled with the installed plugins) over MCP until stopped.
 
     ``transport="stdio"`` talks on this process's stdin/stdout (what an MCP client that
     launches us expects); ``"http"`` serves Streamable HTTP at ``http://host:port/mcp``.
     ``token_env`` names an environment variable holding the bearer token HTTP clients
-    must send.
+    must send. ``elicit``: ask the client's user to approve mutating and destructive
+    calls when the client supports MCP elicitation (see :func:`build_server`).
     """
     import anyio
 
-    server = build_server(toolset, host=plugins, approve=approve)
+    server = build_server(toolset, host=plugins, approve=approve, elicit=elicit)
     if transport == "stdio":
         from mcp.server.stdio import stdio_server
 
