@@ -217,9 +217,20 @@ def build_server(
 
         return approver
 
+    # A listed tool is rebuilt only when its name, description or tool changes: a list of
+    # 500 tools costs a dict lookup per tool, not 500 pydantic models.
+    made: dict[tuple[str, str, int], tuple[Any, types.Tool]] = {}
+
     def listed() -> list[types.Tool]:
         turn = resolve_turn(tools, hooks=plugins.hook_sets(), context=context, plugins=plugins)
-        return [_mcp_tool(rt.name, rt.description, rt.tool) for rt in turn.tools]
+        out = []
+        for rt in turn.tools:
+            key = (rt.name, rt.description, id(rt.tool))
+            hit = made.get(key)
+            if hit is None or hit[0] is not rt.tool:
+                hit = made[key] = (rt.tool, _mcp_tool(rt.name, rt.description, rt.tool))
+            out.append(hit[1])
+        return out
 
     async def on_list_tools(
         ctx: Any, params: types.PaginatedRequestParams | None
