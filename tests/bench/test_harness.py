@@ -89,3 +89,34 @@ def test_toolwire_runs_every_scenario(
         "executor overhead per call",
     ):
         assert label in toolwire, label
+
+
+def test_the_readme_results_are_written_from_a_run(
+    smoke_run: tuple[subprocess.CompletedProcess[str], Path], tmp_path: Path
+) -> None:
+    # No figure in bench/README.md is typed by hand: bench.readme writes the run's table
+    # and each target beside its measured ratio between the markers.
+    _, out = smoke_run
+    readme = tmp_path / "README.md"
+    readme.write_text(
+        "# bench\n\nbefore\n<!-- results:start -->\nSTALE\n<!-- results:end -->\nafter\n"
+    )
+    args = [sys.executable, "-m", "bench.readme", str(out), "--readme", str(readme)]
+    assert 1 == subprocess.run([*args, "--check"], cwd=REPO_ROOT, check=False).returncode
+    subprocess.run(args, cwd=REPO_ROOT, check=True)
+    text = readme.read_text()
+    assert "STALE" not in text
+    assert text.startswith("# bench\n\nbefore\n<!-- results:start -->")
+    assert text.endswith("<!-- results:end -->\nafter\n")
+    results = json.loads(out.read_text())
+    s2 = next(r for r in results["rows"] if r["label"].startswith("S2"))
+    ratio = s2["libs"]["toolwire"]["ratio"]
+    status = "met" if ratio <= 1.3 else "**missed**"
+    assert f"| S2 decode <= 1.30x | {ratio:.2f}x | {status} |" in text
+    assert 0 == subprocess.run([*args, "--check"], cwd=REPO_ROOT, check=False).returncode
+
+
+def test_the_readme_has_the_results_markers() -> None:
+    text = (REPO_ROOT / "bench" / "README.md").read_text()
+    assert text.count("<!-- results:start -->") == 1
+    assert text.index("<!-- results:start -->") < text.index("<!-- results:end -->")
