@@ -561,3 +561,36 @@ def test_non_finite_numbers_inside_a_nested_model_are_invalid_too() -> None:
     assert [type(i).__name__ for i in round_.issues] == ["InvalidArguments"]
     ok = needs_tools(tw.Session().add_user("go"), turn, ("c1", "plot", '{"point": {"x": 2}}'))
     assert [c.input.point.x for c in ok.calls] == [2.0]
+
+
+# -- run() on an async tool (#12) ------------------------------------------------------------
+
+
+@tw.tool_fn
+async def slow_echo(text: str) -> str:
+    """Echo, asynchronously."""
+    return f"echo {text}"
+
+
+def _async_round() -> tw.ToolRound:
+    session = tw.Session().add_user("hi")
+    turn = tw.resolve_turn(tw.Toolset("t", [slow_echo]), plugins=False)
+    reply = tw.adapters.AssistantReply("", (tw.ToolCall("c1", "slow_echo", '{"text": "a"}'),))
+    out = tw.adapters.decode_reply(session, turn, reply)
+    assert isinstance(out, tw.NeedsTools)
+    return out.round
+
+
+def test_run_on_an_async_tool_outside_a_loop_runs_it() -> None:
+    # The reproducer: call.complete(call.run()) failed with "Unable to serialize unknown
+    # type: coroutine" and a never-awaited warning (warnings are errors in this suite).
+    round_ = _async_round()
+    round_.commit([c.complete(c.run()) for c in round_.calls])
+    assert "echo a" == round_.session.messages[-1].results[0].content  # type: ignore[union-attr]
+
+
+async def test_run_on_an_async_tool_inside_a_loop_names_arun() -> None:
+    round_ = _async_round()
+    with pytest.raises(tw.UsageError, match=r"use `await call\.arun\(\)`"):
+        round_.calls[0].run()
+    assert "echo a" == await round_.calls[0].arun()

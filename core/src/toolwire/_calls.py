@@ -6,8 +6,10 @@ The layer between tool definitions (``_tools``) and the hooks that decide calls
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
+import inspect
 import json
 import math
 from collections.abc import Mapping
@@ -356,14 +358,21 @@ class TypedCall(Generic[InT]):
         """
         guard = self._guard
         if guard is None:
-            return self._tool.call(self._input, **injected)
-        decided = guard.decide(self)
-        if not isinstance(decided, TypedCall):
-            return _answer(decided)
-        return decided._tool.call(decided._input, **injected)
+            out = self._tool.call(self._input, **injected)
+        else:
+            decided = guard.decide(self)
+            if not isinstance(decided, TypedCall):
+                return _answer(decided)
+            out = decided._tool.call(decided._input, **injected)
+        if inspect.isawaitable(out):
+            return _run_async_tool(self.name, out)
+        return out
 
     async def arun(self, **injected: Any) -> Any:
-        """Async :meth:`run` (the hooks are awaited, so async policies decide too)."""
+        """Run the tool's implementation on this call's input, awaiting it if it is async
+        (use this inside an event loop; :meth:`run` for sync code). A call from a round is
+        decided by its hooks and installed policies first, as for :meth:`run`, with async
+        hooks awaited."""
         guard = self._guard
         if guard is None:
             return await self._tool.acall(self._input, **injected)
@@ -371,6 +380,27 @@ class TypedCall(Generic[InT]):
         if not isinstance(decided, TypedCall):
             return _answer(decided)
         return await decided._tool.acall(decided._input, **injected)
+
+
+def _run_async_tool(name: str, awaitable: Any) -> Any:
+    """An async tool's output for sync code: run to completion where no event loop is
+    running; inside one, a clear error naming ``arun`` (the coroutine is closed, so no
+    "never awaited" warning follows)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_awaited(awaitable))
+    close = getattr(awaitable, "close", None)
+    if close is not None:
+        close()
+    raise UsageError(
+        f"tool `{name}` is async and an event loop is running: use `await call.arun()` "
+        f"instead of call.run()"
+    )
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
 
 
 def _answer(decided: HandledCall | RejectedCall) -> Any:
