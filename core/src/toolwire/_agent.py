@@ -31,6 +31,7 @@ from toolwire._provider import (
     ToolCallStarted,
 )
 from toolwire._round import AssistantReply, Finished, ToolRound, ToolRoundPlan, decode_reply
+from toolwire._tools import _unrunnable
 from toolwire._toolset import Toolset
 from toolwire._transcript import AssistantMessage, Session, ToolResultsMessage, Usage
 from toolwire._turn import Requirement, ResolvedTurn, Turn
@@ -202,8 +203,11 @@ class Agent:
         if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 0:
             raise UsageError(f"max_rounds must be an int >= 0, got {max_rounds!r}")
         self.provider = provider
-        self.toolset = toolset
         host = _resolve_host(plugins)
+        # Installed tool packs join the application's tools, as policies apply: the same
+        # switch turns both off (plugins=False).
+        self.toolset = host.assemble(toolset) if host is not None else toolset
+        _unrunnable(self.toolset.tools(), "this Agent")
         self.host = host
         self.executor = (
             executor

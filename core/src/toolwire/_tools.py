@@ -683,6 +683,12 @@ def tool_input(
     the class docstring; field descriptions come from ``Field(description=...)``
     and attribute docstrings. ``output`` is the output type. The tool object
     is available as ``tool_of(Model)``; toolsets accept the class directly.
+
+    A class with a ``run(self)`` method (sync or ``async``) is its own
+    implementation: the validated input's ``run()`` is what the tool does, and
+    its return value is the output. Without one, the tool has no implementation:
+    your own loop answers its calls (``call.complete(output)``), and an Agent or
+    an Executor given it refuses it when it is made.
     """
 
     def wrap(cls: _ModelT) -> _ModelT:
@@ -703,6 +709,7 @@ def tool_input(
             output_type=output,
             metadata=meta,
             schema_descriptions=descriptions,
+            fn=_run_method(cls),
         )
         setattr(cls, "__toolwire_tool__", tool)
         return cls
@@ -710,6 +717,42 @@ def tool_input(
     if model is not None:
         return wrap(model)
     return wrap
+
+
+def _run_method(cls: type[BaseModel]) -> Callable[..., Any] | None:
+    """The implementation a @tool_input class carries: its ``run(self)`` method, called on
+    the validated input (rebuilt from its fields without validating them again)."""
+    run = getattr(cls, "run", None)
+    if not callable(run):
+        return None
+    build = cls.model_construct
+    if inspect.iscoroutinefunction(run):
+
+        async def run_async(**fields: Any) -> Any:
+            return await build(**fields).run()  # type: ignore[attr-defined]
+
+        run_async.__qualname__ = f"{cls.__qualname__}.run"
+        return run_async
+
+    def run_sync(**fields: Any) -> Any:
+        return build(**fields).run()  # type: ignore[attr-defined]
+
+    run_sync.__qualname__ = f"{cls.__qualname__}.run"
+    return run_sync
+
+
+def _unrunnable(tools: Iterable[Tool[Any, Any]], who: str) -> None:
+    """Raise UsageError naming the tools that have no implementation (a @tool_input
+    class without ``run``), with how to give them one."""
+    missing = [t.name for t in tools if t.fn is None]
+    if missing:
+        names = ", ".join(f"`{n}`" for n in missing)
+        raise UsageError(
+            f"{who} cannot run {names}: declared with @tool_input and no implementation. "
+            f"Give the class a `run(self)` method (its return value is the output), declare "
+            f"the tool with @tool_fn, or answer its calls in your own loop with "
+            f"call.complete(output)"
+        )
 
 
 def tool_of(obj: Any) -> Tool[Any, Any]:

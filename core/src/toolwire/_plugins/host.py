@@ -476,6 +476,8 @@ class PluginHost:
                 taken = {s.name: toolset.source(s.name) for s in toolset.all()}
             for plugin_name in sorted(self._toolsets):
                 group = self._toolsets[plugin_name]
+                if toolset is not None and _holds(toolset, group):
+                    continue  # assembled already (assemble is idempotent)
                 clash = [s.name for s in group.all() if s.name in taken]
                 if clash:
                     name = clash[0]
@@ -713,6 +715,13 @@ class PluginHost:
         for h in hooks:
             result = await h.arun(call, result, ctx, self.hook_timeout)
         return result
+
+
+def _holds(toolset: Toolset, group: Toolset) -> bool:
+    """Whether ``group`` is ``toolset`` or nested in it, at any depth."""
+    if toolset is group:
+        return True
+    return any(isinstance(m.item, Toolset) and _holds(m.item, group) for m in toolset._members)
 
 
 # -- the default host --------------------------------------------------------------------
