@@ -263,6 +263,28 @@ def test_rendered_tools_are_cached_per_tool_and_keyed_by_description(
     assert first[0] == provider.render_tools(turn)[0]
 
 
+def test_an_unchanged_turn_renders_from_the_list_made_for_it(
+    make: Callable[..., OpenAIBase], toolset: tw.Toolset
+) -> None:
+    # S1 re-render: the toolset hands back the same resolved tools for an unchanged turn,
+    # so the adapter answers with the list it built for them, not tool by tool.
+    provider = make()
+    first = provider._wire_tools(tw.resolve_turn(toolset))
+    assert first is provider._wire_tools(tw.resolve_turn(toolset))
+    # A turn that changed (an override, another tool set) gets its own list ...
+    overridden = provider._wire_tools(
+        tw.resolve_turn(toolset, description_overrides={"get_time": "What time is it?"})
+    )
+    assert overridden is not first
+    toolset.add(tw.tool_fn(lambda: "x", name="extra", description="Extra."))
+    grown = provider._wire_tools(tw.resolve_turn(toolset))
+    names = [t["function"]["name"] if "function" in t else t["name"] for t in grown]
+    assert ["get_weather", "get_time", "extra"] == names
+    # ... and so does another wire configuration on the same adapter.
+    provider._send_strict = not provider._send_strict
+    assert provider._wire_tools(tw.resolve_turn(toolset)) is not grown
+
+
 def test_strict_nulls_are_removed_before_validation_and_the_raw_text_is_sent_back(
     fake_openai: FakeOpenAI,
     adapter: Adapter,
