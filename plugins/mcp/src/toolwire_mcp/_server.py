@@ -3,8 +3,9 @@
 What is served is the assembled toolset: the application's tools, the installed tool
 packs and the configured MCP servers, so one toolwire process can front many MCP
 servers under one name space. Every ``tools/call`` goes the way a ``toolwire call``
-goes: the organisation's policies and the decision hooks, approval (mutating and
-destructive tools are denied unless ``approve`` is set or a policy answers first), the
+goes: the organisation's policies and the decision hooks, approval (a mutating or
+destructive call runs when ``approve`` is set or the client's user says yes through MCP
+elicitation; otherwise it is denied; a policy decides before either), the
 executor (validation, timeouts, retries, output validation) and the result hooks (the
 audit log). A rejection comes back as an MCP tool error carrying the reason.
 ``tools/list`` applies availability and description hooks, and maps each tool's metadata
