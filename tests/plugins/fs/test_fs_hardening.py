@@ -112,7 +112,8 @@ def test_secrets_are_left_out_of_listings_and_searches(run: Run, with_secrets: P
     listed = run("list_dir")
     assert ".env" not in listed.split()
     assert ".git/" not in listed
-    assert "entries hidden by the deny list" in listed
+    assert "(5 entries hidden by the deny list: secrets, credentials)" in listed
+    assert "(empty directory) (1 entry hidden by the deny list)" == run("list_dir", path="config")
     assert ".env" not in run("find", pattern="**/*")
     assert ["notes.txt:1: TOKEN is in .env"] == run("grep", pattern="TOKEN").splitlines()
 

@@ -200,12 +200,13 @@ class _FileTools:
         finally:
             os.close(fd)
         hidden = len(entries) - len(shown)
+        hid = f"{hidden} {'entry' if hidden == 1 else 'entries'} hidden by the deny list"
         if not shown:
-            return "(empty directory)" + (f" ({hidden} hidden by the deny list)" if hidden else "")
+            return "(empty directory)" + (f" ({hid})" if hidden else "")
         if len(shown) > MAX_LISTED:
             lines.append(f"... {len(shown) - MAX_LISTED} more entries not shown")
         if hidden:
-            lines.append(f"({hidden} entries hidden by the deny list: secrets, credentials)")
+            lines.append(f"({hid}: secrets, credentials)")
         return "\n".join(lines)
 
     # -- find ---------------------------------------------------------------------------
