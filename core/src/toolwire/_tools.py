@@ -478,6 +478,55 @@ class FunctionTool(Tool[BaseModel, Any], Generic[P, R]):
         return cast("R", self.fn(*args, **kwargs))
 
 
+class _FlatFunctionTool(FunctionTool[P, R]):
+    """``tool_fn(..., flat=True)``: the input is the function's one model parameter, whose
+    fields are the tool's parameters; the function is called with the validated model."""
+
+    __slots__ = ("_flat",)
+    _flat: str
+
+    def call(self, value: Any, /, **injected: Any) -> Any:
+        fn = self.fn
+        assert fn is not None
+        return fn(**{self._flat: value}, **injected)
+
+
+def _flat_tool(
+    fn: Callable[..., Any],
+    tool_name: str,
+    description: str | None,
+    doc: Any,
+    fields: Mapping[str, Any],
+    injected_names: list[str],
+    hints: Mapping[str, Any],
+    metadata: ToolMetadata | None,
+    options: Mapping[str, Any],
+) -> FunctionTool[Any, Any]:
+    names = list(fields)
+    model = fields[names[0]][0] if len(names) == 1 else None
+    if not (isinstance(model, type) and issubclass(model, BaseModel)):
+        raise ToolDefinitionError(
+            f"tool `{tool_name}`: flat=True needs exactly one parameter (besides injected "
+            f"ones) annotated with a pydantic model; {fn.__qualname__} has "
+            f"{', '.join(f'`{n}`' for n in names) or 'none'}"
+        )
+    ret = hints.get("return", None)
+    if inspect.iscoroutinefunction(fn) and get_origin(ret) is Awaitable:
+        ret = get_args(ret)[0]
+    tool: _FlatFunctionTool[Any, Any] = _FlatFunctionTool(
+        name=tool_name,
+        description=description if description is not None else doc.description,
+        input_type=model,
+        output_type=None if ret is type(None) else ret,
+        metadata=_metadata_from(metadata, _split_meta(dict(options))),
+        fn=fn,
+        injected=tuple(injected_names),
+        schema_descriptions=attribute_docstrings(model),
+    )
+    tool._flat = names[0]
+    return tool
+
+
 def _metadata_from(metadata: ToolMetadata | None, options: Mapping[str, Any]) -> ToolMetadata:
     if metadata is not None and options:
         raise ToolDefinitionError(
@@ -519,6 +568,7 @@ def _build_function_tool(
     injected: Iterable[str],
     metadata: ToolMetadata | None,
     options: Mapping[str, Any],
+    flat: bool = False,
 ) -> FunctionTool[Any, Any]:
     if not callable(fn):
         raise ToolDefinitionError(f"@tool_fn needs a function, got {type(fn).__name__}")
@@ -570,6 +620,9 @@ def _build_function_tool(
             continue
         default = ... if param.default is param.empty else param.default
         fields[pname] = (annotation, Field(default, description=text))
+    if flat:
+        return _flat_tool(fn, tool_name, description, doc, fields, injected_names, hints,
+                          metadata, options)  # fmt: skip
     model_name = _camel(tool_name)
     try:
         model = create_model(
@@ -612,6 +665,7 @@ def tool_fn(
     description: str | None = None,
     injected: Iterable[str] = (),
     metadata: ToolMetadata | None = None,
+    flat: bool = False,
     **options: Any,
 ) -> Callable[[Callable[P, R]], FunctionTool[P, R]]: ...
 
@@ -624,6 +678,7 @@ def tool_fn(
     description: str | None = None,
     injected: Iterable[str] = (),
     metadata: ToolMetadata | None = None,
+    flat: bool = False,
     **options: Any,
 ) -> Any:
     """Make a tool from a sync or async function.
@@ -636,6 +691,12 @@ def tool_fn(
     Metadata keywords (``effect``, ``retry_hint``, ``timeout``, ``capabilities``,
     ``version``, ``typical_duration``, ``idempotent``, ``blocking``,
     ``run_alone``) or ``metadata=ToolMetadata(...)`` describe the tool.
+
+    A function whose one parameter is a pydantic model gets, by default, a
+    schema with that one parameter (``{"request": {...the model...}}``).
+    ``flat=True`` makes the model's fields the tool's parameters instead (the
+    form pydantic-ai uses by default); the function is then called with the
+    validated model. Injected parameters may sit beside it either way.
     """
     injected = tuple(injected)
 
@@ -647,6 +708,7 @@ def tool_fn(
             injected=injected,
             metadata=metadata,
             options=options,
+            flat=flat,
         )
 
     if fn is not None:
