@@ -82,3 +82,30 @@ def test_every_adapter_takes_a_deadline_and_a_size_limit(cls: Any) -> None:
         assert (7.5, 1234) == (p._transport._deadline, p._transport._max_bytes)
     with cls("m", api_key="k", base_url=BASE) as p:
         assert (900.0, 64 * 1024 * 1024) == (p._transport._deadline, p._transport._max_bytes)
+
+
+def _sent_tools(provider: Any, turn: ResolvedTurn) -> Any:
+    """The tool list inside the body as it is sent (shared, not copied)."""
+    session = tw.Session().add_user("hi")
+    if isinstance(provider, GeminiProvider):
+        return provider._body(session, turn)["tools"][0]["functionDeclarations"]
+    return provider._body(session, turn, stream=False)["tools"]
+
+
+@pytest.mark.parametrize(
+    "cls", [OpenAIChatProvider, OpenAIResponsesProvider, AnthropicProvider, GeminiProvider]
+)
+def test_every_adapter_renders_an_unchanged_turn_from_its_last_list(cls: Any) -> None:
+    @tw.tool_fn
+    def ping(host: str) -> str:
+        """Ping a host."""
+        return host
+
+    toolset = tw.Toolset("app", [ping])
+    with cls("m", api_key="k", base_url=BASE) as p:
+        first = _sent_tools(p, tw.resolve_turn(toolset))
+        assert first is _sent_tools(p, tw.resolve_turn(toolset))
+        changed = _sent_tools(p, tw.resolve_turn(toolset, description_overrides={"ping": "Ping!"}))
+        assert changed is not first
+        assert "Ping!" in str(changed)
+        assert "Ping!" not in str(_sent_tools(p, tw.resolve_turn(toolset)))

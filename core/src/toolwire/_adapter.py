@@ -203,6 +203,21 @@ class HttpProvider(Provider, Generic[_S]):
             deadline=deadline,
             max_response_bytes=max_response_bytes,
         )
+        self._last_tools: tuple[Any, Hashable, list[dict[str, Any]]] | None = None
+
+    def _turn_tools(
+        self, turn: ResolvedTurn, key: Hashable, build: Callable[[], list[dict[str, Any]]]
+    ) -> list[dict[str, Any]]:
+        """The turn's rendered tool list: ``build()``, unless the turn did not change since
+        the last call with the same ``key`` (the toolset hands back the same resolved tools,
+        descriptions included), which reuses that list. The list is shared: copy it to hand
+        it out."""
+        last = self._last_tools
+        if last is not None and last[0] is turn.tools and last[1] == key:
+            return last[2]
+        out = build()
+        self._last_tools = (turn.tools, key, out)
+        return out
 
     def _base_url_from_env(self) -> str | None:
         for name in self.base_url_env:

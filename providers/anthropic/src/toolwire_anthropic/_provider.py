@@ -87,6 +87,9 @@ ANTHROPIC_ERRORS = ErrorMapper(
 )
 
 
+_TOOLS = "anthropic-tools"  # the key of this adapter's per-turn tool list
+
+
 class AnthropicProvider(HttpProvider[MessageStream]):
     """Anthropic's Messages API: tools, tool_choice, extended thinking, SSE streaming.
 
@@ -167,7 +170,12 @@ class AnthropicProvider(HttpProvider[MessageStream]):
 
     def render_tools(self, turn: ResolvedTurn) -> list[dict[str, Any]]:
         """The ``tools`` list exactly as sent (copies: the cached originals stay untouched)."""
-        return [copy.deepcopy(render_tool(t.tool, t.description)) for t in turn.tools]
+        return copy.deepcopy(self._rendered(turn))
+
+    def _rendered(self, turn: ResolvedTurn) -> list[dict[str, Any]]:
+        return self._turn_tools(
+            turn, _TOOLS, lambda: [render_tool(t.tool, t.description) for t in turn.tools]
+        )
 
     def build_body(self, session: Session, turn: ResolvedTurn, *, stream: bool) -> dict[str, Any]:
         """The JSON request body for this session and turn (a copy: change it freely, e.g.
@@ -184,7 +192,7 @@ class AnthropicProvider(HttpProvider[MessageStream]):
             body["system"] = system
         body["messages"] = encode_messages(messages)
         if turn.tools:
-            body["tools"] = [render_tool(t.tool, t.description) for t in turn.tools]
+            body["tools"] = self._rendered(turn)
             choice = tool_choice(turn, thinking=self.thinking is not None)
             if choice is not None:
                 body["tool_choice"] = choice

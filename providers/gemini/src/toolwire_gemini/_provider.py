@@ -169,10 +169,10 @@ class GeminiProvider(HttpProvider[ReplyBuilder]):
         return compile_tool(tool.tool, COMPILER, options=self._compile_options)
 
     def _declarations(self, turn: ResolvedTurn) -> list[dict[str, Any]]:
-        out = []
         key = (_WIRE_CACHE, self.name, self._compile_options)
-        for rt in turn.tools:
-            out.append(
+
+        def build() -> list[dict[str, Any]]:
+            return [
                 cached_wire(
                     rt.tool,
                     rt.description,
@@ -180,8 +180,10 @@ class GeminiProvider(HttpProvider[ReplyBuilder]):
                     lambda rt=rt: function_declaration(rt, self.compiled(rt)),  # type: ignore[misc]
                     compiler=COMPILER,
                 )
-            )
-        return out
+                for rt in turn.tools
+            ]
+
+        return self._turn_tools(turn, key, build)
 
     def render_tools(self, turn: ResolvedTurn) -> list[dict[str, Any]]:
         """The ``tools`` array exactly as sent (a copy: the cached originals stay untouched)."""

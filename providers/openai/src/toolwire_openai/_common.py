@@ -183,7 +183,6 @@ class OpenAIBase(HttpProvider[StreamState]):
         self._strict = strict
         self._send_strict = True
         self._compile_options = CompileOptions(strict=strict)
-        self._last_wire: tuple[Any, int, list[dict[str, Any]]] | None = None
         self._extra_body = dict(extra_body or {})
 
     # -- rendering ---------------------------------------------------------------------
@@ -203,14 +202,9 @@ class OpenAIBase(HttpProvider[StreamState]):
         # was a third of the re-render time.
         config = (_WIRE_CACHE, self.wire_kind, self.name, self._compile_options, self._send_strict)
         token = _WIRE_TOKENS.setdefault(config, len(_WIRE_TOKENS))
-        # A turn that did not change (the toolset hands back the same resolved tools, with
-        # their descriptions) renders from the list made for it last time, not tool by tool.
-        last = self._last_wire
-        if last is not None and last[0] is turn.tools and last[1] == token:
-            return last[2]
-        out = []
-        for rt in turn.tools:
-            out.append(
+
+        def build() -> list[dict[str, Any]]:
+            return [
                 cached_wire(
                     rt.tool,
                     rt.description,
@@ -218,9 +212,10 @@ class OpenAIBase(HttpProvider[StreamState]):
                     lambda rt=rt: self._tool_wire(rt, self.compiled(rt)),  # type: ignore[misc]
                     compiler=self.schema_compiler,
                 )
-            )
-        self._last_wire = (turn.tools, token, out)
-        return out
+                for rt in turn.tools
+            ]
+
+        return self._turn_tools(turn, token, build)
 
     def render_tools(self, turn: ResolvedTurn) -> list[dict[str, Any]]:
         """The tool list exactly as sent (a copy: the cached originals stay untouched)."""
