@@ -704,6 +704,7 @@ class Executor:
         """
         jobs: list[_Job] = []
         blocked = self._host.blocked if self._host is not None else ()
+        own = self._host.hook_sets()[0] if self._host is not None else None
         for c in calls:
             raw = c.call if isinstance(c, TypedCall) else c
             if blocked and isinstance(raw, ToolCall):
@@ -733,7 +734,7 @@ class Executor:
                     jobs.append(job)
                     continue
                 c = decided
-                if self._host is None or any(s is self._host.hook_sets()[0] for s in guard.sets):
+                if own is None or any(s is own for s in guard.sets):
                     call_guards = None  # this executor's policies were among them
             validate = self._check(job, c)
             if call_guards is not None and job.result is None:
