@@ -42,7 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from toolwire import raw_tool, tool_fn
 from toolwire._tools import Tool
 from toolwire.exceptions import SchemaCompileError
-from toolwire.schema import CompiledTool, CompileOptions, check_tools, compile_tool
+from toolwire.schema import CompiledTool, CompileOptions, check_tools, compile_tool, resolve_ref
 from toolwire_anthropic._schema import COMPILER as ANTHROPIC
 from toolwire_gemini._schema import COMPILER as GEMINI
 from toolwire_openai._schema import COMPILERS as OPENAI
@@ -251,15 +251,12 @@ def tool_accepts(tool: Tool[Any, Any], args: Any) -> bool:
 
 
 def _resolve(root: Mapping[str, Any], node: Mapping[str, Any]) -> Mapping[str, Any]:
-    seen = 0
-    while "$ref" in node and seen < 50:
-        target: Any = root
-        for token in node["$ref"].lstrip("#/").split("/"):
-            if token:
-                target = target[token.replace("~1", "/").replace("~0", "~")]
-        rest = {k: v for k, v in node.items() if k != "$ref"}
-        node = {**target, **rest}
-        seen += 1
+    """``node`` with its ``$ref`` followed (toolwire's own resolver), siblings on top."""
+    for _ in range(50):
+        if "$ref" not in node:
+            break
+        target, _pointer = resolve_ref(root, node["$ref"], "")
+        node = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
     return node
 
 

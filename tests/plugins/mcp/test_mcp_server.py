@@ -377,27 +377,19 @@ def test_an_answer_is_bound_to_the_call_it_was_asked_for() -> None:
             )
             assert isinstance(first, mcp_types.InputRequiredResult)
             [key] = first.input_requests
-            swapped = await client.session.call_tool(
-                "wipe",
-                {"target": "production"},
-                input_responses={key: yes},
-                request_state=first.request_state,
-                allow_input_required=True,
-            )
-            forged = await client.session.call_tool(
-                "wipe",
-                {"target": "scratch"},
-                input_responses={key: yes},
-                request_state="0" * 64,
-                allow_input_required=True,
-            )
-            honest = await client.session.call_tool(
-                "wipe",
-                {"target": "scratch"},
-                input_responses={key: yes},
-                request_state=first.request_state,
-                allow_input_required=True,
-            )
+
+            async def answer(target: str, state: str | None) -> Any:
+                return await client.session.call_tool(
+                    "wipe",
+                    {"target": target},
+                    input_responses={key: yes},
+                    request_state=state,
+                    allow_input_required=True,
+                )
+
+            swapped = await answer("production", first.request_state)
+            forged = await answer("scratch", "0" * 64)
+            honest = await answer("scratch", first.request_state)
             return swapped, forged, honest
 
     swapped, forged, honest = anyio.run(main)
