@@ -58,6 +58,7 @@ if _typing.TYPE_CHECKING:
     from toolwire._errors import (
         ApprovalPendingError,
         CommitError,
+        OutputValidationError,
         PolicyError,
         ProviderError,
         RoundLimitError,
@@ -107,6 +108,11 @@ if _typing.TYPE_CHECKING:
     )
     from toolwire._otel import (
         Tracing,
+    )
+    from toolwire._output import (
+        ModelSettings,
+        OutputSpec,
+        output_spec,
     )
     from toolwire._plugins.discovery import (
         PluginRecord,
@@ -198,9 +204,12 @@ __all__ = [
     "InvalidArguments",
     "LoggingInterceptor",
     "Message",
+    "ModelSettings",
     "Modify",
     "NeedsTools",
     "NotAvailable",
+    "OutputSpec",
+    "OutputValidationError",
     "PluginHost",
     "PluginRecord",
     "PolicyError",
@@ -253,6 +262,7 @@ __all__ = [
     "call_fingerprint",
     "get_host",
     "hookimpl",
+    "output_spec",
     "raw_tool",
     "raw_tool_from_file",
     "rejection_reason",

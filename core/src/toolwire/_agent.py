@@ -21,6 +21,7 @@ from toolwire._execute.executor import Executor, _resolve_host
 from toolwire._execute.paused import RoundExecution
 from toolwire._exports import publish
 from toolwire._hooks import HookContext, HookSet
+from toolwire._output import ModelSettings, output_spec
 from toolwire._provider import (
     Provider,
     ReplyCollector,
@@ -103,7 +104,8 @@ class ApprovalNeeded:
 class AgentResult:
     """How a loop ended.
 
-    ``status``: ``finished`` (the model answered; ``text`` is the answer),
+    ``status``: ``finished`` (the model answered; ``text`` is the answer and, with
+    an ``output_type``, ``output`` the validated value),
     ``stopped`` (``stop_when`` returned true after a round) or
     ``approval_pending`` (``pending`` is the RoundExecution to resume).
     """
@@ -115,6 +117,8 @@ class AgentResult:
     usage: Usage
     message: AssistantMessage | None = None
     pending: RoundExecution | None = None
+    #: The answer validated into the agent's ``output_type`` (None without one).
+    output: Any = None
 
 
 @attrs.frozen
@@ -177,7 +181,14 @@ class Agent:
       once more raises RoundLimitError (that reply is not committed);
     - ``stop_when(results) -> bool``: checked after each committed round;
     - ``tracing``: a Tracing for ``chat`` spans (give the executor its own
-      for ``execute_tool`` spans; a default executor gets this one).
+      for ``execute_tool`` spans; a default executor gets this one);
+    - ``output_type``: the final answer's type (a pydantic model, dataclass,
+      TypedDict or any type pydantic validates): rendered in the provider's native
+      structured-output form, validated into ``AgentResult.output``; an answer that
+      does not match is sent back to the model with the errors, at most
+      ``output_retries`` (2) times, then OutputValidationError is raised;
+    - ``settings``: the ModelSettings of every request (``run(settings=...)`` layers
+      a run's own on top, the turn's own go under both).
     """
 
     def __init__(
@@ -195,6 +206,9 @@ class Agent:
         tracing: Tracing | None = None,
         enforce_requirement: bool = True,
         plugins: Any = True,
+        output_type: Any = None,
+        output_retries: int = 2,
+        settings: ModelSettings | None = None,
     ) -> None:
         if not isinstance(provider, Provider):
             raise UsageError(f"provider must be a toolwire Provider, got {type(provider).__name__}")
@@ -202,6 +216,15 @@ class Agent:
             raise UsageError(f"toolset must be a Toolset, got {type(toolset).__name__}")
         if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 0:
             raise UsageError(f"max_rounds must be an int >= 0, got {max_rounds!r}")
+        if isinstance(output_retries, bool) or not isinstance(output_retries, int):
+            raise UsageError(f"output_retries must be an int >= 0, got {output_retries!r}")
+        if output_retries < 0:
+            raise UsageError(f"output_retries must be an int >= 0, got {output_retries!r}")
+        if settings is not None and not isinstance(settings, ModelSettings):
+            raise UsageError(f"settings must be a ModelSettings, got {type(settings).__name__}")
+        self.output = output_spec(output_type) if output_type is not None else None
+        self.output_retries = output_retries
+        self.settings = settings
         self.provider = provider
         host = _resolve_host(plugins)
         # Installed tool packs join the application's tools, as policies apply: the same
@@ -247,9 +270,7 @@ class Agent:
         """
         ctx = self._context(session)
         config = self.follow_up if isinstance(session.last, ToolResultsMessage) else self.turn
-        turn = config.resolve(
-            self.toolset, hooks=self._hook_sets(), context=ctx, plugins=self._plugins()
-        )
+        turn = self._resolve(config, ctx, None)
         return RoundExecution.from_dict(data, session, turn, context=ctx)
 
     # -- the loop, once -------------------------------------------------------------------
@@ -271,16 +292,30 @@ class Agent:
         host_sets = self.host.hook_sets()
         return (*host_sets, *(h for h in self.hooks if all(h is not s for s in host_sets)))
 
-    def _loop(self, session: Session) -> _Loop:
+    def _resolve(
+        self, config: Turn, ctx: HookContext, settings: ModelSettings | None
+    ) -> ResolvedTurn:
+        merged = self.settings
+        if settings is not None:
+            merged = settings if merged is None else merged.merged(settings)
+        return config.resolve(
+            self.toolset,
+            hooks=self._hook_sets(),
+            context=ctx,
+            plugins=self._plugins(),
+            output_type=self.output,
+            settings=merged,
+        )
+
+    def _loop(self, session: Session, settings: ModelSettings | None) -> _Loop:
         ctx = self._context(session)
         usage = Usage()
         rounds = 0
+        retries = 0
         resuming = isinstance(session.last, ToolResultsMessage)
         config = self.follow_up if resuming else self.turn
         while True:
-            turn = config.resolve(
-                self.toolset, hooks=self._hook_sets(), context=ctx, plugins=self._plugins()
-            )
+            turn = self._resolve(config, ctx, settings)
             reply: AssistantReply = yield _Request(turn)
             if reply.usage is not None:
                 usage = usage + reply.usage
@@ -288,8 +323,25 @@ class Agent:
                 session, turn, reply, enforce_requirement=self.enforce_requirement
             )
             if isinstance(outcome, Finished):
+                error = outcome.output_error
+                if error is not None:
+                    if retries >= self.output_retries:
+                        raise error
+                    # The answer stays in the session; the errors go back as the user's reply.
+                    retries += 1
+                    session.add_user(error.feedback)
+                    config = self.follow_up
+                    continue
                 yield AgentFinished(
-                    AgentResult("finished", outcome.text, session, rounds, usage, outcome.message)
+                    AgentResult(
+                        "finished",
+                        outcome.text,
+                        session,
+                        rounds,
+                        usage,
+                        outcome.message,
+                        output=outcome.output,
+                    )
                 )
                 return
             round_ = outcome.round
@@ -330,9 +382,15 @@ class Agent:
 
     # -- sync -----------------------------------------------------------------------------
 
-    def stream(self, session: Session, prompt: str | None = None) -> Iterator[AgentEvent]:
+    def stream(
+        self,
+        session: Session,
+        prompt: str | None = None,
+        *,
+        settings: ModelSettings | None = None,
+    ) -> Iterator[AgentEvent]:
         """Run the loop, yielding every event (provider stream events included)."""
-        return self._drive(session, prompt, streaming=True)
+        return self._drive(session, prompt, streaming=True, settings=settings)
 
     def run(
         self,
@@ -341,22 +399,32 @@ class Agent:
         *,
         on_event: Callable[[AgentEvent], Any] | None = None,
         stream: bool = False,
+        settings: ModelSettings | None = None,
     ) -> AgentResult:
         """Run the loop to its end; ``on_event`` sees each event.
 
-        With ``stream=True`` the provider streams and its events are included.
+        With ``stream=True`` the provider streams and its events are included;
+        ``settings`` go on top of the agent's for this run.
         """
-        for event in self._drive(session, prompt, streaming=stream):
+        for event in self._drive(session, prompt, streaming=stream, settings=settings):
             if on_event is not None:
                 on_event(event)
             if isinstance(event, AgentFinished):
                 return event.result
         raise AssertionError("the agent loop ended without finishing")  # pragma: no cover
 
-    def _drive(self, session: Session, prompt: str | None, *, streaming: bool) -> Iterator[Any]:
+    def _drive(
+        self,
+        session: Session,
+        prompt: str | None,
+        *,
+        streaming: bool,
+        settings: ModelSettings | None = None,
+    ) -> Iterator[Any]:
+        _check_settings(settings)
         if prompt is not None:
             session.add_user(prompt)
-        loop = self._loop(session)
+        loop = self._loop(session, settings)
         value: Any = None
         while True:
             try:
@@ -398,9 +466,15 @@ class Agent:
 
     # -- async ----------------------------------------------------------------------------
 
-    def astream(self, session: Session, prompt: str | None = None) -> AsyncIterator[AgentEvent]:
+    def astream(
+        self,
+        session: Session,
+        prompt: str | None = None,
+        *,
+        settings: ModelSettings | None = None,
+    ) -> AsyncIterator[AgentEvent]:
         """Async :meth:`stream`."""
-        return self._adrive(session, prompt, streaming=True)
+        return self._adrive(session, prompt, streaming=True, settings=settings)
 
     async def arun(
         self,
@@ -409,9 +483,10 @@ class Agent:
         *,
         on_event: Callable[[AgentEvent], Any] | None = None,
         stream: bool = False,
+        settings: ModelSettings | None = None,
     ) -> AgentResult:
         """Async :meth:`run`; ``on_event`` may be sync or async."""
-        async for event in self._adrive(session, prompt, streaming=stream):
+        async for event in self._adrive(session, prompt, streaming=stream, settings=settings):
             if on_event is not None:
                 out = on_event(event)
                 if hasattr(out, "__await__"):
@@ -421,11 +496,17 @@ class Agent:
         raise AssertionError("the agent loop ended without finishing")  # pragma: no cover
 
     async def _adrive(
-        self, session: Session, prompt: str | None, *, streaming: bool
+        self,
+        session: Session,
+        prompt: str | None,
+        *,
+        streaming: bool,
+        settings: ModelSettings | None = None,
     ) -> AsyncIterator[Any]:
+        _check_settings(settings)
         if prompt is not None:
             session.add_user(prompt)
-        loop = self._loop(session)
+        loop = self._loop(session, settings)
         value: Any = None
         while True:
             try:
@@ -454,6 +535,11 @@ class Agent:
                 value = await self.executor.aexecute_and_commit(item.plan)
             else:
                 yield item
+
+
+def _check_settings(settings: Any) -> None:
+    if settings is not None and not isinstance(settings, ModelSettings):
+        raise UsageError(f"settings must be a ModelSettings, got {type(settings).__name__}")
 
 
 def _decisions(rounds: int, round_: ToolRound, plan: ToolRoundPlan) -> Iterator[ToolCallDecided]:

@@ -24,6 +24,7 @@
     ├── PluginError (RuntimeError)               a plugin failed to load, register or validate
     │   └── PolicyError                          a policy failed: tool execution is blocked
     ├── RoundLimitError (RuntimeError)           the agent loop ran out of rounds
+    ├── OutputValidationError (ValueError)       the final answer does not match output_type
     ├── EventLoopError (RuntimeError)            a sync entry point was called inside a running loop
     ├── ToolExecutionError (RuntimeError)        raised by Executor.dispatch for a failed call
     ├── ApprovalPendingError (RuntimeError)      an approver deferred; resume with the decisions
@@ -78,6 +79,7 @@ __all__ = [
     "RateLimitError",
     "RequirementNotMetError",
     "ResponseTooLargeError",
+    "OutputValidationError",
     "RoundLimitError",
     "SchemaCompileError",
     "ServerError",
@@ -229,6 +231,30 @@ class EventLoopError(ToolwireError, RuntimeError):
 
 class RoundLimitError(ToolwireError, RuntimeError):
     """The agent loop reached its round limit without the model finishing."""
+
+
+class OutputValidationError(ToolwireError, ValueError):
+    """The model's final answer is not valid for the turn's ``output_type``.
+
+    ``text`` is the answer as the model sent it, ``errors`` pydantic's error dicts
+    (empty when the text is not JSON at all), ``feedback`` the message an agent
+    sends back to the model to ask for a corrected answer.
+    """
+
+    def __init__(self, message: str, *, text: str = "", errors: tuple[Any, ...] = ()) -> None:
+        self.text = text
+        self.errors = errors
+        super().__init__(message)
+
+    @property
+    def feedback(self) -> str:
+        detail = str(self)
+        if len(detail) > 2_000:
+            detail = detail[:2_000] + " ..."
+        return (
+            f"Your answer was not accepted: {detail}\n"
+            "Answer again with only the JSON the output schema asks for."
+        )
 
 
 class ToolExecutionError(ToolwireError, RuntimeError):

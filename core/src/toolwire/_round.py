@@ -30,6 +30,7 @@ from toolwire._errors import (
     MismatchedToolCallArgumentsError,
     MismatchedToolCallNameError,
     MissingToolResultError,
+    OutputValidationError,
     PolicyError,
     RequirementNotMetError,
     TranscriptError,
@@ -74,6 +75,10 @@ class AssistantReply:
     usage: Usage | None = None
     provider_state: Mapping[str, Any] = attrs.field(factory=dict)
     model: str | None = None
+
+    def replace(self, **changes: Any) -> AssistantReply:
+        """A copy with ``changes`` (field names as keywords): for adapters fixing a reply."""
+        return attrs.evolve(self, **changes)
 
 
 class ContinueSuggestion(str, enum.Enum):
@@ -263,11 +268,18 @@ def _guard_for(turn: ResolvedTurn) -> _Guard | None:
 
 @attrs.frozen
 class Finished:
-    """The model answered without tools; the answer is already in the session."""
+    """The model answered without tools; the answer is already in the session.
+
+    With an ``output_type`` on the turn, ``output`` is the answer validated into
+    that type, or None with ``output_error`` (an OutputValidationError, whose
+    ``feedback`` asks the model for a corrected answer) when it does not match.
+    """
 
     text: str
     message: AssistantMessage
     reply: AssistantReply
+    output: Any = None
+    output_error: OutputValidationError | None = None
 
 
 def decode_reply(
@@ -296,7 +308,13 @@ def decode_reply(
     )
     if not kept:
         session.extend([message])
-        return Finished(reply.text, message, reply)
+        spec = turn.output
+        if spec is None:
+            return Finished(reply.text, message, reply)
+        try:
+            return Finished(reply.text, message, reply, spec.parse(reply.text))
+        except OutputValidationError as exc:
+            return Finished(reply.text, message, reply, None, exc)
     round_ = ToolRound(session, turn, message, typed, issues, reply)
     if typed:
         guard = _guard_for(turn)

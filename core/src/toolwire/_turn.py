@@ -11,6 +11,7 @@ import attrs
 from toolwire._errors import InvalidToolConstraintError, ToolsetError, UnknownToolError, UsageError
 from toolwire._exports import publish
 from toolwire._hooks import HookContext, HookSet, describe_tools, visible_tools
+from toolwire._output import ModelSettings, OutputSpec, output_spec
 from toolwire._tools import SelectorLike, Tool, ToolDef
 from toolwire._toolset import Toolset
 
@@ -134,6 +135,19 @@ class ResolvedTurn:
     #: Whose installed policies must decide this turn's calls before any runs or is
     #: committed: True for the process's default host, a PluginHost, or False (opted out).
     plugins: Any = True
+    #: The final answer's shape (None: free text); adapters render it natively.
+    output: OutputSpec | None = None
+    #: Model settings for this request (None: the provider's defaults).
+    settings: ModelSettings | None = None
+
+    @property
+    def parallel(self) -> bool | None:
+        """Whether parallel tool calls are asked for: the settings' ``parallel_tool_calls``,
+        else the turn's ``parallel_calls`` (None: the provider's default)."""
+        s = self.settings
+        if s is not None and s.parallel_tool_calls is not None:
+            return s.parallel_tool_calls
+        return self.parallel_calls
 
     def allows(self, name: str) -> bool:
         """May the model call ``name`` this turn? Only what was offered: under
@@ -162,6 +176,8 @@ def resolve_turn(
     hooks: Sequence[HookSet] = (),
     context: HookContext | None = None,
     plugins: Any = True,
+    output_type: Any = None,
+    settings: ModelSettings | None = None,
 ) -> ResolvedTurn:
     """Resolve availability, requirement and descriptions for one turn, before any request.
 
@@ -177,6 +193,11 @@ def resolve_turn(
     ``False`` none (an explicit opt-out). With a policy installed, a round's
     calls are decided by the policies and then ``hooks`` before ``call.run()``
     runs one or ``round.commit`` writes one (see docs/security.md).
+
+    ``output_type`` (a pydantic model or any type pydantic validates, or an
+    OutputSpec) asks for a structured final answer: the adapter renders it in the
+    provider's native form and ``Finished.output`` holds the validated value.
+    ``settings`` are the model settings for the request.
     """
     if not isinstance(toolset, Toolset):
         raise ToolsetError(f"expected a Toolset, got {type(toolset).__name__}")
@@ -188,6 +209,9 @@ def resolve_turn(
         raise UsageError(
             f"plugins must be True, False or a PluginHost, got {type(plugins).__name__}"
         )
+    if settings is not None and not isinstance(settings, ModelSettings):
+        raise UsageError(f"settings must be a ModelSettings, got {type(settings).__name__}")
+    output = output_spec(output_type) if output_type is not None else None
     kind = availability.kind
     # The hooks passed here (policy plugins, tool packs, the application's sets) run
     # before the toolsets' own, so no toolset hook can answer a call a policy rejects.
@@ -210,7 +234,7 @@ def resolve_turn(
         resolved, offered = cached[1], cached[2]
         return _finish(
             toolset, resolved, offered, requirement, kind, parallel_calls, all_hooks, context,
-            plugins,
+            plugins, output, settings,
         )  # fmt: skip
     chosen: list[Tool[Any, Any]]
     if kind == "all":
@@ -251,8 +275,9 @@ def resolve_turn(
     if not active and not overrides and kind in ("default", "all"):
         toolset._turn_cache[kind] = (toolset._generation, resolved, offered)
     return _finish(
-        toolset, resolved, offered, requirement, kind, parallel_calls, all_hooks, ctx, plugins
-    )
+        toolset, resolved, offered, requirement, kind, parallel_calls, all_hooks, ctx, plugins,
+        output, settings,
+    )  # fmt: skip
 
 
 def _finish(
@@ -265,6 +290,8 @@ def _finish(
     all_hooks: tuple[HookSet, ...],
     ctx: HookContext | None,
     plugins: Any,
+    output: OutputSpec | None = None,
+    settings: ModelSettings | None = None,
 ) -> ResolvedTurn:
     """The requirement checked against the resolved tools, and the turn."""
     required: str | None = None
@@ -299,6 +326,8 @@ def _finish(
         hooks=all_hooks,
         context=ctx,
         plugins=plugins,
+        output=output,
+        settings=settings,
     )
 
 
@@ -310,6 +339,8 @@ class Turn:
     requirement: Requirement = _OPTIONAL
     description_overrides: tuple[tuple[SelectorLike, str], ...] = ()
     parallel_calls: bool | None = None
+    output_type: Any = None
+    settings: ModelSettings | None = None
 
     def resolve(
         self,
@@ -318,7 +349,14 @@ class Turn:
         hooks: Sequence[HookSet] = (),
         context: HookContext | None = None,
         plugins: Any = True,
+        output_type: Any = None,
+        settings: ModelSettings | None = None,
     ) -> ResolvedTurn:
+        """This configuration resolved against ``toolset``; ``output_type`` replaces the
+        turn's own when given, and ``settings`` go on top of the turn's."""
+        merged = self.settings
+        if settings is not None:
+            merged = settings if merged is None else merged.merged(settings)
         return resolve_turn(
             toolset,
             availability=self.availability,
@@ -328,6 +366,8 @@ class Turn:
             hooks=hooks,
             context=context,
             plugins=plugins,
+            output_type=output_type if output_type is not None else self.output_type,
+            settings=merged,
         )
 
 

@@ -56,6 +56,9 @@ if _typing.TYPE_CHECKING:
         ChatSpan,
         ToolSpan,
     )
+    from toolwire._output import (
+        unsupported_settings,
+    )
     from toolwire._provider import (
         Provider,
         ReplyCompleted,
@@ -111,6 +114,7 @@ __all__ = [
     "rejection_content",
     "resolve_api_key",
     "synthesize_call_id",
+    "unsupported_settings",
     "wire_name",
 ]
 

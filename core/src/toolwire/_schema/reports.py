@@ -11,7 +11,7 @@ import attrs
 from toolwire._exports import publish
 
 Severity = Literal["info", "warning", "error"]
-SchemaTarget = Literal["parameters", "parametersJsonSchema", "input_schema"]
+SchemaTarget = Literal["parameters", "parametersJsonSchema", "input_schema", "output_config.format"]
 
 
 # -- records ------------------------------------------------------------------------------

@@ -4,7 +4,8 @@ Heuristic mode (the default): on a new user message it calls the offered
 tools whose name words appear in the message (or the required tool, or the
 first tool when at least one is required), with arguments generated from each
 tool's JSON schema; once results are in, it answers with text that uses
-them. Scripted mode replays given replies, for tests and examples.
+them (or, when the turn has an output type, with JSON generated from its
+schema). Scripted mode replays given replies, for tests and examples.
 """
 
 from __future__ import annotations
@@ -79,8 +80,9 @@ class TestProvider(Provider):
                     parts.append(f"{r.tool_name} failed: {r.content}")
                 else:
                     parts.append(f"{r.tool_name} returned: {_gist(r.content)}")
+            text = "Here is what I found. " + "; ".join(parts) + "."
             return AssistantReply(
-                "Here is what I found. " + "; ".join(parts) + ".",
+                _structured(turn, text, []),
                 finish_reason="stop",
                 usage=usage,
                 model=self.model,
@@ -89,8 +91,9 @@ class TestProvider(Provider):
         chosen = _choose(turn, prompt)
         if not chosen:
             text = f"(offline test provider) You said: {prompt}" if prompt else "(offline)"
+            text = _structured(turn, text, _quoted(prompt))
             return AssistantReply(text, finish_reason="stop", usage=usage, model=self.model)
-        if turn.parallel_calls is False:
+        if turn.parallel is False:
             chosen = chosen[:1]
         quoted = _quoted(prompt)
         calls = tuple(
@@ -102,6 +105,15 @@ class TestProvider(Provider):
             for i, t in enumerate(chosen)
         )
         return AssistantReply("", calls, "tool_calls", usage, model=self.model)
+
+
+def _structured(turn: ResolvedTurn, text: str, quoted: list[str]) -> str:
+    """The answer as JSON valid for the turn's output schema, when it has one
+    (strings are the prompt's quoted text, then the plain answer)."""
+    if turn.output is None:
+        return text
+    value = example_arguments(turn.output.schema, [*quoted, text])
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _gist(content: str, limit: int = 160) -> str:
