@@ -121,6 +121,7 @@ class Adapter:
             # OpenRouter's own extensions are outside the openai SDK types.
             body = copy.deepcopy(body)
             body.pop("provider", None)
+            body.pop("reasoning", None)  # OpenRouter's unified reasoning object
             for message in body.get("messages", []):
                 message.pop("reasoning_details", None)
         validate.validate_openai_chat_request(body)

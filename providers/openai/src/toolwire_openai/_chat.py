@@ -17,6 +17,7 @@ import httpx
 
 from toolwire import (
     AssistantMessage,
+    ModelSettings,
     ResolvedTurn,
     Session,
     SystemMessage,
@@ -41,7 +42,7 @@ from toolwire.adapters import (
     Transport,
     synthesize_call_id,
 )
-from toolwire.exceptions import StreamError
+from toolwire.exceptions import StreamError, UsageError
 from toolwire.schema import CompiledTool
 
 from ._common import (
@@ -313,13 +314,50 @@ class _ChatProvider(OpenAIBase):
             body["tools"] = tools
             if self._send_tool_choice:
                 body["tool_choice"] = self.tool_choice(turn.tool_choice)
-            if turn.parallel_calls is not None and self._send_parallel:
-                body["parallel_tool_calls"] = turn.parallel_calls
+            if turn.parallel is not None and self._send_parallel:
+                body["parallel_tool_calls"] = turn.parallel
+        if turn.settings is not None:
+            body.update(self._settings_fields(turn.settings))
+        fmt = self._output_format(turn)
+        if fmt is not None:
+            body["response_format"] = {"type": "json_schema", "json_schema": fmt}
         if stream:
             body["stream"] = True
             if self._stream_usage:
                 body["stream_options"] = {"include_usage": True}
         return self._merge_body(body)
+
+    #: Where ModelSettings.max_output_tokens goes: OpenAI's current field; the servers
+    #: that speak the OpenAI shape (OpenRouter, vLLM, Ollama, llama.cpp) take max_tokens.
+    max_tokens_field: ClassVar[str] = "max_completion_tokens"
+    #: How many stop sequences the API takes (None: no limit known).
+    max_stop: ClassVar[int | None] = None
+
+    def _settings_fields(self, settings: ModelSettings) -> dict[str, Any]:
+        """ModelSettings as Chat Completions fields (parallel_tool_calls is sent with the
+        tools, from ``turn.parallel``)."""
+        out: dict[str, Any] = {}
+        if settings.temperature is not None:
+            out["temperature"] = settings.temperature
+        if settings.top_p is not None:
+            out["top_p"] = settings.top_p
+        if settings.max_output_tokens is not None:
+            out[self.max_tokens_field] = settings.max_output_tokens
+        if settings.stop is not None:
+            if self.max_stop is not None and len(settings.stop) > self.max_stop:
+                raise UsageError(
+                    f"{self.name} takes at most {self.max_stop} stop sequences, "
+                    f"got {len(settings.stop)}"
+                )
+            out["stop"] = list(settings.stop)
+        if settings.seed is not None:
+            out["seed"] = settings.seed
+        if settings.reasoning_effort is not None:
+            out.update(self._reasoning_field(settings.reasoning_effort))
+        return out
+
+    def _reasoning_field(self, effort: str) -> dict[str, Any]:
+        return {"reasoning_effort": effort}
 
     # -- the session
 
@@ -447,6 +485,7 @@ class OpenAIChatProvider(_ChatProvider):
 
     name: ClassVar[str] = "openai"
     default_model: ClassVar[str] = "gpt-4.1"
+    max_stop: ClassVar[int | None] = 4
     default_base_url: ClassVar[str] = "https://api.openai.com/v1"
     key_env: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
     base_url_env: ClassVar[tuple[str, ...]] = ("OPENAI_BASE_URL",)
@@ -508,9 +547,13 @@ class OpenRouterProvider(_ChatProvider):
 
     name: ClassVar[str] = "openrouter"
     error_mapper: ClassVar[ErrorMapper | None] = OPENROUTER_ERRORS
+    max_tokens_field: ClassVar[str] = "max_tokens"
     default_model: ClassVar[str] = "openai/gpt-4.1"
     default_base_url: ClassVar[str] = "https://openrouter.ai/api/v1"
     key_env: ClassVar[tuple[str, ...]] = ("OPENROUTER_API_KEY",)
+
+    def _reasoning_field(self, effort: str) -> dict[str, Any]:
+        return {"reasoning": {"effort": effort}}  # OpenRouter's unified reasoning object
 
     def __init__(
         self,
@@ -580,6 +623,7 @@ class OpenAICompatibleProvider(_ChatProvider):
 
     name: ClassVar[str] = "openai-compatible"
     default_model: ClassVar[str] = ""
+    max_tokens_field: ClassVar[str] = "max_tokens"
     supports_requirement: ClassVar[bool] = False
 
     def __init__(

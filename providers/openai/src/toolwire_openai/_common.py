@@ -13,7 +13,7 @@ import abc
 import copy
 import json
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, Union
+from typing import Any, ClassVar, Literal, Union, cast
 
 import httpx
 
@@ -269,7 +269,8 @@ class OpenAIBase(HttpProvider[StreamState]):
     # -- fix-ups on every reply ----------------------------------------------------------
 
     def _finish_reply(self, turn: ResolvedTurn, reply: AssistantReply) -> AssistantReply:
-        """Drop duplicate call ids (first wins) and undo strict mode's nulls.
+        """Drop duplicate call ids (first wins) and undo strict mode's nulls (in the
+        calls' arguments, and in a structured answer).
 
         Strict mode sends optional fields as required-and-nullable, so the model
         answers ``null`` where it meant "left out". Those nulls are removed from
@@ -277,6 +278,8 @@ class OpenAIBase(HttpProvider[StreamState]):
         model's own text is kept in ``provider_state[name]["raw_arguments"]`` and
         sent back verbatim on the next request.
         """
+        if turn.output is not None:
+            reply = self._restore_output(turn, reply)
         calls: list[ToolCall] = []
         raw: dict[str, str] = {}
         seen: set[str] = set()
@@ -325,6 +328,39 @@ class OpenAIBase(HttpProvider[StreamState]):
         if stripped == value:
             return call.arguments
         return json.dumps(stripped, ensure_ascii=False, separators=(",", ":"))
+
+    # -- structured output and settings -----------------------------------------------
+
+    def output_compiled(self, turn: ResolvedTurn) -> CompiledTool | None:
+        """The turn's output schema compiled for this provider (None without one): its
+        ``report`` lists what the provider's form lost, as for a tool."""
+        spec = turn.output
+        if spec is None:
+            return None
+        return cast(CompiledTool, spec.compiled(self.schema_compiler, self._compile_options))
+
+    def _output_format(self, turn: ResolvedTurn) -> dict[str, Any] | None:
+        """The ``json_schema`` format object (name, description, schema, strict)."""
+        spec = turn.output
+        compiled = self.output_compiled(turn)
+        if spec is None or compiled is None:
+            return None
+        fmt: dict[str, Any] = {"name": spec.name}
+        if spec.description:
+            fmt["description"] = spec.description
+        fmt["schema"] = compiled.schema
+        if self._send_strict:
+            fmt["strict"] = bool(compiled.strict)
+        return fmt
+
+    def _restore_output(self, turn: ResolvedTurn, reply: AssistantReply) -> AssistantReply:
+        compiled = self.output_compiled(turn)
+        if compiled is None or reply.tool_calls or not reply.text or turn.output is None:
+            return reply
+        text = turn.output.restore(compiled, reply.text)
+        if text == reply.text:
+            return reply
+        return reply.replace(text=text)
 
     def _state_of(self, provider_state: Mapping[str, Any]) -> Mapping[str, Any]:
         mine = provider_state.get(self.name)

@@ -24,6 +24,7 @@ import httpx
 
 from toolwire import (
     AssistantMessage,
+    ModelSettings,
     ResolvedTurn,
     Session,
     SystemMessage,
@@ -46,6 +47,7 @@ from toolwire.adapters import (
     ToolChoice,
     Transport,
     synthesize_call_id,
+    unsupported_settings,
 )
 from toolwire.exceptions import StreamError
 from toolwire.schema import CompiledTool
@@ -399,17 +401,36 @@ class OpenAIResponsesProvider(OpenAIBase):
         if tools:
             body["tools"] = tools
             body["tool_choice"] = self.tool_choice(turn.tool_choice)
-            if turn.parallel_calls is not None:
-                body["parallel_tool_calls"] = turn.parallel_calls
+            if turn.parallel is not None:
+                body["parallel_tool_calls"] = turn.parallel
         body["store"] = self._store
         include = self._include_reasoning
         if include is None:  # decided per request: the model can be changed
             include = is_reasoning_model(self.model)
         if include and not self._store:
             body["include"] = ["reasoning.encrypted_content"]
+        if turn.settings is not None:
+            body.update(self._settings_fields(turn.settings))
+        fmt = self._output_format(turn)
+        if fmt is not None:
+            body["text"] = {"format": {"type": "json_schema", **fmt}}
         if stream:
             body["stream"] = True
         return self._merge_body(body)
+
+    def _settings_fields(self, settings: ModelSettings) -> dict[str, Any]:
+        """ModelSettings as Responses fields; it has no stop sequences and no seed."""
+        unsupported_settings("OpenAI Responses", settings, ("stop", "seed"))
+        out: dict[str, Any] = {}
+        if settings.temperature is not None:
+            out["temperature"] = settings.temperature
+        if settings.top_p is not None:
+            out["top_p"] = settings.top_p
+        if settings.max_output_tokens is not None:
+            out["max_output_tokens"] = settings.max_output_tokens
+        if settings.reasoning_effort is not None:
+            out["reasoning"] = {"effort": settings.reasoning_effort}
+        return out
 
     # -- the session
 
