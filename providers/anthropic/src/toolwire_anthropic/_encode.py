@@ -69,7 +69,7 @@ def tool_choice(turn: ResolvedTurn, *, thinking: bool) -> dict[str, Any] | None:
         out = {"type": "tool", "name": choice.name}
     else:
         out = {"type": "auto"}
-    if turn.parallel_calls is False:
+    if turn.parallel is False:
         out["disable_parallel_tool_use"] = True
     elif out == {"type": "auto"}:
         return None

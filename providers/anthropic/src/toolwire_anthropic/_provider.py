@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, cast
 
 import httpx
 
-from toolwire import ResolvedTurn, Session
+from toolwire import ModelSettings, ResolvedTurn, Session
 from toolwire.adapters import (
     DEFAULT_CONTEXT_LENGTH_MARKERS,
     DEFAULT_DEADLINE,
@@ -21,7 +22,10 @@ from toolwire.adapters import (
     RetryPolicy,
     SSEEvent,
     StreamEvent,
+    unsupported_settings,
 )
+from toolwire.exceptions import UsageError
+from toolwire.schema import CompiledTool, CompileOptions
 from toolwire_anthropic._decode import MessageStream, decode_message
 from toolwire_anthropic._encode import (
     PROVIDER,
@@ -30,12 +34,32 @@ from toolwire_anthropic._encode import (
     render_tool,
     tool_choice,
 )
+from toolwire_anthropic._schema import COMPILER, OUTPUT_COMPILER
 
-__all__ = ["DEFAULT_MAX_TOKENS", "AnthropicProvider"]
+__all__ = ["DEFAULT_MAX_TOKENS", "OUTPUT_TOOL", "AnthropicProvider", "supports_native_output"]
+
+OUTPUT_TOOL = "final_result"
+"""The name of the tool a structured answer is given through, in ``tool`` mode."""
+
+_CLAUDE = re.compile(r"claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?![0-9])")
+
+
+def supports_native_output(model: str) -> bool:
+    """Whether ``model`` takes ``output_config.format`` (structured outputs): the Claude
+    4.5 models and later, and Opus 4.1 (Anthropic's structured outputs guide). A model
+    name this does not recognise (a gateway's alias) is answered False: the output tool
+    works everywhere."""
+    m = _CLAUDE.search(model)
+    if m is None:
+        return False
+    family, major, minor = m.group(1), int(m.group(2)), int(m.group(3) or 0)
+    return (major, minor) >= (4, 5) or (family == "opus" and (major, minor) >= (4, 1))
+
 
 DEFAULT_MAX_TOKENS = 4096
 """``max_tokens`` is required by the API; this is sent unless you pass your own."""
 
+_OPTIONS = CompileOptions()
 _MIN_THINKING_BUDGET = 1024  # the API's minimum ``budget_tokens``
 
 
@@ -115,6 +139,12 @@ class AnthropicProvider(HttpProvider[MessageStream]):
     tests check every body against the 2.x SDK's request types and run the loop
     under each version), and some gateways refuse the newer one (Amazon
     Bedrock, for some models). Pass ``anthropic_version="2026-10-21"`` to opt in.
+
+    A structured answer (a turn's ``output_type``) goes as ``output_config.format``
+    where the model takes it (``structured_output="native"``) and otherwise through a
+    forced tool, ``final_result``, whose input is the answer (``"tool"``; its call
+    comes back as the answer's text, never as a tool call). ``"auto"`` (the default)
+    picks native for the models :func:`supports_native_output` names.
     """
 
     name: ClassVar[str] = PROVIDER
@@ -143,11 +173,18 @@ class AnthropicProvider(HttpProvider[MessageStream]):
         async_http_client: httpx.AsyncClient | None = None,
         deadline: float | None = DEFAULT_DEADLINE,
         max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
+        structured_output: Literal["auto", "native", "tool"] = "auto",
     ) -> None:
+        if structured_output not in ("auto", "native", "tool"):
+            raise ValueError(
+                f"structured_output must be 'auto', 'native' or 'tool', got {structured_output!r}"
+            )
+        self.structured_output = structured_output
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
         thinking_config = _thinking_config(thinking, max_tokens)
-        all_headers = {"anthropic-version": anthropic_version or self.api_version}
+        self.anthropic_version = anthropic_version or self.api_version
+        all_headers = {"anthropic-version": self.anthropic_version}
         all_headers.update(headers or {})
         super().__init__(
             model,
@@ -191,9 +228,15 @@ class AnthropicProvider(HttpProvider[MessageStream]):
         if system:
             body["system"] = system
         body["messages"] = encode_messages(messages)
+        output_tool = self._output_tool(turn)
+        thinking = self.thinking is not None
         if turn.tools:
             body["tools"] = self._rendered(turn)
-            choice = tool_choice(turn, thinking=self.thinking is not None)
+            choice = tool_choice(turn, thinking=thinking)
+            if output_tool is not None:
+                body["tools"] = [*body["tools"], output_tool]
+                if choice is None and not thinking:
+                    choice = {"type": "any"}  # a tool, or the answer through final_result
             if choice is not None:
                 body["tool_choice"] = choice
         else:
@@ -201,11 +244,107 @@ class AnthropicProvider(HttpProvider[MessageStream]):
             if earlier:
                 body["tools"] = [render_tool(t, t.description) for t in earlier]
                 body["tool_choice"] = {"type": "none"}
+            if output_tool is not None:
+                body["tools"] = [*body.get("tools", ()), output_tool]
+                body["tool_choice"] = (
+                    {"type": "auto"} if thinking else {"type": "tool", "name": OUTPUT_TOOL}
+                )
         if self.thinking is not None:
             body["thinking"] = self.thinking
+        config: dict[str, Any] = {}
+        if turn.settings is not None:
+            body.update(self._settings_fields(turn.settings, config))
+        if turn.output is not None and output_tool is None:
+            config["format"] = {"type": "json_schema", "schema": self.output_compiled(turn).schema}
+        if config:
+            body["output_config"] = {**body.get("output_config", {}), **config}
         if stream:
             body["stream"] = True
         return body
+
+    # -- structured output and settings ---------------------------------------------
+
+    def output_mode(self) -> Literal["native", "tool"]:
+        """How a structured answer is asked for with this model."""
+        if self.structured_output != "auto":
+            return self.structured_output
+        return "native" if supports_native_output(self.model) else "tool"
+
+    def output_compiled(self, turn: ResolvedTurn) -> CompiledTool:
+        """The turn's output schema as sent (``output_config.format`` or the output tool's
+        ``input_schema``), with its loss report."""
+        spec = turn.output
+        if spec is None:
+            raise UsageError("the turn has no output_type")
+        compiler = OUTPUT_COMPILER if self.output_mode() == "native" else COMPILER
+        return cast(CompiledTool, spec.compiled(compiler, _OPTIONS))
+
+    def _output_tool(self, turn: ResolvedTurn) -> dict[str, Any] | None:
+        spec = turn.output
+        if spec is None or self.output_mode() != "tool":
+            return None
+        if OUTPUT_TOOL in turn.offered:
+            raise UsageError(
+                f"a tool is named `{OUTPUT_TOOL}`, the name the structured answer is given "
+                f"through: rename it, or use structured_output='native'"
+            )
+        about = "Give your final answer by calling this tool with it."
+        if spec.description:
+            about += f" The answer: {spec.description}"
+        return {
+            "name": OUTPUT_TOOL,
+            "description": about,
+            "input_schema": self.output_compiled(turn).schema,
+        }
+
+    def _settings_fields(self, settings: ModelSettings, config: dict[str, Any]) -> dict[str, Any]:
+        """ModelSettings as Messages fields (``reasoning_effort`` goes into ``config``, the
+        ``output_config``); the API has no seed, and API version 2026-10-21 has no
+        ``temperature`` or ``top_p`` (they are sent under 2023-06-01, the default)."""
+        unsupported_settings("Anthropic", settings, ("seed",))
+        if self.anthropic_version != "2023-06-01":
+            # API version 2026-10-21 removed the sampling parameters (a 400 even at defaults).
+            unsupported_settings(
+                f"Anthropic API version {self.anthropic_version}",
+                settings,
+                ("temperature", "top_p"),
+            )
+        out: dict[str, Any] = {}
+        if settings.temperature is not None:
+            if settings.temperature > 1:
+                raise UsageError(
+                    f"Anthropic takes a temperature between 0 and 1, got {settings.temperature}"
+                )
+            out["temperature"] = settings.temperature
+        if settings.top_p is not None:
+            out["top_p"] = settings.top_p
+        if settings.stop is not None:
+            out["stop_sequences"] = list(settings.stop)
+        if settings.max_output_tokens is not None:
+            budget = self.thinking.get("budget_tokens") if self.thinking else None
+            if isinstance(budget, int) and budget >= settings.max_output_tokens:
+                raise UsageError(
+                    f"max_output_tokens ({settings.max_output_tokens}) must be more than the "
+                    f"thinking budget ({budget})"
+                )
+            out["max_tokens"] = settings.max_output_tokens
+        if settings.reasoning_effort is not None:
+            if settings.reasoning_effort == "minimal":
+                raise UsageError(
+                    "Anthropic's effort levels are low, medium and high; got 'minimal'"
+                )
+            config["effort"] = settings.reasoning_effort
+        return out
+
+    def _from_output_tool(self, turn: ResolvedTurn, reply: AssistantReply) -> AssistantReply:
+        """In tool mode, a reply whose only call is to ``final_result`` is the answer: its
+        input becomes the reply's text (a tool round would need a result for it)."""
+        if turn.output is None or len(reply.tool_calls) != 1:
+            return reply
+        call = reply.tool_calls[0]
+        if call.name != OUTPUT_TOOL or OUTPUT_TOOL in turn.offered:
+            return reply
+        return reply.replace(text=call.arguments, tool_calls=(), finish_reason="stop")
 
     # -- the request loop's hooks (the loop itself is HttpProvider's) ------------------
 
@@ -215,7 +354,7 @@ class AnthropicProvider(HttpProvider[MessageStream]):
         return self._body(session, turn, stream=stream)
 
     def _decode_json(self, data: Mapping[str, Any], turn: ResolvedTurn) -> AssistantReply:
-        return decode_message(data)
+        return self._from_output_tool(turn, decode_message(data))
 
     def _decode(self, data: Mapping[str, Any]) -> AssistantReply:
         """A non-streaming ``Message`` -> reply; a malformed one is a ProviderError."""
@@ -234,4 +373,4 @@ class AnthropicProvider(HttpProvider[MessageStream]):
         return state.feed(event)
 
     def _stream_reply(self, state: MessageStream, turn: ResolvedTurn) -> AssistantReply:
-        return state.finish()
+        return self._from_output_tool(turn, state.finish())
