@@ -5,12 +5,12 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 from urllib.parse import quote
 
 import httpx
 
-from toolwire import ResolvedTurn, Session
+from toolwire import ModelSettings, ResolvedTurn, Session
 from toolwire.adapters import (
     DEFAULT_DEADLINE,
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -27,7 +27,7 @@ from toolwire.adapters import (
     cached_wire,
     resolve_api_key,
 )
-from toolwire.exceptions import StreamError
+from toolwire.exceptions import StreamError, UsageError
 from toolwire.schema import CompiledTool, CompileOptions, compile_tool
 from toolwire_gemini._decode import ReplyBuilder, no_candidates
 from toolwire_gemini._encode import (
@@ -47,6 +47,25 @@ SchemaTarget = Literal["auto", "parameters", "parametersJsonSchema"]
 take only the OpenAPI subset (the Live API)."""
 
 _WIRE_CACHE = "toolwire_gemini.wire"
+
+
+def _settings_fields(settings: ModelSettings) -> dict[str, Any]:
+    """ModelSettings as ``generationConfig`` fields; ``reasoning_effort`` is Gemini 3's
+    ``thinkingLevel`` (for Gemini 2.5's ``thinkingBudget``, use generation_config)."""
+    out: dict[str, Any] = {}
+    if settings.temperature is not None:
+        out["temperature"] = settings.temperature
+    if settings.top_p is not None:
+        out["topP"] = settings.top_p
+    if settings.max_output_tokens is not None:
+        out["maxOutputTokens"] = settings.max_output_tokens
+    if settings.stop is not None:
+        out["stopSequences"] = list(settings.stop)
+    if settings.seed is not None:
+        out["seed"] = settings.seed
+    if settings.reasoning_effort is not None:
+        out["thinkingConfig"] = {"thinkingLevel": settings.reasoning_effort.upper()}
+    return out
 
 
 class GeminiProvider(HttpProvider[ReplyBuilder]):
@@ -206,17 +225,40 @@ class GeminiProvider(HttpProvider[ReplyBuilder]):
         if declarations:
             body["tools"] = [{"functionDeclarations": declarations}]
             body["toolConfig"] = tool_config(turn)
-        if self._generation_config:
-            body["generationConfig"] = self._generation_config
+        config = self._generation_config
+        if turn.settings is not None or turn.output is not None:
+            config = dict(config)
+            if turn.settings is not None:
+                config.update(_settings_fields(turn.settings))
+            if turn.output is not None:
+                compiled = self.output_compiled(turn)
+                config["responseMimeType"] = "application/json"
+                field = (
+                    "responseSchema" if compiled.target == "parameters" else "responseJsonSchema"
+                )
+                config.pop("responseSchema", None)
+                config.pop("responseJsonSchema", None)
+                config[field] = compiled.schema
+        if config:
+            body["generationConfig"] = config
         if self._safety_settings:
             body["safetySettings"] = self._safety_settings
         return body
+
+    def output_compiled(self, turn: ResolvedTurn) -> CompiledTool:
+        """The turn's output schema compiled as the tools' are (``schema_target``): sent as
+        ``responseSchema`` when it compiles to the OpenAPI subset, else as
+        ``responseJsonSchema``; its report lists what was lost."""
+        spec = turn.output
+        if spec is None:
+            raise UsageError("the turn has no output_type")
+        return cast(CompiledTool, spec.compiled(COMPILER, self._compile_options))
 
     # -- decoding ----------------------------------------------------------------------
 
     def _builder(self, turn: ResolvedTurn, *, stream: bool) -> ReplyBuilder:
         return ReplyBuilder(
-            self.name, stream=stream, parallel_calls=turn.parallel_calls, default_model=self.model
+            self.name, stream=stream, parallel_calls=turn.parallel, default_model=self.model
         )
 
     def decode(self, data: Mapping[str, Any], turn: ResolvedTurn) -> AssistantReply:
