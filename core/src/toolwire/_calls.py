@@ -42,6 +42,8 @@ InT = TypeVar("InT")
 _new_object = object.__new__
 
 REJECTION_PREFIX = "__toolwire_rejected__: "
+#: How a rejection reads to the model (the marker is for code, not for the model).
+MODEL_REJECTION = "The call was rejected and did not run: "
 """Every rejection result's content starts with this; ``rejection_reason`` reads it back."""
 
 
@@ -140,6 +142,18 @@ class ToolResult(NamedTuple):
     def replace(self, **changes: Any) -> ToolResult:
         """A copy with some fields changed."""
         return self._replace(**changes)
+
+    def for_model(self) -> tuple[str, bool]:
+        """What the model receives for this result: the text and whether the provider's
+        error flag is set (Anthropic's ``is_error``, Gemini's ``error`` response, MCP's
+        ``isError``). A rejection goes in plain language, ``The call was rejected and
+        did not run: REASON``, with the error flag; ``content`` keeps the machine marker
+        (``REJECTION_PREFIX``) so :func:`rejection_reason` still reads it back from the
+        transcript. Every adapter sends results through this."""
+        content = self.content
+        if content.startswith(REJECTION_PREFIX):
+            return MODEL_REJECTION + content[len(REJECTION_PREFIX) :], True
+        return content, self.is_error
 
     def answers(self, call: ToolCall) -> bool:
         """True when this result answers ``call``: same call id, tool name and argument text."""

@@ -297,10 +297,11 @@ def build_server(
             except ValueError:
                 value = None
             structured = value if isinstance(value, dict) else None
+        text, is_error = result.for_model()
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=result.content)],
+            content=[types.TextContent(type="text", text=text)],
             structured_content=structured,
-            is_error=result.is_error,
+            is_error=is_error,
         )
 
     return Server(name, on_list_tools=on_list_tools, on_call_tool=on_call_tool)

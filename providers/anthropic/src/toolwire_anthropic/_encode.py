@@ -112,9 +112,10 @@ def _results_content(message: ToolResultsMessage) -> list[dict[str, Any]]:
     out = []
     for r in message.results:
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": r.call_id}
-        if r.content:
-            block["content"] = r.content
-        if r.is_error:
+        text, is_error = r.for_model()
+        if text:
+            block["content"] = text
+        if is_error:
             block["is_error"] = True
         out.append(block)
     return out

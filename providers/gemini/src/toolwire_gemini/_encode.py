@@ -176,8 +176,7 @@ def encode_contents(messages: Sequence[Any]) -> list[dict[str, Any]]:
                         _function_response(
                             r.tool_name,
                             wire_ids[i] if i < len(wire_ids) else r.call_id,
-                            r.content,
-                            r.is_error,
+                            *r.for_model(),
                         )
                         for i, r in enumerate(message.results)
                     ],

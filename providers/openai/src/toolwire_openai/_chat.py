@@ -374,7 +374,7 @@ class _ChatProvider(OpenAIBase):
                 out.append(self._assistant(m))
             elif isinstance(m, ToolResultsMessage):
                 out.extend(
-                    {"role": "tool", "tool_call_id": r.call_id, "content": r.content}
+                    {"role": "tool", "tool_call_id": r.call_id, "content": r.for_model()[0]}
                     for r in m.results
                 )
         return out

@@ -447,7 +447,11 @@ class OpenAIResponsesProvider(OpenAIBase):
                 out.extend(self._assistant(m))
             elif isinstance(m, ToolResultsMessage):
                 out.extend(
-                    {"type": "function_call_output", "call_id": r.call_id, "output": r.content}
+                    {
+                        "type": "function_call_output",
+                        "call_id": r.call_id,
+                        "output": r.for_model()[0],
+                    }
                     for r in m.results
                 )
         return out
