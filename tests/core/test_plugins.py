@@ -391,6 +391,62 @@ def test_result_for_another_call_is_withheld_from_a_policy(host: PluginHost) -> 
     assert (tw.rejection_reason(result) or "").startswith("policy `corp` returned a result for")
 
 
+SECRET = "postgres://admin:hunter2@db.internal:5432"
+
+
+def test_a_failed_policys_error_text_never_reaches_the_model(
+    host: PluginHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Only the policy's name and the error's type go to the model, for a policy that
+    failed to load and for a policy's result hook that raised; the text goes to the log."""
+
+    class Broken:
+        @hookimpl
+        def toolwire_register_toolsets(self, register: Any) -> None:
+            raise RuntimeError(f"cannot reach {SECRET}")
+
+    host.register(Pack(), "pack")
+    host.register(Broken(), "corp", kind="policy")
+    toolset = host.assemble()
+    plan = _round(host, toolset=toolset).apply_hooks()
+    (rejected,) = plan.rejected
+    assert "policy `corp` failed to load (RuntimeError), so tool calls are blocked" == (
+        rejected.reason
+    )
+    assert SECRET in host.blocked[0]  # the operator's view keeps the detail
+    assert all(SECRET not in n for n in host.blocked_notices)
+    call = _round(host, toolset=toolset).calls[0]
+    withheld = host.tool_result(call, call.complete("x"))
+    assert SECRET not in withheld.content
+    # The executor's refusal for a blocked host says the same, without the detail.
+    executor = tw.Executor(plugins=host)
+    round_ = _round(host, toolset=toolset)
+    results = executor.execute_all(round_.calls)
+    executor.close()
+    assert all(SECRET not in r.content for r in results)
+    assert "policy `corp` failed to load (RuntimeError)" in results[0].content
+
+
+def test_a_policys_result_hook_error_text_stays_in_the_log(
+    host: PluginHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Audit:
+        @hookimpl
+        def toolwire_tool_result(self, result: tw.ToolResult) -> tw.ToolResult:
+            raise ConnectionError(f"audit sink {SECRET} refused")
+
+    host.register(Pack(), "pack")
+    host.register(Audit(), "corp", kind="policy")
+    call = _round(host).calls[0]
+    with caplog.at_level(logging.WARNING, logger="toolwire.plugins"):
+        result = host.tool_result(call, call.complete("hi"))
+    assert "policy `corp` failed (ConnectionError); the result was withheld" == (
+        tw.rejection_reason(result)
+    )
+    assert SECRET not in result.content
+    assert SECRET in caplog.text
+
+
 async def test_async_result_hooks_run_packs_then_policies(host: PluginHost) -> None:
     class PackHook:
         @hookimpl
@@ -487,9 +543,13 @@ def test_a_policy_that_fails_validation_blocks_every_call(host: PluginHost) -> N
     host.register(BadPolicy(), "corp", kind="policy")
     plan = _round(host).apply_hooks()
     assert ["plugin:corp"] == [r.source for r in plan.rejected]
-    assert plan.rejected[0].reason.startswith(
+    # The model is told which policy and that calls are blocked; the detail is the operator's.
+    assert (
+        "policy `corp` failed to load (PluginValidationError), so tool calls are blocked"
+        == plan.rejected[0].reason
+    )
+    assert host.blocked[0].startswith(
         "policy `corp` failed to load, so tool calls are blocked: does not match the toolwire "
-        "hookspecs"
     )
     call = _round(host).calls[0]
     assert host.tool_result(call, call.complete("x")).is_error

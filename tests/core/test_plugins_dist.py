@@ -140,16 +140,20 @@ toolset = host.assemble()
 turn = tw.resolve_turn(toolset, hooks=host.hook_sets())
 reply = tw.adapters.AssistantReply("", (tw.ToolCall("c1", "echo", '{"text": "hi"}'),), "tool_calls")
 plan = tw.adapters.decode_reply(tw.Session(), turn, reply).round.apply_hooks()
-out = [[r.source, r.reason] for r in plan.rejected] + [len(plan.pending)]
+out = [[r.source, r.reason] for r in plan.rejected] + [len(plan.pending), list(host.blocked)]
 """
+    # The model reads the policy and the error's type; the operator reads the detail.
     assert [
         [
             "plugin:brokenpolicy",
-            "policy `brokenpolicy` (tw-broken-policy 1.0) failed to load, so tool calls are "
-            "blocked: failed to import `tw_broken_policy`: RuntimeError: cannot read "
-            "/etc/corp/policy.toml",
+            "policy `brokenpolicy` failed to load (RuntimeError), so tool calls are blocked",
         ],
         0,
+        [
+            "policy `brokenpolicy` (tw-broken-policy 1.0) failed to load, so tool calls are "
+            "blocked: failed to import `tw_broken_policy`: RuntimeError: cannot read "
+            "/etc/corp/policy.toml"
+        ],
     ] == report(venv, body)
 
 

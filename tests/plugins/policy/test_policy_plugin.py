@@ -301,10 +301,11 @@ def test_the_host_blocks_every_call_when_the_policy_is_malformed(
     toolset = host.assemble(Toolset("app", list(tools.values())))
     _, plan = _round(toolset, host.hook_sets(), ToolCall("c1", "read_notes", '{"path": "a"}'))
     [rejected] = plan.rejected
-    assert (
-        [],
-        True,
-    ) == (list(plan.pending), "allow: Input should be a valid list" in rejected.reason)
+    assert [] == list(plan.pending)
+    # The model reads which policy failed; the file's detail is the operator's (host.blocked).
+    assert "allow: Input should be a valid list" not in rejected.reason
+    assert rejected.reason.startswith("policy `policy` failed to load (")
+    assert "allow: Input should be a valid list" in host.blocked[0]
     assert rejection_reason(rejected.result.content) == rejected.reason
 
 

@@ -703,7 +703,7 @@ class Executor:
         each call before anything else: a call no hook has seen is never run unjudged.
         """
         jobs: list[_Job] = []
-        blocked = self._host.blocked if self._host is not None else ()
+        blocked = self._host.blocked_notices if self._host is not None else ()
         own = self._host.hook_sets()[0] if self._host is not None else None
         for c in calls:
             raw = c.call if isinstance(c, TypedCall) else c

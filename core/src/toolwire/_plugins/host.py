@@ -127,6 +127,7 @@ class PluginHost:
         self._pending: dict[str, list[_Candidate]] = {k: [] for k in ENTRY_POINT_GROUPS}
         self._kind: dict[str, PluginKind] = {}  # pluggy plugin name -> kind
         self._blocked: dict[str, str] = {}  # failed policy name -> reason (fail closed)
+        self._notices: dict[str, str] = {}  # the same, as the model is told (no detail)
         self._toolsets: dict[str, Toolset] = {}  # plugin name -> its group
         self._toolsets_of: set[str] = set()  # plugins whose toolsets were collected
         self._providers: dict[str, tuple[str, Callable[..., Provider]]] = {}
@@ -153,8 +154,17 @@ class PluginHost:
 
     @property
     def blocked(self) -> tuple[str, ...]:
-        """Why tool calls are blocked: one reason per policy that failed (empty: not blocked)."""
+        """Why tool calls are blocked: one reason per policy that failed (empty: not blocked).
+
+        For the operator (logs, ``toolwire plugins``): the reasons hold the error's text.
+        """
         return tuple(self._blocked.values())
+
+    @property
+    def blocked_notices(self) -> tuple[str, ...]:
+        """:attr:`blocked` as the model is told: each policy's name and the error's type,
+        never its message (which may hold hosts, paths or credentials)."""
+        return tuple(self._notices.values())
 
     def plugin_status(self, record: PluginRecord) -> str | None:
         """The plugin's own status line: what its ``status()`` function returns.
@@ -363,6 +373,10 @@ class PluginHost:
         if record.kind == "policy":
             self._blocked[record.name] = (
                 f"policy {record.label()} failed to load, so tool calls are blocked: {reason}"
+            )
+            what = f" ({type(exc).__name__})" if exc is not None else ""
+            self._notices[record.name] = (
+                f"policy `{record.name}` failed to load{what}, so tool calls are blocked"
             )
             self._invalidate()
         if self.strict:
@@ -643,8 +657,8 @@ class PluginHost:
         # after the policies approved it, the policies see the edited input too.
         policies = HookSet("plugins:policies", guard=True)
         packs = HookSet("plugins:toolsets")
-        for name, reason in self._blocked.items():
-            policies.on(None, _blocker(reason), name=f"plugin:{name}")
+        for name, notice in self._notices.items():
+            policies.on(None, _blocker(notice), name=f"plugin:{name}")
         budget = self.hook_timeout
         for impl in self._live_impls("toolwire_tool_decision"):
             target = policies if self._kind.get(impl.plugin_name) == "policy" else packs
@@ -696,8 +710,8 @@ class PluginHost:
         Tool packs first, then policies. An async implementation is skipped
         with a warning (a policy's withholds the result): use :meth:`atool_result`.
         """
-        if self._blocked:
-            return _withheld(call, next(iter(self._blocked.values())))
+        if self._notices:
+            return _withheld(call, next(iter(self._notices.values())))
         hooks = self._result_pipeline()
         ctx = context or HookContext()
         for h in hooks:
@@ -708,8 +722,8 @@ class PluginHost:
         self, call: TypedCall[Any], result: ToolResult, context: HookContext | None = None
     ) -> ToolResult:
         """As :meth:`tool_result`, awaiting async implementations (each within the budget)."""
-        if self._blocked:
-            return _withheld(call, next(iter(self._blocked.values())))
+        if self._notices:
+            return _withheld(call, next(iter(self._notices.values())))
         hooks = self._result_pipeline()
         ctx = context or HookContext()
         for h in hooks:

@@ -207,13 +207,22 @@ class _ResultHook:
         self.label = f"plugin:{plugin}"
         self.policy = policy
 
-    def _bad(self, call: TypedCall[Any], result: ToolResult, problem: str) -> ToolResult:
+    def _bad(
+        self, call: TypedCall[Any], result: ToolResult, problem: str, detail: str = ""
+    ) -> ToolResult:
+        """``problem`` may reach the model (a policy's withheld result says it); ``detail``
+        (an exception's text, which may hold hosts, paths or credentials) goes only to the
+        log."""
+        logged = f"{problem}: {detail}" if detail else problem
         if self.policy:
             reason = f"policy `{self.plugin}` {problem}; the result was withheld"
-            logger.warning("tool %s call %s: %s", call.name, call.id, reason)
+            logger.warning(
+                "tool %s call %s: policy `%s` %s; the result was withheld",
+                call.name, call.id, self.plugin, logged,
+            )  # fmt: skip
             return _withheld(call, reason)
         logger.warning(
-            "tool %s call %s: result hook `%s` %s; ignored", call.name, call.id, self.label, problem
+            "tool %s call %s: result hook `%s` %s; ignored", call.name, call.id, self.label, logged
         )
         return result
 
@@ -240,7 +249,7 @@ class _ResultHook:
         try:
             out = self.fn(call, result, ctx)
         except Exception as exc:
-            return self._bad(call, result, f"failed: {_describe(exc)}")
+            return self._bad(call, result, f"failed ({type(exc).__name__})", _describe(exc))
         elapsed = time.perf_counter() - start
         if inspect.isawaitable(out):
             _close(out)
@@ -262,7 +271,7 @@ class _ResultHook:
         except asyncio.TimeoutError:
             return self._bad(call, result, f"took over its {budget:g} s budget")
         except Exception as exc:
-            return self._bad(call, result, f"failed: {_describe(exc)}")
+            return self._bad(call, result, f"failed ({type(exc).__name__})", _describe(exc))
         elapsed = time.perf_counter() - start
         if elapsed > budget:
             return self._bad(call, result, f"took {elapsed:.3g} s, over its {budget:g} s budget")
