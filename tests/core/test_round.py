@@ -244,9 +244,29 @@ def test_commit_auto_rejects_issues(session: tw.Session, turn: tw.ResolvedTurn) 
     rnd = needs_tools(session, turn, ("c1", "nope", "{}"))
     rnd.commit([])
     result = session.messages[-1].results[0]  # type: ignore[union-attr]
-    assert (True, "tool `nope` is not recognized in this toolset or round") == (
-        result.is_error,
-        tw.rejection_reason(result),
+    # The standard reason, then what the model can call instead.
+    assert (
+        True,
+        "tool `nope` is not recognized in this toolset or round. "
+        "The tools available this round: `get_weather`.",
+    ) == (result.is_error, tw.rejection_reason(result))
+
+
+def test_an_unknown_tool_rejection_suggests_the_closest_name_and_lists_the_offered() -> None:
+    names = [*(f"tool_{i:02d}" for i in range(44)), "get_weather"]
+    tools = [tw.tool_fn(lambda: "x", name=n, description="d") for n in names]
+    turn = tw.resolve_turn(tw.Toolset("many", tools))
+    session = tw.Session().add_user("go")
+    rnd = needs_tools(session, turn, ("c1", "get_wether", "{}"))
+    (issue,) = rnd.issues
+    text = tw.rejection_reason(issue.rejection()) or ""
+    assert "Did you mean `get_weather`?" in text
+    assert "`tool_39` and 5 more." in text
+    assert "`tool_40`" not in text
+    empty = tw.resolve_turn(tw.Toolset("none", []))
+    rnd = needs_tools(tw.Session().add_user("go"), empty, ("c1", "x", "{}"))
+    assert "No tools are available this round." in (
+        tw.rejection_reason(rnd.issues[0].rejection()) or ""
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 import enum
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -92,32 +93,58 @@ class ContinueSuggestion(str, enum.Enum):
     """Nothing is left to run: commit and continue the conversation."""
 
 
+_LISTED = 40  # tool names listed in an unknown-tool rejection, at most
+
+
+def _offered_hint(name: str, available: tuple[str, ...]) -> str:
+    """What the model is told it can call instead: the tools offered this round (the
+    first few dozen) and the closest name, so it can correct itself."""
+    if not available:
+        return " No tools are available this round."
+    close = difflib.get_close_matches(name, available, n=1, cutoff=0.6)
+    hint = f" Did you mean `{close[0]}`?" if close else ""
+    listed = ", ".join(f"`{n}`" for n in available[:_LISTED])
+    more = f" and {len(available) - _LISTED} more" if len(available) > _LISTED else ""
+    return f"{hint} The tools available this round: {listed}{more}."
+
+
 @attrs.frozen
 class NotAvailable:
-    """A call to a tool that exists but was not offered this round."""
+    """A call to a tool that exists but was not offered this round.
+
+    ``available`` are the tools the round offered; the rejection lists them.
+    """
 
     call: ToolCall
+    available: tuple[str, ...] = ()
 
     @property
     def reason(self) -> str:
         return f"tool `{self.call.name}` is not available in this round"
 
     def rejection(self) -> ToolResult:
-        return self.call.result(rejection_content(self.reason), is_error=True)
+        text = self.reason + "." + _offered_hint(self.call.name, self.available)
+        return self.call.result(rejection_content(text), is_error=True)
 
 
 @attrs.frozen
 class UnknownTool:
-    """A call to a tool name the toolset does not have."""
+    """A call to a tool name the toolset does not have.
+
+    ``available`` are the tools the round offered; the rejection lists them, with the
+    closest name.
+    """
 
     call: ToolCall
+    available: tuple[str, ...] = ()
 
     @property
     def reason(self) -> str:
         return f"tool `{self.call.name}` is not recognized in this toolset or round"
 
     def rejection(self) -> ToolResult:
-        return self.call.result(rejection_content(self.reason), is_error=True)
+        text = self.reason + "." + _offered_hint(self.call.name, self.available)
+        return self.call.result(rejection_content(text), is_error=True)
 
 
 @attrs.frozen
@@ -192,9 +219,9 @@ def decode_calls(
         tool = offered.get(call.name)
         if tool is None:
             if call.name in turn.toolset:
-                issues.append(NotAvailable(call))
+                issues.append(NotAvailable(call, tuple(offered)))
             else:
-                issues.append(UnknownTool(call))
+                issues.append(UnknownTool(call, tuple(offered)))
             continue
         try:
             value = tool._validate(call.arguments)

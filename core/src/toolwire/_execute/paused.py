@@ -325,9 +325,9 @@ def _issue(
 ) -> ToolCallIssue:
     kind = entry.get("kind")
     if kind == "not_available":
-        return NotAvailable(call)
+        return NotAvailable(call, tuple(turn.offered))
     if kind == "unknown_tool":
-        return UnknownTool(call)
+        return UnknownTool(call, tuple(turn.offered))
     if kind != "invalid_arguments":
         raise TranscriptError(
             f"{where}.kind must be 'not_available', 'unknown_tool' or 'invalid_arguments', "
