@@ -360,8 +360,13 @@ def _call_hook(h: _Hook, *args: Any) -> Any:
 
 
 def visible_tools(
-    sets: Sequence[HookSet], tools: list[Tool[Any, Any]], ctx: HookContext
+    sets: Sequence[HookSet],
+    tools: list[Tool[Any, Any]],
+    ctx: HookContext,
+    hidden: dict[str, str] | None = None,
 ) -> list[Tool[Any, Any]]:
+    """The tools no availability hook hides; ``hidden`` (when given) gets, for each tool
+    hidden, the name of the hook that hid it."""
     hooks = [h for s in sets for h in s._visibility]
     if not hooks:
         return tools
@@ -382,6 +387,8 @@ def visible_tools(
                 raise HookError(f"availability hook `{h.name}` is async; it must be sync")
             if not verdict:
                 shown = False
+                if hidden is not None:
+                    hidden[tool.name] = h.name
                 break
         if shown:
             out.append(tool)

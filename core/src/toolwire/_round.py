@@ -93,6 +93,14 @@ class ContinueSuggestion(str, enum.Enum):
     """Nothing is left to run: commit and continue the conversation."""
 
 
+def _hidden_by(turn: ResolvedTurn, name: str) -> str:
+    """The plugin (policy or tool pack) whose availability hook hid ``name`` this turn, as
+    the model may read it; an application's own hooks are not named (their default
+    names are Python qualnames)."""
+    hook = turn.hidden.get(name, "")
+    return hook if hook.startswith("plugin:") else ""
+
+
 _LISTED = 40  # tool names listed in an unknown-tool rejection, at most
 
 
@@ -112,15 +120,20 @@ def _offered_hint(name: str, available: tuple[str, ...]) -> str:
 class NotAvailable:
     """A call to a tool that exists but was not offered this round.
 
-    ``available`` are the tools the round offered; the rejection lists them.
+    ``available`` are the tools the round offered; the rejection lists them. When an
+    availability hook hid the tool, ``hidden_by`` names it and the reason says so.
     """
 
     call: ToolCall
     available: tuple[str, ...] = ()
+    #: The plugin whose availability hook hid the tool this round (``plugin:NAME``), or
+    #: "" (not offered, or hidden by one of the application's own hooks).
+    hidden_by: str = ""
 
     @property
     def reason(self) -> str:
-        return f"tool `{self.call.name}` is not available in this round"
+        base = f"tool `{self.call.name}` is not available in this round"
+        return f"{base} (hidden by `{self.hidden_by}`)" if self.hidden_by else base
 
     def rejection(self) -> ToolResult:
         text = self.reason + "." + _offered_hint(self.call.name, self.available)
@@ -219,7 +232,7 @@ def decode_calls(
         tool = offered.get(call.name)
         if tool is None:
             if call.name in turn.toolset:
-                issues.append(NotAvailable(call, tuple(offered)))
+                issues.append(NotAvailable(call, tuple(offered), _hidden_by(turn, call.name)))
             else:
                 issues.append(UnknownTool(call, tuple(offered)))
             continue

@@ -26,6 +26,7 @@ __all__ = [
 ]
 
 NO_TOOLS_LABEL = "(none available)"
+_NOTHING_HIDDEN: Mapping[str, str] = MappingProxyType({})
 
 
 @attrs.frozen
@@ -139,6 +140,9 @@ class ResolvedTurn:
     output: OutputSpec | None = None
     #: Model settings for this request (None: the provider's defaults).
     settings: ModelSettings | None = None
+    #: Tools an availability hook hid this turn: name -> the hook's name (``plugin:NAME``
+    #: for a plugin's), so a call to one can say who hid it.
+    hidden: Mapping[str, str] = attrs.field(factory=lambda: _NOTHING_HIDDEN)
 
     @property
     def parallel(self) -> bool | None:
@@ -253,9 +257,10 @@ def resolve_turn(
                 chosen.append(tool)
 
     ctx = context
+    hidden: dict[str, str] = {}
     if active:
         ctx = ctx or HookContext()
-        chosen = visible_tools(all_hooks, chosen, ctx)
+        chosen = visible_tools(all_hooks, chosen, ctx, hidden)
 
     descriptions = {t.name: t.description for t in chosen}
     if active:
@@ -276,7 +281,7 @@ def resolve_turn(
         toolset._turn_cache[kind] = (toolset._generation, resolved, offered)
     return _finish(
         toolset, resolved, offered, requirement, kind, parallel_calls, all_hooks, ctx, plugins,
-        output, settings,
+        output, settings, MappingProxyType(hidden) if hidden else _NOTHING_HIDDEN,
     )  # fmt: skip
 
 
@@ -292,6 +297,7 @@ def _finish(
     plugins: Any,
     output: OutputSpec | None = None,
     settings: ModelSettings | None = None,
+    hidden: Mapping[str, str] = _NOTHING_HIDDEN,
 ) -> ResolvedTurn:
     """The requirement checked against the resolved tools, and the turn."""
     required: str | None = None
@@ -328,6 +334,7 @@ def _finish(
         plugins=plugins,
         output=output,
         settings=settings,
+        hidden=hidden,
     )
 
 

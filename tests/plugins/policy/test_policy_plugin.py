@@ -279,7 +279,7 @@ def test_the_host_loads_the_policy_and_applies_it(
         ["read_notes", "write_notes", "http_get"],
         ["c1"],
         [],
-        ["tool `drop_table` is not available in this round"],
+        ["tool `drop_table` is not available in this round (hidden by `plugin:policy`)"],
     ) == (
         [t.name for t in turn.tools],
         [c.id for c in plan.pending],

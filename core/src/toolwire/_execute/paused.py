@@ -38,6 +38,7 @@ from toolwire._round import (
     ToolRound,
     ToolRoundPlan,
     UnknownTool,
+    _hidden_by,
 )
 from toolwire._tools import Tool
 from toolwire._toolset import Toolset
@@ -325,7 +326,7 @@ def _issue(
 ) -> ToolCallIssue:
     kind = entry.get("kind")
     if kind == "not_available":
-        return NotAvailable(call, tuple(turn.offered))
+        return NotAvailable(call, tuple(turn.offered), _hidden_by(turn, call.name))
     if kind == "unknown_tool":
         return UnknownTool(call, tuple(turn.offered))
     if kind != "invalid_arguments":
