@@ -91,7 +91,9 @@ def test_plugins_json(venv: Any) -> None:
 def test_tools_lists_name_effect_source_and_off(venv: Any) -> None:
     done = venv.cli("--app", "cli_app:toolset", "tools", "--json", **APP)
     assert 0 == done.returncode, done.stderr
-    rows = [(r["name"], r["effect"], r["source"], r["off"]) for r in json.loads(done.stdout)]
+    doc = json.loads(done.stdout)
+    assert "toolwire.tools/1" == doc["format"]
+    rows = [(r["name"], r["effect"], r["source"], r["off"]) for r in doc["tools"]]
     assert [
         ("get_weather", "read_only", "app/app", False),
         ("explode", "read_only", "app/app", False),
@@ -102,9 +104,9 @@ def test_tools_lists_name_effect_source_and_off(venv: Any) -> None:
 
 
 def test_tools_with_a_provider_prints_the_wire_form(venv: Any) -> None:
-    done = venv.cli("tools", "--provider", "test", **QUIET)
+    done = venv.cli("tools", "--provider", "test", "--json", **QUIET)
     assert 0 == done.returncode, done.stderr
-    echo = json.loads(done.stdout)[0]
+    echo = json.loads(done.stdout)["tools"][0]
     assert ("echo", "Say the text back. (from goodpack)", ["text"]) == (
         echo["name"],
         echo["description"],
@@ -131,6 +133,7 @@ def test_call_runs_an_allowed_tool(venv: Any) -> None:
 def test_call_json(venv: Any) -> None:
     done = venv.cli("call", "echo", '{"text": "hi"}', "--json", **QUIET)
     events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert {"toolwire.event/1"} == {e.pop("format") for e in events}
     assert [
         {"event": "call", "id": "call_cli", "name": "echo", "arguments": '{"text": "hi"}'},
         {"event": "decision", "id": "call_cli", "decision": "run", "source": ""},
@@ -333,3 +336,14 @@ def test_check_with_an_unknown_compiler_exits_4(venv: Any) -> None:
     done = venv.cli("check", "--provider", "nope", **QUIET)
     assert 4 == done.returncode
     assert _err(done).startswith("toolwire: error: no schema compiler for `nope` (known: ")
+
+
+def test_plugins_exits_3_when_it_reports_blocked_calls(venv: Any) -> None:
+    done = venv.cli("plugins")
+    assert 3 == done.returncode
+    assert any(
+        line.startswith("BLOCKED: policy `brokenpolicy`") for line in done.stdout.splitlines()
+    )
+    as_json = venv.cli("plugins", "--json")
+    assert 3 == as_json.returncode
+    assert json.loads(as_json.stdout)["blocked"]

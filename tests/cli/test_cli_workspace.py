@@ -151,8 +151,20 @@ def test_a_policy_deny_hides_the_tool_from_call(here: Path) -> None:
     done = _run(here, "call", "write_file", '{"path": "a.txt", "content": "x"}', "--yes")
     assert (
         1,
-        "  decision: rejected by toolwire: tool `write_file` is not available in this round",
+        "  decision: rejected by toolwire: tool `write_file` is not available in this round "
+        "(hidden by `plugin:policy`)",
     ) == (done.returncode, done.stdout.splitlines()[1])
+
+
+def test_tools_shows_what_a_policy_hides_and_which_plugin(here: Path) -> None:
+    _policy(here, 'deny = ["write_file"]\n')
+    done = _run(here, "tools")
+    (row,) = [line for line in done.stdout.splitlines() if line.startswith("write_file")]
+    assert row.endswith("hidden (by plugin:policy)")
+    doc = json.loads(_run(here, "tools", "--json").stdout)
+    hidden = {t["name"]: t["hidden_by"] for t in doc["tools"]}
+    assert "plugin:policy" == hidden["write_file"]
+    assert hidden["read_file"] is None
 
 
 def test_a_project_policy_file_does_not_override_the_organisations(here: Path) -> None:

@@ -31,7 +31,14 @@ from toolwire._provider import (
     ToolCallDelta,
     ToolCallStarted,
 )
-from toolwire._round import AssistantReply, Finished, ToolRound, ToolRoundPlan, decode_reply
+from toolwire._round import (
+    AssistantReply,
+    Finished,
+    InvalidArguments,
+    ToolRound,
+    ToolRoundPlan,
+    decode_reply,
+)
 from toolwire._tools import _unrunnable
 from toolwire._toolset import Toolset
 from toolwire._transcript import AssistantMessage, Session, ToolResultsMessage, Usage
@@ -60,7 +67,8 @@ class ToolCallDecided:
 
     ``outcome``: ``run`` (pending, goes to the executor), ``handled`` (a hook
     answered it), ``rejected`` (a hook rejected it, ``reason`` says why) or
-    ``invalid`` (a recoverable issue: unknown tool, not offered, bad arguments).
+    ``invalid`` (a recoverable issue: unknown tool, not offered, bad arguments;
+    for bad arguments ``reason`` lists the errors per field).
     ``source`` names the hook (or plugin, ``plugin:NAME``) that rejected the
     call; empty otherwise.
     """
@@ -551,7 +559,10 @@ def _decisions(rounds: int, round_: ToolRound, plan: ToolRoundPlan) -> Iterator[
     for r in plan.rejected:
         outcome[r.call.id] = ("rejected", r.reason, r.source)
     for issue in plan.issues:
-        outcome[issue.call.id] = ("invalid", issue.reason, "")
+        reason = issue.reason
+        if isinstance(issue, InvalidArguments) and issue.errors:
+            reason = f"{reason}:\n{issue.detail()}"  # per field, as the model reads it
+        outcome[issue.call.id] = ("invalid", reason, "")
     for call in round_.tool_calls:
         kind, reason, source = outcome.get(call.id, ("invalid", "", ""))
         yield ToolCallDecided(rounds, call, kind, reason, source)

@@ -64,7 +64,7 @@ def test_configured_servers_appear_in_every_application(here: Path, record: Path
     _configure(here, record, srv=_server(record))
     done = _run(here, "tools", "--json")
     assert 0 == done.returncode, done.stderr
-    names = [t["name"] for t in json.loads(done.stdout)]
+    names = [t["name"] for t in json.loads(done.stdout)["tools"]]
     assert {"srv_echo", "srv_add", "srv_files_read"} <= set(names)
 
 

@@ -349,6 +349,17 @@ class Transport:
             attempt + 1,
             self._retry.max_retries + 1,
             delay,
+            # For whoever shows retries as they happen (the CLI): the same, as data.
+            extra={
+                "toolwire_retry": {
+                    "provider": self._provider,
+                    "error": type(error).__name__,
+                    "status": error.status,
+                    "attempt": attempt + 1,
+                    "attempts": self._retry.max_retries + 1,
+                    "delay": delay,
+                }
+            },
         )
         return delay
 

@@ -47,6 +47,7 @@ def _log_to_stderr() -> None:
     if not logger.handlers:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("toolwire: warning: %(message)s"))
+        handler.setLevel(logging.WARNING)  # records from more verbose children stay out
         logger.addHandler(handler)
         logger.setLevel(logging.WARNING)
         logger.propagate = False

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
 import importlib
 import json
+import logging
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -14,7 +17,9 @@ from toolwire._agent import Agent
 from toolwire._calls import ToolCall
 from toolwire._compile import CompileOptions, check_tools
 from toolwire._errors import (
+    ProviderError,
     RoundLimitError,
+    ToolwireError,
     UsageError,
 )
 from toolwire._execute.approval import Allow, ApprovalGate, ApprovalRequest, Deny
@@ -38,7 +43,15 @@ from toolwire.cli.parser import (
     EXIT_USAGE,
     CliError,
 )
-from toolwire.cli.render import Emit, _Events, _out, _printer
+from toolwire.cli.render import (
+    Emit,
+    RetryNotice,
+    Spinner,
+    _Events,
+    _out,
+    _printer,
+    json_document,
+)
 from toolwire.providers.test import TestProvider
 
 
@@ -53,6 +66,11 @@ def _app_toolset(spec: str | None) -> Toolset | None:
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
         raise CliError(f"--app takes MODULE:ATTR (like `myapp.tools:toolset`), got {spec!r}", 2)
+    # As `python -m toolwire` does: the current directory is importable, so `--app
+    # app:tools` finds ./app.py from the `toolwire` script too.
+    here = os.getcwd()
+    if here not in sys.path and "" not in sys.path:
+        sys.path.insert(0, here)
     try:
         obj = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
@@ -62,11 +80,57 @@ def _app_toolset(spec: str | None) -> Toolset | None:
     return obj
 
 
-def _provider(host: PluginHost, name: str, model: str | None) -> Provider:
-    if name not in host.providers():
-        known = ", ".join(host.providers()) or "none"
-        raise CliError(f"unknown provider `{name}` (known: {known})", EXIT_PROVIDER)
-    return host.provider(name, **({"model": model} if model else {}))
+def _did_you_mean(name: str, known: list[str]) -> str:
+    close = difflib.get_close_matches(name, known, n=1)
+    return f"; did you mean `{close[0]}`?" if close else ""
+
+
+#: Stand-ins so ``tools --provider X`` renders without a server: rendering sends nothing.
+_RENDER_MODEL = "model"
+_RENDER_URL = "http://127.0.0.1/v1"
+
+
+def _provider(
+    host: PluginHost,
+    name: str,
+    model: str | None,
+    *,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    render_only: bool = False,
+) -> Provider:
+    """The provider registered as ``name``: an unknown name or options it cannot take are
+    a provider error (exit 4), with "did you mean" for a mistyped name."""
+    known = sorted(host.providers())
+    if name not in known:
+        raise CliError(
+            f"unknown provider `{name}` (known: {', '.join(known) or 'none'})"
+            + _did_you_mean(name, known),
+            EXIT_PROVIDER,
+        )
+    options: dict[str, Any] = {}
+    if model:
+        options["model"] = model
+    if base_url:
+        options["base_url"] = base_url
+    if api_key_env:
+        key = os.environ.get(api_key_env)
+        if not key and not render_only:
+            raise CliError(f"--api-key-env {api_key_env}: that variable is not set", EXIT_PROVIDER)
+        if key:
+            options["api_key"] = key
+    try:
+        return host.provider(name, **options)
+    except (TypeError, ValueError, ToolwireError) as exc:
+        if render_only and not isinstance(exc, ProviderError):
+            # Rendering needs no server, key or real model name (an OpenAI-compatible
+            # server's has no default): fill in stand-ins and try once more.
+            stand_ins = {"model": model or _RENDER_MODEL, "base_url": base_url or _RENDER_URL}
+            try:
+                return host.provider(name, **{**options, **stand_ins})
+            except (TypeError, ValueError, ToolwireError):
+                pass
+        raise CliError(f"provider `{name}` cannot be created: {exc}", EXIT_PROVIDER) from exc
 
 
 def _warn_blocked(host: PluginHost) -> None:
@@ -96,8 +160,8 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
             }
             for r in records
         ]
-        _out(sys.stdout, json.dumps({"plugins": data, "blocked": list(host.blocked)}, indent=2))
-        return EXIT_OK
+        _out(sys.stdout, json_document("plugins", plugins=data, blocked=list(host.blocked)))
+        return EXIT_PLUGIN if host.blocked else EXIT_OK
     for kind, title in (
         ("policy", "policies"),
         ("toolset", "tool packs"),
@@ -121,7 +185,7 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
             _out(sys.stdout, f"  {r.kind} {r.label()}: {r.reason}")
     for reason in host.blocked:
         _out(sys.stdout, f"BLOCKED: {reason}")
-    return EXIT_OK
+    return EXIT_PLUGIN if host.blocked else EXIT_OK
 
 
 # -- tools -----------------------------------------------------------------------------
@@ -131,34 +195,83 @@ def _cmd_tools(args: argparse.Namespace) -> int:
     host = _host()
     toolset = host.assemble(_app_toolset(args.app))
     if args.provider:
-        provider = _provider(host, args.provider, args.model)
-        turn = resolve_turn(
-            toolset,
-            availability=Availability.all(),
-            hooks=host.hook_sets(),
-            context=HookContext(app=APP, provider=provider.name, model=provider.model),
-        )
-        _out(sys.stdout, json.dumps(provider.render_tools(turn), indent=2))
-        return EXIT_OK
+        return _wire_tools(host, toolset, args)
+    # Every tool, with what the installed plugins' availability hooks hide (and which).
+    turn = resolve_turn(
+        toolset,
+        availability=Availability.all(),
+        hooks=host.hook_sets(),
+        context=HookContext(app=APP),
+    )
     rows = [
         {
             "name": t.name,
             "effect": t.metadata.effect.value,
             "source": toolset.source(t.name),
             "off": toolset.is_off(t.name),
+            "hidden_by": turn.hidden.get(t.name),
             "description": t.description,
         }
         for t in toolset.tools()
     ]
     if args.json:
-        _out(sys.stdout, json.dumps(rows, indent=2))
+        _out(sys.stdout, json_document("tools", tools=rows))
         return EXIT_OK
     if not rows:
         _out(sys.stdout, "(no tools: install a tool pack, or pass --app MODULE:ATTR)")
     for r in rows:
-        off = "off" if r["off"] else "on"
-        _out(sys.stdout, f"{r['name']:<28} {r['effect']:<12} {off:<4} {r['source']}")
+        state = "off" if r["off"] else "on"
+        if r["hidden_by"]:
+            state = f"hidden (by {r['hidden_by']})"
+        _out(sys.stdout, f"{r['name']:<28} {r['effect']:<12} {r['source']:<24} {state}")
     return EXIT_OK
+
+
+def _wire_tools(host: PluginHost, toolset: Toolset, args: argparse.Namespace) -> int:
+    provider = _provider(
+        host,
+        args.provider,
+        args.model,
+        base_url=args.base_url,
+        api_key_env=args.api_key_env,
+        render_only=True,
+    )
+    try:
+        turn = resolve_turn(
+            toolset,
+            availability=Availability.all(),
+            hooks=host.hook_sets(),
+            context=HookContext(app=APP, provider=provider.name, model=provider.model),
+        )
+        wire = provider.render_tools(turn)
+    finally:
+        provider.close()
+    if args.json:
+        _out(
+            sys.stdout,
+            json_document("wire-tools", provider=provider.name, model=provider.model, tools=wire),
+        )
+        return EXIT_OK
+    size = len(json.dumps(wire, separators=(",", ":")))
+    _out(
+        sys.stdout,
+        f"{len(turn.tools)} tool(s) as {provider.name} sends them, {size} bytes "
+        f"(--json for the bodies):",
+    )
+    for rt in turn.tools:
+        _out(sys.stdout, f"  {rt.name}({_parameters(rt.tool.input_schema)})")
+    for name, hook in turn.hidden.items():
+        _out(sys.stdout, f"  {name}: not sent (hidden by {hook})")
+    return EXIT_OK
+
+
+def _parameters(schema: Any) -> str:
+    """``a, b?`` from an object schema: the properties, optional ones marked ``?``."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict):
+        return ""
+    required = set(schema.get("required", ()))
+    return ", ".join(k if k in required else f"{k}?" for k in props)
 
 
 # -- the tool loop: the agent, the executor, the host's hooks -----------------------------
@@ -219,8 +332,12 @@ def _cmd_call(args: argparse.Namespace) -> int:
     host = _host()
     toolset = host.assemble(_app_toolset(args.app))
     if args.name not in toolset:
-        known = ", ".join(t.name for t in toolset.tools()) or "none"
-        raise CliError(f"unknown tool `{args.name}` (known: {known})", EXIT_USAGE)
+        names = [t.name for t in toolset.tools()]
+        raise CliError(
+            f"unknown tool `{args.name}` (known: {', '.join(names) or 'none'})"
+            + _did_you_mean(args.name, names),
+            EXIT_USAGE,
+        )
     try:
         json.loads(args.arguments)
     except json.JSONDecodeError as exc:
@@ -257,14 +374,24 @@ def _cmd_chat(args: argparse.Namespace) -> int:
         raise CliError(f"--max-rounds must be at least 1, got {args.max_rounds}", EXIT_USAGE)
     host = _host()
     toolset = host.assemble(_app_toolset(args.app))
-    provider = _provider(host, args.provider, args.model)
+    provider = _provider(
+        host, args.provider, args.model, base_url=args.base_url, api_key_env=args.api_key_env
+    )
     _warn_blocked(host)
     session = Session()
     ctx = HookContext(app=APP, session_id=session.id, provider=provider.name, model=provider.model)
-    events = _Events(_printer(args.json))
+    spinner = Spinner(f"waiting for {provider.name}", enabled=None if not args.json else False)
+    events = _Events(_printer(args.json), spinner)
     agent = _agent(host, provider, toolset, ctx, args, events.emit, max_rounds=args.max_rounds)
+    retries = RetryNotice(before=spinner.stop)
+    http_log = logging.getLogger("toolwire.http")
+    http_log.addHandler(retries)
+    level = http_log.level
+    if not http_log.isEnabledFor(logging.INFO):
+        http_log.setLevel(logging.INFO)
     try:
-        asyncio.run(agent.arun(session, args.prompt, on_event=events))
+        spinner.start()
+        asyncio.run(agent.arun(session, args.prompt, on_event=events, stream=args.stream))
     except RoundLimitError:
         raise CliError(
             f"the model did not finish within {args.max_rounds} tool round(s): it asked for "
@@ -272,6 +399,9 @@ def _cmd_chat(args: argparse.Namespace) -> int:
             EXIT_ROUNDS,
         ) from None
     finally:
+        spinner.close()
+        http_log.removeHandler(retries)
+        http_log.setLevel(level)
         agent.executor.close()
         provider.close()
     return _status(host, events)
@@ -287,7 +417,11 @@ def _cmd_check(args: argparse.Namespace) -> int:
     compiler = compilers.get(args.provider)
     if compiler is None:
         known = ", ".join(sorted(compilers)) or "none installed"
-        raise CliError(f"no schema compiler for `{args.provider}` (known: {known})", EXIT_PROVIDER)
+        raise CliError(
+            f"no schema compiler for `{args.provider}` (known: {known})"
+            + _did_you_mean(args.provider, sorted(compilers)),
+            EXIT_PROVIDER,
+        )
     options = CompileOptions(target=args.target)
     try:
         reports = check_tools(toolset.tools(), compiler, options=options)
@@ -308,7 +442,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
             }
             for r in reports
         ]
-        _out(sys.stdout, json.dumps(data, indent=2))
+        _out(sys.stdout, json_document("check", reports=data))
     else:
         _out(sys.stdout, format_report(reports, verbose=args.verbose))
     worst = {"error"} if args.fail_on == "error" else {"error", "warning"}

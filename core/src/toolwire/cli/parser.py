@@ -58,44 +58,68 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
+    from toolwire._version import __version__
+
     p = _Parser(
         prog="toolwire",
         description="Inspect and exercise toolwire plugins, tools and providers.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.add_argument(
-        "--app",
-        metavar="MODULE:ATTR",
-        help="the application's Toolset to assemble the plugins' tools into",
+        "--version",
+        action="version",
+        version=f"toolwire {__version__} (Python {sys.version.split()[0]})",
+        help="print the version and exit",
     )
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    _app_option(p, default=None)
+    sub = p.add_subparsers(
+        dest="command", metavar="COMMAND", parser_class=_Parser, help="one of the commands below"
+    )
     sub.required = True
 
-    sp = sub.add_parser("plugins", help="discovered plugins, versions and failures")
+    def command(name: str, about: str) -> argparse.ArgumentParser:
+        sp = sub.add_parser(name, help=about, description=about)
+        _app_option(sp)
+        sp.add_argument(
+            "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks"
+        )
+        return sp
+
+    sp = command("plugins", "discovered plugins, versions and failures")
     sp.add_argument("--json", action="store_true", help="print JSON")
 
-    sp = sub.add_parser("tools", help="the assembled toolset")
-    sp.add_argument("--provider", metavar="NAME", help="print the provider's wire form")
+    sp = command("tools", "the assembled toolset, or a provider's wire form of it")
+    sp.add_argument(
+        "--provider", metavar="NAME", help="print the tools as that provider sends them"
+    )
     sp.add_argument("--model", metavar="M", help="model for --provider")
+    _provider_options(sp)
     sp.add_argument("--json", action="store_true", help="print JSON")
 
-    sp = sub.add_parser("call", help="one tool call through the policies, hooks and executor")
+    sp = command("call", "one tool call through the policies, hooks and executor")
     sp.add_argument("name", help="the tool's wire name")
     sp.add_argument("arguments", metavar="JSON", help="the arguments, as a JSON object")
     sp.add_argument("--json", action="store_true", help="print one JSON event per line")
     _approve_switch(sp)
 
-    sp = sub.add_parser("chat", help="the tool loop with a provider (offline `test` by default)")
-    sp.add_argument("prompt")
+    sp = command("chat", "the tool loop with a provider (the offline `test` one by default)")
+    sp.add_argument("prompt", help="what to ask the model")
     sp.add_argument("--provider", metavar="NAME", default="test", help="provider (default: test)")
-    sp.add_argument("--model", metavar="M", help="model name")
+    sp.add_argument("--model", metavar="M", help="model name (default: the provider's)")
+    _provider_options(sp)
     sp.add_argument("--max-rounds", type=int, default=8, metavar="N", help="tool rounds (8)")
+    sp.add_argument(
+        "--no-stream",
+        dest="stream",
+        action="store_false",
+        help="wait for each whole reply instead of streaming the answer's text",
+    )
     sp.add_argument("--json", action="store_true", help="print one JSON event per line")
     _approve_switch(sp)
 
-    sp = sub.add_parser("check", help="schema loss report per tool for a provider")
+    sp = command("check", "schema loss report per tool for a provider")
     sp.add_argument("--provider", metavar="NAME", required=True, help="schema compiler's name")
     sp.add_argument(
         "--target",
@@ -114,16 +138,20 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--verbose", action="store_true", help="also show lossless changes")
     sp.add_argument("--json", action="store_true", help="print JSON")
 
-    sp = sub.add_parser("mcp", help="MCP: serve the assembled toolset (needs toolwire-mcp)")
-    msub = sp.add_subparsers(dest="mcp_command", metavar="MCP_COMMAND", parser_class=_Parser)
+    sp = command("mcp", "MCP: serve the assembled toolset (needs toolwire-mcp)")
+    msub = sp.add_subparsers(
+        dest="mcp_command", metavar="MCP_COMMAND", parser_class=_Parser, help="serve"
+    )
     msub.required = True
-    serve = msub.add_parser(
-        "serve", help="serve the assembled toolset over MCP (policies and hooks apply)"
-    )
+    about = "serve the assembled toolset over MCP (policies and hooks apply)"
+    serve = msub.add_parser("serve", help=about, description=about)
+    _app_option(serve)
     serve.add_argument(
-        "--app", metavar="MODULE:ATTR", default=argparse.SUPPRESS, help="the application's Toolset"
+        "--transport",
+        choices=("stdio", "http"),
+        default="stdio",
+        help="stdio (the default: the client starts this command) or streamable HTTP",
     )
-    serve.add_argument("--transport", choices=("stdio", "http"), default="stdio")
     serve.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="HTTP: port (8000)")
     serve.add_argument(
@@ -136,6 +164,30 @@ def _parser() -> argparse.ArgumentParser:
         help="never ask the client's user to approve a call (MCP elicitation); deny instead",
     )
     return p
+
+
+def _app_option(p: argparse.ArgumentParser, default: object = argparse.SUPPRESS) -> None:
+    """``--app`` before or after the command (after it, it wins)."""
+    p.add_argument(
+        "--app",
+        metavar="MODULE:ATTR",
+        default=default,
+        help="the application's Toolset to assemble the plugins' tools into "
+        "(the current directory is importable)",
+    )
+
+
+def _provider_options(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument(
+        "--base-url",
+        metavar="URL",
+        help="the server's URL (an OpenAI-compatible server: vLLM, Ollama, a gateway)",
+    )
+    sp.add_argument(
+        "--api-key-env",
+        metavar="NAME",
+        help="the environment variable that holds the API key (default: the provider's own)",
+    )
 
 
 def _approve_switch(sp: argparse.ArgumentParser) -> None:

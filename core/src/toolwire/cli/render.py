@@ -1,16 +1,35 @@
-"""What the commands print: plain lines for people, JSON lines with ``--json``."""
+"""What the commands print: plain lines for people, JSON lines with ``--json``.
+
+Text output is one block per call (the call, its decision, its approval, its
+result), printed when the call's result is in, so parallel calls do not
+interleave; the answer's text streams as it arrives. On a terminal, a spinner on
+stderr shows that the command is waiting for the model.
+"""
 
 from __future__ import annotations
 
 import json
+import logging
 import sys
+import threading
+import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from toolwire._agent import AgentEvent, AgentFinished, ToolCallDecided, ToolResultReady
+from toolwire._agent import (
+    AgentEvent,
+    AgentFinished,
+    RoundCommitted,
+    ToolCallDecided,
+    ToolResultReady,
+)
 from toolwire._calls import rejection_reason
+from toolwire._provider import TextDelta, ToolCallStarted
 
 Emit = Callable[[dict[str, Any]], None]
+
+#: The ``format`` of every ``--json`` output: the kind of document, then its version.
+JSON_EVENT = "toolwire.event/1"
 
 _DECISION = {"run": "run", "handled": "complete", "rejected": "reject", "invalid": "reject"}
 
@@ -20,16 +39,103 @@ def _out(stream: TextIO, text: str) -> None:
     stream.flush()
 
 
+def json_document(kind: str, **fields: Any) -> str:
+    """A ``--json`` document: an object whose ``format`` names its kind and version."""
+    return json.dumps({"format": f"toolwire.{kind}/1", **fields}, indent=2)
+
+
+class Spinner:
+    """``⠋ waiting for NAME`` on stderr while the model is asked, on a terminal only.
+
+    ``start`` / ``stop`` may be called any number of times, from the event loop's
+    thread; the frames are drawn by a daemon thread and erased on ``stop``.
+    """
+
+    FRAMES = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+    def __init__(self, label: str, stream: TextIO | None = None, *, enabled: bool | None = None):
+        self.stream = stream if stream is not None else sys.stderr
+        if enabled is None:
+            enabled = _is_terminal(self.stream)
+        self.enabled = enabled
+        self.label = label
+        self._on = threading.Event()
+        self._closed = False
+        self._lock = threading.Lock()
+        self._drawn = False
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        if not self.enabled or self._closed:
+            return
+        self._on.set()
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._spin, name="toolwire-spinner", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        if not self.enabled:
+            return
+        self._on.clear()
+        self._erase()
+
+    def close(self) -> None:
+        self._closed = True
+        self.stop()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            self._on.set()  # wake it so it sees the close
+            thread.join(timeout=1.0)
+            self._erase()
+
+    def _spin(self) -> None:
+        i = 0
+        while not self._closed:
+            if not self._on.wait(timeout=0.5):
+                continue
+            with self._lock:
+                if self._on.is_set() and not self._closed:
+                    frame = self.FRAMES[i % len(self.FRAMES)]
+                    self.stream.write(f"\r{frame} {self.label}")
+                    self.stream.flush()
+                    self._drawn = True
+            i += 1
+            time.sleep(0.1)
+
+    def _erase(self) -> None:
+        with self._lock:
+            if self._drawn:
+                self.stream.write("\r\033[K")
+                self.stream.flush()
+                self._drawn = False
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
 class _Events:
     """Turns the agent's events into CLI events, and remembers whether all went well."""
 
-    def __init__(self, emit: Emit) -> None:
+    def __init__(self, emit: Emit, spinner: Spinner | None = None) -> None:
         self.emit = emit
         self.clean = True
+        self.spinner = spinner
 
     def __call__(self, event: AgentEvent) -> None:
         emit = self.emit
-        if isinstance(event, ToolCallDecided):
+        spinner = self.spinner
+        if spinner is not None:
+            if isinstance(event, (TextDelta, ToolCallStarted)):
+                spinner.stop()  # the model is answering
+            elif isinstance(event, RoundCommitted):
+                spinner.start()  # the next request goes out
+        if isinstance(event, TextDelta):
+            emit({"event": "text", "delta": event.text})
+        elif isinstance(event, ToolCallDecided):
             call = event.call
             emit({"event": "call", "id": call.id, "name": call.name, "arguments": call.arguments})
             decision: dict[str, Any] = {
@@ -46,8 +152,19 @@ class _Events:
             r = event.result
             emit({"event": "result", "id": r.call_id, "content": r.content, "is_error": r.is_error})
             self.clean = self.clean and not r.is_error
-        elif isinstance(event, AgentFinished) and event.result.status == "finished":
-            emit({"event": "answer", "text": event.result.text})
+        elif isinstance(event, AgentFinished):
+            if spinner is not None:
+                spinner.stop()
+            if event.result.status == "finished":
+                answer: dict[str, Any] = {"event": "answer", "text": event.result.text}
+                if event.result.output is not None:
+                    answer["output"] = _jsonable(event.result.output)
+                emit(answer)
+
+
+def _jsonable(value: Any) -> Any:
+    dump = getattr(value, "model_dump", None)
+    return dump(mode="json") if callable(dump) else value
 
 
 def _indented(label: str, text: str) -> str:
@@ -58,39 +175,115 @@ def _indented(label: str, text: str) -> str:
     return f"{label}:\n" + "\n".join(f"    {line}" for line in text.splitlines())
 
 
-def _printer(as_json: bool) -> Emit:
-    explained: set[str] = set()  # calls whose rejection reason was already shown
+class _TextPrinter:
+    """Text mode: a block per call, printed whole once its result is in; the answer's
+    text as it streams."""
 
-    def emit(event: dict[str, Any]) -> None:
-        if as_json:
-            _out(sys.stdout, json.dumps(event))
-            return
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.blocks: dict[str, list[str]] = {}
+        self.explained: set[str] = set()  # calls whose rejection reason was already shown
+        self.streaming = False  # the answer's text is being written, no newline yet
+        self.streamed = ""
+
+    def _line(self, text: str) -> None:
+        self._end_text()
+        _out(self.stream, text)
+
+    def _end_text(self) -> None:
+        if self.streaming:
+            self.stream.write("\n")
+            self.stream.flush()
+            self.streaming = False
+
+    def _block(self, call_id: str, line: str) -> None:
+        self.blocks.setdefault(call_id, []).append(line)
+
+    def __call__(self, event: dict[str, Any]) -> None:
         kind = event["event"]
-        if kind == "call":
-            _out(sys.stdout, f"> {event['name']} {event['arguments']}")
+        if kind == "text":
+            if not self.streaming:
+                self.stream.write("assistant: ")
+                self.streaming = True
+            self.streamed += event["delta"]
+            self.stream.write(event["delta"])
+            self.stream.flush()
+        elif kind == "call":
+            self._end_text()
+            self.streamed = ""
+            self._block(event["id"], f"> {event['name']} {event['arguments']}")
         elif kind == "decision":
             if event["decision"] == "reject":
-                explained.add(event["id"])
+                self.explained.add(event["id"])
                 source = f" by {event['source']}" if event.get("source") else ""
-                _out(sys.stdout, f"  decision: rejected{source}: {event.get('reason', '')}")
+                first, *rest = str(event.get("reason", "")).split("\n")
+                line = "\n".join(
+                    [f"  decision: rejected{source}: {first}", *(f"    {r}" for r in rest)]
+                )
             elif event["decision"] == "complete":
-                _out(sys.stdout, "  decision: answered by a hook (not run)")
+                line = "  decision: answered by a hook (not run)"
             else:
-                _out(sys.stdout, "  decision: run")
+                line = "  decision: run"
+            self._block(event["id"], line)
         elif kind == "approval":
             if event["decision"] == "allow":
-                _out(sys.stdout, f"  approval: approved ({event['reason']})")
+                self._block(event["id"], f"  approval: approved ({event['reason']})")
             else:
-                explained.add(event["id"])
-                _out(sys.stdout, f"  approval: denied: {event['reason']}")
+                self.explained.add(event["id"])
+                self._block(event["id"], f"  approval: denied: {event['reason']}")
         elif kind == "result":
+            lines = self.blocks.pop(event["id"], [])
             reason = rejection_reason(event["content"])
             if reason is None:
                 label = "  error" if event["is_error"] else "  result"
-                _out(sys.stdout, _indented(label, event["content"]))
-            elif event["id"] not in explained:
-                _out(sys.stdout, _indented("  refused", reason))
+                lines.append(_indented(label, event["content"]))
+            elif event["id"] not in self.explained:
+                lines.append(_indented("  refused", reason))
+            for line in lines:
+                self._line(line)
         elif kind == "answer":
-            _out(sys.stdout, f"assistant: {event['text']}")
+            for lines in self.blocks.values():  # calls that never got a result (approval)
+                for line in lines:
+                    self._line(line)
+            self.blocks.clear()
+            if self.streaming and self.streamed == event["text"]:
+                self._end_text()
+            else:
+                self._line(f"assistant: {event['text']}")
+            self.streamed = ""
+
+
+def _printer(as_json: bool, stream: TextIO | None = None) -> Emit:
+    out = stream if stream is not None else sys.stdout
+    if not as_json:
+        return _TextPrinter(out)
+
+    def emit(event: dict[str, Any]) -> None:
+        if event["event"] == "text":
+            return  # JSON lines carry the whole answer once, in `answer`
+        _out(out, json.dumps({"format": JSON_EVENT, **event}))
 
     return emit
+
+
+class RetryNotice(logging.Handler):
+    """Shows the transport's retries on stderr: ``toolwire: openai: 503 (ServerError),
+    retrying in 2.0 s (attempt 1 of 3)``."""
+
+    def __init__(self, stream: TextIO | None = None, before: Callable[[], None] | None = None):
+        super().__init__(logging.INFO)
+        self.stream = stream if stream is not None else sys.stderr
+        self.before = before
+
+    def emit(self, record: logging.LogRecord) -> None:
+        retry = getattr(record, "toolwire_retry", None)
+        if not isinstance(retry, dict):
+            return
+        if self.before is not None:
+            self.before()
+        status = f"{retry['status']} " if retry.get("status") else ""
+        _out(
+            self.stream,
+            f"toolwire: {retry['provider']}: {status}({retry['error']}), retrying in "
+            f"{retry['delay']:.1f} s (attempt {retry['attempt']} of {retry['attempts']})",
+        )
