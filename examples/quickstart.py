@@ -1,6 +1,6 @@
-"""The README's quick start: one tool, the offline provider, a hand-written tool loop."""
+"""The README's quick start: one tool, the offline provider, the Agent with what is installed."""
 
-from toolwire import NeedsTools, Session, Toolset, resolve_turn, run_turn, tool_fn
+from toolwire import Agent, Session, Toolset, tool_fn
 from toolwire.providers.test import TestProvider
 
 
@@ -16,15 +16,11 @@ def get_weather(city: str, unit: str = "celsius") -> str:
 
 
 def main() -> str:
-    tools = Toolset("app", [get_weather])
-    session = Session("You are helpful.").add_user("What's the weather in 'Paris'?")
-    provider = TestProvider()
-
-    while isinstance(outcome := run_turn(provider, session, resolve_turn(tools)), NeedsTools):
-        plan = outcome.round.apply_hooks()  # installed policies and your hooks decide
-        plan.commit([call.complete(call.run()) for call in plan.pending])
-    print(outcome.text)
-    return outcome.text
+    provider = TestProvider()  # or a real adapter: toolwire-openai, -anthropic, -gemini
+    agent = Agent(provider, Toolset("app", [get_weather]))
+    result = agent.run(Session("You are helpful."), "What's the weather in 'Paris'?")
+    print(result.text)
+    return result.text
 
 
 if __name__ == "__main__":

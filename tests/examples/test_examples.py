@@ -36,3 +36,16 @@ def test_quickstart_answers_with_the_tool_result() -> None:
         timeout=120,
     )
     assert "18 degrees celsius in Paris" in proc.stdout
+
+
+def test_structured_output_example_validates_after_one_retry() -> None:
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES[0].parent / "structured_output.py")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "schema sent as 'Forecast', strict=True" in proc.stdout
+    assert "requests: 3" in proc.stdout
+    assert "forecast: Forecast(city='Oslo', sky='clear', high_c=21.0)" in proc.stdout
