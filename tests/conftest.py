@@ -1,11 +1,20 @@
-"""Shared fixtures: two small tools and a toolset holding them (fresh for every test)."""
+"""Shared fixtures: two small tools and a toolset holding them (fresh for every test).
+
+Property tests run with no per-example deadline (a loaded CI machine made one fail on
+time alone) and derandomized, so a run is the same run every time; the fuzz job
+(``TOOLWIRE_FUZZ=1``) is where random exploration happens.
+"""
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import settings
 from pydantic import BaseModel, Field
 
 import toolwire as tw
+
+settings.register_profile("toolwire", deadline=None, derandomize=True)
+settings.load_profile("toolwire")
 
 
 @pytest.fixture

@@ -41,6 +41,7 @@ EXAMPLES = 2000 if os.environ.get("TOOLWIRE_FUZZ") == "1" else 40
 FUZZ = settings(
     max_examples=EXAMPLES,
     deadline=None,
+    derandomize=os.environ.get("TOOLWIRE_FUZZ") != "1",  # the fuzz job explores at random
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     database=None,
 )
