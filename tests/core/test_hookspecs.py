@@ -19,6 +19,7 @@ def test_the_hooks_are_the_documented_set() -> None:
     assert [
         "toolwire_register_toolsets",
         "toolwire_register_providers",
+        "toolwire_register_backends",
         "toolwire_tool_decision",
         "toolwire_tool_description",
         "toolwire_tool_availability",
@@ -35,7 +36,7 @@ def test_every_hookspec_is_annotated_and_documented(hook: object) -> None:
         assert param.annotation is not inspect.Parameter.empty, name
         assert f":param {name}:" in doc, name
     assert "Calling rule:" in doc
-    assert doc.rstrip().endswith("Added in 0.1.")
+    assert re.search(r"Added in 0\.\d+\.$", doc.rstrip())
 
 
 def test_the_committed_hook_reference_is_current() -> None:

@@ -34,14 +34,14 @@ class Pair(TypedDict):
 
 
 def test_spec_of_a_model_carries_its_schema_name_and_description() -> None:
-    spec = tw.output_spec(City)
+    spec = tw.adapters.output_spec(City)
     assert "City" == spec.name
     assert "A city." == spec.description
     assert not spec.wrapped
     assert {"name", "population"} == set(spec.schema["properties"])
     assert "description" not in spec.schema  # sent as the output's description
-    assert spec is tw.output_spec(City)  # shared: adapters cache their rendering on it
-    assert spec is tw.output_spec(spec)
+    assert spec is tw.adapters.output_spec(City)  # shared: adapters cache their rendering on it
+    assert spec is tw.adapters.output_spec(spec)
 
 
 @pytest.mark.parametrize(
@@ -55,13 +55,13 @@ def test_spec_of_a_model_carries_its_schema_name_and_description() -> None:
     ],
 )
 def test_types_pydantic_validates(tp: Any, text: str, value: Any) -> None:
-    spec = tw.output_spec(tp)
+    spec = tw.adapters.output_spec(tp)
     assert value == spec.parse(text)
     assert value == spec.parse(spec.dump(value))
 
 
 def test_non_object_types_are_wrapped_in_result() -> None:
-    spec = tw.output_spec(list[City])
+    spec = tw.adapters.output_spec(list[City])
     assert spec.wrapped
     assert ["result"] == spec.schema["required"]
     assert "$defs" in spec.schema  # the definitions stay at the root
@@ -70,7 +70,7 @@ def test_non_object_types_are_wrapped_in_result() -> None:
 
 
 def test_a_fenced_answer_is_accepted() -> None:
-    spec = tw.output_spec(City)
+    spec = tw.adapters.output_spec(City)
     fenced = '```json\n{"name": "Oslo", "population": 1}\n```'
     assert "Oslo" == spec.parse(fenced).name
     assert "Oslo" == spec.parse('```{"name": "Oslo", "population": 1}```').name
@@ -88,7 +88,7 @@ def test_a_fenced_answer_is_accepted() -> None:
     ],
 )
 def test_malformed_answers_are_errors_with_feedback(text: str, match: str) -> None:
-    spec = tw.output_spec(City)
+    spec = tw.adapters.output_spec(City)
     with pytest.raises(tw.OutputValidationError, match=match) as info:
         spec.parse(text)
     assert text == info.value.text
@@ -97,20 +97,20 @@ def test_malformed_answers_are_errors_with_feedback(text: str, match: str) -> No
 
 
 def test_name_is_sanitised_and_bad_types_are_refused() -> None:
-    assert "my_answer_" == tw.output_spec(City, name="my answer!").name
+    assert "my_answer_" == tw.adapters.output_spec(City, name="my answer!").name
     with pytest.raises(tw.exceptions.UsageError, match="not a type pydantic"):
-        tw.output_spec(object())
+        tw.adapters.output_spec(object())
     with pytest.raises(tw.exceptions.UsageError, match="got None"):
-        tw.output_spec(None)
+        tw.adapters.output_spec(None)
     with pytest.raises(tw.exceptions.UsageError, match="non-empty"):
-        tw.output_spec(City, name="")
+        tw.adapters.output_spec(City, name="")
 
 
 def test_resolve_turn_and_finished_output() -> None:
     tools = tw.Toolset("t", [])
     provider = TestProvider(script=[{"text": '{"name": "Rome", "population": 3}'}])
     turn = tw.resolve_turn(tools, output_type=City)
-    assert turn.output is tw.output_spec(City)
+    assert turn.output is tw.adapters.output_spec(City)
     outcome = tw.run_turn(provider, tw.Session().add_user("?"), turn)
     assert isinstance(outcome, tw.Finished)
     assert City(name="Rome", population=3) == outcome.output
@@ -178,7 +178,7 @@ def test_output_after_a_tool_round() -> None:
     )
     assert 42 == result.output.population
     assert 1 == result.rounds
-    assert all(turn.output is tw.output_spec(City) for _, turn in provider.requests)
+    assert all(turn.output is tw.adapters.output_spec(City) for _, turn in provider.requests)
 
 
 async def test_async_agent_output() -> None:

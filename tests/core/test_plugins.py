@@ -16,6 +16,7 @@ import pytest
 import toolwire as tw
 from toolwire import hookimpl
 from toolwire._plugins import PluginHost
+from toolwire.exceptions import PluginError
 
 
 @pytest.fixture
@@ -128,6 +129,51 @@ def test_toolwire_register_providers(host: PluginHost) -> None:
     provider = host.provider("mine", model="m1")
     assert (Mine, "m1") == (type(provider), provider.model)
     assert ("mine", "test") == host.providers()
+
+
+def test_toolwire_register_backends(host: PluginHost) -> None:
+    class Here(tw.adapters.ToolBackend):
+        name = "here"
+
+        def __init__(self, **options: Any) -> None:
+            self.options = options
+
+        async def run(self, call: tw.adapters.BackendCall) -> Any:
+            return call.fn(**call.kwargs)
+
+    class Plugin:
+        @hookimpl
+        def toolwire_register_backends(self, register: Any) -> None:
+            register("here", Here)
+
+    host.register(Plugin(), "here-plugin", kind="backend")
+    assert ("here",) == host.backends()
+    shared = host.backend("here")
+    assert shared is host.backend("here")  # one per host, for executors resolved by name
+    own = host.backend("here", workers=2)
+    assert own is not shared
+    assert {"workers": 2} == own.options
+    with pytest.raises(PluginError, match=r"no executor backend named `hre`.*did you mean `here`"):
+        host.backend("hre")
+
+
+def test_a_backend_plugin_that_registers_badly_is_skipped(host: PluginHost) -> None:
+    class Bad:
+        @hookimpl
+        def toolwire_register_backends(self, register: Any) -> None:
+            register("inprocess", object)
+
+    class NotABackend:
+        @hookimpl
+        def toolwire_register_backends(self, register: Any) -> None:
+            register("odd", lambda: object())
+
+    host.register(Bad(), "bad", kind="backend")
+    host.register(NotABackend(), "odd-plugin", kind="backend")
+    assert ("odd",) == host.backends()
+    assert any("must match" in r.reason for r in host.failures)
+    with pytest.raises(PluginError, match=r"returned object; expected a toolwire\.ToolBackend"):
+        host.backend("odd")
 
 
 def test_toolwire_tool_decision(host: PluginHost) -> None:

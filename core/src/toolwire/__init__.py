@@ -111,8 +111,6 @@ if _typing.TYPE_CHECKING:
     )
     from toolwire._output import (
         ModelSettings,
-        OutputSpec,
-        output_spec,
     )
     from toolwire._plugins.discovery import (
         PluginRecord,
@@ -208,7 +206,6 @@ __all__ = [
     "Modify",
     "NeedsTools",
     "NotAvailable",
-    "OutputSpec",
     "OutputValidationError",
     "PluginHost",
     "PluginRecord",
@@ -262,7 +259,6 @@ __all__ = [
     "call_fingerprint",
     "get_host",
     "hookimpl",
-    "output_spec",
     "raw_tool",
     "raw_tool_from_file",
     "rejection_reason",

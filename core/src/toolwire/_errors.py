@@ -27,6 +27,8 @@
     ├── OutputValidationError (ValueError)       the final answer does not match output_type
     ├── EventLoopError (RuntimeError)            a sync entry point was called inside a running loop
     ├── ToolExecutionError (RuntimeError)        raised by Executor.dispatch for a failed call
+    ├── ToolTimeoutError (TimeoutError)          a tool ran past its timeout
+    ├── ToolBackendError (RuntimeError)          an executor backend could not run a tool's body
     ├── ApprovalPendingError (RuntimeError)      an approver deferred; resume with the decisions
     └── ProviderError                            a provider request failed
         ├── AuthenticationError (PermissionError)
@@ -85,7 +87,9 @@ __all__ = [
     "ServerError",
     "StreamError",
     "ToolDefinitionError",
+    "ToolBackendError",
     "ToolExecutionError",
+    "ToolTimeoutError",
     "ToolsetError",
     "ToolwireError",
     "TranscriptError",
@@ -265,6 +269,33 @@ class ToolExecutionError(ToolwireError, RuntimeError):
 
     def __init__(self, message: str, *, result: Any = None) -> None:
         self.result = result
+        super().__init__(message)
+
+
+class ToolTimeoutError(ToolwireError, TimeoutError):
+    """A tool ran past its timeout. The executor ends the call with an error result
+    ("timed out after N s"); an executor backend raises this for a remote body that
+    ran too long, so the call ends the same way wherever the body ran."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        super().__init__(f"timed out after {float(seconds)!r} s")
+
+
+class ToolBackendError(ToolwireError, RuntimeError):
+    """An executor backend could not run a tool's body: its worker died, the input or
+    the output could not be sent, the tool's code could not be imported there.
+
+    ``kind`` says which (``worker_died``, ``unpicklable``, ``remote_import``,
+    ``unavailable``, or the backend's own word); ``transient`` whether another attempt
+    may succeed (the executor retries only idempotent tools with a retry hint, as for
+    any failure). The message is what the model reads; a remote traceback belongs in
+    the log, not here.
+    """
+
+    def __init__(self, message: str, *, kind: str = "error", transient: bool = False) -> None:
+        self.kind = kind
+        self.transient = transient
         super().__init__(message)
 
 

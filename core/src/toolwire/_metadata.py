@@ -3,8 +3,9 @@ retried (RetryHint), and the ToolMetadata that carries them."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from enum import Enum
+from types import MappingProxyType
 from typing import (
     Any,
     Literal,
@@ -165,9 +166,27 @@ def _retry_implies_idempotent(self: ToolMetadata) -> bool:
     return self.retry_hint is not None
 
 
+def _to_backend_options(value: Any) -> Mapping[str, Mapping[str, Any]]:
+    if not isinstance(value, Mapping):
+        raise ToolDefinitionError(
+            f"backend_options must map a backend's name to its options "
+            f'({{"ray": {{"num_cpus": 2}}}}), got {type(value).__name__}'
+        )
+    out: dict[str, Mapping[str, Any]] = {}
+    for name, options in value.items():
+        if not isinstance(name, str) or not isinstance(options, Mapping):
+            raise ToolDefinitionError(
+                f"backend_options must map a backend's name to a mapping of options, got "
+                f"{name!r}: {type(options).__name__}"
+            )
+        out[name] = MappingProxyType(dict(options))
+    return MappingProxyType(out)
+
+
 @attrs.frozen
 class ToolMetadata:
-    """What a tool is like, beyond its schema: effect, retry advice, sandbox needs, timeout.
+    """What a tool is like, beyond its schema: effect, retry advice, sandbox needs, timeout,
+    and where its body may run (``local``, ``backend_options``).
 
     Setting ``retry_hint`` makes the tool idempotent; saying otherwise is an error.
     """
@@ -187,6 +206,12 @@ class ToolMetadata:
     timeout: float | None = attrs.field(default=30.0, validator=_positive_or_none("timeout"))
     blocking: bool = False
     run_alone: bool = False
+    #: Run in the executor's process even under a remote backend (a cheap tool).
+    local: bool = False
+    #: Options for executor backends, by backend name: ``{"ray": {"num_cpus": 2}}``.
+    backend_options: Mapping[str, Mapping[str, Any]] = attrs.field(
+        factory=dict, converter=_to_backend_options, hash=False
+    )
 
     def __attrs_post_init__(self) -> None:
         if self.retry_hint is not None and not isinstance(self.retry_hint, RetryHint):

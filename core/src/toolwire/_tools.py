@@ -386,6 +386,19 @@ class Tool(Generic[InT, OutT]):
             return fn(**value.__dict__)
         return fn(**self.kwargs(value), **injected)
 
+    def invocation(
+        self, value: InT, /, **injected: Any
+    ) -> tuple[Callable[..., Any], dict[str, Any]]:
+        """The implementation and the keyword arguments :meth:`call` would call it with:
+        what an executor backend sends to run the body elsewhere."""
+        fn = self.fn
+        if fn is None:
+            raise UsageError(
+                f"tool `{self.name}` has no implementation: it was declared with @tool_input; "
+                f"run it in your own code and answer with call.complete(output)"
+            )
+        return fn, {**self.kwargs(value), **injected}
+
     async def acall(self, value: InT, /, **injected: Any) -> OutT:
         """Run the implementation and await it if it is async."""
         out = self.call(value, **injected)
@@ -489,6 +502,13 @@ class _FlatFunctionTool(FunctionTool[P, R]):
         fn = self.fn
         assert fn is not None
         return fn(**{self._flat: value}, **injected)
+
+    def invocation(
+        self, value: Any, /, **injected: Any
+    ) -> tuple[Callable[..., Any], dict[str, Any]]:
+        fn = self.fn
+        assert fn is not None
+        return fn, {self._flat: value, **injected}
 
 
 def _flat_tool(

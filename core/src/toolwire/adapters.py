@@ -1,8 +1,9 @@
-"""The interface for provider adapter authors (the SPI).
+"""The interface for provider adapter and executor backend authors (the SPI).
 
 Everything a provider adapter needs beyond the top level: the HTTP provider base class,
 its transport, API keys and retry policy, stream events and the tool-call assembler,
-the resolved turn and the assistant reply it decodes into. The built-in adapters
+the resolved turn and the assistant reply it decodes into, a turn's output spec; and
+what an executor backend implements (``ToolBackend``, ``BackendCall``). The built-in adapters
 (toolwire-openai, toolwire-anthropic, toolwire-gemini) use this module and the top level
 only, so a third-party adapter can do everything they do.
 """
@@ -23,6 +24,10 @@ if _typing.TYPE_CHECKING:
     from toolwire._assemble import (
         ToolCallAssembler,
         synthesize_call_id,
+    )
+    from toolwire._backends import (
+        BackendCall,
+        ToolBackend,
     )
     from toolwire._calls import (
         rejection_content,
@@ -57,6 +62,8 @@ if _typing.TYPE_CHECKING:
         ToolSpan,
     )
     from toolwire._output import (
+        OutputSpec,
+        output_spec,
         unsupported_settings,
     )
     from toolwire._provider import (
@@ -87,10 +94,12 @@ __all__ = [
     "ApiKey",
     "AssistantReply",
     "AuthStyle",
+    "BackendCall",
     "ChatSpan",
     "ErrorDetail",
     "ErrorMapper",
     "HttpProvider",
+    "OutputSpec",
     "Provider",
     "ReplyCompleted",
     "ResolvedTool",
@@ -99,6 +108,7 @@ __all__ = [
     "SSEEvent",
     "StreamEvent",
     "TextDelta",
+    "ToolBackend",
     "ToolCallAssembler",
     "ToolCallDelta",
     "ToolCallStarted",
@@ -111,6 +121,7 @@ __all__ = [
     "extract_error_detail",
     "lazy_exports",
     "malformed",
+    "output_spec",
     "rejection_content",
     "resolve_api_key",
     "synthesize_call_id",

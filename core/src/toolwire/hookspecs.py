@@ -1,9 +1,10 @@
 """The toolwire hook specifications, and the ``hookimpl`` marker plugins use.
 
 A plugin is a module (or any object) with functions named after these hooks,
-marked with ``@toolwire.hookimpl``. It is found through one of three
+marked with ``@toolwire.hookimpl``. It is found through one of four
 entry-point groups: ``toolwire.toolsets`` (tool packs), ``toolwire.policies``
-(organisation policies) and ``toolwire.providers`` (provider adapters)::
+(organisation policies), ``toolwire.providers`` (provider adapters) and
+``toolwire.backends`` (executor backends)::
 
     # pyproject.toml
     [project.entry-points."toolwire.toolsets"]
@@ -36,6 +37,7 @@ import pluggy
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
+    from toolwire._backends import ToolBackend
     from toolwire._calls import ToolResult, TypedCall
     from toolwire._compile import SchemaCompiler
     from toolwire._hooks import HookContext, ToolDecision
@@ -45,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PROJECT",
+    "RegisterBackend",
     "RegisterProvider",
     "RegisterToolset",
     "hookimpl",
@@ -77,6 +80,12 @@ class RegisterProvider(Protocol):
         *,
         schema_compiler: SchemaCompiler | None = None,
     ) -> None: ...
+
+
+class RegisterBackend(Protocol):
+    """The ``register`` callback passed to ``toolwire_register_backends``."""
+
+    def __call__(self, name: str, factory: Callable[..., ToolBackend]) -> None: ...
 
 
 # -- registration ------------------------------------------------------------------
@@ -125,6 +134,27 @@ def toolwire_register_providers(register: RegisterProvider) -> None:
         use (``schema_compiler`` is new in 0.2).
 
     Added in 0.1.
+    """
+
+
+@hookspec
+def toolwire_register_backends(register: RegisterBackend) -> None:
+    """Contribute executor backends (where tool bodies run), by name.
+
+    Calling rule: called once per plugin, when a backend is first looked up
+    (``Executor(backend="NAME")``, ``TOOLWIRE_BACKEND=NAME``, ``toolwire chat
+    --backend NAME``, ``PluginHost.backend(name)``). A backend plugin (entry-point
+    group ``toolwire.backends``) is imported only then: first the entry point of
+    that name, then the others. The return value is ignored.
+
+    A plugin whose implementation raises, or registers a name that is already
+    taken, ``inprocess``, or a factory that is not callable, is skipped and recorded.
+
+    :param register: ``register(name, factory)``. ``factory(**options)`` returns a
+        :class:`toolwire.ToolBackend`; called without options it makes the host's
+        shared instance.
+
+    Added in 0.2.
     """
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolwire._errors import (
     ProviderError,
+    ToolTimeoutError,
 )
 from toolwire._exports import publish
 
@@ -76,12 +77,8 @@ class _ApprovalMismatch(_NotRetryable):
     kind = "approval_mismatch"
 
 
-class _ToolTimeout(TimeoutError):
+class _ToolTimeout(ToolTimeoutError):
     """An attempt ran past its timeout (raised by the executor, not the tool)."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        super().__init__(f"timed out after {float(seconds)!r} s")
 
 
 class _Deadline:

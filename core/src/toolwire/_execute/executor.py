@@ -12,6 +12,7 @@ import concurrent.futures
 import contextvars
 import functools
 import logging
+import os
 import random
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import attrs
 from pydantic import ValidationError
 
+from toolwire._backends import BACKEND_ENV, BackendCall, ToolBackend
 from toolwire._calls import (
     HandledCall,
     RejectedCall,
@@ -32,7 +34,9 @@ from toolwire._calls import (
 from toolwire._errors import (
     ApprovalPendingError,
     EventLoopError,
+    ToolBackendError,
     ToolExecutionError,
+    ToolTimeoutError,
     UsageError,
 )
 from toolwire._execute.approval import (
@@ -51,7 +55,6 @@ from toolwire._execute.attempts import (
     _NotRetryable,
     _OutputMismatch,
     _retry_after,
-    _ToolTimeout,
     _with_timeout,
     is_transient,
 )
@@ -119,6 +122,10 @@ class Executor:
       default) is the process's host (``toolwire.get_host()``), ``False`` none.
     - ``thread_pool``: where ``blocking=True`` tools run (default: a pool of
       ``max_concurrency`` threads, made on first use).
+    - ``backend``: where tool bodies run: a :class:`toolwire.ToolBackend`, the name
+      of a registered one (``"ray"``), or None for ``TOOLWIRE_BACKEND`` (unset:
+      in-process). Everything that decides a call stays here; tools marked
+      ``local=True`` (or that the backend does not accept) run in-process.
 
     Sync tools run inline on the event loop (no thread hop) unless declared
     ``blocking=True``. A timeout cannot preempt an inline sync tool: it applies
@@ -147,6 +154,7 @@ class Executor:
         rng: Callable[[], float] = random.random,
         thread_pool: concurrent.futures.Executor | None = None,
         plugins: Any = True,
+        backend: ToolBackend | str | None = None,
     ) -> None:
         if max_concurrency is not None and (
             isinstance(max_concurrency, bool)
@@ -182,6 +190,7 @@ class Executor:
         self._injected = dict(injected or {})
         self._on_result = on_result
         self._host = _resolve_host(plugins)
+        self.backend = resolve_backend(backend, self._host)
         self._policy_chains: tuple[HookSet, dict[Any, Any]] | None = None
         # The host's result hooks (tool packs, then policies) see every result after
         # ``on_result``; looked up once. A host with none costs nothing per call.
@@ -197,9 +206,11 @@ class Executor:
         self._chain = self._build_chain()
 
     def __repr__(self) -> str:
+        where = f" backend={self.backend.name!r}" if self.backend is not None else ""
         return (
             f"<Executor max_concurrency={self.max_concurrency} "
-            f"interceptors={len(self._interceptors)} approval={self._approver is not None}>"
+            f"interceptors={len(self._interceptors)} approval={self._approver is not None}"
+            f"{where}>"
         )
 
     # -- configuration ------------------------------------------------------------------
@@ -233,7 +244,9 @@ class Executor:
         return register if fn is None else register(fn)
 
     def close(self) -> None:
-        """Shut down the executor's own thread pool (threads still running are not waited for)."""
+        """Shut down the executor's own thread pool (threads still running are not waited
+        for). A backend is not closed: it may be shared (a registered backend is one per
+        process); close a backend you made yourself when you are done with it."""
         pool, self._own_pool = self._own_pool, None
         if pool is not None:
             pool.shutdown(wait=False)
@@ -479,7 +492,12 @@ class Executor:
             )
         tool = plan.tool
         timeout = plan.timeout
-        if plan.is_async:
+        if plan.remote is not None:
+            fn, kwargs = tool.invocation(call.input, **plan.injected)
+            out = await plan.remote.run(
+                BackendCall(tool, fn, kwargs, plan.is_async, timeout, call.id, plan.remote_options)
+            )
+        elif plan.is_async:
             aw = tool.call(call.input, **plan.injected)
             out = await (aw if timeout is None else _with_timeout(aw, timeout))
         elif plan.blocking:
@@ -585,9 +603,13 @@ class Executor:
     def _failure(
         self, call: TypedCall[Any], exc: BaseException, attempts: int, job: _Job
     ) -> ToolResult:
-        if isinstance(exc, _ToolTimeout):
+        if isinstance(exc, ToolTimeoutError):  # in-process (_ToolTimeout) or a backend's
             text = f"tool `{call.name}` timed out after {float(exc.seconds)!r} s"
             job.error_type = "timeout"
+        elif isinstance(exc, ToolBackendError):
+            where = self.backend.name if self.backend is not None else "backend"
+            text = f"tool `{call.name}` could not run on the {where} backend: {exc}"
+            job.error_type = exc.kind
         elif isinstance(exc, _ApprovalMismatch):
             job.error_type = exc.kind
             return call.error(rejection_content(exc.message))
@@ -923,6 +945,30 @@ class Executor:
     ) -> RoundExecution:
         """Sync :meth:`aresume`."""
         return _run_sync(self.aresume(plan, approvals), "resume")
+
+
+def resolve_backend(backend: Any, host: Any) -> ToolBackend | None:
+    """The backend an executor uses: an instance as it is; a name looked up in the
+    plugin host; None: ``TOOLWIRE_BACKEND`` if set, else in-process (None)."""
+    if backend is None:
+        backend = os.environ.get(BACKEND_ENV, "").strip() or None
+        if backend is None or backend == "inprocess":
+            return None
+    if isinstance(backend, ToolBackend):
+        return backend
+    if isinstance(backend, str):
+        if backend == "inprocess":
+            return None
+        if host is None:
+            host = get_host()
+        found = host.backend(backend)
+        if not isinstance(found, ToolBackend):  # pragma: no cover - the host checks
+            raise UsageError(f"backend `{backend}` is not a toolwire ToolBackend")
+        return found
+    raise UsageError(
+        f"backend must be a ToolBackend, a registered backend's name or None, "
+        f"got {type(backend).__name__}"
+    )
 
 
 def _resolve_host(plugins: Any) -> Any:

@@ -5,7 +5,7 @@ call on its way through the executor (_Job).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -40,6 +40,8 @@ class _PreparedTool:
         "name",
         "out_adapter",
         "out_str",
+        "remote",
+        "remote_options",
         "run_alone",
         "timeout",
         "tool",
@@ -90,6 +92,12 @@ class _PreparedTool:
                 f"tool `{name}` needs injected value(s) {', '.join(map(repr, absent))}; "
                 f"pass them as Executor(injected={{...}})"
             )
+        backend = ex.backend
+        self.remote = None
+        self.remote_options: Mapping[str, Any] = {}
+        if backend is not None and backend.accepts(tool):
+            self.remote = backend
+            self.remote_options = meta.backend_options.get(backend.name, {})
         self.out_adapter = None
         self.out_str = False
         if ex.validate_output and tool.output_type is not None:

@@ -16,12 +16,13 @@ from toolwire._errors import PluginError
 from toolwire._exports import publish
 from toolwire._version import __version__
 
-PluginKind = Literal["policy", "toolset", "provider"]
+PluginKind = Literal["policy", "toolset", "provider", "backend"]
 
 ENTRY_POINT_GROUPS: Mapping[PluginKind, str] = {
     "policy": "toolwire.policies",
     "toolset": "toolwire.toolsets",
     "provider": "toolwire.providers",
+    "backend": "toolwire.backends",
 }
 """The entry-point group of each kind of plugin."""
 
@@ -35,7 +36,7 @@ _CORE_DISTRIBUTION = "toolwire"
 DEFAULT_HOOK_TIMEOUT = 5.0
 DEFAULT_IMPORT_TIMEOUT = 30.0
 _PROVIDER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-_KIND_RANK: Mapping[str, int] = {"policy": 0, "toolset": 1, "provider": 2}
+_KIND_RANK: Mapping[str, int] = {"policy": 0, "toolset": 1, "provider": 2, "backend": 3}
 
 
 @attrs.frozen

@@ -133,6 +133,9 @@ class PluginHost:
         self._providers: dict[str, tuple[str, Callable[..., Provider]]] = {}
         self._schema_compilers: dict[str, SchemaCompiler] = {}
         self._providers_of: set[str] = set()
+        self._backends: dict[str, tuple[str, Callable[..., Any]]] = {}
+        self._backends_of: set[str] = set()
+        self._backend_instances: dict[str, Any] = {}  # one shared instance per name
         self._sets: tuple[HookSet, HookSet] | None = None
         self._result_hooks: tuple[_ResultHook, ...] | None = None
 
@@ -397,6 +400,10 @@ class PluginHost:
             if owner == name:
                 del self._providers[pname]
                 self._schema_compilers.pop(pname, None)
+        for bname, (owner, _) in list(self._backends.items()):
+            if owner == name:
+                del self._backends[bname]
+                self._backend_instances.pop(bname, None)
         self._invalidate()
 
     def _invalidate(self) -> None:
@@ -631,6 +638,100 @@ class PluginHost:
                 distribution=self._record_of(owner).distribution,
             )
         return made
+
+    # -- executor backends ---------------------------------------------------------
+
+    def _collect_backends(self, plugin_name: str) -> None:
+        self._backends_of.add(plugin_name)
+        record = self._record_of(plugin_name)
+        added: list[str] = []
+
+        def register(name: str, factory: Callable[..., Any]) -> None:
+            if not isinstance(name, str) or not _PROVIDER_NAME.match(name) or name == "inprocess":
+                raise PluginError(
+                    f"a backend name must match {_PROVIDER_NAME.pattern} (and not be "
+                    f"`inprocess`), got {name!r}",
+                    plugin=plugin_name,
+                )
+            if not callable(factory):
+                raise PluginError(
+                    f"backend `{name}`: factory must be callable, got {type(factory).__name__}",
+                    plugin=plugin_name,
+                )
+            owner = self._backends.get(name)
+            if owner is not None:
+                raise PluginError(
+                    f"backend `{name}` is already registered by plugin `{owner[0]}`",
+                    plugin=plugin_name,
+                )
+            self._backends[name] = (plugin_name, factory)
+            added.append(name)
+
+        try:
+            for impl in self._impls("toolwire_register_backends", plugin_name):
+                out = impl.function(**dict.fromkeys(impl.argnames, register))
+                if inspect.isawaitable(out):
+                    _close(out)
+                    raise PluginError("toolwire_register_backends must be sync")
+        except Exception as exc:
+            for name in added:
+                self._backends.pop(name, None)
+            self._fail(record, f"failed to register its backends: {_describe(exc)}", exc)
+
+    def _ensure_backends(self, name: str | None) -> None:
+        self.discover()
+        if name is not None and name not in self._backends:
+            self._load_pending("backend", only=name)
+            self._collect_all_backends()
+        if name is None or name not in self._backends:
+            self._load_pending("backend")
+            self._collect_all_backends()
+
+    def _collect_all_backends(self) -> None:
+        for plugin_name in list(self._kind):
+            if plugin_name not in self._backends_of:
+                self._collect_backends(plugin_name)
+
+    def backends(self) -> tuple[str, ...]:
+        """The names of every executor backend that can be used (imports all backend
+        plugins); in-process execution is always there as ``inprocess``."""
+        with self._lock:
+            self._ensure_backends(None)
+            return tuple(sorted(self._backends))
+
+    def backend(self, name: str, **options: Any) -> Any:
+        """The executor backend registered as ``name``: without ``options``, one shared
+        instance per host (executors resolved by name share it); with options, a new
+        one (the caller closes it). Raises PluginError for an unknown name or a factory
+        that does not return a ToolBackend."""
+        from toolwire._backends import ToolBackend
+
+        with self._lock:
+            if not options and name in self._backend_instances:
+                return self._backend_instances[name]
+            self._ensure_backends(name)
+            found = self._backends.get(name)
+            if found is None:
+                known = ", ".join(f"`{n}`" for n in sorted(self._backends)) or "none installed"
+                hint = difflib.get_close_matches(name, list(self._backends), n=1)
+                did = f"; did you mean `{hint[0]}`?" if hint else ""
+                raise PluginError(
+                    f"no executor backend named `{name}` (known: {known}){did}; install the "
+                    f"distribution that provides it (e.g. `pip install toolwire-{name}`)",
+                    plugin=name,
+                )
+            owner, factory = found
+            made = factory(**options)
+            if not isinstance(made, ToolBackend):
+                raise PluginError(
+                    f"plugin `{owner}`: the factory of backend `{name}` returned "
+                    f"{type(made).__name__}; expected a toolwire.ToolBackend",
+                    plugin=owner,
+                    distribution=self._record_of(owner).distribution,
+                )
+            if not options:
+                self._backend_instances[name] = made
+            return made
 
     # -- hooks -----------------------------------------------------------------------
 

@@ -145,6 +145,7 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
     host = _host()
     host.assemble(_app_toolset(args.app))  # imports the tool packs
     host.providers()  # imports the providers
+    host.backends()  # imports the executor backends
     records = host.plugins
     if args.json:
         data = [
@@ -166,6 +167,7 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
         ("policy", "policies"),
         ("toolset", "tool packs"),
         ("provider", "providers"),
+        ("backend", "executor backends"),
     ):
         rows = [r for r in records if r.kind == kind]
         _out(sys.stdout, f"{title}:")
@@ -315,6 +317,7 @@ def _agent(
         approval=_approver(args.approve, args.command, emit),
         approval_gate=ApprovalGate.MUTATING_AND_ABOVE,
         plugins=host,
+        backend=getattr(args, "backend", None),
     )
     return Agent(provider, toolset, executor=executor, plugins=host, context=ctx, **options)
 

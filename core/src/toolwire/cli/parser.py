@@ -38,6 +38,7 @@ environment:
   TOOLWIRE_HOOK_TIMEOUT      seconds a hook may take (default 5)
   TOOLWIRE_PLUGIN_IMPORT_TIMEOUT
                              seconds a plugin's import may take (default 30)
+  TOOLWIRE_BACKEND           where tool bodies run (an executor backend's name)
 """
 
 APP = "toolwire-cli"
@@ -102,6 +103,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("name", help="the tool's wire name")
     sp.add_argument("arguments", metavar="JSON", help="the arguments, as a JSON object")
     sp.add_argument("--json", action="store_true", help="print one JSON event per line")
+    _backend_option(sp)
     _approve_switch(sp)
 
     sp = command("chat", "the tool loop with a provider (the offline `test` one by default)")
@@ -110,6 +112,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--model", metavar="M", help="model name (default: the provider's)")
     _provider_options(sp)
     sp.add_argument("--max-rounds", type=int, default=8, metavar="N", help="tool rounds (8)")
+    _backend_option(sp)
     sp.add_argument(
         "--no-stream",
         dest="stream",
@@ -174,6 +177,15 @@ def _app_option(p: argparse.ArgumentParser, default: object = argparse.SUPPRESS)
         default=default,
         help="the application's Toolset to assemble the plugins' tools into "
         "(the current directory is importable)",
+    )
+
+
+def _backend_option(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument(
+        "--backend",
+        metavar="NAME",
+        help="where tool bodies run: an installed executor backend (`ray`), or `inprocess`; "
+        "default: TOOLWIRE_BACKEND, else in-process",
     )
 
 
