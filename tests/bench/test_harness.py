@@ -120,3 +120,45 @@ def test_the_readme_has_the_results_markers() -> None:
     text = (REPO_ROOT / "bench" / "README.md").read_text()
     assert text.count("<!-- results:start -->") == 1
     assert text.index("<!-- results:start -->") < text.index("<!-- results:end -->")
+
+
+def test_the_ray_section_is_written_from_a_ray_run(tmp_path: Path) -> None:
+    # The shape bench.ray_backend writes (its numbers here are the test's own): the
+    # section reports each row, the projection with its model, and the overhead target.
+    run = {
+        "meta": {
+            "date": "2026-01-01 00:00 UTC",
+            "mode": "quick",
+            "calls": 40,
+            "work_ms": 50.0,
+            "cpus": 2,
+            "python": "3.11.7",
+            "platform": "Linux",
+            "ray": "2.60.0",
+            "elapsed_s": 20.0,
+        },
+        "throughput": [
+            {"workers": 1, "inprocess_s": 2.0, "ray_s": 2.1},
+            {"workers": 2, "inprocess_s": 2.0, "ray_s": 1.05},
+        ],
+        "overhead": {"toolwire_ms": 1.5, "raw_ms": 1.3, "ratio": 1.5 / 1.3},
+        "projection": [{"workers": 4, "seconds": 0.52, "speedup": 3.85}],
+    }
+    out = tmp_path / "ray.json"
+    out.write_text(json.dumps(run))
+    readme = tmp_path / "README.md"
+    readme.write_text("x\n<!-- ray:start -->\nSTALE\n<!-- ray:end -->\ny\n")
+    args = [sys.executable, "-m", "bench.readme", "--ray", str(out), "--readme", str(readme)]
+    subprocess.run(args, cwd=REPO_ROOT, check=True)
+    text = readme.read_text()
+    assert "STALE" not in text
+    assert "| ray backend, 2 worker(s) (measured) | 1.05 | 1.90x |" in text
+    assert "| ray backend, 4 workers (projected) | 0.52 | 3.85x |" in text
+    assert "Per-call overhead: 1.15x raw (target <= 1.20x: met)." in text
+    assert text.endswith("<!-- ray:end -->\ny\n")
+
+
+def test_the_readme_has_the_ray_markers() -> None:
+    text = (REPO_ROOT / "bench" / "README.md").read_text()
+    assert text.count("<!-- ray:start -->") == 1
+    assert text.index("<!-- ray:start -->") < text.index("<!-- ray:end -->")

@@ -231,11 +231,20 @@ def test_the_backend_is_a_plugin_chosen_by_name_or_environment(
 
 
 def test_the_cli_runs_tools_on_ray(tmp_path: Path) -> None:
-    (tmp_path / "notes.txt").write_text("hi\n")
+    (tmp_path / "rayapp.py").write_text(
+        "import os, sys\n"
+        "import toolwire as tw\n\n"
+        "@tw.tool_fn\n"
+        "def whereami() -> str:\n"
+        '    """Say which program runs this tool."""\n'
+        "    return os.path.basename(sys.argv[0])\n\n"
+        'tools = tw.Toolset("rayapp", [whereami])\n'
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
     env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
-    done = subprocess.run(
-        [sys.executable, "-m", "toolwire", "chat", "list the files here", "--backend", "ray"],
+    base = [sys.executable, "-m", "toolwire", "chat", "whereami?", "--app", "rayapp:tools"]
+    on_ray = subprocess.run(
+        [*base, "--backend", "ray"],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -243,5 +252,9 @@ def test_the_cli_runs_tools_on_ray(tmp_path: Path) -> None:
         timeout=180,
         check=False,
     )
-    assert 0 == done.returncode, done.stderr
-    assert "  result: notes.txt (3 bytes)" in done.stdout.splitlines()
+    assert 0 == on_ray.returncode, on_ray.stderr
+    assert "  result: default_worker.py" in on_ray.stdout.splitlines()  # a Ray worker
+    here = subprocess.run(
+        base, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert "  result: __main__.py" in here.stdout.splitlines()  # the command's own process

@@ -55,13 +55,17 @@ RAY_OPTIONS = frozenset(
 ``actor`` and ``actor_scope``); ``max_retries`` is not one: retries are toolwire's."""
 
 _ACTOR_SCOPES = ("driver", "cluster")
+_MAX_TASKS = 512  # remote functions kept (one per tool and options)
 
 
-def _body(fn: Any, kwargs: dict[str, Any], is_async: bool) -> Any:
-    """What runs on the worker: the tool's implementation, awaited there if async."""
+def _body(
+    fn: Any, kwargs: dict[str, Any] | None = None, is_async: bool = False, **more: Any
+) -> Any:
+    """What runs on the worker: the tool's implementation, awaited there if async
+    (``kwargs`` as a dict for an actor's method, as keywords for a task)."""
     if isinstance(fn, tuple):
         fn = _resolve(*fn)
-    out = fn(**kwargs)
+    out = fn(**(kwargs or {}), **more)
     if is_async:
         out = asyncio.run(out)
     return out
@@ -90,6 +94,20 @@ def _portable(fn: Callable[..., Any]) -> Any:
     if held is fn or getattr(held, "fn", None) is fn:
         return (module, name)
     return fn
+
+
+def _named(module: str, name: str, is_async: bool) -> Callable[..., Any]:
+    """A task body for the tool ``module.name``: Ray exports it once per tool, and each
+    call sends only the tool's own keyword arguments (as a raw ``f.remote(**kwargs)``)."""
+
+    def run(**kwargs: Any) -> Any:
+        out = _resolve(module, name)(**kwargs)
+        if is_async:
+            out = asyncio.run(out)
+        return out
+
+    run.__name__ = run.__qualname__ = name  # what Ray's logs and dashboard show
+    return run
 
 
 class _ToolActor:
@@ -142,19 +160,20 @@ class RayBackend(ToolBackend):
         self.init_options = dict(init_options or {})
         self._lock = threading.Lock()
         self._owned = False
-        self._remote: Any = None
+        self._connected = False
         self._actors: dict[str, Any] = {}
+        self._tasks: dict[Any, Any] = {}  # (function, async, options) -> remote function
 
     def __repr__(self) -> str:
         where = self.address or os.environ.get("RAY_ADDRESS") or "local"
-        return f"<RayBackend {where} connected={self._remote is not None}>"
+        return f"<RayBackend {where} connected={self._connected}>"
 
     # -- the cluster ------------------------------------------------------------------
 
     def connect(self) -> None:
         """Join the cluster, or start a local one; a no-op once connected."""
         with self._lock:
-            if self._remote is not None:
+            if self._connected:
                 return
             if self._address() is None and "ray" not in sys.modules:
                 # A local cluster runs this interpreter with these packages: Ray's
@@ -166,7 +185,7 @@ class RayBackend(ToolBackend):
             if not ray.is_initialized():
                 ray.init(**self._init_kwargs())
                 self._owned = True
-            self._remote = ray.remote(_body)
+            self._connected = True
 
     def _address(self) -> str | None:
         return self.address or os.environ.get("RAY_ADDRESS") or None
@@ -196,7 +215,7 @@ class RayBackend(ToolBackend):
         """Kill this backend's driver-scoped actors; shut the cluster down if this
         backend started it (a cluster it joined keeps running)."""
         with self._lock:
-            if self._remote is None:
+            if not self._connected:
                 return
             import ray
 
@@ -207,15 +226,16 @@ class RayBackend(ToolBackend):
                     except Exception:
                         logger.debug("actor already gone", exc_info=True)
             self._actors.clear()
+            self._tasks.clear()
             if self._owned and ray.is_initialized():
                 ray.shutdown()
             self._owned = False
-            self._remote = None
+            self._connected = False
 
     # -- one body ---------------------------------------------------------------------
 
     async def run(self, call: BackendCall) -> Any:
-        if self._remote is None:
+        if not self._connected:
             self.connect()
         import ray
 
@@ -233,9 +253,7 @@ class RayBackend(ToolBackend):
                 actor = self._actor(str(actor_key), scope, options)
                 ref = actor.run.remote(_portable(call.fn), kwargs, call.is_async)
             else:
-                ref = self._remote.options(max_retries=0, retry_exceptions=False, **options).remote(
-                    call.fn, kwargs, call.is_async
-                )
+                ref = self._task(call, options).remote(**kwargs)
         except (TypeError, pickle.PicklingError, AttributeError) as exc:
             # Serialising the function or its input failed, in the driver: nothing ran.
             logger.info("tool %s call %s: cannot send to Ray: %s", call.name, call.call_id, exc)
@@ -257,6 +275,31 @@ class RayBackend(ToolBackend):
             raise
         except ray.exceptions.RayError as exc:
             raise self._mapped(exc, call, actor_key) from None
+
+    def _task(self, call: BackendCall, options: Mapping[str, Any]) -> Any:
+        """The remote function for this tool and these options, made once and kept."""
+        fn = call.fn
+        try:
+            key: Any = (fn, call.is_async, tuple(sorted(options.items())))
+            found = self._tasks.get(key)
+        except TypeError:  # an unhashable option value (a runtime_env dict): no cache
+            key, found = None, None
+        if found is not None:
+            return found
+        import ray
+
+        target = _portable(fn)
+        if isinstance(target, tuple):
+            body = _named(target[0], target[1], call.is_async)
+        else:
+            body = functools.partial(_body, fn, is_async=call.is_async)
+        task = ray.remote(body).options(max_retries=0, retry_exceptions=False, **options)
+        if key is not None:
+            with self._lock:
+                if len(self._tasks) >= _MAX_TASKS:
+                    self._tasks.pop(next(iter(self._tasks)))
+                self._tasks[key] = task
+        return task
 
     def _actor(self, key: str, scope: Any, options: Mapping[str, Any]) -> Any:
         if scope not in _ACTOR_SCOPES:
