@@ -225,7 +225,7 @@ def test_tools_renders_for_any_provider_without_a_url_or_a_key(tmp_path: Path, n
     assert "read_file" in json.dumps(doc["tools"])
     text = _cli(tmp_path, "tools", "--provider", name)
     assert 0 == text.returncode
-    assert text.stdout.startswith(f"5 tool(s) as {name} sends them, ")
+    assert text.stdout.startswith(f"7 tool(s) as {name} sends them, ")  # fs and http
     assert "  read_file(path, offset?, limit?)" in text.stdout
     with pytest.raises(json.JSONDecodeError):
         json.loads(text.stdout)  # JSON only with --json
