@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     ]
     results = {
         "meta": {
-            "date": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            "date": _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             "mode": "quick" if args.quick else "full",
             "calls": n,
             "work_ms": WORK_S * 1e3,

@@ -290,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
 
     results = {
         "meta": {
-            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
             "mode": config.mode,
             "config": config.__dict__,
             "python": sys.version,

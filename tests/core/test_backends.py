@@ -51,7 +51,7 @@ class ThreadBackend(ToolBackend):
         threading.Thread(target=body, daemon=True).start()
         try:
             _, out = await asyncio.wait_for(done, call.timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise ToolTimeoutError(call.timeout or 0) from None
         return out
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import pytest
 
 import toolwire as tw
 
-AT = datetime(2026, 11, 24, 12, 0, 0, 123456, tzinfo=timezone.utc)
+AT = datetime(2026, 11, 24, 12, 0, 0, 123456, tzinfo=UTC)
 RESULT = tw.ToolResult("c1", "get_weather", '{"city": "Paris", "days": 2}', "sunny")
 
 

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -243,7 +243,7 @@ async def test_async_httpx_client_streams_and_runs_concurrently(server: FakeServ
 
 
 def test_retry_headers_in_seconds_date_and_milliseconds() -> None:
-    when = datetime(2030, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    when = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
 
     assert errors.retry_headers(2) == {"retry-after": "2"}
     assert errors.retry_headers(when) == {"retry-after": "Wed, 02 Jan 2030 03:04:05 GMT"}

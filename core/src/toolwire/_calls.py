@@ -13,7 +13,7 @@ import inspect
 import json
 import math
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
 import attrs
@@ -173,10 +173,10 @@ class ToolResult(NamedTuple):
 
 
 def _rfc3339(at: datetime | None) -> str:
-    moment = datetime.now(timezone.utc) if at is None else at
+    moment = datetime.now(UTC) if at is None else at
     if moment.tzinfo is None:
         raise UsageError("a receipt's time must be timezone-aware (datetime.now(timezone.utc))")
-    return moment.astimezone(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def _arguments_value(arguments: str | Mapping[str, Any]) -> Any:

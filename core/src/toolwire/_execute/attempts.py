@@ -5,7 +5,6 @@ timeout that cannot be outlasted by a tool swallowing cancellation.
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
@@ -122,16 +121,9 @@ async def _with_timeout(aw: Awaitable[Any], seconds: float) -> Any:
     return out
 
 
-if sys.version_info >= (3, 11):
-
-    def _uncancel(task: asyncio.Task[Any]) -> bool:
-        """Withdraw the deadline's cancel; True unless someone else cancelled too."""
-        return task.uncancel() == 0
-
-else:  # pragma: no cover - Python 3.10 has no cancel counting
-
-    def _uncancel(task: asyncio.Task[Any]) -> bool:
-        return True
+def _uncancel(task: asyncio.Task[Any]) -> bool:
+    """Withdraw the deadline's cancel; True unless someone else cancelled too."""
+    return task.uncancel() == 0
 
 
 publish(globals())

@@ -10,7 +10,7 @@ from collections.abc import (
     Callable,
     Mapping,
 )
-from datetime import timezone
+from datetime import UTC
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -148,7 +148,7 @@ def parse_retry_after(
             return seconds
         when = email.utils.parsedate_to_datetime(raw.strip())
         if when.tzinfo is None:
-            when = when.replace(tzinfo=timezone.utc)
+            when = when.replace(tzinfo=UTC)
         reference = time.time() if now is None else now
         return max(0.0, when.timestamp() - reference)
     except Exception:

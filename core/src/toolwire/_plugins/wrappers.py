@@ -268,7 +268,7 @@ class _ResultHook:
             out = self.fn(call, result, ctx)
             if inspect.isawaitable(out):
                 out = await asyncio.wait_for(out, budget)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return self._bad(call, result, f"took over its {budget:g} s budget")
         except Exception as exc:
             return self._bad(call, result, f"failed ({type(exc).__name__})", _describe(exc))

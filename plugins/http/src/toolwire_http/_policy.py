@@ -18,17 +18,12 @@ from __future__ import annotations
 import fnmatch
 import ipaddress
 import os
-import sys
+import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Union
 
 import attrs
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 from toolwire_http._errors import HttpConfigError, HttpDenied
 

@@ -22,7 +22,6 @@ import concurrent.futures
 import contextlib
 import logging
 import os
-import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
@@ -58,10 +57,6 @@ class MCPConnectError(ToolwireError, ConnectionError):
 class MCPCallError(ToolwireError, RuntimeError):
     """A call to the MCP server failed: no answer in time, the connection broke, or the
     server answered with a protocol error (the message says which)."""
-
-
-if sys.version_info < (3, 11):  # pragma: no cover - anyio brings the backport there
-    from exceptiongroup import BaseExceptionGroup  # type: ignore[import-not-found,unused-ignore]
 
 
 def _leaf(exc: BaseException) -> BaseException:
@@ -276,7 +271,7 @@ class Connection:
             name = self.spec.name
             try:
                 client = await asyncio.wait_for(asyncio.shield(ready), self.spec.connect_timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 await self._stop()
                 raise MCPConnectError(
                     f"MCP server `{name}` did not start and answer `initialize` within "
@@ -300,7 +295,7 @@ class Connection:
         if runner is not None and not runner.done():
             try:
                 await asyncio.wait_for(asyncio.shield(runner), _CLOSE_TIMEOUT)
-            except (asyncio.TimeoutError, Exception):
+            except (TimeoutError, Exception):
                 runner.cancel()
                 with contextlib.suppress(BaseException):
                     await asyncio.wait_for(runner, _CLOSE_TIMEOUT)
@@ -317,7 +312,7 @@ class Connection:
                 page = await asyncio.wait_for(
                     client.list_tools(cursor=cursor, cache_mode="refresh"), self.spec.timeout
                 )
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 raise MCPCallError(
                     f"MCP server `{self.spec.name}` did not answer tools/list within "
                     f"{self.spec.timeout:g} s"

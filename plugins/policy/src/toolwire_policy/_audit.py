@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +24,7 @@ def fingerprint(value: Any) -> str:
 
 def utc_now() -> str:
     """The time now, UTC, ISO 8601 with milliseconds and a ``Z``."""
-    stamp = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+    stamp = datetime.now(UTC).isoformat(timespec="milliseconds")
     return stamp.replace("+00:00", "Z")
 
 

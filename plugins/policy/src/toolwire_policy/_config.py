@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import re
-import sys
+import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -20,11 +20,6 @@ from pydantic import (
 )
 
 from toolwire import PolicyError
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 __all__ = [
     "DISTRIBUTION",

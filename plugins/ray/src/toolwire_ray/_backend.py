@@ -267,7 +267,7 @@ class RayBackend(ToolBackend):
             if call.timeout is None:
                 return await future
             return await asyncio.wait_for(future, call.timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._stop(ref, actor, actor_key)
             raise ToolTimeoutError(call.timeout or 0.0) from None
         except asyncio.CancelledError:
