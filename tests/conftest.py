@@ -7,6 +7,8 @@ time alone) and derandomized, so a run is the same run every time; the fuzz job
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 from hypothesis import settings
 from pydantic import BaseModel, Field
@@ -15,6 +17,18 @@ import toolwire as tw
 
 settings.register_profile("toolwire", deadline=None, derandomize=True)
 settings.load_profile("toolwire")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_ambient_policy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Tests run with no policy file from the machine (``~/.config/toolwire``) or the
+    repository (its example ``toolwire-policy.toml``): a working directory and a config
+    home of their own. A test that wants a policy says so (TOOLWIRE_POLICY, a file)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(tmp_path_factory.mktemp("cwd"))
+        mp.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
+        mp.delenv("TOOLWIRE_POLICY", raising=False)
+        yield
 
 
 @pytest.fixture

@@ -20,7 +20,10 @@ from toolwire_http._policy import (
 )
 from toolwire_http._tools import MAX_CHARS, http_toolset, http_toolset_from_env
 
+__version__ = "0.1.0"
+
 __all__ = [
+    "__version__",
     "ALLOW_ENV",
     "ALLOW_PRIVATE_ENV",
     "CONFIG_ENV",

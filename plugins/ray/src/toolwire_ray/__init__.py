@@ -8,4 +8,6 @@ the cluster. See docs/scale.md.
 
 from toolwire_ray._backend import RAY_OPTIONS, RayBackend
 
-__all__ = ["RAY_OPTIONS", "RayBackend"]
+__version__ = "0.1.0"
+
+__all__ = ["__version__", "RAY_OPTIONS", "RayBackend"]

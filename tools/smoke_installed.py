@@ -1,0 +1,69 @@
+"""Smoke-test the built wheels, installed alone into a clean environment (.ci/run).
+
+Run with that environment's interpreter, from a directory outside the source tree:
+every distribution imports from site-packages (not from the workspace), registers
+through its entry point, and the main paths work offline.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from pydantic import BaseModel
+
+import toolwire as tw
+from toolwire.providers.test import TestProvider
+
+WORKSPACE_MARKERS = ("/core/src/", "/providers/", "/plugins/")
+
+
+class City(BaseModel):
+    name: str
+    population: int
+
+
+def main() -> int:
+    for module in ("toolwire", "toolwire_openai", "toolwire_anthropic", "toolwire_gemini",
+                   "toolwire_fs", "toolwire_http", "toolwire_policy", "toolwire_mcp",
+                   "toolwire_ray"):  # fmt: skip
+        imported = __import__(module)
+        where = str(Path(imported.__file__ or "").resolve())
+        assert "site-packages" in where, f"{module} comes from {where}, not the wheel"
+        assert getattr(imported, "__version__", "0.1.0") == tw.__version__, module
+    host = tw.get_host()
+    providers = set(host.providers())
+    assert {"openai", "openai-responses", "openrouter", "openai-compatible", "anthropic",
+            "gemini", "test"} <= providers, providers  # fmt: skip
+    assert "ray" in host.backends()
+    toolset = host.assemble(tw.Toolset("app", []))
+    for name in ("read_file", "list_dir", "fetch_url"):
+        assert name in toolset, name
+    assert not host.blocked, host.blocked
+    Path("notes.txt").write_text("remember the milk\n")
+    result = tw.Agent(TestProvider(), tw.Toolset("app", [])).run(
+        tw.Session(), "list the files here"
+    )
+    assert "notes.txt" in result.text, result.text
+    city = tw.Agent(TestProvider(), tw.Toolset("app", []), output_type=City).run(
+        tw.Session(), "Tell me about 'Oslo'"
+    )
+    assert city.output == City(name="Oslo", population=0) or city.output.name == "Oslo"
+    cli = Path(sys.executable).with_name("toolwire")
+    done = subprocess.run(
+        [str(cli), "chat", "list the files here", "--json"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert events[-1]["event"] == "answer", events
+    version = subprocess.run([str(cli), "--version"], capture_output=True, text=True, check=True)
+    print(f"smoke: {version.stdout.strip()}, {len(providers)} providers, "
+          f"{len(list(toolset.tools()))} tools, backends {host.backends()}: ok")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
