@@ -90,9 +90,29 @@ def test_readme_chat_json_is_one_event_per_line(here: Path) -> None:
 
 def test_chat_without_a_policy_file_warns_that_calls_are_not_checked(here: Path) -> None:
     done = _run(here, "chat", "list the files here")
-    assert "toolwire: warning: toolwire-policy is installed but found no policy file" in (
-        done.stderr
-    )
+    (line,) = [x for x in done.stderr.splitlines() if "checks nothing" in x]
+    assert line.startswith("toolwire: warning: policy `policy` (toolwire-policy ")
+    assert "inert: no policy file (looked for " in line
+    assert line.endswith("; tool calls are not checked")
+
+
+def test_a_library_application_does_not_print_the_inert_policy_warning(here: Path) -> None:
+    code = "import toolwire as tw; tw.get_host().assemble(); print('done')"
+    done = _run(here, code=code)
+    assert "done\n" == done.stdout
+    assert "no policy file" not in done.stderr  # logged (INFO), not printed
+
+
+def test_the_repository_example_policy_is_shown_and_applied(here: Path) -> None:
+    example = Path(__file__).resolve().parents[2] / "toolwire-policy.toml"
+    (here / "toolwire-policy.toml").write_text(example.read_text())
+    done = _run(here, "chat", "list the files here")
+    assert 0 == done.returncode, done.stderr
+    assert done.stderr.startswith("toolwire: policy `policy`: active: ")
+    write = _run(here, "chat", "write file 'a.txt'", "--approve", TOOLWIRE_FS_ROOT=str(here))
+    assert 1 == write.returncode
+    assert "requires approval" in write.stdout
+    assert not (here / "a.txt").exists()
 
 
 def test_chat_denies_a_write_without_approve(here: Path) -> None:
@@ -269,9 +289,7 @@ def test_results_a_hook_answered_go_through_the_hosts_result_hooks(here: Path) -
 
 def _policy_warning(stderr: str) -> str:
     """The inert policy plugin's warning line (not what these tests are about)."""
-    return "".join(
-        line for line in stderr.splitlines(keepends=True) if "found no policy file" in line
-    )
+    return "".join(line for line in stderr.splitlines(keepends=True) if "checks nothing" in line)
 
 
 _MAP_APP = '''

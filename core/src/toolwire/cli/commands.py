@@ -134,6 +134,22 @@ def _provider(
 
 
 def _warn_blocked(host: PluginHost) -> None:
+    """Before calls run: which policies decide them, a warning for a policy that checks
+    nothing (installed, no configuration), and why calls are blocked."""
+    for record in host.plugins:
+        if record.kind != "policy" or record.status != "loaded":
+            continue
+        state = host.plugin_status(record)
+        with host._lock:
+            plugin = host._pm.get_plugin(record.name)
+        if getattr(plugin, "toolwire_inert", False) is True:
+            _out(
+                sys.stderr,
+                f"toolwire: warning: policy {record.label()} checks nothing: "
+                f"{state or 'inert'}; tool calls are not checked",
+            )
+        elif state:
+            _out(sys.stderr, f"toolwire: policy `{record.name}`: {state}")
     for reason in host.blocked:
         _out(sys.stderr, f"toolwire: warning: {reason}")
 

@@ -67,7 +67,9 @@ class PolicyPlugin:
             path = find_policy_file(env, cwd=cwd)
             if path is None:
                 searched = tuple(policy_paths(env, cwd=cwd))
-                logger.warning(
+                # Logged, not printed: a library application should not print this on every
+                # start. `toolwire` (the CLI) shows it as a warning.
+                logger.info(
                     "toolwire-policy is installed but found no policy file (looked for %s); "
                     "tool calls are not checked. Set TOOLWIRE_POLICY to a file, or "
                     "TOOLWIRE_POLICY_REQUIRED=1 to block tools without one.",
