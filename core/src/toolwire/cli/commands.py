@@ -470,6 +470,22 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _cmd_new(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from toolwire.cli.templates import new_package
+
+    try:
+        written = new_package(args.kind, args.name, Path(args.dir))
+    except UsageError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    root = next(p for p in written if p.name == "pyproject.toml").parent
+    for path in written:
+        _out(sys.stdout, f"wrote {path}")
+    _out(sys.stdout, f"next: cd {root} && pip install -e '.[test]' && pytest")
+    return EXIT_OK
+
+
 def _cmd_mcp(args: argparse.Namespace) -> int:
     try:
         toolwire_mcp = importlib.import_module("toolwire_mcp")
@@ -500,4 +516,5 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "chat": _cmd_chat,
     "check": _cmd_check,
     "mcp": _cmd_mcp,
+    "new": _cmd_new,
 }

@@ -141,6 +141,11 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--verbose", action="store_true", help="also show lossless changes")
     sp.add_argument("--json", action="store_true", help="print JSON")
 
+    sp = command("new", "write a ready package: a tool pack or a policy, with its tests")
+    sp.add_argument("kind", choices=("pack", "policy"), help="what to write")
+    sp.add_argument("name", help="its name (`weather` makes toolwire-weather, toolwire_weather)")
+    sp.add_argument("--dir", default=".", metavar="PATH", help="where to write it (default: here)")
+
     sp = command("mcp", "MCP: serve the assembled toolset (needs toolwire-mcp)")
     msub = sp.add_subparsers(
         dest="mcp_command", metavar="MCP_COMMAND", parser_class=_Parser, help="serve"
