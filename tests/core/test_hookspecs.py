@@ -55,3 +55,12 @@ def test_every_hook_has_its_own_test() -> None:
     tests = (Path(__file__).parent / "test_plugins.py").read_text()
     missing = [name for name in NAMES if f"def test_{name}(" not in tests]
     assert [] == missing
+
+
+def test_the_reference_keeps_its_code_fences_whole() -> None:
+    # The generator once turned every ``` into `` while converting RST literals.
+    text = (ROOT / "docs" / "hooks.md").read_text()
+    fences = [line for line in text.splitlines() if line.startswith("``")]
+    assert fences
+    assert all(line in ("```python", "```") for line in fences), fences
+    assert len(fences) == 2 * len(HOOKS)

@@ -15,7 +15,9 @@ BLOCK = re.compile(r"```python\n(.*?)```", re.S)
 
 def _blocks() -> list[tuple[str, str]]:
     out = []
-    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+    # hooks.md is generated from the hookspecs: its blocks are signatures, not programs.
+    docs = [d for d in sorted((ROOT / "docs").glob("*.md")) if d.name != "hooks.md"]
+    for doc in [ROOT / "README.md", *docs]:
         for i, code in enumerate(BLOCK.findall(doc.read_text(encoding="utf-8"))):
             out.append((f"{doc.name}[{i}]", code))
     return out
