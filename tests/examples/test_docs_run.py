@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ def _blocks() -> list[tuple[str, str]]:
     docs = [d for d in sorted((ROOT / "docs").glob("*.md")) if d.name != "hooks.md"]
     for doc in [ROOT / "README.md", *docs]:
         for i, code in enumerate(BLOCK.findall(doc.read_text(encoding="utf-8"))):
-            out.append((f"{doc.name}[{i}]", code))
+            out.append((f"{doc.name}[{i}]", textwrap.dedent(code)))  # a block in a tab is indented
     return out
 
 
