@@ -146,6 +146,7 @@ ADAPTERS: Mapping[str, str] = {
     "ToolBackend": "toolwire._backends",
     "OutputSpec": "toolwire._output",
     "output_spec": "toolwire._output",
+    "map_settings": "toolwire._output",
     "unsupported_settings": "toolwire._output",
     "decode_reply": "toolwire._round",
     "extract_error_detail": "toolwire._http.errors",

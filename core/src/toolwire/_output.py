@@ -124,6 +124,29 @@ class ModelSettings:
         return {k: v for k, v in attrs.asdict(self, recurse=False).items() if v is not None}
 
 
+#: The settings every adapter maps by name (parallel_tool_calls goes with the tools,
+#: reasoning_effort has a shape of its own per API).
+_PLAIN = ("temperature", "top_p", "max_output_tokens", "stop", "seed")
+
+
+def map_settings(
+    provider: str, settings: ModelSettings, fields: Mapping[str, str | None]
+) -> dict[str, Any]:
+    """``settings`` as request fields: ``fields`` maps each of ``temperature``,
+    ``top_p``, ``max_output_tokens``, ``stop`` and ``seed`` to the API's field name, or
+    to None where the API has no such field; a setting given for a None field raises
+    UsageError (refused before the request, never dropped). ``stop`` is sent as a list."""
+    unsupported_settings(provider, settings, tuple(k for k, v in fields.items() if v is None))
+    out: dict[str, Any] = {}
+    for name in _PLAIN:
+        value = getattr(settings, name)
+        wire = fields.get(name)
+        if value is None or wire is None:
+            continue
+        out[wire] = list(value) if name == "stop" else value
+    return out
+
+
 def unsupported_settings(provider: str, settings: ModelSettings, names: tuple[str, ...]) -> None:
     """Refuse ``settings`` fields in ``names`` that ``provider`` has no request field for."""
     given = [n for n in names if getattr(settings, n) is not None]

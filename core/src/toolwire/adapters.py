@@ -63,6 +63,7 @@ if _typing.TYPE_CHECKING:
     )
     from toolwire._output import (
         OutputSpec,
+        map_settings,
         output_spec,
         unsupported_settings,
     )
@@ -121,6 +122,7 @@ __all__ = [
     "extract_error_detail",
     "lazy_exports",
     "malformed",
+    "map_settings",
     "output_spec",
     "rejection_content",
     "resolve_api_key",

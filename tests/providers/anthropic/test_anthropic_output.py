@@ -215,6 +215,10 @@ def test_settings_map_onto_messages_fields(fake_anthropic: FakeAnthropic, make: 
     ("settings", "match"),
     [
         (tw.ModelSettings(seed=1), "no request field for ModelSettings.seed"),
+        (
+            tw.ModelSettings(seed=1, stop="x"),
+            "2023-06-01 has no request field for ModelSettings.seed",
+        ),
         (tw.ModelSettings(temperature=1.5), "between 0 and 1"),
         (tw.ModelSettings(reasoning_effort="minimal"), "low, medium and high"),
         (tw.ModelSettings(temperature=0.5), "version 2026-10-21 has no request field"),

@@ -22,7 +22,7 @@ from toolwire.adapters import (
     RetryPolicy,
     SSEEvent,
     StreamEvent,
-    unsupported_settings,
+    map_settings,
 )
 from toolwire.exceptions import UsageError
 from toolwire.schema import CompiledTool, CompileOptions
@@ -301,33 +301,26 @@ class AnthropicProvider(HttpProvider[MessageStream]):
         """ModelSettings as Messages fields (``reasoning_effort`` goes into ``config``, the
         ``output_config``); the API has no seed, and API version 2026-10-21 has no
         ``temperature`` or ``top_p`` (they are sent under 2023-06-01, the default)."""
-        unsupported_settings("Anthropic", settings, ("seed",))
-        if self.anthropic_version != "2023-06-01":
-            # API version 2026-10-21 removed the sampling parameters (a 400 even at defaults).
-            unsupported_settings(
-                f"Anthropic API version {self.anthropic_version}",
-                settings,
-                ("temperature", "top_p"),
+        if settings.temperature is not None and settings.temperature > 1:
+            raise UsageError(
+                f"Anthropic takes a temperature between 0 and 1, got {settings.temperature}"
             )
-        out: dict[str, Any] = {}
-        if settings.temperature is not None:
-            if settings.temperature > 1:
-                raise UsageError(
-                    f"Anthropic takes a temperature between 0 and 1, got {settings.temperature}"
-                )
-            out["temperature"] = settings.temperature
-        if settings.top_p is not None:
-            out["top_p"] = settings.top_p
-        if settings.stop is not None:
-            out["stop_sequences"] = list(settings.stop)
-        if settings.max_output_tokens is not None:
-            budget = self.thinking.get("budget_tokens") if self.thinking else None
-            if isinstance(budget, int) and budget >= settings.max_output_tokens:
-                raise UsageError(
-                    f"max_output_tokens ({settings.max_output_tokens}) must be more than the "
-                    f"thinking budget ({budget})"
-                )
-            out["max_tokens"] = settings.max_output_tokens
+        budget = self.thinking.get("budget_tokens") if self.thinking else None
+        wanted = settings.max_output_tokens
+        if wanted is not None and isinstance(budget, int) and budget >= wanted:
+            raise UsageError(
+                f"max_output_tokens ({wanted}) must be more than the thinking budget ({budget})"
+            )
+        # API version 2026-10-21 removed the sampling parameters (a 400 even at defaults).
+        sampling = self.anthropic_version == "2023-06-01"
+        fields = {
+            "temperature": "temperature" if sampling else None,
+            "top_p": "top_p" if sampling else None,
+            "max_output_tokens": "max_tokens",
+            "stop": "stop_sequences",
+            "seed": None,
+        }
+        out = map_settings(f"Anthropic API version {self.anthropic_version}", settings, fields)
         if settings.reasoning_effort is not None:
             if settings.reasoning_effort == "minimal":
                 raise UsageError(

@@ -25,6 +25,7 @@ from toolwire.adapters import (
     SSEEvent,
     StreamEvent,
     cached_wire,
+    map_settings,
     resolve_api_key,
 )
 from toolwire.exceptions import StreamError, UsageError
@@ -52,17 +53,14 @@ _WIRE_CACHE = "toolwire_gemini.wire"
 def _settings_fields(settings: ModelSettings) -> dict[str, Any]:
     """ModelSettings as ``generationConfig`` fields; ``reasoning_effort`` is Gemini 3's
     ``thinkingLevel`` (for Gemini 2.5's ``thinkingBudget``, use generation_config)."""
-    out: dict[str, Any] = {}
-    if settings.temperature is not None:
-        out["temperature"] = settings.temperature
-    if settings.top_p is not None:
-        out["topP"] = settings.top_p
-    if settings.max_output_tokens is not None:
-        out["maxOutputTokens"] = settings.max_output_tokens
-    if settings.stop is not None:
-        out["stopSequences"] = list(settings.stop)
-    if settings.seed is not None:
-        out["seed"] = settings.seed
+    fields = {
+        "temperature": "temperature",
+        "top_p": "topP",
+        "max_output_tokens": "maxOutputTokens",
+        "stop": "stopSequences",
+        "seed": "seed",
+    }
+    out = map_settings("Gemini", settings, fields)
     if settings.reasoning_effort is not None:
         out["thinkingConfig"] = {"thinkingLevel": settings.reasoning_effort.upper()}
     return out

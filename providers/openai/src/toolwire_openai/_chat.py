@@ -40,6 +40,7 @@ from toolwire.adapters import (
     ToolCallAssembler,
     ToolChoice,
     Transport,
+    map_settings,
     synthesize_call_id,
 )
 from toolwire.exceptions import StreamError, UsageError
@@ -336,22 +337,17 @@ class _ChatProvider(OpenAIBase):
     def _settings_fields(self, settings: ModelSettings) -> dict[str, Any]:
         """ModelSettings as Chat Completions fields (parallel_tool_calls is sent with the
         tools, from ``turn.parallel``)."""
-        out: dict[str, Any] = {}
-        if settings.temperature is not None:
-            out["temperature"] = settings.temperature
-        if settings.top_p is not None:
-            out["top_p"] = settings.top_p
-        if settings.max_output_tokens is not None:
-            out[self.max_tokens_field] = settings.max_output_tokens
-        if settings.stop is not None:
-            if self.max_stop is not None and len(settings.stop) > self.max_stop:
-                raise UsageError(
-                    f"{self.name} takes at most {self.max_stop} stop sequences, "
-                    f"got {len(settings.stop)}"
-                )
-            out["stop"] = list(settings.stop)
-        if settings.seed is not None:
-            out["seed"] = settings.seed
+        stop, most = settings.stop, self.max_stop
+        if stop is not None and most is not None and len(stop) > most:
+            raise UsageError(f"{self.name} takes at most {most} stop sequences, got {len(stop)}")
+        fields = {
+            "temperature": "temperature",
+            "top_p": "top_p",
+            "max_output_tokens": self.max_tokens_field,
+            "stop": "stop",
+            "seed": "seed",
+        }
+        out = map_settings(self.name, settings, fields)
         if settings.reasoning_effort is not None:
             out.update(self._reasoning_field(settings.reasoning_effort))
         return out

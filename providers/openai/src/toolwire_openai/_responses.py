@@ -46,8 +46,8 @@ from toolwire.adapters import (
     ToolCallAssembler,
     ToolChoice,
     Transport,
+    map_settings,
     synthesize_call_id,
-    unsupported_settings,
 )
 from toolwire.exceptions import StreamError
 from toolwire.schema import CompiledTool
@@ -420,14 +420,14 @@ class OpenAIResponsesProvider(OpenAIBase):
 
     def _settings_fields(self, settings: ModelSettings) -> dict[str, Any]:
         """ModelSettings as Responses fields; it has no stop sequences and no seed."""
-        unsupported_settings("OpenAI Responses", settings, ("stop", "seed"))
-        out: dict[str, Any] = {}
-        if settings.temperature is not None:
-            out["temperature"] = settings.temperature
-        if settings.top_p is not None:
-            out["top_p"] = settings.top_p
-        if settings.max_output_tokens is not None:
-            out["max_output_tokens"] = settings.max_output_tokens
+        fields = {
+            "temperature": "temperature",
+            "top_p": "top_p",
+            "max_output_tokens": "max_output_tokens",
+            "stop": None,
+            "seed": None,
+        }
+        out = map_settings("OpenAI Responses", settings, fields)
         if settings.reasoning_effort is not None:
             out["reasoning"] = {"effort": settings.reasoning_effort}
         return out
