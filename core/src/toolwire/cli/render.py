@@ -129,8 +129,8 @@ class _Events:
         emit = self.emit
         spinner = self.spinner
         if spinner is not None:
-            if isinstance(event, (TextDelta, ToolCallStarted)):
-                spinner.stop()  # the model is answering
+            if isinstance(event, (TextDelta, ToolCallStarted, ToolCallDecided)):
+                spinner.stop()  # the model answered: what follows is printed
             elif isinstance(event, RoundCommitted):
                 spinner.start()  # the next request goes out
         if isinstance(event, TextDelta):
