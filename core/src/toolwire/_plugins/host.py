@@ -526,22 +526,7 @@ class PluginHost:
             *,
             schema_compiler: SchemaCompiler | None = None,
         ) -> None:
-            if not isinstance(name, str) or not _PROVIDER_NAME.match(name):
-                raise PluginError(
-                    f"a provider name must match {_PROVIDER_NAME.pattern}, got {name!r}",
-                    plugin=plugin_name,
-                )
-            if not callable(factory):
-                raise PluginError(
-                    f"provider `{name}`: factory must be callable, got {type(factory).__name__}",
-                    plugin=plugin_name,
-                )
-            owner = self._providers.get(name)
-            if owner is not None:
-                raise PluginError(
-                    f"provider `{name}` is already registered by plugin `{owner[0]}`",
-                    plugin=plugin_name,
-                )
+            _check_entry("provider", name, factory, self._providers, plugin_name)
             if schema_compiler is not None and not isinstance(schema_compiler, SchemaCompiler):
                 raise PluginError(
                     f"provider `{name}`: schema_compiler must be a "
@@ -554,30 +539,48 @@ class PluginHost:
             added.append(name)
 
         try:
-            for impl in self._impls("toolwire_register_providers", plugin_name):
-                out = impl.function(**dict.fromkeys(impl.argnames, register))
-                if inspect.isawaitable(out):
-                    _close(out)
-                    raise PluginError("toolwire_register_providers must be sync")
+            self._call_register("toolwire_register_providers", plugin_name, register)
         except Exception as exc:
             for name in added:
                 self._providers.pop(name, None)
                 self._schema_compilers.pop(name, None)
             self._fail(record, f"failed to register its providers: {_describe(exc)}", exc)
 
-    def _ensure_providers(self, name: str | None) -> None:
-        self.discover()
-        if name is not None and name not in self._providers:
-            self._load_pending("provider", only=name)
-            self._collect_all_providers()
-        if name is None or name not in self._providers:
-            self._load_pending("provider")
-            self._collect_all_providers()
+    def _call_register(self, hook: str, plugin_name: str, register: Callable[..., Any]) -> None:
+        """Call a plugin's registration hook (``toolwire_register_providers``, ...)."""
+        for impl in self._impls(hook, plugin_name):
+            out = impl.function(**dict.fromkeys(impl.argnames, register))
+            if inspect.isawaitable(out):
+                _close(out)
+                raise PluginError(f"{hook} must be sync")
 
-    def _collect_all_providers(self) -> None:
-        for plugin_name in list(self._kind):
-            if plugin_name not in self._providers_of:
-                self._collect_providers(plugin_name)
+    def _ensure(
+        self,
+        kind: PluginKind,
+        name: str | None,
+        table: Mapping[str, Any],
+        seen: set[str],
+        collect: Callable[[str], None],
+    ) -> None:
+        """Import the plugins of ``kind`` until ``name`` is registered (first the entry
+        point of that name, then the others; all of them for None), and collect each
+        plugin's registrations once."""
+        self.discover()
+
+        def collect_all() -> None:
+            for plugin_name in list(self._kind):
+                if plugin_name not in seen:
+                    collect(plugin_name)
+
+        if name is not None and name not in table:
+            self._load_pending(kind, only=name)
+            collect_all()
+        if name is None or name not in table:
+            self._load_pending(kind)
+            collect_all()
+
+    def _ensure_providers(self, name: str | None) -> None:
+        self._ensure("provider", name, self._providers, self._providers_of, self._collect_providers)
 
     def providers(self) -> tuple[str, ...]:
         """The names of every provider that can be created (imports all provider plugins)."""
@@ -647,50 +650,19 @@ class PluginHost:
         added: list[str] = []
 
         def register(name: str, factory: Callable[..., Any]) -> None:
-            if not isinstance(name, str) or not _PROVIDER_NAME.match(name) or name == "inprocess":
-                raise PluginError(
-                    f"a backend name must match {_PROVIDER_NAME.pattern} (and not be "
-                    f"`inprocess`), got {name!r}",
-                    plugin=plugin_name,
-                )
-            if not callable(factory):
-                raise PluginError(
-                    f"backend `{name}`: factory must be callable, got {type(factory).__name__}",
-                    plugin=plugin_name,
-                )
-            owner = self._backends.get(name)
-            if owner is not None:
-                raise PluginError(
-                    f"backend `{name}` is already registered by plugin `{owner[0]}`",
-                    plugin=plugin_name,
-                )
+            _check_entry("backend", name, factory, self._backends, plugin_name, "inprocess")
             self._backends[name] = (plugin_name, factory)
             added.append(name)
 
         try:
-            for impl in self._impls("toolwire_register_backends", plugin_name):
-                out = impl.function(**dict.fromkeys(impl.argnames, register))
-                if inspect.isawaitable(out):
-                    _close(out)
-                    raise PluginError("toolwire_register_backends must be sync")
+            self._call_register("toolwire_register_backends", plugin_name, register)
         except Exception as exc:
             for name in added:
                 self._backends.pop(name, None)
             self._fail(record, f"failed to register its backends: {_describe(exc)}", exc)
 
     def _ensure_backends(self, name: str | None) -> None:
-        self.discover()
-        if name is not None and name not in self._backends:
-            self._load_pending("backend", only=name)
-            self._collect_all_backends()
-        if name is None or name not in self._backends:
-            self._load_pending("backend")
-            self._collect_all_backends()
-
-    def _collect_all_backends(self) -> None:
-        for plugin_name in list(self._kind):
-            if plugin_name not in self._backends_of:
-                self._collect_backends(plugin_name)
+        self._ensure("backend", name, self._backends, self._backends_of, self._collect_backends)
 
     def backends(self) -> tuple[str, ...]:
         """The names of every executor backend that can be used (imports all backend
@@ -830,6 +802,33 @@ class PluginHost:
         for h in hooks:
             result = await h.arun(call, result, ctx, self.hook_timeout)
         return result
+
+
+def _check_entry(
+    what: str,
+    name: Any,
+    factory: Any,
+    table: Mapping[str, tuple[str, Any]],
+    plugin_name: str,
+    reserved: str | None = None,
+) -> None:
+    """PluginError unless ``name`` is a free, well-formed name and ``factory`` callable."""
+    if not isinstance(name, str) or not _PROVIDER_NAME.match(name) or name == reserved:
+        also = f" (and not be `{reserved}`)" if reserved else ""
+        raise PluginError(
+            f"a {what} name must match {_PROVIDER_NAME.pattern}{also}, got {name!r}",
+            plugin=plugin_name,
+        )
+    if not callable(factory):
+        raise PluginError(
+            f"{what} `{name}`: factory must be callable, got {type(factory).__name__}",
+            plugin=plugin_name,
+        )
+    owner = table.get(name)
+    if owner is not None:
+        raise PluginError(
+            f"{what} `{name}` is already registered by plugin `{owner[0]}`", plugin=plugin_name
+        )
 
 
 def _holds(toolset: Toolset, group: Toolset) -> bool:
