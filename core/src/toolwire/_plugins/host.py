@@ -622,21 +622,35 @@ class PluginHost:
         with self._lock:
             self._ensure_providers(name)
             found = self._providers.get(name)
+        made: Provider = self._make("provider", name, found, self._providers, Provider, options)
+        return made
+
+    def _make(
+        self,
+        what: str,
+        name: str,
+        found: tuple[str, Callable[..., Any]] | None,
+        table: Mapping[str, Any],
+        kind: type,
+        options: Mapping[str, Any],
+    ) -> Any:
+        """Call the factory registered as ``name``: PluginError, with the known names and
+        the closest one, when there is none, or when it makes something else."""
         if found is None:
-            known = ", ".join(f"`{n}`" for n in sorted(self._providers)) or "none"
-            hint = difflib.get_close_matches(name, list(self._providers), n=1)
+            known = ", ".join(f"`{n}`" for n in sorted(table)) or "none installed"
+            hint = difflib.get_close_matches(name, list(table), n=1)
             did = f"; did you mean `{hint[0]}`?" if hint else ""
             raise PluginError(
-                f"no provider named `{name}` (known: {known}){did}; "
-                f"install the distribution that provides it (e.g. `pip install toolwire-{name}`)",
+                f"no {what} named `{name}` (known: {known}){did}; install the distribution "
+                f"that provides it (e.g. `pip install toolwire-{name}`)",
                 plugin=name,
             )
         owner, factory = found
         made = factory(**options)
-        if not isinstance(made, Provider):
+        if not isinstance(made, kind):
             raise PluginError(
-                f"plugin `{owner}`: the factory of provider `{name}` returned "
-                f"{type(made).__name__}; expected a toolwire.Provider",
+                f"plugin `{owner}`: the factory of {what} `{name}` returned "
+                f"{type(made).__name__}; expected a toolwire.{kind.__name__}",
                 plugin=owner,
                 distribution=self._record_of(owner).distribution,
             )
@@ -683,24 +697,7 @@ class PluginHost:
                 return self._backend_instances[name]
             self._ensure_backends(name)
             found = self._backends.get(name)
-            if found is None:
-                known = ", ".join(f"`{n}`" for n in sorted(self._backends)) or "none installed"
-                hint = difflib.get_close_matches(name, list(self._backends), n=1)
-                did = f"; did you mean `{hint[0]}`?" if hint else ""
-                raise PluginError(
-                    f"no executor backend named `{name}` (known: {known}){did}; install the "
-                    f"distribution that provides it (e.g. `pip install toolwire-{name}`)",
-                    plugin=name,
-                )
-            owner, factory = found
-            made = factory(**options)
-            if not isinstance(made, ToolBackend):
-                raise PluginError(
-                    f"plugin `{owner}`: the factory of backend `{name}` returned "
-                    f"{type(made).__name__}; expected a toolwire.ToolBackend",
-                    plugin=owner,
-                    distribution=self._record_of(owner).distribution,
-                )
+            made = self._make("executor backend", name, found, self._backends, ToolBackend, options)
             if not options:
                 self._backend_instances[name] = made
             return made
