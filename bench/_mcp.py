@@ -17,6 +17,7 @@ import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 N_LIST = 500
@@ -66,7 +67,9 @@ async def _call_pair(reps: int, per: int) -> tuple[list[float], list[float], lis
     import toolwire as tw
     from toolwire_mcp import close_all, mcp_toolset
 
-    command = [sys.executable, "-m", "bench._mcp_server"]
+    # By path: the benchmark runs in a scratch directory, and an MCP stdio server gets a
+    # minimal environment (no PYTHONPATH), so `-m bench._mcp_server` would not import.
+    command = [sys.executable, str(Path(__file__).with_name("_mcp_server.py"))]
     toolset = mcp_toolset("bench", command)
     executor = tw.Executor(tools=toolset, plugins=False)
     call = tw.ToolCall("c1", "echo", '{"text": "hi"}')

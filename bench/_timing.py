@@ -126,7 +126,7 @@ def warm_bytecode(statements: list[str]) -> float:
     """One untimed child running every import statement, so ``PYCACHE`` holds the bytecode
     the timed children need (a no-op beyond the imports once it does). Returns seconds."""
     t0 = time.perf_counter()
-    run_child([sys.executable, "-c", "\n".join(statements)], cwd=REPO_ROOT, env=child_env())
+    run_child([sys.executable, "-c", "\n".join(statements)], cwd=Path.cwd(), env=child_env())
     return time.perf_counter() - t0
 
 
@@ -159,7 +159,7 @@ def child_env() -> dict[str, str]:
 def cold_build(runner_name: str) -> dict[str, Any]:
     """S1 cold: build + render the 50 tools in a fresh process (imports are not timed)."""
     res = run_child(
-        [sys.executable, "-m", "bench._cold", runner_name], cwd=REPO_ROOT, env=child_env()
+        [sys.executable, "-m", "bench._cold", runner_name], cwd=Path.cwd(), env=child_env()
     )
     return json.loads(res["stdout"].strip().splitlines()[-1])
 

@@ -200,8 +200,21 @@ def render_table(rows: list[dict[str, Any]], libs: list[str]) -> str:
     return "\n".join(out)
 
 
+def _no_ambient_policy() -> None:
+    """Measure toolwire itself: no policy file from the machine (``~/.config/toolwire``)
+    or the working directory (the repository's example ``toolwire-policy.toml``) may
+    apply to the runs, as in the tests. A policy's own cost is not what S1-S4 measure."""
+    import tempfile
+
+    os.environ["XDG_CONFIG_HOME"] = tempfile.mkdtemp(prefix="bench-config-")
+    os.environ.pop("TOOLWIRE_POLICY", None)
+    os.chdir(tempfile.mkdtemp(prefix="bench-cwd-"))
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    args.json = args.json.resolve()
+    _no_ambient_policy()
     config = MODES[args.mode]
     if args.reps:
         config = sc.Config(**{**config.__dict__, "reps": args.reps})
