@@ -78,6 +78,34 @@ def test_a_denied_effect_is_hidden_and_rejected(
     )
 
 
+def test_the_policy_overrides_what_a_tool_claims_its_effect_is(
+    make_policy: MakePolicy, tools: Tools, call_of: CallOf
+) -> None:
+    """An MCP server's annotations are hints: the organisation can say what its tools are
+    (here every `read_*` tool is taken as destructive, whatever it claims)."""
+    policy = make_policy(
+        "deny_effects = ['destructive']\napprove_effects = ['mutating']\n"
+        "[effects]\n'read_*' = 'destructive'\n'drop_table' = 'mutating'\n'*' = 'read_only'\n"
+    )
+    reason = (
+        "tool `read_notes` is destructive, and the organisation policy denies destructive tools"
+    )
+    assert reason == policy.hidden_reason(tools["read_notes"])
+    assert Verdict(False, reason) == verdict(policy, call_of("read_notes", {"path": "a"}))
+    # drop_table claims destructive; the policy takes it as mutating: approval, not denial.
+    assert policy.is_visible(tools["drop_table"])
+    assert "requires approval: `drop_table` is mutating" in (
+        verdict(policy, call_of("drop_table", {"name": "x"})).reason
+    )
+    # The catch-all applies to the rest: write_notes (mutating) is taken as read_only.
+    assert Verdict(True) == verdict(policy, call_of("write_notes", {"path": "a", "content": "b"}))
+
+
+def test_an_unknown_effect_in_the_overrides_is_a_file_error(make_policy: MakePolicy) -> None:
+    with pytest.raises(Exception, match="effects"):
+        make_policy("[effects]\n'git_*' = 'harmless'\n")
+
+
 def test_names_match_case_sensitively(make_policy: MakePolicy, tools: Tools) -> None:
     assert make_policy("deny = ['READ_NOTES']").is_visible(tools["read_notes"])
 

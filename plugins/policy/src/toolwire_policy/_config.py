@@ -145,6 +145,10 @@ class PolicyConfig(_Table):
     """Tool-name globs whose calls need approval."""
     approve_effects: list[Effect] = []
     """Effects whose tools' calls need approval."""
+    effects: dict[Glob, Effect] = {}
+    """Tool-name glob -> the effect this policy takes the tool to have, whatever it
+    claims (an MCP server's annotations are hints, not facts): ``{"git_*" = "destructive"}``.
+    The first matching glob, in file order, wins; deny_effects and approve_effects use it."""
     constraints: list[ConstraintRule] = []
     redact: list[RedactRule] = []
     audit: AuditConfig | None = None

@@ -133,6 +133,7 @@ class Policy:
         "_approve",
         "_cache",
         "_deny",
+        "_effects",
         "audit_log",
         "config",
         "source",
@@ -151,6 +152,7 @@ class Policy:
         self._allow = _globs(config.allow)
         self._deny = _globs(config.deny)
         self._approve = _globs(config.approve)
+        self._effects = [(_globs([glob]), str(effect)) for glob, effect in config.effects.items()]
         self._cache: dict[tuple[str, ...], _Compiled] = {}
 
     def __repr__(self) -> str:
@@ -192,13 +194,21 @@ class Policy:
 
     def _compiled(self, tool: Tool[Any, Any]) -> _Compiled:
         names = _names(tool)
-        effect = tool.metadata.effect.value
+        effect = self._effect(names, tool.metadata.effect.value)
         key = (*names, effect)
         hit = self._cache.get(key)
         if hit is None:
             hit = self._compile(tool.name, names, effect)
             self._cache[key] = hit
         return hit
+
+    def _effect(self, names: tuple[str, ...], claimed: str) -> str:
+        """The tool's effect for this policy: the first ``effects`` glob that matches, else
+        what the tool claims."""
+        for rx, effect in self._effects:
+            if _matches(rx, names):
+                return effect
+        return claimed
 
     def _compile(self, wire: str, names: tuple[str, ...], effect: str) -> _Compiled:
         cfg = self.config
@@ -340,7 +350,10 @@ class Policy:
         record["fingerprint"] = fingerprint(redacted)
         record["reason"] = verdict.reason or None
         record["approval"] = verdict.approval
-        record["effect"] = call.tool.metadata.effect.value
+        claimed = call.tool.metadata.effect.value
+        record["effect"] = self._effect(_names(call.tool), claimed)  # as this policy took it
+        if record["effect"] != claimed:
+            record["claimed_effect"] = claimed
         if audit.arguments:
             record["arguments"] = redacted
         self.audit_log.write(record)
