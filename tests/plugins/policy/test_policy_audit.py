@@ -76,6 +76,15 @@ def test_an_allowed_call_is_audited(make_policy: MakePolicy, call_of: CallOf) ->
     } == record
 
 
+def test_an_overridden_effect_is_audited_with_the_claimed_one(
+    make_policy: MakePolicy, call_of: CallOf
+) -> None:
+    policy = make_policy("[effects]\n'write_*' = 'destructive'\n" + AUDIT)
+    policy.decide(call_of("write_notes", {"path": "a.txt", "content": "x"}), CTX)
+    [record] = records(policy)
+    assert ("destructive", "mutating") == (record["effect"], record["claimed_effect"])
+
+
 def test_a_rejected_call_is_audited_with_its_reason(
     make_policy: MakePolicy, call_of: CallOf
 ) -> None:
