@@ -416,3 +416,6 @@ def test_the_pack_is_discovered_through_its_entry_point() -> None:
 def test_html_to_text_survives_broken_markup() -> None:
     assert "a b" == html_to_text("<p>a <b>b</p></div></span>")
     assert "" == html_to_text("<script>x</script>")
+    # html.parser raises on some malformed declarations: a hostile page must not break
+    # the tool (the text read before it is kept).
+    assert "before" == html_to_text("<p>before</p><![a broken")
