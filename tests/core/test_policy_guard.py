@@ -248,3 +248,11 @@ def test_a_host_whose_policy_failed_to_load_lets_no_call_run() -> None:
 def test_plugins_must_be_a_bool_or_a_host() -> None:
     with pytest.raises(tw.UsageError, match="plugins must be True, False or a PluginHost"):
         tw.resolve_turn(TOOLS, plugins="yes")
+
+
+def test_the_host_says_which_plugins_are_inert() -> None:
+    inert, active = _host(Inert()), _host(NoLookups())
+    (inert_record,) = [r for r in inert.plugins if r.name == "corp"]
+    (active_record,) = [r for r in active.plugins if r.name == "corp"]
+    assert inert.is_inert(inert_record)
+    assert not active.is_inert(active_record)

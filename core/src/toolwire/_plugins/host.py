@@ -169,6 +169,16 @@ class PluginHost:
         never its message (which may hold hosts, paths or credentials)."""
         return tuple(self._notices.values())
 
+    def is_inert(self, record: PluginRecord) -> bool:
+        """True when a loaded plugin says it has nothing to decide (a true
+        ``toolwire_inert``, as toolwire-policy with no policy file): the host leaves its
+        hooks out, and ``toolwire`` warns that such a policy checks nothing."""
+        if record.status != "loaded":
+            return False
+        with self._lock:
+            plugin = self._pm.get_plugin(record.name)
+        return _inert(plugin)
+
     def plugin_status(self, record: PluginRecord) -> str | None:
         """The plugin's own status line: what its ``status()`` function returns.
 
@@ -427,9 +437,7 @@ class PluginHost:
         """As :meth:`_impls`, without the plugins that say they have nothing to decide
         (a true ``toolwire_inert``, as a policy with no policy file): their hooks would
         answer None every time, and leaving them out keeps the hook sets empty."""
-        return [
-            i for i in self._impls(hook) if getattr(i.plugin, "toolwire_inert", False) is not True
-        ]
+        return [i for i in self._impls(hook) if not _inert(i.plugin)]
 
     # -- toolsets --------------------------------------------------------------------
 
@@ -799,6 +807,10 @@ class PluginHost:
         for h in hooks:
             result = await h.arun(call, result, ctx, self.hook_timeout)
         return result
+
+
+def _inert(plugin: object) -> bool:
+    return getattr(plugin, "toolwire_inert", False) is True
 
 
 def _check_entry(

@@ -140,9 +140,7 @@ def _warn_blocked(host: PluginHost) -> None:
         if record.kind != "policy" or record.status != "loaded":
             continue
         state = host.plugin_status(record)
-        with host._lock:
-            plugin = host._pm.get_plugin(record.name)
-        if getattr(plugin, "toolwire_inert", False) is True:
+        if host.is_inert(record):
             _out(
                 sys.stderr,
                 f"toolwire: warning: policy {record.label()} checks nothing: "
