@@ -278,7 +278,7 @@ class Agent:
         """
         ctx = self._context(session)
         config = self.follow_up if isinstance(session.last, ToolResultsMessage) else self.turn
-        turn = self._resolve(config, ctx, None)
+        turn = self._resolve(config, ctx, self.settings)
         return RoundExecution.from_dict(data, session, turn, context=ctx)
 
     # -- the loop, once -------------------------------------------------------------------
@@ -300,23 +300,28 @@ class Agent:
         host_sets = self.host.hook_sets()
         return (*host_sets, *(h for h in self.hooks if all(h is not s for s in host_sets)))
 
+    def _settings(self, settings: ModelSettings | None) -> ModelSettings | None:
+        """A run's settings on top of the agent's (once per run)."""
+        if settings is None or self.settings is None:
+            return settings if settings is not None else self.settings
+        return self.settings.merged(settings)
+
     def _resolve(
         self, config: Turn, ctx: HookContext, settings: ModelSettings | None
     ) -> ResolvedTurn:
-        merged = self.settings
-        if settings is not None:
-            merged = settings if merged is None else merged.merged(settings)
+        """``config`` for this agent; ``settings`` are the run's, already merged."""
         return config.resolve(
             self.toolset,
             hooks=self._hook_sets(),
             context=ctx,
             plugins=self._plugins(),
             output_type=self.output,
-            settings=merged,
+            settings=settings,
         )
 
     def _loop(self, session: Session, settings: ModelSettings | None) -> _Loop:
         ctx = self._context(session)
+        settings = self._settings(settings)
         usage = Usage()
         rounds = 0
         retries = 0

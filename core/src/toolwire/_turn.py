@@ -257,9 +257,10 @@ def resolve_turn(
                 chosen.append(tool)
 
     ctx = context
-    hidden: dict[str, str] = {}
+    hidden: dict[str, str] | None = None
     if active:
         ctx = ctx or HookContext()
+        hidden = {}
         chosen = visible_tools(all_hooks, chosen, ctx, hidden)
 
     descriptions = {t.name: t.description for t in chosen}
