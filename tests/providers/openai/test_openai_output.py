@@ -258,11 +258,18 @@ def test_a_setting_the_api_has_no_field_for_is_refused_before_sending(
         with pytest.raises(tw.exceptions.UsageError, match=r"ModelSettings\.stop, \.seed"):
             tw.run_turn(provider, tw.Session().add_user("hi"), turn)
         assert [] == fake_openai.requests
-    elif provider.name == "openai":
-        many = tw.resolve_turn(toolset, settings=tw.ModelSettings(stop=list("abcde")))
+        return
+    # Chat Completions has both fields: sent as given.
+    many = tw.resolve_turn(toolset, settings=tw.ModelSettings(seed=1, stop=list("abcde")))
+    if provider.name == "openai":  # OpenAI itself takes at most four stop sequences
         with pytest.raises(tw.exceptions.UsageError, match="at most 4 stop"):
             tw.run_turn(provider, tw.Session().add_user("hi"), many)
         assert [] == fake_openai.requests
+        return
+    adapter_text(fake_openai, provider, "ok")
+    tw.run_turn(provider, tw.Session().add_user("hi"), many)
+    (request,) = fake_openai.requests
+    assert (1, list("abcde")) == (request.json["seed"], request.json["stop"])
 
 
 @pytest.mark.parametrize(
