@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import decimal
+import enum
 import inspect
 import json
 import typing
@@ -11,7 +13,7 @@ import pytest
 from _helpers import needs_tools, reply
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 import toolwire as tw
 import toolwire._tools
@@ -581,6 +583,116 @@ def test_non_finite_numbers_inside_a_nested_model_are_invalid_too() -> None:
     assert [type(i).__name__ for i in round_.issues] == ["InvalidArguments"]
     ok = needs_tools(tw.Session().add_user("go"), turn, ("c1", "plot", '{"point": {"x": 2}}'))
     assert [c.input.point.x for c in ok.calls] == [2.0]
+
+
+class Tight(BaseModel):
+    model_config = ConfigDict(allow_inf_nan=False)
+    x: float
+
+
+class Loose(BaseModel):
+    x: typing.Annotated[float, Field(ge=0)] = 0.0
+
+
+class Tree(BaseModel):  # recursive, and nothing in it can hold a float
+    name: str
+    children: list[Tree] = []
+
+
+class Bag(BaseModel):
+    value: Any = None
+
+
+class Colour(enum.Enum):
+    red = "red"
+
+
+class Ratio(enum.Enum):
+    half = 0.5
+
+
+# Each: an input type that surely refuses NaN and 1e400 (no scan), or one that may not.
+SAFE_INPUTS = [
+    str,
+    int,
+    typing.Optional[int],  # noqa: UP045 (typing.Union, not types.UnionType)
+    list[str],
+    dict[str, int],
+    tuple[int, ...],
+    typing.Literal["a", "b"],
+    Colour,
+    Tree,
+    Tight,
+    list[Tight],
+    typing.Annotated[int, Field(ge=0)],
+]
+OPEN_INPUTS = [
+    float,
+    float | None,
+    list[float],
+    dict[str, float],
+    tuple[int, float],
+    Loose,
+    Bag,
+    Ratio,
+    Any,
+    list,
+    dict,
+    decimal.Decimal,
+    typing.Literal[0.5],
+    typing.Annotated[float, Field(allow_inf_nan=True)],
+]
+
+
+@pytest.mark.parametrize("tp", SAFE_INPUTS)
+def test_inputs_that_cannot_hold_a_non_finite_number_skip_the_scan(tp: Any) -> None:
+    from toolwire._tools import _may_take_non_finite
+
+    assert not _may_take_non_finite(tp, checked=False)
+
+
+@pytest.mark.parametrize("tp", OPEN_INPUTS)
+def test_inputs_that_may_hold_a_non_finite_number_are_scanned(tp: Any) -> None:
+    from toolwire._tools import _may_take_non_finite
+
+    assert _may_take_non_finite(tp, checked=False)
+
+
+def test_toolwires_own_config_covers_the_float_fields_it_declares() -> None:
+    from toolwire._tools import _may_take_non_finite
+
+    assert not _may_take_non_finite(float, checked=True)
+    assert not _may_take_non_finite(list[float], checked=True)
+    # Field metadata that is not a plain constraint may loosen it.
+    loose = typing.Annotated[float, Field(allow_inf_nan=True)]
+    assert _may_take_non_finite(loose, checked=True)
+    assert not _may_take_non_finite(typing.Annotated[float, Field(ge=0)], checked=True)
+
+
+@pytest.mark.parametrize(
+    ("annotation", "arguments"),
+    [
+        (Loose, '{"x": {"x": 1e400}}'),
+        (Bag, '{"x": {"value": NaN}}'),
+        (Any, '{"x": NaN}'),
+        (list, '{"x": [1, Infinity]}'),
+        (dict[str, Any], '{"x": {"a": -Infinity}}'),
+        (Loose | None, '{"x": {"x": 1E+999}}'),
+    ],
+)
+def test_a_non_finite_number_wherever_it_may_land_is_invalid(
+    annotation: Any, arguments: str
+) -> None:
+    def take(x: Any) -> str:
+        """Take x."""
+        return "ok"
+
+    take.__annotations__ = {"x": annotation, "return": str}
+    t = tw.tool_fn(take)
+    turn = tw.resolve_turn(tw.Toolset("t", [t]))
+    round_ = needs_tools(tw.Session().add_user("go"), turn, ("c1", "take", arguments))
+    assert round_.calls == ()
+    assert [type(i).__name__ for i in round_.issues] == ["InvalidArguments"]
 
 
 # -- run() on an async tool (#12) ------------------------------------------------------------

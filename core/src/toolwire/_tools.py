@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
-import dataclasses
+import collections.abc
+import datetime
+import enum
 import inspect
 import json
 import math
 import re
+import types
+import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import (
     Annotated,
     Any,
     Generic,
+    Literal,
     ParamSpec,
     TypeVar,
     Union,
@@ -20,10 +25,10 @@ from typing import (
     get_args,
     get_origin,
     get_type_hints,
-    is_typeddict,
     overload,
 )
 
+import annotated_types
 import attrs
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
@@ -200,13 +205,10 @@ class Tool(Generic[InT, OutT]):
             self._validate = input_type.__pydantic_validator__.validate_json
         else:  # forward references not resolved yet: let pydantic rebuild on first use
             self._validate = input_type.model_validate_json
-        if input_type is not dict and (
-            self._adapter is not None
-            or input_type.model_config.get("allow_inf_nan", True)
-            or any(_holds_models(f.annotation) for f in input_type.model_fields.values())
-        ):
-            # A model whose config toolwire did not set, or one holding other models (their
-            # own config decides their numbers): NaN and 1e400 are caught by the guard.
+        if input_type is not dict and _may_take_non_finite(input_type, checked=False):
+            # Somewhere in the input a number is validated under a config toolwire did not
+            # set (an application's model, a type adapter, an Any): the guard catches NaN
+            # and 1e400 there. Inputs that cannot hold such a number skip the text scan.
             self._validate = _finite_guard(name, self._validate)
         self._output_adapter: TypeAdapter[Any] | None = None
         if output_type is not None and output_type is not str:
@@ -425,13 +427,96 @@ def _finite_float(text: str) -> float:
 _MAYBE_NON_FINITE = re.compile(r"NaN|Infinity|[eE]\+?\d{3}")
 
 
-def _holds_models(tp: Any) -> bool:
-    """True when a type is or contains a pydantic model, a dataclass or a TypedDict."""
-    if isinstance(tp, type) and (
-        issubclass(tp, BaseModel) or dataclasses.is_dataclass(tp) or is_typeddict(tp)
-    ):
-        return True
-    return any(_holds_models(a) for a in get_args(tp))
+#: Types whose JSON validation refuses NaN, infinity and 1e400 whatever the config says.
+_FINITE_ONLY: frozenset[type] = frozenset(
+    {
+        str,
+        int,
+        bool,
+        bytes,
+        type(None),
+        datetime.date,
+        datetime.datetime,
+        datetime.time,
+        datetime.timedelta,
+        uuid.UUID,
+    }
+)
+#: Generic origins whose arguments are what gets validated.
+_CONTAINERS: frozenset[Any] = frozenset(
+    {
+        Union,
+        types.UnionType,
+        list,
+        tuple,
+        set,
+        frozenset,
+        dict,
+        collections.abc.Sequence,
+        collections.abc.Mapping,
+        collections.abc.Set,
+        collections.abc.MutableSequence,
+        collections.abc.MutableMapping,
+        collections.abc.MutableSet,
+    }
+)
+
+
+def _loosens(metadata: Iterable[Any]) -> bool:
+    """Field metadata that could let a float through that the config refuses: anything but
+    plain constraints (``ge``, ``max_length``...) without ``allow_inf_nan=True``."""
+    return any(
+        _loosens(m.metadata)
+        if isinstance(m, FieldInfo)
+        else not isinstance(m, annotated_types.BaseMetadata) or getattr(m, "allow_inf_nan", None)
+        for m in metadata
+    )
+
+
+def _may_take_non_finite(tp: Any, *, checked: bool, seen: frozenset[int] = frozenset()) -> bool:
+    """True unless validating JSON into ``tp`` surely refuses NaN, infinity and 1e400.
+
+    ``checked``: the enclosing model's config refuses them (``allow_inf_nan=False``), which
+    pydantic applies to that model's own fields but not to the models inside it.
+    Conservative: what it does not know (a custom type, ``Any``, ``Decimal``, a dataclass,
+    an unparameterised container, a validator in the metadata) counts as open.
+    """
+    if isinstance(tp, type):
+        if tp in _FINITE_ONLY:
+            return False
+        if tp is float:
+            return not checked
+        if issubclass(tp, enum.Enum):
+            return any(isinstance(m.value, float) for m in tp)
+        if issubclass(tp, BaseModel):
+            if id(tp) in seen:
+                return False  # a recursive model: its fields are being looked at already
+            inner = tp.model_config.get("allow_inf_nan", True) is False
+            return any(
+                _may_take_non_finite(
+                    f.annotation,
+                    checked=inner and not _loosens(f.metadata),
+                    seen=seen | {id(tp)},
+                )
+                for f in tp.model_fields.values()
+            )
+        if get_origin(tp) is None:
+            return True  # dataclasses, TypedDicts, Decimal, custom classes: not looked into
+    origin = get_origin(tp)
+    args = get_args(tp)
+    if origin is Literal:
+        return any(isinstance(v, float) for v in args)
+    if origin is Annotated:
+        return _may_take_non_finite(
+            args[0], checked=checked and not _loosens(tp.__metadata__), seen=seen
+        )
+    if origin in _CONTAINERS and args:
+        if origin is tuple and Ellipsis in args and len(args) != 2:
+            return True
+        return any(
+            a is not Ellipsis and _may_take_non_finite(a, checked=checked, seen=seen) for a in args
+        )
+    return True  # Any, TypeVars, forward references, bare or unknown generics
 
 
 def _finite_guard(
