@@ -478,3 +478,41 @@ def test_the_debug_log_never_holds_argument_values(caplog: pytest.LogCaptureFixt
     needs_tools(session, turn, ("c1", "login", '{"password": "hunter2"}')).apply_hooks()
     assert "decision=run" in caplog.text
     assert "hunter2" not in caplog.text
+
+
+# -- the chain cache: kept between rounds, renewed when a set changes --------------------------
+
+
+def test_a_hook_added_after_a_round_applies_to_the_next_round(toolset: tw.Toolset) -> None:
+    hooks = tw.HookSet("late")
+    first = _one(tw.Session().add_user("hi"), toolset).apply_hooks(hooks)
+    assert [c.id for c in first.pending] == ["c1"]
+    hooks.on(None, lambda call: tw.Reject("added later"))
+    second = _one(tw.Session().add_user("hi"), toolset).apply_hooks(hooks)
+    assert second.pending == ()
+    assert [r.reason for r in second.rejected] == ["added later"]
+
+
+def test_a_set_extended_or_turned_guard_gets_a_new_chain(toolset: tw.Toolset) -> None:
+    from toolwire._hooks import chain_cache
+
+    hooks = tw.HookSet("policy")
+    hooks.on(None, lambda call: None)
+    before = chain_cache((hooks,))
+    assert chain_cache((hooks,)) is before  # the same, unchanged set: the same cache
+    hooks.guard = True
+    assert chain_cache((hooks,)) is not before
+    guarded = chain_cache((hooks,))
+    hooks.extend(tw.HookSet("more"))
+    assert chain_cache((hooks,)) is not guarded
+    # Another set never shares a cache, even one made the same way.
+    twin = tw.HookSet("policy", guard=True)
+    assert chain_cache((twin,)) is not chain_cache((hooks,))
+
+
+def test_the_chain_cache_is_bounded() -> None:
+    from toolwire import _hooks
+
+    for _ in range(_hooks._CHAINS_MAX + 10):
+        _hooks.chain_cache((tw.HookSet(),))
+    assert len(_hooks._CHAINS) <= _hooks._CHAINS_MAX

@@ -726,3 +726,23 @@ async def test_run_on_an_async_tool_inside_a_loop_names_arun() -> None:
     with pytest.raises(tw.UsageError, match=r"use `await call\.arun\(\)`"):
         round_.calls[0].run()
     assert "echo a" == await round_.calls[0].arun()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ("c1", "get_weather", '{"city": "Oslo"}'),  # a plain tuple, not a ToolCall
+        tw.ToolCall("c1", "get_weather", {"city": "Oslo"}),  # type: ignore[arg-type]
+        {"id": "c1", "name": "get_weather", "arguments": "{}"},
+        None,
+    ],
+)
+def test_a_reply_whose_calls_are_not_tool_call_records_is_refused(
+    bad: Any, toolset: tw.Toolset
+) -> None:
+    # An adapter (a plugin's, maybe) built the reply: its mistake is named, nothing written.
+    session = tw.Session().add_user("hi")
+    reply = tw.adapters.AssistantReply("", (bad,), "tool_calls")
+    with pytest.raises(tw.UsageError, match="ToolCall"):
+        tw.adapters.decode_reply(session, tw.resolve_turn(toolset), reply)
+    assert len(session) == 1

@@ -327,19 +327,19 @@ class TypedCall(Generic[InT]):
 
     @property
     def id(self) -> str:
-        return self.call.id
+        return self._call.id
 
     @property
     def name(self) -> str:
-        return self.call.name
+        return self._call.name
 
     @property
     def arguments(self) -> str:
-        return self.call.arguments
+        return self._call.arguments
 
     @property
     def metadata(self) -> ToolMetadata:
-        return self.tool.metadata
+        return self._tool.metadata
 
     def with_input(self, value: InT) -> TypedCall[InT]:
         """The same call with an edited input."""

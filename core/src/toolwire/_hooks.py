@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import itertools
 import logging
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -171,6 +172,9 @@ def _normalise_target(target: Any) -> Any:
     return tool_of(target)
 
 
+_STAMPS = itertools.count()
+
+
 class HookSet:
     """Hooks for a toolset: per-tool decision hooks, description hooks, availability hooks.
 
@@ -181,7 +185,7 @@ class HookSet:
     with toolsets (``Toolset(hooks=...)``).
     """
 
-    __slots__ = ("_cache", "_decision", "_description", "_visibility", "guard", "name")
+    __slots__ = ("_cache", "_decision", "_description", "_stamp", "_visibility", "guard", "name")
 
     def __init__(self, name: str = "hooks", *, guard: bool = False) -> None:
         self.name = name
@@ -192,6 +196,9 @@ class HookSet:
         self._description: list[_Hook] = []
         self._visibility: list[_Hook] = []
         self._cache: dict[tuple[str, Tool[Any, Any]], tuple[_Hook, ...]] = {}
+        #: Unique among every set's stamps, renewed on each change: what the chain cache
+        #: (``chain_cache``) is keyed by, so it never holds the set itself.
+        self._stamp = next(_STAMPS)
 
     def __repr__(self) -> str:
         return (
@@ -209,6 +216,7 @@ class HookSet:
             _Hook(fn, name or _hook_name(fn), _normalise_target(target), _arity(fn), self.guard)
         )
         self._cache.clear()
+        self._stamp = next(_STAMPS)
 
     # Keyed by a tool or an input type, the hook is typed by that input (the first two
     # overloads). Keyed by a name, a Selector or None, it takes any hook. Keyed by a tool's
@@ -331,6 +339,7 @@ class HookSet:
         self._description.extend(other._description)
         self._visibility.extend(other._visibility)
         self._cache.clear()
+        self._stamp = next(_STAMPS)
         return self
 
     def merge(self, other: HookSet) -> HookSet:
@@ -641,12 +650,31 @@ def _guards_only(chain: _Chain) -> _Chain:
 
 HookCache = dict[Tool[Any, Any], _Chain]
 
+#: Chain caches by the stamps (and guard flags) of the sets they were built from: a round
+#: reuses the chains earlier rounds built for the same, unchanged sets. Bounded.
+_CHAINS: dict[tuple[tuple[int, bool], ...], HookCache] = {}
+_CHAINS_MAX = 256
+_CHAIN_TOOLS_MAX = 4096
+
+
+def chain_cache(sets: Sequence[HookSet]) -> HookCache:
+    """The chain cache for these sets as they are now (a change to one gives a new cache)."""
+    key = tuple([(s._stamp, s.guard) for s in sets])
+    got = _CHAINS.get(key)
+    if got is None:
+        if len(_CHAINS) >= _CHAINS_MAX:
+            _CHAINS.pop(next(iter(_CHAINS)), None)
+        got = _CHAINS[key] = {}
+    return got
+
 
 def _hooks_cached(sets: Sequence[HookSet], tool: Tool[Any, Any], cache: HookCache | None) -> _Chain:
     if cache is None:
         return _hooks_for(sets, tool)
     hooks = cache.get(tool)
     if hooks is None:
+        if len(cache) >= _CHAIN_TOOLS_MAX:
+            cache.clear()
         hooks = cache[tool] = _hooks_for(sets, tool)
     return hooks
 
@@ -668,7 +696,7 @@ def run_hooks(
     if not chain[0]:
         return call
     outcome, approved = _sync_pass(call, chain, ctx)
-    if _guards_missed(outcome, approved):
+    if approved is not None and _guards_missed(outcome, approved):
         assert isinstance(outcome, TypedCall)
         outcome, _ = _sync_pass(outcome, _guards_only(chain), ctx)
     if logger.isEnabledFor(logging.DEBUG):

@@ -38,7 +38,15 @@ from toolwire._errors import (
     UsageError,
 )
 from toolwire._exports import publish
-from toolwire._hooks import HookCache, HookContext, HookSet, Outcome, arun_hooks, run_hooks
+from toolwire._hooks import (
+    HookCache,
+    HookContext,
+    HookSet,
+    Outcome,
+    arun_hooks,
+    chain_cache,
+    run_hooks,
+)
 from toolwire._tools import Tool
 from toolwire._transcript import AssistantMessage, Session, ToolResultsMessage, Usage
 from toolwire._turn import ResolvedTurn
@@ -199,6 +207,15 @@ def _errors_of(exc: ValidationError) -> tuple[Mapping[str, Any], ...]:
     )
 
 
+def _check_record(call: object) -> None:
+    # An adapter (maybe a plugin's) built the reply: a wrong record is its bug, named here.
+    if not isinstance(call, ToolCall) or not all(type(part) is str for part in call):
+        raise UsageError(
+            f"a reply's tool_calls must be ToolCall(id, name, arguments) records of strings, "
+            f"got {call!r:.200}"
+        )
+
+
 def decode_calls(
     turn: ResolvedTurn, calls: Iterable[ToolCall]
 ) -> tuple[tuple[ToolCall, ...], tuple[TypedCall[Any], ...], tuple[ToolCallIssue, ...]]:
@@ -212,16 +229,26 @@ def decode_calls(
     issues: list[ToolCallIssue] = []
     seen: set[str] = set()
     offered = turn.offered
-    make = TypedCall._trusted
+    find = offered.get
+    new = object.__new__
+    isascii = str.isascii
     for i, call in enumerate(calls):
-        if not (call.arguments.isascii() and call.id.isascii() and call.name.isascii()):
+        if type(call) is not ToolCall:
+            _check_record(call)
+        cid, name, arguments = call
+        try:  # str.isascii: a part that is not text raises
+            plain = isascii(arguments) and isascii(cid) and isascii(name)
+        except TypeError:
+            plain = False
+        if not plain:
+            _check_record(call)
             # Lone surrogates would make the session unsendable: repaired before anything.
             fixed = ToolCall(*(sendable_text(part) for part in call))
             if fixed != call:
                 call = fixed
+                cid, name, arguments = call
                 if kept is None:
                     kept = list(calls[:i])
-        cid = call.id
         if cid in seen:
             if kept is None:
                 kept = list(calls[:i])
@@ -229,19 +256,26 @@ def decode_calls(
         seen.add(cid)
         if kept is not None:
             kept.append(call)
-        tool = offered.get(call.name)
+        tool = find(name)
         if tool is None:
-            if call.name in turn.toolset:
-                issues.append(NotAvailable(call, tuple(offered), _hidden_by(turn, call.name)))
+            if name in turn.toolset:
+                issues.append(NotAvailable(call, tuple(offered), _hidden_by(turn, name)))
             else:
                 issues.append(UnknownTool(call, tuple(offered)))
             continue
         try:
-            value = tool._validate(call.arguments)
+            value = tool._validate(arguments)
         except ValidationError as exc:
             issues.append(InvalidArguments(call, tool, _errors_of(exc)))
             continue
-        typed.append(make(call, tool, value))
+        # TypedCall._trusted, inlined (one per call): the tool was found by the call's name.
+        typed_call = new(TypedCall)
+        typed_call._call = call
+        typed_call._tool = tool
+        typed_call._input = value
+        typed_call._edited = False
+        typed_call._guard = None
+        typed.append(typed_call)
     if kept is None:
         return calls, tuple(typed), tuple(issues)
     return tuple(kept), tuple(typed), tuple(issues)
@@ -274,7 +308,7 @@ class _Guard:
         self.sets = sets
         self.context = context
         self.decided: dict[str, Outcome] = {}
-        self._cache: HookCache = {}
+        self._cache: HookCache = chain_cache(sets)
 
     def decide(self, call: TypedCall[Any], context: HookContext | None = None) -> Outcome:
         got = self.decided.get(call.id)
@@ -689,7 +723,7 @@ def plan_round(
 ) -> ToolRoundPlan:
     ctx = context or round.turn.context or HookContext()
     if any(sets):
-        cache: HookCache = {}
+        cache = chain_cache(sets)
         pending, h, r = _split(run_hooks(c, sets, ctx, cache) for c in calls)
     else:
         pending, h, r = list(calls), [], []
@@ -707,7 +741,7 @@ async def aplan_round(
     rejected: Sequence[RejectedCall],
 ) -> ToolRoundPlan:
     ctx = context or round.turn.context or HookContext()
-    cache: HookCache = {}
+    cache = chain_cache(sets)
     outcomes = [await arun_hooks(c, sets, ctx, cache) for c in calls] if any(sets) else list(calls)
     pending, h, r = _split(outcomes)
     if round._guard is not None:
