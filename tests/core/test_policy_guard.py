@@ -63,6 +63,10 @@ class Inert:
     def toolwire_tool_decision(self, call: Any, context: Any) -> Any:
         raise AssertionError("an inert plugin's hooks are left out")
 
+    @hookimpl
+    def toolwire_tool_result(self, call: Any, result: Any, context: Any) -> Any:
+        raise AssertionError("an inert plugin's result hook is left out too")
+
 
 def _host(policy: object) -> PluginHost:
     host = PluginHost(autoload=False, strict=False, allow=None, deny=(), hook_timeout=5.0)
@@ -227,6 +231,10 @@ def test_an_inert_plugin_adds_no_hooks_so_a_round_has_no_guard() -> None:
     round_ = _round(tw.Session().add_user("go"), tw.resolve_turn(TOOLS, plugins=host))
     assert round_._guard is None
     assert "pong" == round_.calls[1].run()
+    # Nor a result pipeline: the executor runs no result hook per call.
+    assert host._result_pipeline() == ()
+    executor = tw.Executor(plugins=host)
+    assert "pong" == executor.execute(round_.calls[1]).content
 
 
 def test_a_host_whose_policy_failed_to_load_lets_no_call_run() -> None:

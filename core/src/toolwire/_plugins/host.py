@@ -436,7 +436,8 @@ class PluginHost:
     def _live_impls(self, hook: str) -> list[Any]:
         """As :meth:`_impls`, without the plugins that say they have nothing to decide
         (a true ``toolwire_inert``, as a policy with no policy file): their hooks would
-        answer None every time, and leaving them out keeps the hook sets empty."""
+        answer None every time, and leaving them out keeps the hook sets and the result
+        pipeline empty."""
         return [i for i in self._impls(hook) if not _inert(i.plugin)]
 
     # -- toolsets --------------------------------------------------------------------
@@ -770,7 +771,7 @@ class PluginHost:
             return hooks
         with self._lock:
             self._ensure_toolsets()
-            impls = self._impls("toolwire_tool_result")
+            impls = self._live_impls("toolwire_tool_result")
             packs = [i for i in impls if self._kind.get(i.plugin_name) != "policy"]
             policies = [i for i in impls if self._kind.get(i.plugin_name) == "policy"]
             self._result_hooks = tuple(
