@@ -598,6 +598,84 @@ async def test_a_tool_that_swallows_cancellation_still_times_out() -> None:
     await asyncio.sleep(0)
 
 
+async def test_calls_with_different_timeouts_each_end_at_their_own() -> None:
+    # One loop timer serves every deadline: a later, shorter deadline must re-arm it, and
+    # a call that ends in time must not be cut when an earlier one times out.
+    never = asyncio.Event()
+
+    def hanging(name: str, seconds: float) -> tw.Tool[Any, Any]:
+        async def hang() -> str:
+            await never.wait()
+            return "never"
+
+        return tw.tool_fn(hang, name=name, timeout=seconds)
+
+    @tw.tool_fn(timeout=5)
+    async def quick() -> str:
+        await asyncio.sleep(0.02)
+        return "done"
+
+    slow, fast = hanging("slow", 2.0), hanging("fast", 0.05)
+    executor = tw.Executor(tools=[slow, fast, quick], plugins=False)
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    results = await executor.aexecute_all(
+        [
+            tw.ToolCall("c1", "slow", "{}"),
+            tw.ToolCall("c2", "fast", "{}"),
+            tw.ToolCall("c3", "quick", "{}"),
+        ]
+    )
+    assert [r.content for r in results] == [
+        "tool `slow` timed out after 2.0 s",
+        "tool `fast` timed out after 0.05 s",
+        "done",
+    ]
+    assert loop.time() - start < 4  # the slow one was not waited for twice
+
+
+async def test_the_shared_deadline_timer_keeps_no_finished_call() -> None:
+    from toolwire._execute.attempts import _deadlines
+
+    @tw.tool_fn(timeout=30)
+    async def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    executor = tw.Executor(tools=[echo], plugins=False)
+    for i in range(300):
+        await executor.aexecute_all(
+            [tw.ToolCall(f"c{i}-{j}", "echo", '{"text": "x"}') for j in range(4)]
+        )
+    clock = _deadlines(asyncio.get_running_loop())
+    assert clock.live == 0
+    assert len(clock.heap) <= 64
+
+
+def test_the_deadline_timers_do_not_keep_a_closed_loop_alive() -> None:
+    import gc
+    import weakref
+
+    from toolwire._execute.attempts import _CLOCKS
+
+    @tw.tool_fn(timeout=30)
+    async def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    loop = asyncio.new_event_loop()
+    try:
+        executor = tw.Executor(tools=[echo], plugins=False)
+        loop.run_until_complete(executor.aexecute(tw.ToolCall("c1", "echo", '{"text": "x"}')))
+        assert loop in _CLOCKS
+    finally:
+        loop.close()
+    gone = weakref.ref(loop)
+    del loop
+    gc.collect()
+    assert gone() is None
+
+
 def test_two_tools_of_one_name_are_a_collision_not_the_last_one() -> None:
     # Attack (#11.30): Executor(tools=[a, a_v2]) silently kept the last tool of a name.
     @tw.tool_fn(name="lookup")

@@ -5,6 +5,10 @@ timeout that cannot be outlasted by a tool swallowing cancellation.
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
+import math
+import weakref
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
@@ -81,30 +85,106 @@ class _ToolTimeout(ToolTimeoutError):
 
 
 class _Deadline:
-    """The timer of one timed attempt: on expiry it cancels the task running the attempt."""
+    """One timed attempt: the task running it, when it must end, and whether it was cut."""
 
-    __slots__ = ("fired", "task")
+    __slots__ = ("at", "done", "fired", "task")
 
-    def __init__(self, task: asyncio.Task[Any]) -> None:
-        self.task = task
+    def __init__(self, task: asyncio.Task[Any], at: float) -> None:
+        self.task: asyncio.Task[Any] | None = task
+        self.at = at
         self.fired = False
+        self.done = False
 
-    def __call__(self) -> None:
-        self.fired = True
-        self.task.cancel()
+
+class _Deadlines:
+    """Every timed attempt on one event loop under one loop timer, armed for the earliest
+    deadline (a batch of calls with the same timeout arms it once, not once per call).
+
+    Finished attempts leave the heap lazily: from the top as they end, and in a sweep when
+    stale entries outnumber the live ones. The timer stays armed when the heap empties
+    (the next batch's deadlines are later: it needs no new timer); firing with nothing
+    due, it does nothing. It holds no reference to the loop (the loop keys it weakly).
+    """
+
+    __slots__ = ("armed_at", "handle", "heap", "live")
+
+    def __init__(self) -> None:
+        self.heap: list[tuple[float, int, _Deadline]] = []
+        # Weakly: a handle refers to its loop, and the loop must not outlive its users
+        # through this map's values (the loop's own schedule keeps the handle alive).
+        self.handle: weakref.ref[asyncio.TimerHandle] | None = None
+        self.armed_at = math.inf
+        self.live = 0
+
+    def add(self, loop: asyncio.AbstractEventLoop, entry: _Deadline) -> None:
+        heapq.heappush(self.heap, (entry.at, next(_ORDER), entry))
+        self.live += 1
+        if entry.at < self.armed_at:
+            self._arm(loop, entry.at)
+
+    def end(self, entry: _Deadline) -> None:
+        if entry.done:
+            return
+        entry.done = True
+        entry.task = None  # a finished entry left in the heap holds nothing (nor the loop)
+        self.live -= 1
+        heap = self.heap
+        while heap and heap[0][2].done:
+            heapq.heappop(heap)
+        if len(heap) > 2 * self.live + 64:
+            heap[:] = [item for item in heap if not item[2].done]
+            heapq.heapify(heap)
+
+    def _arm(self, loop: asyncio.AbstractEventLoop, at: float) -> None:
+        armed = self.handle() if self.handle is not None else None
+        if armed is not None:
+            armed.cancel()
+        self.armed_at = at
+        self.handle = weakref.ref(loop.call_at(at, self._fire, loop))
+
+    def _fire(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.handle = None
+        self.armed_at = math.inf
+        now = loop.time()
+        heap = self.heap
+        while heap and (heap[0][2].done or heap[0][0] <= now):
+            _, _, entry = heapq.heappop(heap)
+            task = entry.task
+            if not entry.done and task is not None:
+                entry.done = True
+                entry.fired = True
+                self.live -= 1
+                task.cancel()
+        if heap:  # the next deadline (the loop may run a timer a hair early: re-armed)
+            self._arm(loop, heap[0][0])
+
+
+_ORDER = itertools.count()
+_CLOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Deadlines] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _deadlines(loop: asyncio.AbstractEventLoop) -> _Deadlines:
+    clock = _CLOCKS.get(loop)
+    if clock is None:
+        clock = _CLOCKS[loop] = _Deadlines()
+    return clock
 
 
 async def _with_timeout(aw: Awaitable[Any], seconds: float) -> Any:
     """Await ``aw``, cancelling it after ``seconds``; expiry raises _ToolTimeout.
 
-    One loop timer per attempt (cheaper than ``asyncio.timeout``, which the
-    executor would otherwise pay on every call). A cancellation from outside
-    still propagates as CancelledError.
+    The deadline joins the loop's shared timer (see _Deadlines): cheaper than a timer
+    per attempt or ``asyncio.timeout``, which the executor would pay on every call. A
+    cancellation from outside still propagates as CancelledError.
     """
     task = asyncio.current_task()
     assert task is not None
-    deadline = _Deadline(task)
-    handle = asyncio.get_running_loop().call_later(seconds, deadline)
+    loop = task.get_loop()
+    clock = _deadlines(loop)
+    deadline = _Deadline(task, loop.time() + seconds)
+    clock.add(loop, deadline)
     try:
         out = await aw
     except asyncio.CancelledError:
@@ -112,7 +192,7 @@ async def _with_timeout(aw: Awaitable[Any], seconds: float) -> Any:
             raise _ToolTimeout(seconds) from None
         raise
     finally:
-        handle.cancel()
+        clock.end(deadline)
     if deadline.fired:
         # The tool swallowed the cancellation and answered late: it is still a timeout,
         # and its late output is dropped.
