@@ -8,6 +8,7 @@ import asyncio
 import heapq
 import itertools
 import math
+import threading
 import weakref
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
@@ -165,10 +166,17 @@ _CLOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Deadlines] = (
 )
 
 
+_LAST = threading.local()  # this thread's last loop (weakly) and its deadlines
+
+
 def _deadlines(loop: asyncio.AbstractEventLoop) -> _Deadlines:
+    last = getattr(_LAST, "pair", None)
+    if last is not None and last[0]() is loop:
+        return last[1]  # type: ignore[no-any-return]
     clock = _CLOCKS.get(loop)
     if clock is None:
         clock = _CLOCKS[loop] = _Deadlines()
+    _LAST.pair = (weakref.ref(loop), clock)
     return clock
 
 

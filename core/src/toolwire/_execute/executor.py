@@ -726,7 +726,8 @@ class Executor:
         """
         jobs: list[_Job] = []
         blocked = self._host.blocked_notices if self._host is not None else ()
-        own = self._host.hook_sets()[0] if self._host is not None else None
+        host = self._host
+        own = host.hook_sets()[0] if host is not None else None
         for c in calls:
             raw = c.call if isinstance(c, TypedCall) else c
             if blocked and isinstance(raw, ToolCall):
@@ -759,7 +760,12 @@ class Executor:
                 if own is None or any(s is own for s in guard.sets):
                     call_guards = None  # this executor's policies were among them
             validate = self._check(job, c)
-            if call_guards is not None and job.result is None:
+            if (
+                call_guards is not None
+                and job.result is None
+                and (call_guards or (host is not None and host.hook_sets()[0]))
+            ):
+                # (The host's policies read again: one registered meanwhile applies.)
                 assert job.call is not None
                 refusal = await self._policies_on(job.call, context, call_guards)
                 if refusal is not None:
