@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import json
 import logging
 import random
 import socket
@@ -848,6 +849,74 @@ def test_sse_random_bytes_never_raise_and_fragmentation_does_not_matter(
 def test_sse_field_soup_fragmentation_does_not_matter(parts: list[bytes], cuts: list[int]) -> None:
     data = b"".join(parts)
     assert decode(data) == decode(*fragment(data, cuts))
+
+
+@settings(max_examples=300)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                b"data:",
+                b"data: ",
+                b"event:",
+                b"event: ",
+                b"id:",
+                b"retry:",
+                b" ",
+                b"1",
+                b":",
+                b"\n",
+                b"\n\n",
+                b"x",
+                b"\xe2\x98\x83",
+                b"data",
+                b"event",
+            ]
+        ),
+        max_size=40,
+    ),
+    st.lists(st.integers(0, 200)),
+)
+def test_sse_lf_reads_decode_as_the_general_path_does(parts: list[bytes], cuts: list[int]) -> None:
+    # Reads with LF line ends only take a faster path (whole read split at once); the
+    # same stream with CRLF ends takes the general one: the events must be the same.
+    data = b"".join(parts)
+    general = decode(data.replace(b"\n", b"\r\n"))
+    assert general == decode(data)
+    assert general == decode(*fragment(data, cuts))
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300)
+@given(_json)
+def test_sse_event_json_is_what_json_loads_returns(value: object) -> None:
+    text = json.dumps(value)
+    assert repr(json.loads(text)) == repr(SSEEvent("message", text).json())
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"x": "\\ud83d"}',  # a lone surrogate escape: pydantic-core refuses, json takes it
+        "[" * 300 + "]" * 300,  # deeper than pydantic-core's limit
+        '{"a": 1, "a": 2}',
+        '{"x": NaN, "y": 1e400, "z": 123456789012345678901234567890}',
+    ],
+)
+def test_sse_event_json_agrees_with_json_loads_where_the_parsers_differ(text: str) -> None:
+    assert repr(json.loads(text)) == repr(SSEEvent("message", text).json())
+
+
+@pytest.mark.parametrize("text", ["", "{", "[1,]", "{'a': 1}", "nope", "[" * 100_000])
+def test_sse_event_json_errors_are_json_loads_errors(text: str) -> None:
+    with pytest.raises((json.JSONDecodeError, RecursionError)):
+        SSEEvent("message", text).json()
 
 
 # ------------------------------------------------------------ transport: JSON
