@@ -161,7 +161,7 @@ class MessageStream:
 
     def feed(self, event: SSEEvent) -> list[StreamEvent]:
         try:
-            data = json.loads(event.data)
+            data = event.json()
         except (ValueError, RecursionError):
             raise self._fail(f"`{event.event}` data is not JSON") from None
         if not isinstance(data, dict):

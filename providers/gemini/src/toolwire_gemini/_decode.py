@@ -113,11 +113,13 @@ class ReplyBuilder:
     # -- feeding ----------------------------------------------------------------------
 
     def add(self, data: object) -> list[StreamEvent]:
-        if not isinstance(data, Mapping):
+        # Decoded JSON: every object is a dict (checked as such: an ABC check per field
+        # costs more than the rest of a small event).
+        if not isinstance(data, dict):
             raise TypeError(f"expected a JSON object, got a JSON {type(data).__name__}")
         self._chunk_start = len(self.parts)
         feedback = data.get("promptFeedback")
-        if isinstance(feedback, Mapping) and feedback.get("blockReason"):
+        if isinstance(feedback, dict) and feedback.get("blockReason"):
             raise PromptBlockedError.from_feedback(feedback, provider=self.provider)
         version = data.get("modelVersion")
         if isinstance(version, str) and version:
@@ -132,12 +134,12 @@ class ReplyBuilder:
         if not candidates:
             return []
         candidate = candidates[0]
-        if not isinstance(candidate, Mapping):
+        if not isinstance(candidate, dict):
             raise TypeError(f"a candidate must be an object, got {type(candidate).__name__}")
         events: list[StreamEvent] = []
         content = candidate.get("content")
         if content is not None:
-            if not isinstance(content, Mapping):
+            if not isinstance(content, dict):
                 raise TypeError(f"content must be an object, got {type(content).__name__}")
             parts = content.get("parts") or []
             if not isinstance(parts, list):
@@ -185,7 +187,7 @@ class ReplyBuilder:
         self.parts.append(dict(part))
 
     def _call(self, part: dict[str, Any], call: object) -> list[StreamEvent]:
-        if not isinstance(call, Mapping):
+        if not isinstance(call, dict):
             raise TypeError(f"functionCall must be an object, got {type(call).__name__}")
         name = call.get("name")
         if not isinstance(name, str) or not name:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, cast
 from urllib.parse import quote
@@ -290,7 +289,7 @@ class GeminiProvider(HttpProvider[ReplyBuilder]):
         return self._builder(turn, stream=True)
 
     def _handle_event(self, state: ReplyBuilder, event: SSEEvent) -> list[StreamEvent]:
-        data = json.loads(event.data)
+        data = event.json()
         if isinstance(data, list) or (isinstance(data, dict) and "error" in data):
             raise self._transport.error_from_payload(data, default=StreamError)
         return state.add(data)

@@ -9,7 +9,6 @@ defaults and in which optional request fields they send
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Literal
 
@@ -158,10 +157,10 @@ class _ChatStream(StreamState):
 
     def feed(self, event: SSEEvent) -> list[StreamEvent]:
         data = event.data
-        if data.strip() == "[DONE]":
+        if data == "[DONE]" or data.strip() == "[DONE]":
             self.done = True
             return []
-        payload = json.loads(data)
+        payload = event.json()
         if not isinstance(payload, dict):
             raise malformed(
                 self.provider, f"expected a JSON object, got {data[:80]!r}", stream=True

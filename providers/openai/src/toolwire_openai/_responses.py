@@ -15,7 +15,6 @@ Encrypted reasoning is asked for only where the model reasons: the API answers
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
@@ -204,7 +203,7 @@ class _ResponsesStream(StreamState):
         return self.transport.error_from_payload(payload, default=StreamError)
 
     def feed(self, event: SSEEvent) -> list[StreamEvent]:
-        payload = json.loads(event.data)
+        payload = event.json()
         if not isinstance(payload, dict):
             raise TypeError(f"expected a JSON object, got {type(payload).__name__}")
         kind = payload.get("type") or event.event
