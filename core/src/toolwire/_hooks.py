@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import logging
+import time
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Generic, NoReturn, TypeVar, Union, overload
@@ -120,6 +121,9 @@ class _Hook:
     target: Any  # None (every tool), a type, a Tool (by origin), or a wire name
     arity: int
     guard: bool = False  # registered in a guard set: re-run on inputs edited after it
+    #: Seconds the hook may take (a plugin's, TOOLWIRE_HOOK_TIMEOUT): the pipeline times it
+    #: and rejects the call past it; None: untimed (an application's own hooks).
+    budget: float | None = None
 
     def matches(self, tool: Tool[Any, Any]) -> bool:
         t = self.target
@@ -173,6 +177,7 @@ def _normalise_target(target: Any) -> Any:
 
 
 _STAMPS = itertools.count()
+_clock = time.perf_counter
 
 
 class HookSet:
@@ -209,14 +214,36 @@ class HookSet:
     def __bool__(self) -> bool:
         return bool(self._decision or self._description or self._visibility)
 
-    def _add(self, bucket: list[_Hook], target: HookTarget, fn: object, name: str | None) -> None:
+    def _add(
+        self,
+        bucket: list[_Hook],
+        target: HookTarget,
+        fn: object,
+        name: str | None,
+        budget: float | None = None,
+    ) -> None:
         if not callable(fn):
             raise HookError(f"a hook must be callable, got {fn!r} ({type(fn).__name__})")
         bucket.append(
-            _Hook(fn, name or _hook_name(fn), _normalise_target(target), _arity(fn), self.guard)
+            _Hook(
+                fn,
+                name or _hook_name(fn),
+                _normalise_target(target),
+                _arity(fn),
+                self.guard,
+                budget,
+            )
         )
         self._cache.clear()
         self._stamp = next(_STAMPS)
+
+    def _on_timed(self, fn: Callable[..., Any], name: str, budget: float) -> None:
+        """A decision hook for every tool, called ``fn(call, context)`` and held to
+        ``budget`` seconds by the pipeline (for the plugin host: a hookimpl, sync or async).
+
+        Timed in the pipeline rather than by a wrapper: one frame less per hook and call.
+        """
+        self._add(self._decision, None, fn, name, budget)
 
     # Keyed by a tool or an input type, the hook is typed by that input (the first two
     # overloads). Keyed by a name, a Selector or None, it takes any hook. Keyed by a tool's
@@ -363,6 +390,54 @@ class HookSet:
 
 def _call_hook(h: _Hook, *args: Any) -> Any:
     return h.fn(*args[: h.arity]) if h.arity < len(args) else h.fn(*args)
+
+
+def _over_budget(label: str, elapsed: float, budget: float) -> Reject:
+    return Reject(
+        f"hook `{label}` took {elapsed:.3g} s, over its {budget:g} s budget "
+        f"(TOOLWIRE_HOOK_TIMEOUT); the call was not run"
+    )
+
+
+def _timed_call(h: _Hook, budget: float, call: TypedCall[Any], ctx: HookContext) -> Any:
+    """A timed hook's answer, or the over-budget rejection when its call took too long
+    (an awaitable it returned is left to the pass: awaited within the budget, or closed)."""
+    start = _clock()
+    decision = h.fn(call, ctx)
+    elapsed = _clock() - start
+    return _late(h, decision, elapsed, budget) if elapsed > budget else decision
+
+
+def _late(h: _Hook, decision: Any, elapsed: float, budget: float) -> Reject:
+    """The rejection for a hook that answered past its budget (what it said is dropped)."""
+    if inspect.isawaitable(decision):
+        _close(decision)
+    return _over_budget(h.name, elapsed, budget)
+
+
+async def _await_within(aw: Awaitable[Any], label: str, budget: float) -> Any:
+    """The hook's answer if it comes within ``budget``, else a rejection.
+
+    Not ``asyncio.wait_for``: on Python 3.11 it waits for the cancelled hook to finish and
+    returns its answer, so a hook that swallows cancellation would be obeyed after its
+    budget. Past the budget the call is rejected, whatever the hook answers later; the
+    hook's task is cancelled and left to end on its own.
+    """
+    import asyncio  # here, not at the top: a sync loop needs no event loop
+
+    task = asyncio.ensure_future(aw)
+    done, _ = await asyncio.wait((task,), timeout=budget)
+    if task in done:
+        return task.result()
+    task.cancel()
+    task.add_done_callback(_consume)
+    return _over_budget(label, budget, budget)
+
+
+def _consume(task: Any) -> None:
+    """Read a late hook task's outcome so asyncio does not log it as never retrieved."""
+    if not task.cancelled():
+        task.exception()
 
 
 # -- availability and descriptions (used by resolve_turn) ---------------------------
@@ -596,8 +671,16 @@ def _sync_pass(
     start = call
     approved: bytes | None = None
     for i, (h, _guard) in enumerate(hooks):
+        budget = h.budget
         try:
-            decision = h.fn(call, ctx) if h.arity == 2 else _call_hook(h, call, ctx)
+            if budget is not None:  # _timed_call, inlined: most hooks are plugins'
+                started = _clock()
+                decision = h.fn(call, ctx)
+                elapsed = _clock() - started
+                if elapsed > budget:
+                    decision = _late(h, decision, elapsed, budget)
+            else:
+                decision = h.fn(call, ctx) if h.arity == 2 else _call_hook(h, call, ctx)
         except (Exception, SystemExit, GeneratorExit) as exc:  # a hook cannot end the program
             return _failed(call, h, exc), approved
         if decision is not None:  # None, the common case: no opinion, nothing to interpret
@@ -620,10 +703,16 @@ async def _async_pass(
     start = call
     approved: bytes | None = None
     for i, (h, _guard) in enumerate(hooks):
+        budget = h.budget
         try:
-            decision = _call_hook(h, call, ctx)
-            if inspect.isawaitable(decision):
-                decision = await decision
+            if budget is not None:
+                decision = _timed_call(h, budget, call, ctx)
+                if inspect.isawaitable(decision):
+                    decision = await _await_within(decision, h.name, budget)
+            else:
+                decision = _call_hook(h, call, ctx)
+                if inspect.isawaitable(decision):
+                    decision = await decision
         except (Exception, SystemExit) as exc:  # a hook cannot end the program
             return _failed(call, h, exc), approved
         call, outcome = _step(call, start, h, decision)
@@ -692,7 +781,9 @@ def run_hooks(
     a policy has already checked. ``cache`` (per round) keeps each tool's hook
     list between calls.
     """
-    chain = _hooks_cached(sets, call.tool, cache)
+    chain = cache.get(call._tool) if cache is not None else None
+    if chain is None:
+        chain = _hooks_cached(sets, call._tool, cache)
     if not chain[0]:
         return call
     outcome, approved = _sync_pass(call, chain, ctx)

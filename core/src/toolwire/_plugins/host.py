@@ -742,7 +742,7 @@ class PluginHost:
         for impl in self._live_impls("toolwire_tool_decision"):
             target = policies if self._kind.get(impl.plugin_name) == "policy" else packs
             label = f"plugin:{impl.plugin_name}"
-            target.on(None, _decision_hook(impl.function, impl.argnames, label, budget), name=label)
+            target._on_timed(_decision_hook(impl.function, impl.argnames), label, budget)
         for impl in self._live_impls("toolwire_tool_description"):
             target = policies if self._kind.get(impl.plugin_name) == "policy" else packs
             label = f"plugin:{impl.plugin_name}"

@@ -6,12 +6,12 @@ from __future__ import annotations
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from toolwire._calls import ToolResult, TypedCall, rejection_content
 from toolwire._exports import publish
-from toolwire._hooks import Complete, HookContext, Reject, RunNormally, _close
+from toolwire._hooks import HookContext, Reject, _close
 from toolwire._tools import Tool
 
 if TYPE_CHECKING:
@@ -20,8 +20,6 @@ if TYPE_CHECKING:
 from toolwire._plugins.discovery import _describe
 
 logger = logging.getLogger("toolwire.plugins")
-
-_DECISIONS = frozenset({RunNormally, Complete, Reject, type(None)})
 
 _ASYNC_OK = frozenset({"toolwire_tool_decision", "toolwire_tool_result"})
 
@@ -47,90 +45,10 @@ def _blocker(reason: str) -> Callable[[TypedCall[Any], HookContext], ToolDecisio
     return blocked
 
 
-def _over_budget(label: str, elapsed: float, budget: float) -> Reject:
-    return Reject(
-        f"hook `{label}` took {elapsed:.3g} s, over its {budget:g} s budget "
-        f"(TOOLWIRE_HOOK_TIMEOUT); the call was not run"
-    )
-
-
-async def _await_within(aw: Awaitable[Any], label: str, budget: float) -> Any:
-    """The hook's answer if it comes within ``budget``, else a rejection.
-
-    Not ``asyncio.wait_for``: on Python 3.11 it waits for the cancelled hook to finish and
-    returns its answer, so a hook that swallows cancellation would be obeyed after its
-    budget. Past the budget the call is rejected, whatever the hook answers later; the
-    hook's task is cancelled and left to end on its own.
-    """
-    import asyncio  # here, not at the top: assembling a toolset needs no event loop
-
-    task = asyncio.ensure_future(aw)
-    done, _ = await asyncio.wait((task,), timeout=budget)
-    if task in done:
-        return task.result()
-    task.cancel()
-    task.add_done_callback(_consume)
-    return _over_budget(label, budget, budget)
-
-
-def _consume(task: Any) -> None:
-    """Read a late hook task's outcome so asyncio does not log it as never retrieved."""
-    if not task.cancelled():
-        task.exception()
-
-
-class _Bounded:
-    """The awaitable a sync hookimpl returned, to be awaited within the hook's budget.
-
-    Awaiting it awaits the hookimpl's awaitable under ``asyncio.wait_for``.
-    ``close()`` (what the sync pipeline calls on an awaitable it cannot await)
-    closes the hookimpl's awaitable itself, so an unawaited coroutine does not
-    warn "was never awaited".
-    """
-
-    __slots__ = ("aw", "budget", "label")
-
-    def __init__(self, aw: Awaitable[Any], label: str, budget: float) -> None:
-        self.aw = aw
-        self.label = label
-        self.budget = budget
-
-    def __await__(self) -> Generator[Any, None, Any]:
-        return _await_within(self.aw, self.label, self.budget).__await__()
-
-    def close(self) -> None:
-        _close(self.aw)
-
-
-def _decision_hook(
-    fn: Callable[..., Any], argnames: Sequence[str], label: str, budget: float
-) -> Callable[[TypedCall[Any], HookContext], Any]:
-    """A plain function for the core pipeline: the impl, within its time budget."""
-    f = _caller(fn, argnames, ("call", "context"))
-    clock = time.perf_counter
-    decisions = _DECISIONS
-    if inspect.iscoroutinefunction(fn):
-
-        async def decide_async(call: TypedCall[Any], context: HookContext) -> Any:
-            return await _await_within(f(call, context), label, budget)
-
-        return decide_async
-
-    def decide(call: TypedCall[Any], context: HookContext) -> Any:
-        start = clock()
-        decision = f(call, context)
-        elapsed = clock() - start
-        if elapsed > budget:
-            if inspect.isawaitable(decision):
-                _close(decision)
-            return _over_budget(label, elapsed, budget)
-        if decision is None or decision.__class__ in decisions:
-            return decision
-        if not inspect.isawaitable(decision):
-            return decision
-        return _Bounded(decision, label, budget)
-
-    return decide
+def _decision_hook(fn: Callable[..., Any], argnames: Sequence[str]) -> Callable[..., Any]:
+    """A hookimpl as the core pipeline calls it: ``f(call, context)``. The pipeline times
+    it against the host's budget (see ``HookSet._on_timed``), sync or async."""
+    return _caller(fn, argnames, ("call", "context"))
 
 
 def _description_hook(
@@ -261,7 +179,7 @@ class _ResultHook:
     async def arun(
         self, call: TypedCall[Any], result: ToolResult, ctx: HookContext, budget: float
     ) -> ToolResult:
-        import asyncio  # see _await_within
+        import asyncio  # here, not at the top: a sync loop needs no event loop
 
         start = time.perf_counter()
         try:
