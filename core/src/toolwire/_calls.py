@@ -40,6 +40,7 @@ __all__ = [
 
 InT = TypeVar("InT")
 _new_object = object.__new__
+_new_tuple = tuple.__new__
 
 REJECTION_PREFIX = "__toolwire_rejected__: "
 #: How a rejection reads to the model (the marker is for code, not for the model).
@@ -350,9 +351,10 @@ class TypedCall(Generic[InT]):
 
     def complete(self, output: Any) -> ToolResult:
         """The result of this call carrying ``output`` (text as is, anything else as JSON)."""
-        call = self._call
+        cid, name, arguments = self._call
         content = output if type(output) is str else self._tool.dump_output(output)
-        return ToolResult(call.id, call.name, call.arguments, content, False)
+        # ToolResult(...) without the named tuple's Python-level __new__ (one per call).
+        return _new_tuple(ToolResult, (cid, name, arguments, content, False))
 
     def error(self, message: str) -> ToolResult:
         """An error result for this call (``is_error`` set)."""

@@ -370,11 +370,12 @@ def decode_reply(
     providers that cannot express a requirement, or servers that ignore it.
     """
     kept, typed, issues = decode_calls(turn, reply.tool_calls)
-    if enforce_requirement:
+    if enforce_requirement and turn.requirement.kind != "optional":
         _check_requirement(turn, reply, typed)
     state = reply.provider_state
+    text = reply.text
     message = AssistantMessage(
-        sendable_text(reply.text),
+        text if text.isascii() else sendable_text(text),
         kept,
         sendable_value(dict(state)) if state else {},
         reply.model,
@@ -610,7 +611,8 @@ def _in_order(calls: tuple[ToolCall, ...], given: list[ToolResult]) -> bool:
     if len(calls) != len(given):
         return False
     for call, r in zip(calls, given, strict=True):
-        if type(r) is not ToolResult or mismatch(call, r) is not None:
+        # mismatch(call, r) is None, inlined: the same id, name and argument text.
+        if type(r) is not ToolResult or r[:3] != call:
             return False
     return True
 
@@ -724,7 +726,7 @@ def plan_round(
     ctx = context or round.turn.context or HookContext()
     if any(sets):
         cache = chain_cache(sets)
-        pending, h, r = _split(run_hooks(c, sets, ctx, cache) for c in calls)
+        pending, h, r = _split([run_hooks(c, sets, ctx, cache) for c in calls])
     else:
         pending, h, r = list(calls), [], []
     if round._guard is not None:
