@@ -156,6 +156,8 @@ class _ChatStream(StreamState):
         self.done = False
 
     def feed(self, event: SSEEvent) -> list[StreamEvent]:
+        # Decoded JSON: objects are dicts, checked as such (an ABC check per field costs
+        # more than the rest of a small delta).
         data = event.data
         if data == "[DONE]" or data.strip() == "[DONE]":
             self.done = True
@@ -179,16 +181,18 @@ class _ChatStream(StreamState):
             raise TypeError(f"choices must be a list, got {type(choices).__name__}")
         out: list[StreamEvent] = []
         for choice in choices:
-            if not isinstance(choice, Mapping):
+            if not isinstance(choice, dict):
                 raise TypeError(f"a choice must be an object, got {type(choice).__name__}")
             if choice.get("index", 0) not in (0, None):
                 continue  # n > 1: only the first choice is used
             delta = choice.get("delta")
             if delta is None:
                 delta = {}
-            if not isinstance(delta, Mapping):
+            if not isinstance(delta, dict):
                 raise TypeError(f"delta must be an object, got {type(delta).__name__}")
-            out.extend(self.asm.text(_content_text(delta.get("content"))))
+            content = delta.get("content")
+            if content is not None:
+                out.extend(self.asm.text(_content_text(content)))
             refusal = _opt_str(delta.get("refusal"), "refusal")
             if refusal:
                 self.refusal.append(refusal)
@@ -203,7 +207,7 @@ class _ChatStream(StreamState):
                 for call in calls:
                     out.extend(self._call(call))
             legacy = delta.get("function_call")
-            if isinstance(legacy, Mapping):
+            if isinstance(legacy, dict):
                 out.extend(
                     self.asm.fragment(
                         "function_call",
@@ -216,12 +220,12 @@ class _ChatStream(StreamState):
         return out
 
     def _call(self, call: object) -> list[StreamEvent]:
-        if not isinstance(call, Mapping):
+        if not isinstance(call, dict):
             raise TypeError(f"a tool-call delta must be an object, got {type(call).__name__}")
         fn = call.get("function")
         if fn is None:
             fn = {}
-        if not isinstance(fn, Mapping):
+        if not isinstance(fn, dict):
             raise TypeError(f"tool call function must be an object, got {type(fn).__name__}")
         call_id = _opt_str(call.get("id"), "tool call id") or None
         name = _opt_str(fn.get("name"), "function name") or None
