@@ -9,9 +9,8 @@ import stat
 import time
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
-from typing import Annotated, Any, BinaryIO
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
 
-import regex
 from pydantic import Field
 
 from toolwire import Capability, ToolEffect, Toolset, tool_fn
@@ -26,6 +25,11 @@ from toolwire_fs._safe import (
     open_dir_under,
     open_under,
 )
+
+if TYPE_CHECKING:
+    # Imported by grep itself: compiling its pattern tables at import (50 ms) would make
+    # every application pay for a tool it may never call.
+    import regex
 
 __all__ = [
     "ALLOW_DELETE_ENV",
@@ -245,6 +249,8 @@ class _FileTools:
     # -- grep ---------------------------------------------------------------------------
 
     def grep(self, pattern: str, path: str, glob: str | None) -> str:
+        import regex  # here, not at the top: see the TYPE_CHECKING import
+
         try:
             rx = regex.compile(pattern)
         except (regex.error, ValueError, OverflowError) as exc:

@@ -23,13 +23,17 @@ import json
 import socket
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
-import httpx
 
 from toolwire_http._errors import HttpDenied, HttpError
 from toolwire_http._policy import HttpPolicy
+
+if TYPE_CHECKING:
+    # Imported where a request is made: httpx pulls in its command line (rich, pygments)
+    # when those are installed, a quarter of a second this plugin's discovery need not pay.
+    import httpx
 
 __all__ = ["FetchResult", "Resolver", "fetch", "html_to_text"]
 
@@ -112,6 +116,8 @@ def fetch(
 ) -> FetchResult:
     """Make the request under ``policy``; HttpDenied before anything is sent when the
     URL, method or address is not allowed; HttpError when it fails."""
+    import httpx  # here, not at the top: see the TYPE_CHECKING import
+
     deadline = time.monotonic() + policy.timeout
     method = method.upper()
     try:
@@ -188,6 +194,8 @@ def _host_header(url: httpx.URL) -> str:
 def _read(
     response: httpx.Response, limit: int, deadline: float, timeout: float
 ) -> tuple[bytes, bool]:
+    import httpx  # here, not at the top: see the TYPE_CHECKING import
+
     chunks: list[bytes] = []
     size = 0
     try:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
-import httpx
 from pydantic import Field
 
 from toolwire import Capability, Toolset, tool_fn
 from toolwire_http._fetch import Resolver, describe, fetch, system_resolver
 from toolwire_http._policy import HttpPolicy, policy_from_env
+
+if TYPE_CHECKING:
+    import httpx  # imported where a request is made (see toolwire_http._fetch)
 
 __all__ = ["MAX_CHARS", "http_toolset", "http_toolset_from_env"]
 
