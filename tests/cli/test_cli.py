@@ -50,6 +50,25 @@ def test_help_documents_the_exit_codes(venv: Any) -> None:
         assert line in done.stdout
 
 
+def test_help_and_version_import_none_of_the_machinery(venv: Any) -> None:
+    # `toolwire --help` took 200 ms: it imported pydantic, the plugin host and the agent
+    # before argparse printed the help. Checked by what is loaded, not by a clock.
+    probe = (
+        "import sys, runpy\n"
+        "sys.argv = ['toolwire', sys.argv[1]]\n"
+        "try:\n"
+        "    runpy.run_module('toolwire', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = ('pydantic', 'pluggy', 'httpx', 'toolwire._agent', 'toolwire._plugins')\n"
+        "print('LOADED', [m for m in heavy if m in sys.modules], file=sys.stderr)\n"
+    )
+    for flag in ("--help", "--version"):
+        done = venv.run(str(venv.python), "-c", probe, flag, env=venv.env(**QUIET))
+        assert 0 == done.returncode, done.stderr
+        assert "LOADED []" in done.stderr, done.stderr
+
+
 def test_python_dash_m_runs_the_same_command(venv: Any) -> None:
     done = venv.run(str(venv.python), "-m", "toolwire", "plugins", env=venv.env(**QUIET))
     assert (0, "policies:") == (done.returncode, done.stdout.splitlines()[0])
