@@ -345,6 +345,28 @@ def hooks(bench: Bench) -> list[Row]:
     return rows
 
 
+#: The workspace's own tool packs and policy: left out of the rows compared to the floor
+#: (the floor loads only the 50 fake packs), loaded in the "+ the workspace's packs" row.
+WORKSPACE_PLUGINS = "fs,http,mcp,policy"
+
+
+def _discovery_src(setup_src: str, timed_src: str, check_src: str) -> str:
+    return (
+        "import time\n"
+        + setup_src
+        + "\n_t0 = time.perf_counter_ns()\n"
+        + timed_src
+        + "\n_t1 = time.perf_counter_ns()\n"
+        + check_src
+        + "\nprint(_t1 - _t0)\n"
+    )
+
+
+def _snippet(runner: Runner, n_plugins: int) -> str:
+    setup_src, timed_src, *rest = runner.discovery_snippet(n_plugins)
+    return _discovery_src(setup_src, timed_src, rest[0] if rest else "")
+
+
 def discovery(bench: Bench) -> list[Row]:
     """First toolset assembly in a fresh process with 0 and 50 fake plugin distributions.
 
@@ -353,47 +375,101 @@ def discovery(bench: Bench) -> list[Row]:
     ``PYTHONPATH`` and times ``timed_src`` after ``setup_src`` in a fresh interpreter, then
     runs ``check_src`` (untimed) to prove the plugins were really loaded. The first run of
     each configuration is an untimed warm-up (bytecode of the fake modules).
+
+    The floor does the same with its own 50 distributions (an entry point group, each
+    module building its one pydantic model at import): ``entry_points(group=...)`` and
+    ``ep.load()`` for each. Floor and library runs alternate; the ratio is the median of
+    the paired ratios. Those rows leave the workspace's own packs out of the host
+    (``TOOLWIRE_DISABLE_PLUGINS``); a last row times the 50 with them, absolute only.
     """
     rows = []
-    for n_plugins in (0, 50):
+    for n_plugins, workspace in ((0, False), (50, False), (50, True)):
+        label = f"discovery: {n_plugins} plugin dists"
+        if workspace:
+            label += " + the workspace's packs"
 
         def measure(
-            bench: Bench, row: Row, able: dict[str, State], n_plugins: int = n_plugins
+            bench: Bench,
+            row: Row,
+            able: dict[str, State],
+            n_plugins: int = n_plugins,
+            workspace: bool = workspace,
         ) -> None:
-            for name, st in able.items():
-                setup_src, timed_src, *rest = st.runner.discovery_snippet(n_plugins)
-                check_src = rest[0] if rest else ""
-                samples = []
-                with tempfile.TemporaryDirectory() as tmp:
-                    site = Path(tmp)
+            reps = bench.config.import_reps
+            with tempfile.TemporaryDirectory() as tmp:
+                floor_site = Path(tmp) / "floor"
+                floor_site.mkdir()
+                make_floor_distributions(floor_site, n_plugins)
+                floor_env = _timing.child_env()
+                floor_env["PYTHONPATH"] = f"{floor_site}:{floor_env['PYTHONPATH']}"
+                floor_src = _snippet(bench.floor.runner, n_plugins)
+                floor_ns: list[float] = []
+                for name, st in able.items():
+                    site = Path(tmp) / name
+                    site.mkdir()
                     make_fake_distributions(site, n_plugins)
                     env = _timing.child_env()
                     env["PYTHONPATH"] = f"{site}:{env['PYTHONPATH']}"
-                    src = (
-                        "import time\n"
-                        + setup_src
-                        + "\n_t0 = time.perf_counter_ns()\n"
-                        + timed_src
-                        + "\n_t1 = time.perf_counter_ns()\n"
-                        + check_src
-                        + "\nprint(_t1 - _t0)\n"
-                    )
-                    for _ in range(bench.config.import_reps + 1):
-                        res = _timing.run_child([sys.executable, "-c", src], cwd=site, env=env)
-                        samples.append(float(res["stdout"].split()[-1]))
-                _fill(row, name, samples[1:], None, 1e6)
+                    if not workspace:
+                        env["TOOLWIRE_DISABLE_PLUGINS"] = WORKSPACE_PLUGINS
+                    src = _snippet(st.runner, n_plugins)
 
-        rows.append(
-            _optional(
-                bench,
-                "discovery",
-                f"discovery: {n_plugins} plugin dists",
-                "ms",
-                "discovery_snippet",
-                measure,
-            )
-        )
+                    def lib_run(src: str = src, site: Path = site, env: dict = env) -> float:
+                        res = _timing.run_child([sys.executable, "-c", src], cwd=site, env=env)
+                        return float(res["stdout"].split()[-1])
+
+                    def floor_run() -> float:
+                        res = _timing.run_child(
+                            [sys.executable, "-c", floor_src], cwd=floor_site, env=floor_env
+                        )
+                        return float(res["stdout"].split()[-1])
+
+                    lib_run()  # untimed: bytecode of the fake modules
+                    floor_run()
+                    samples, ratios = [], []
+                    for rep in range(reps):
+                        if rep % 2 == 0:
+                            f, t = floor_run(), lib_run()
+                        else:
+                            t, f = lib_run(), floor_run()
+                        floor_ns.append(f)
+                        samples.append(t)
+                        ratios.append(t / f)
+                    _fill(row, name, samples, None if workspace else ratios, 1e6)
+                if not workspace:
+                    _fill(row, "floor", floor_ns, None, 1e6)
+
+        rows.append(_optional(bench, "discovery", label, "ms", "discovery_snippet", measure))
     return rows
+
+
+_FLOOR_PLUGIN = '''"""Fake floor pack NNN (bench): one pydantic model, built at import."""
+
+from pydantic import create_model
+
+
+def fake_tool_NNN(query: str, limit: int = 10) -> str:
+    """Look NNN up."""
+    return query
+
+
+Args = create_model("fake_tool_NNN_args", query=(str, ...), limit=(int, 10))
+'''
+
+FLOOR_GROUP = "bench.floor.toolsets"
+
+
+def make_floor_distributions(site: Path, n: int) -> None:
+    """The floor's ``n`` distributions: one entry point each in ``FLOOR_GROUP`` naming a
+    module that builds one pydantic model from its function's fields at import."""
+    for i in range(n):
+        mod = f"bench_floor_plugin_{i:03d}"
+        (site / f"{mod}.py").write_text(_FLOOR_PLUGIN.replace("NNN", f"{i:03d}"))
+        info = site / f"{mod}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {mod}\nVersion: 1.0\n")
+        (info / "entry_points.txt").write_text(f"[{FLOOR_GROUP}]\nfake_{i:03d} = {mod}\n")
+        (info / "RECORD").write_text("")
 
 
 _FAKE_PLUGIN = '''"""Fake tool pack NNN (bench): one tool, registered through the toolsets hook."""
@@ -525,6 +601,90 @@ def executor(bench: Bench) -> list[Row]:
     return [total, per_call] if per_call["libs"] else [total]
 
 
+_INPROC_TOOLS = """
+import time
+_t0 = time.perf_counter_ns()
+import toolwire
+_tools = toolwire.get_host().assemble(toolwire.Toolset("app", [])).tools()
+_t1 = time.perf_counter_ns()
+assert _tools, "no tools: the workspace's packs were not found"
+print(_t1 - _t0)
+"""
+
+
+def _toolwire_command() -> list[str] | None:
+    """The installed ``toolwire`` console script (next to this interpreter), or None."""
+    script = Path(sys.executable).with_name("toolwire")
+    return [str(script)] if script.exists() else None
+
+
+def s5(bench: Bench) -> list[Row]:
+    """The command's start-up in fresh processes, bytecode cached (one untimed run first).
+
+    ``toolwire --help``: wall time over bare python (``python -c pass``, run alternately),
+    absolute: the target is at most 60 ms over. ``toolwire tools`` with the workspace's
+    packs: wall time, as a ratio to what a program pays in-process for the same work
+    (``import toolwire`` + ``get_host()`` + ``assemble().tools()``, timed inside a fresh
+    interpreter), paired run by run: the target is at most 2x.
+    """
+    help_row = _row("S5", "S5 toolwire --help (over bare python)", "ms")
+    tools_row = _row("S5", "S5 toolwire tools (to in-process assembly)", "ms")
+    command = _toolwire_command()
+    reason = None
+    if "toolwire" not in bench.libs:
+        reason = bench.skipped.get("toolwire") or NOT_YET
+    elif command is None:
+        reason = "the toolwire console script is not installed next to this python"
+    elif not bench.config.child_libs:
+        reason = SMOKE_CHILD_SKIP
+    if reason is not None:
+        for row in (help_row, tools_row):
+            row["libs"]["toolwire"] = {"skipped": reason}
+        return [help_row, tools_row]
+    assert command is not None
+    env = _timing.child_env()
+    with tempfile.TemporaryDirectory() as tmp:
+        cwd = Path(tmp)
+
+        def wall_ms(argv: list[str]) -> float:
+            return _timing.run_child(argv, cwd=cwd, env=env)["wall_ns"] / 1e6
+
+        def inproc_ms() -> float:
+            res = _timing.run_child([sys.executable, "-c", _INPROC_TOOLS], cwd=cwd, env=env)
+            return float(res["stdout"].split()[-1]) / 1e6
+
+        bare = [sys.executable, "-c", "pass"]
+        for argv in (bare, [*command, "--help"], [*command, "tools"]):  # untimed first runs
+            wall_ms(argv)
+        inproc_ms()
+        bare_ms, over, tools_ms, inproc, ratios = [], [], [], [], []
+        for rep in range(bench.config.import_reps):
+            if rep % 2 == 0:
+                b, h = wall_ms(bare), wall_ms([*command, "--help"])
+                i, t = inproc_ms(), wall_ms([*command, "tools"])
+            else:
+                h, b = wall_ms([*command, "--help"]), wall_ms(bare)
+                t, i = wall_ms([*command, "tools"]), inproc_ms()
+            bare_ms.append(b)
+            over.append(h - b)
+            tools_ms.append(t)
+            inproc.append(i)
+            ratios.append(t / i)
+    _fill(help_row, "floor", bare_ms, None, 1.0)
+    _fill(help_row, "toolwire", over, None, 1.0)
+    _fill(tools_row, "floor", inproc, None, 1.0)
+    _fill(tools_row, "toolwire", tools_ms, ratios, 1.0)
+    help_row["floor_is"] = "bare python (python -c pass), wall ms; toolwire: ms over it"
+    tools_row["floor_is"] = "import toolwire + get_host() + assemble().tools(), in-process ms"
+    _skipped_libs(bench, help_row)
+    _skipped_libs(bench, tools_row)
+    for row in (help_row, tools_row):
+        for name in bench.libs:
+            if name != "toolwire":
+                row["libs"][name] = {"skipped": "toolwire's command only"}
+    return [help_row, tools_row]
+
+
 def mcp(bench: Bench) -> list[Row]:
     """toolwire-mcp's per-call overhead and its server's tools/list, against the SDK."""
     from bench import _mcp
@@ -547,6 +707,7 @@ SCENARIOS: list[Scenario] = [
     Scenario("S2", "8 JSON-string tool calls -> validated typed inputs", s2),
     Scenario("S3", "S2 + run the 8 sync tools + 8 tool-result messages in order", s3),
     Scenario("S4", "import in a fresh process: wall time over bare python, peak RSS", s4),
+    Scenario("S5", "toolwire --help and toolwire tools: fresh process start-up", s5),
     Scenario("hooks", "S3 with 0/1/3/10 decision hooks registered through plugins", hooks),
     Scenario(
         "discovery", "first toolset assembly, fresh process, 0 and 50 plugin dists", discovery

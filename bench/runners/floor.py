@@ -49,6 +49,8 @@ class FloorRunner(Runner):
         "hooks": "S3 (no hooks): the target is a ratio to the plain round",
         "streaming": "bytes joined and split on blank lines, json.loads per data line, "
         "argument fragments appended per call and joined (bench/_sse.py floor_assemble)",
+        "discovery": "fresh process after `import pydantic`: entry_points(group=...) + "
+        "ep.load() per fake dist, each module building one create_model() at import",
         "executor": "await asyncio.gather(*(twin(**model.__dict__) ...)) over the 8 already "
         "validated inputs + one result dict per call",
     }
@@ -118,6 +120,14 @@ class FloorRunner(Runner):
             {"role": "tool", "tool_call_id": cid, "content": out}
             for (cid, _, _), out in zip(jobs, outs, strict=True)
         ]
+
+    def discovery_snippet(self, n_plugins: int) -> tuple[str, str, str]:
+        """The floor of plugin discovery: the group's entry points, each module loaded (and
+        its one pydantic model built at import). See scenarios.make_floor_distributions."""
+        setup = "import pydantic\nfrom importlib.metadata import entry_points\n"
+        timed = "mods = [ep.load() for ep in entry_points(group='bench.floor.toolsets')]\n"
+        check = f"assert len(mods) == {n_plugins} and all(hasattr(m, 'Args') for m in mods)\n"
+        return setup, timed, check
 
     def normalise_input(self, item: Any, fn: Callable[..., Any]) -> dict[str, Any]:
         return dict(item)
