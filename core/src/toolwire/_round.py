@@ -522,7 +522,11 @@ class ToolRound:
             given = self._decided(given, self._guard)
         calls = self.message.tool_calls
         if not self.issues and _in_order(calls, given):
-            self._write(given)
+            # Checked and sendable as they are: written without a second pass.
+            if len(self.session._messages) != self._mark:
+                self._check_writable()  # raises: the session changed meanwhile
+            self.session._append_trusted((self.message, ToolResultsMessage(tuple(given))))
+            self._done = "committed"
             return
         by_id: dict[str, ToolResult] = {}
         for r in given:
@@ -607,12 +611,13 @@ class ToolRound:
 
 
 def _in_order(calls: tuple[ToolCall, ...], given: list[ToolResult]) -> bool:
-    """True when ``given`` answers ``calls`` exactly, in order (the common case)."""
+    """True when ``given`` answers ``calls`` exactly, in order (the common case), with
+    content that needs no repair (ASCII; otherwise the general path repairs it)."""
     if len(calls) != len(given):
         return False
     for call, r in zip(calls, given, strict=True):
         # mismatch(call, r) is None, inlined: the same id, name and argument text.
-        if type(r) is not ToolResult or r[:3] != call:
+        if type(r) is not ToolResult or r[:3] != call or not r.content.isascii():
             return False
     return True
 
