@@ -281,17 +281,6 @@ class TypedCall(Generic[InT]):
         self._edited = edited
         self._guard: Any = None
 
-    @classmethod
-    def _trusted(cls, call: ToolCall, tool: Tool[InT, Any], input: InT) -> TypedCall[InT]:
-        # The decoder found ``tool`` by ``call.name``: skip the name check on the hot path.
-        self = _new_object(cls)
-        self._call = call
-        self._tool = tool
-        self._input = input
-        self._edited = False
-        self._guard = None
-        return self
-
     @property
     def call(self) -> ToolCall:
         return self._call

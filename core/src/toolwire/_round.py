@@ -268,7 +268,8 @@ def decode_calls(
         except ValidationError as exc:
             issues.append(InvalidArguments(call, tool, _errors_of(exc)))
             continue
-        # TypedCall._trusted, inlined (one per call): the tool was found by the call's name.
+        # TypedCall(...) without its name check (one per call): the tool was found by the
+        # call's name.
         typed_call = new(TypedCall)
         typed_call._call = call
         typed_call._tool = tool
