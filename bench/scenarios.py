@@ -462,14 +462,7 @@ FLOOR_GROUP = "bench.floor.toolsets"
 def make_floor_distributions(site: Path, n: int) -> None:
     """The floor's ``n`` distributions: one entry point each in ``FLOOR_GROUP`` naming a
     module that builds one pydantic model from its function's fields at import."""
-    for i in range(n):
-        mod = f"bench_floor_plugin_{i:03d}"
-        (site / f"{mod}.py").write_text(_FLOOR_PLUGIN.replace("NNN", f"{i:03d}"))
-        info = site / f"{mod}-1.0.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {mod}\nVersion: 1.0\n")
-        (info / "entry_points.txt").write_text(f"[{FLOOR_GROUP}]\nfake_{i:03d} = {mod}\n")
-        (info / "RECORD").write_text("")
+    _write_distributions(site, n, "bench_floor_plugin", FLOOR_GROUP, _FLOOR_PLUGIN)
 
 
 _FAKE_PLUGIN = '''"""Fake tool pack NNN (bench): one tool, registered through the toolsets hook."""
@@ -499,9 +492,15 @@ def make_fake_distributions(site: Path, n: int, group: str = "toolwire.toolsets"
     """Write ``n`` installed-looking tool packs: a dist-info with one entry point in ``group``
     naming a module that has a ``toolwire_register_toolsets`` hookimpl registering a one-tool
     ``Toolset`` (the tool built with ``tool_fn`` at import, as most tool packs do)."""
+    _write_distributions(site, n, "bench_fake_plugin", group, _FAKE_PLUGIN)
+
+
+def _write_distributions(site: Path, n: int, prefix: str, group: str, template: str) -> None:
+    """``n`` modules ``{prefix}_NNN`` from ``template`` (NNN replaced), each with a
+    dist-info (METADATA, RECORD, one entry point ``fake_NNN`` in ``group``)."""
     for i in range(n):
-        mod = f"bench_fake_plugin_{i:03d}"
-        (site / f"{mod}.py").write_text(_FAKE_PLUGIN.replace("NNN", f"{i:03d}"))
+        mod = f"{prefix}_{i:03d}"
+        (site / f"{mod}.py").write_text(template.replace("NNN", f"{i:03d}"))
         info = site / f"{mod}-1.0.dist-info"
         info.mkdir()
         (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {mod}\nVersion: 1.0\n")
