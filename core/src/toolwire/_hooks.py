@@ -778,8 +778,8 @@ def run_hooks(
 
     If a hook edits the input after the guard sets (policies) ran, the guard
     hooks run again on the final input: a tool pack cannot rewrite arguments
-    a policy has already checked. ``cache`` (per round) keeps each tool's hook
-    list between calls.
+    a policy has already checked. ``cache`` (from :func:`chain_cache`: shared by every
+    round over the same, unchanged sets) keeps each tool's hook list between calls.
     """
     chain = cache.get(call._tool) if cache is not None else None
     if chain is None:
