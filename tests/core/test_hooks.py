@@ -516,3 +516,21 @@ def test_the_chain_cache_is_bounded() -> None:
     for _ in range(_hooks._CHAINS_MAX + 10):
         _hooks.chain_cache((tw.HookSet(),))
     assert len(_hooks._CHAINS) <= _hooks._CHAINS_MAX
+
+
+def test_a_round_without_a_context_shares_an_empty_read_only_one(toolset: tw.Toolset) -> None:
+    # One context per round cost as much as a hook; the shared one cannot carry state from
+    # one round into the next: writing into its extra is a failing hook, not a leak.
+    seen: list[Any] = []
+
+    def scribble(call: tw.TypedCall[Any], context: tw.HookContext) -> None:
+        seen.append(dict(context.extra))
+        context.extra["user"] = "mallory"  # type: ignore[index]
+
+    hooks = tw.HookSet("scribbler")
+    hooks.on(None, scribble)
+    for _ in range(2):
+        plan = _one(tw.Session().add_user("hi"), toolset).apply_hooks(hooks)
+        assert plan.pending == ()
+        assert ["c1"] == [r.call.id for r in plan.rejected]
+    assert [{}, {}] == seen

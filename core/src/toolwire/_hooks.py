@@ -8,6 +8,7 @@ import logging
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any, Generic, NoReturn, TypeVar, Union, overload
 
 import attrs
@@ -79,6 +80,10 @@ class HookContext:
     model: str = ""
     extra: Mapping[str, Any] = attrs.field(factory=dict)
 
+
+#: The context of a round whose turn gave none: shared (one per round cost as much as a
+#: hook), so its ``extra`` is read-only: an empty context is not a scratchpad.
+_EMPTY_CONTEXT = HookContext(extra=MappingProxyType({}))
 
 DecisionResult = Union[ToolDecision, None, Awaitable[Union[ToolDecision, None]]]
 """What a decision hook returns: a decision, None (run unchanged), or an awaitable of either."""

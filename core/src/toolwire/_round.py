@@ -39,6 +39,7 @@ from toolwire._errors import (
 )
 from toolwire._exports import publish
 from toolwire._hooks import (
+    _EMPTY_CONTEXT,
     HookCache,
     HookContext,
     HookSet,
@@ -338,7 +339,7 @@ def _guard_for(turn: ResolvedTurn) -> _Guard | None:
         sets = (policies, *sets)  # policies first, so no later hook can answer for them
     if not any(sets):
         return None
-    return _Guard(sets, turn.context or HookContext())
+    return _Guard(sets, turn.context or _EMPTY_CONTEXT)
 
 
 @attrs.frozen
@@ -729,7 +730,7 @@ def plan_round(
     handled: Sequence[HandledCall],
     rejected: Sequence[RejectedCall],
 ) -> ToolRoundPlan:
-    ctx = context or round.turn.context or HookContext()
+    ctx = context or round.turn.context or _EMPTY_CONTEXT
     if any(sets):
         cache = chain_cache(sets)
         pending, h, r = _split([run_hooks(c, sets, ctx, cache) for c in calls])
@@ -748,7 +749,7 @@ async def aplan_round(
     handled: Sequence[HandledCall],
     rejected: Sequence[RejectedCall],
 ) -> ToolRoundPlan:
-    ctx = context or round.turn.context or HookContext()
+    ctx = context or round.turn.context or _EMPTY_CONTEXT
     cache = chain_cache(sets)
     outcomes = [await arun_hooks(c, sets, ctx, cache) for c in calls] if any(sets) else list(calls)
     pending, h, r = _split(outcomes)
