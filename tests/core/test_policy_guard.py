@@ -264,3 +264,17 @@ def test_the_host_says_which_plugins_are_inert() -> None:
     (active_record,) = [r for r in active.plugins if r.name == "corp"]
     assert inert.is_inert(inert_record)
     assert not active.is_inert(active_record)
+
+
+def test_the_executor_sees_a_hook_added_to_the_policy_set_after_a_call() -> None:
+    # The executor cached each tool's policy chain for as long as the host's policy set
+    # was the same object, so a hook added to that set in place was never run on a
+    # direct call. It now uses the chain cache the rounds use, renewed on every change.
+    host = _host(NoLookups())
+    executor = tw.Executor(tools=TOOLS, plugins=host)
+    ping_call = tw.ToolCall("c1", "ping", "{}")
+    assert "pong" == executor.execute(ping_call).content
+    host.hook_sets()[0].on("ping", lambda call: tw.Reject("no pings after lunch"))
+    result = executor.execute(tw.ToolCall("c2", "ping", "{}"))
+    assert result.is_error
+    assert "no pings after lunch" in result.content

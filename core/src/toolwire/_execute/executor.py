@@ -70,12 +70,14 @@ from toolwire._execute.jobs import (
 from toolwire._execute.paused import RoundExecution, _guards_of
 from toolwire._exports import publish
 from toolwire._hooks import (
+    _EMPTY_CONTEXT,
     HookContext,
     HookSet,
     _async_pass,
     _guards_only,
-    _hooks_for,
+    _hooks_cached,
     _reason_text,
+    chain_cache,
 )
 from toolwire._metadata import Capability
 from toolwire._plugins import get_host
@@ -191,7 +193,6 @@ class Executor:
         self._on_result = on_result
         self._host = _resolve_host(plugins)
         self.backend = resolve_backend(backend, self._host)
-        self._policy_chains: tuple[HookSet, dict[Any, Any]] | None = None
         # The host's result hooks (tool packs, then policies) see every result after
         # ``on_result``; looked up once. A host with none costs nothing per call.
         self._tracing = tracing
@@ -408,24 +409,15 @@ class Executor:
         restored round's data says they let it through): the host's policies, and the
         guard hooks among ``guards``. None if they let it run, else why not."""
         policies = self._host.hook_sets()[0] if self._host is not None else None
-        if not guards:
-            # The common case (a direct call): the host's policies only, their guard chain
-            # per tool cached for as long as the host's policy set is the same object.
-            if not policies:
-                return None
-            cache = self._policy_chains
-            if cache is None or cache[0] is not policies:
-                cache = self._policy_chains = (policies, {})
-            hooks = cache[1].get(call.tool)
-            if hooks is None:
-                hooks = cache[1][call.tool] = _guards_only(_hooks_for([policies], call.tool))[0]
-        else:
-            sets: list[HookSet] = [policies] if policies else []
-            sets.extend(s for s in guards if all(s is not p for p in sets))
-            hooks, _ = _guards_only(_hooks_for(sets, call.tool))
+        sets: list[HookSet] = [policies] if policies else []
+        sets.extend(s for s in guards if all(s is not p for p in sets))
+        if not sets:
+            return None
+        # The shared chain cache: renewed when a set changes, as the rounds' is.
+        hooks, _ = _guards_only(_hooks_cached(sets, call.tool, chain_cache(sets)))
         if not hooks:
             return None
-        outcome, _ = await _async_pass(call, (hooks, -1), context or _NO_CONTEXT)
+        outcome, _ = await _async_pass(call, (hooks, -1), context or _EMPTY_CONTEXT)
         if isinstance(outcome, RejectedCall):
             return outcome.reason
         if isinstance(outcome, HandledCall):
@@ -1026,9 +1018,6 @@ def _approval_map(
                 f"these calls ({', '.join(map(repr, sorted(known)))})"
             )
     return given
-
-
-_NO_CONTEXT = HookContext()
 
 
 def _guards_for(plan: ToolRoundPlan | ToolRound) -> tuple[HookSet, ...] | None:
