@@ -524,11 +524,7 @@ class ToolRound:
             given = self._decided(given, self._guard)
         calls = self.message.tool_calls
         if not self.issues and _in_order(calls, given):
-            # Checked and sendable as they are: written without a second pass.
-            if len(self.session._messages) != self._mark:
-                self._check_writable()  # raises: the session changed meanwhile
-            self.session._append_trusted((self.message, ToolResultsMessage(tuple(given))))
-            self._done = "committed"
+            self._append(given)  # checked, and sendable as they are
             return
         by_id: dict[str, ToolResult] = {}
         for r in given:
@@ -575,12 +571,15 @@ class ToolRound:
         return given
 
     def _write(self, ordered: list[ToolResult]) -> None:
-        self._check_writable()
         for i, r in enumerate(ordered):
             content = r.content
             if not content.isascii() and sendable_text(content) is not content:
                 ordered[i] = r._replace(content=sendable_text(content))
-        # Already checked against the calls: append without checking a second time.
+        self._append(ordered)
+
+    def _append(self, ordered: list[ToolResult]) -> None:
+        """Write the round (results already checked against the calls and sendable)."""
+        self._check_writable()
         self.session._append_trusted((self.message, ToolResultsMessage(tuple(ordered))))
         self._done = "committed"
 
