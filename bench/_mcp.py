@@ -3,6 +3,9 @@
 - ``mcp: tools/call via toolwire toolset``: one ``echo`` call to a stdio server through
   ``mcp_toolset`` and the executor (validation, hooks off, the connection's loop thread),
   against the SDK's ``Client.call_tool`` on its own connection to the same server script.
+- ``mcp: tools/call via toolwire toolset in connected()``: the same, with the toolset's
+  connection opened on the caller's loop by ``async with connected()``, as the SDK's
+  ``async with Client(...)`` opens its own: no hop to the loop thread.
 - ``mcp: tools/list 500 tools via toolwire server``: ``tools/list`` of 500 tools from
   ``build_server`` (toolwire's MCP server: turn resolution, metadata -> annotations)
   against the SDK's own low-level ``Server`` listing the same 500 tools; both in process.
@@ -13,6 +16,8 @@ Paired, order alternating; the ratio is toolwire / SDK.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import statistics
 import sys
 import time
@@ -61,11 +66,13 @@ async def _paired(
     return f_s, l_s, ratios
 
 
-async def _call_pair(reps: int, per: int) -> tuple[list[float], list[float], list[float]]:
+async def _call_pair(
+    reps: int, per: int, *, on_caller_loop: bool = False
+) -> tuple[list[float], list[float], list[float]]:
     from mcp import Client, StdioServerParameters
 
     import toolwire as tw
-    from toolwire_mcp import close_all, mcp_toolset
+    from toolwire_mcp import close_all, connected, mcp_toolset
 
     # By path: the benchmark runs in a scratch directory, and an MCP stdio server gets a
     # minimal environment (no PYTHONPATH), so `-m bench._mcp_server` would not import.
@@ -74,8 +81,9 @@ async def _call_pair(reps: int, per: int) -> tuple[list[float], list[float], lis
     executor = tw.Executor(tools=toolset, plugins=False)
     call = tw.ToolCall("c1", "echo", '{"text": "hi"}')
     params = StdioServerParameters(command=command[0], args=command[1:])
+    block = connected("bench") if on_caller_loop else contextlib.nullcontext()
     try:
-        async with Client(params) as client:
+        async with Client(params) as client, block:
 
             async def floor() -> Any:
                 result = await client.call_tool("echo", {"text": "hi"})
@@ -128,6 +136,11 @@ def rows(reps: int, quick: bool, libs: list[str]) -> list[dict[str, Any]]:
     out = []
     for label, measure, per in (
         ("mcp: tools/call via toolwire toolset", _call_pair, 20 if quick else 100),
+        (
+            "mcp: tools/call via toolwire toolset in connected()",
+            functools.partial(_call_pair, on_caller_loop=True),
+            20 if quick else 100,
+        ),
         ("mcp: tools/list 500 tools via toolwire server", _list_pair, 3 if quick else 10),
     ):
         row: dict[str, Any] = {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -21,6 +22,7 @@ from toolwire_mcp import (
     MCPConnectError,
     ServerSpec,
     close_all,
+    connected,
     load_config,
     mcp_toolset,
     metadata_for,
@@ -250,6 +252,105 @@ def _alive(pid: int) -> bool:
             return f.read().split()[2] != "Z"
     except OSError:
         return False
+
+
+# -- connected(): the caller's own loop -------------------------------------------------------
+
+
+def _aexecutor(ts: tw.Toolset) -> tw.Executor:
+    return tw.Executor(tools=ts, plugins=False, approval=lambda request: tw.Allow())
+
+
+def test_connected_serves_calls_on_the_callers_loop_and_closes_at_the_end(
+    stdio_spec: Any, tmp_path: Path
+) -> None:
+    from toolwire_mcp._connection import connection_for
+
+    pidfile = tmp_path / "pid"
+    spec = stdio_spec(MCP_PIDFILE=str(pidfile))
+    ts = mcp_toolset("srv", spec)
+    listed_by = int(pidfile.read_text())  # the loop thread's connection listed the tools
+    conn = connection_for(spec)
+    executor = _aexecutor(ts)
+
+    async def main() -> int:
+        loop = asyncio.get_running_loop()
+        async with connected():
+            assert not conn.is_open  # one connection per server: the loop thread's is closed
+            result = await executor.aexecute(tw.ToolCall("c1", "echo", '{"text": "a"}'))
+            assert result.content == "echo: a"
+            local = conn._local
+            assert local is not None
+            assert local._runner is not None
+            assert local._runner.get_loop() is loop  # opened here, not on the loop thread
+            # A blocking call from another thread hops to this loop: the same connection.
+            other = await asyncio.to_thread(conn.call_sync, "echo", {"text": "b"})
+            assert other.content[0].text == "echo: b"  # type: ignore[union-attr]
+            assert local.connects == 1
+            assert not conn.is_open
+            return int(pidfile.read_text())
+
+    served_by = asyncio.run(main())
+    assert served_by != listed_by
+    assert _wait(lambda: not _alive(served_by))  # the block's end closed its server
+    assert not _alive(listed_by)
+    assert conn._local is None
+    assert _run(ts, "echo", {"text": "c"}).content == "echo: c"  # the loop thread again
+    assert conn.is_open
+
+
+def test_connected_blocks_nest_and_name_their_servers(stdio_spec: Any) -> None:
+    from toolwire_mcp._connection import connection_for
+
+    spec = stdio_spec()
+    ts = mcp_toolset("srv", spec)
+    conn = connection_for(spec)
+    executor = _aexecutor(ts)
+
+    async def main() -> None:
+        with pytest.raises(tw.UsageError, match=r"no MCP server named 'no-such'; known: .*srv"):
+            async with connected("no-such"):
+                pass
+        async with connected("srv"):
+            outer = conn._local
+            async with connected():  # the same loop: the outer block keeps it
+                assert conn._local is outer
+                result = await executor.aexecute(tw.ToolCall("c1", "echo", '{"text": "x"}'))
+                assert result.content == "echo: x"
+            assert conn._local is outer
+
+            def elsewhere() -> None:
+                async def held() -> None:
+                    async with connected("srv"):
+                        pass
+
+                asyncio.run(held())
+
+            with pytest.raises(tw.UsageError, match="held by a connected"):
+                await asyncio.to_thread(elsewhere)
+            # A blocking call on this loop's own thread cannot wait for this loop: the loop
+            # thread serves it.
+            assert [t.name for t in conn.list_tools_sync()][:1] == ["echo"]
+        assert conn._local is None
+
+    asyncio.run(main())
+
+
+def test_list_changed_inside_a_connected_block_refreshes_the_toolset(stdio_spec: Any) -> None:
+    ts = mcp_toolset("srv", stdio_spec())
+    executor = _aexecutor(ts)
+
+    async def main() -> None:
+        async with connected():
+            result = await executor.aexecute(tw.ToolCall("c1", "grow", "{}"))
+            assert result.content == "grown"
+            for _ in range(300):
+                if "grown" in [t.name for t in ts.tools()]:
+                    return
+                await asyncio.sleep(0.05)
+            raise AssertionError("list_changed did not refresh the toolset")
+
+    asyncio.run(main())
 
 
 # -- Streamable HTTP ---------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 any toolwire toolset served over MCP.
 
 - :func:`mcp_toolset` (``mcp_toolset("git", ["uvx", "mcp-server-git"])``, or a Streamable
-  HTTP URL): an MCP server's tools as an ordinary toolset;
+  HTTP URL): an MCP server's tools as an ordinary toolset; :func:`connected` serves them
+  from the caller's event loop for an ``async with`` block;
 - :class:`ServerSpec`, :func:`load_config`: servers from code or from the ``mcpServers``
   JSON the MCP clients use; with this distribution installed, every configured server's
   tools appear in every toolwire application (entry point ``toolwire.toolsets: mcp``);
@@ -19,7 +20,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from toolwire_mcp._config import CONFIG_ENV, ConfigError, ServerSpec, config_paths, load_config
-    from toolwire_mcp._connection import MCPCallError, MCPConnectError, close_all
+    from toolwire_mcp._connection import MCPCallError, MCPConnectError, close_all, connected
     from toolwire_mcp._server import build_server, serve_mcp
     from toolwire_mcp._toolset import MCPToolError, mcp_toolset, metadata_for
 
@@ -34,6 +35,7 @@ _LAZY = {
     "ServerSpec": "toolwire_mcp._config",
     "build_server": "toolwire_mcp._server",
     "close_all": "toolwire_mcp._connection",
+    "connected": "toolwire_mcp._connection",
     "config_paths": "toolwire_mcp._config",
     "load_config": "toolwire_mcp._config",
     "mcp_toolset": "toolwire_mcp._toolset",
@@ -53,6 +55,7 @@ __all__ = [
     "build_server",
     "close_all",
     "config_paths",
+    "connected",
     "load_config",
     "mcp_toolset",
     "metadata_for",

@@ -7,6 +7,11 @@ process-wide loop thread; tool calls from any thread or event loop are submitted
 event loop of the code that first used it, and is reused by every toolset for the
 same server.
 
+Inside ``async with connected():`` the connections are opened on the block's own event
+loop instead, as the SDK's ``Client`` is: calls from that loop go straight to the
+connection with no hop between threads (calls from other threads hop to that loop), and
+the block's end closes them. Outside such a block the loop thread serves them.
+
 Lifecycle: connect on first use; a connection that dies (the server exits, the socket
 drops) is dropped and opened again on the next use; ``close`` (and process exit) closes
 it, which for a stdio server ends its process. Each wait has a deadline: start-up and
@@ -34,10 +39,17 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
 
-from toolwire.exceptions import ToolwireError
+from toolwire.exceptions import ToolwireError, UsageError
 from toolwire_mcp._config import ServerSpec
 
-__all__ = ["Connection", "MCPCallError", "MCPConnectError", "connection_for", "close_all"]
+__all__ = [
+    "Connection",
+    "MCPCallError",
+    "MCPConnectError",
+    "close_all",
+    "connected",
+    "connection_for",
+]
 
 logger = logging.getLogger("toolwire.mcp")
 
@@ -142,6 +154,11 @@ class Connection:
         self._listeners: list[Callable[[], None]] = []
         self._last_used = time.monotonic()
         self.connects = 0
+        # Set by connected(): the connection opened on the block's loop (``_home``), which
+        # serves every call while the block lasts; ``_retired`` once the block has ended.
+        self._local: Connection | None = None
+        self._home: asyncio.AbstractEventLoop | None = None
+        self._retired = False
 
     def __repr__(self) -> str:
         state = "open" if self.is_open else "closed"
@@ -256,6 +273,11 @@ class Connection:
         client = self._client
         if client is not None and self.is_open:
             return client  # the common case: no lock, no await
+        if self._retired:
+            raise MCPCallError(
+                f"MCP server `{self.spec.name}`: its connected() block has ended; "
+                f"the next call is served by the loop thread"
+            )
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
@@ -395,18 +417,44 @@ class Connection:
     def _submit(self, coro: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
         return _LOOP.submit(coro)
 
+    async def _routed(self, op: Callable[[Connection], Coroutine[Any, Any, _T]]) -> _T:
+        """``op`` on the connection that serves async callers now: the connected() block's
+        (directly when called from its loop), else the loop thread's."""
+        local = self._local
+        if local is None:
+            return await asyncio.wrap_future(_LOOP.submit(op(self)))
+        home = local._home
+        assert home is not None
+        if home is asyncio.get_running_loop():
+            return await op(local)
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(op(local), home))
+
+    def _routed_sync(
+        self, op: Callable[[Connection], Coroutine[Any, Any, _T]], deadline: float
+    ) -> _T:
+        local = self._local
+        if local is not None and _running_loop() is not local._home:
+            assert local._home is not None
+            return _result(asyncio.run_coroutine_threadsafe(op(local), local._home), deadline)
+        # No block, or a blocking call on the block's own loop (waiting there for that loop
+        # would never end): the loop thread serves it, on a connection of its own.
+        return _result(_LOOP.submit(op(self)), deadline)
+
     def list_tools_sync(self) -> list[types.Tool]:
         """Every tool the server lists, following ``nextCursor``."""
-        return _result(self._submit(self._list_tools()), self._deadline(pages=True))
+        return self._routed_sync(_list_op, self._deadline(pages=True))
 
     async def list_tools(self) -> list[types.Tool]:
-        return await asyncio.wrap_future(self._submit(self._list_tools()))
+        return await self._routed(_list_op)
 
     def call_sync(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        return _result(self._submit(self._call(name, arguments)), self._deadline())
+        return self._routed_sync(lambda conn: conn._call(name, arguments), self._deadline())
 
     async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        return await asyncio.wrap_future(self._submit(self._call(name, arguments)))
+        local = self._local  # inline, not _routed: this is every tool call's path
+        if local is not None and local._home is asyncio.get_running_loop():
+            return await local._call(name, arguments)
+        return await self._routed(lambda conn: conn._call(name, arguments))
 
     def close(self) -> None:
         """Close the connection (a stdio server's process ends); the next use reopens it."""
@@ -418,6 +466,17 @@ class Connection:
     def _deadline(self, *, pages: bool = False) -> float:
         per = self.spec.timeout + 1.0
         return self.spec.connect_timeout + (per * _MAX_PAGES if pages else per) + _CLOSE_TIMEOUT
+
+
+def _list_op(conn: Connection) -> Coroutine[Any, Any, list[types.Tool]]:
+    return conn._list_tools()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def _result(future: concurrent.futures.Future[_T], deadline: float) -> _T:
@@ -450,6 +509,60 @@ def close_all() -> None:
         conns = list(_CONNECTIONS.values())
     for conn in conns:
         conn.close()
+
+
+@contextlib.asynccontextmanager
+async def connected(*servers: str) -> AsyncIterator[None]:
+    """Serve MCP servers from the running event loop for the block, as the SDK's own
+    ``async with Client(...)`` does: a call made on this loop goes straight to the
+    connection, with no hop to the loop thread (the hop costs about 0.1 ms per call).
+
+    ``servers`` names the servers (``mcp_toolset`` names, config keys); by default, every
+    server this process has a connection to. Each one's connection on the loop thread is
+    closed on entry (one connection per server), the server is connected here on first
+    use, and the block's end closes it; later calls go back to the loop thread. Calls
+    from other threads or loops during the block hop to this loop, so it must keep
+    running; a blocking call made on this loop's own thread (``list_tools_sync``, a sync
+    ``Executor.execute``) is served by the loop thread instead. Blocks nest on one loop;
+    a server cannot be held by two loops' blocks at once (UsageError).
+    """
+    loop = asyncio.get_running_loop()
+    with _REGISTRY_LOCK:
+        known = list(_CONNECTIONS.values())
+    if servers:
+        names = {conn.spec.name for conn in known}
+        missing = [s for s in servers if s not in names]
+        if missing:
+            raise UsageError(
+                f"connected(): no MCP server named {', '.join(map(repr, missing))}; "
+                f"known: {', '.join(sorted(names)) or 'none'}"
+            )
+        known = [conn for conn in known if conn.spec.name in servers]
+    bound: list[Connection] = []
+    try:
+        for conn in known:
+            held = conn._local
+            if held is not None:
+                if held._home is loop:
+                    continue  # an enclosing block on this loop holds it, and closes it
+                raise UsageError(
+                    f"MCP server `{conn.spec.name}` is held by a connected() block on "
+                    f"another event loop"
+                )
+            local = Connection(conn.spec)
+            local._home = loop
+            local._listeners = conn._listeners  # list_changed reaches the same toolsets
+            conn._local = local
+            bound.append(conn)
+            if conn.is_open:
+                await asyncio.wrap_future(_LOOP.submit(conn._stop()))
+        yield
+    finally:
+        for conn in bound:
+            mine, conn._local = conn._local, None
+            if mine is not None:
+                mine._retired = True
+                await mine._stop()
 
 
 atexit.register(close_all)

@@ -138,7 +138,7 @@ def mcp_toolset(
     def refresh() -> None:
         async def again() -> None:
             try:
-                toolset.reset(tools_from(conn, await conn._list_tools()))
+                toolset.reset(tools_from(conn, await conn.list_tools()))
             except Exception as exc:
                 logger.warning("MCP server `%s`: refreshing its tools failed: %s", name, exc)
 
