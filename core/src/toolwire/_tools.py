@@ -126,6 +126,7 @@ class Tool(Generic[InT, OutT]):
         "_aliases",
         "_definition",
         "_input_schema",
+        "_model_input",
         "_origin",
         "_output_adapter",
         "_output_schema",
@@ -191,6 +192,8 @@ class Tool(Generic[InT, OutT]):
         self._raw_validator: Any = None
         self.cache = {}
         is_model = isinstance(input_type, type) and issubclass(input_type, BaseModel)
+        # The model type whose instances call() spreads straight into the function.
+        self._model_input: type | None = input_type if is_model else None
         if is_model or input_type is dict:
             self._adapter = None
         else:
@@ -384,7 +387,7 @@ class Tool(Generic[InT, OutT]):
                 f"tool `{self.name}` has no implementation: it was declared with @tool_input; "
                 f"run it in your own code and answer with call.complete(output)"
             )
-        if not injected and isinstance(value, BaseModel):
+        if not injected and (type(value) is self._model_input or isinstance(value, BaseModel)):
             return fn(**value.__dict__)
         return fn(**self.kwargs(value), **injected)
 
