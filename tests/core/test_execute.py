@@ -598,6 +598,92 @@ async def test_a_tool_that_swallows_cancellation_still_times_out() -> None:
     await asyncio.sleep(0)
 
 
+async def test_a_batch_shares_one_deadline_that_cuts_only_the_calls_still_running() -> None:
+    from toolwire._execute.attempts import _deadlines
+
+    seen: list[int] = []
+
+    @tw.tool_fn(timeout=0.1)
+    async def hang() -> str:
+        await asyncio.Event().wait()
+        return "never"
+
+    @tw.tool_fn(timeout=0.1)
+    async def stubborn() -> str:
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.05)
+        return "late success"
+
+    @tw.tool_fn(timeout=0.1)
+    async def quick() -> str:
+        seen.append(_deadlines(asyncio.get_running_loop()).live)
+        return "done"
+
+    executor = tw.Executor(tools=[hang, stubborn, quick], plugins=False)
+    calls = [
+        tw.ToolCall(f"c{i}", name, "{}") for i, name in enumerate(["hang", "stubborn", "quick"])
+    ]
+    results = await executor.aexecute_all(calls)
+    assert [(r.content, r.is_error) for r in results] == [
+        ("tool `hang` timed out after 0.1 s", True),
+        ("tool `stubborn` timed out after 0.1 s", True),
+        ("done", False),
+    ]
+    assert seen == [1]  # one deadline for the three calls, not one each
+    assert _deadlines(asyncio.get_running_loop()).live == 0
+    await asyncio.sleep(0)  # the tasks' cancel requests were withdrawn: nothing is pending
+
+
+async def test_a_retry_in_a_batch_has_a_deadline_of_its_own() -> None:
+    # The batch's deadline times first attempts only: a retry that starts late must not be
+    # cut by it (here it would be, 0.1 s into the retry).
+    attempts: list[int] = []
+
+    @tw.tool_fn(timeout=0.3, retry_hint=tw.RetryHint(2, initial_backoff=0))
+    async def flaky() -> str:
+        attempts.append(1)
+        await asyncio.sleep(0.2)
+        if len(attempts) == 1:
+            raise ConnectionError("reset")
+        return "second"
+
+    @tw.tool_fn(timeout=0.3)
+    async def quick() -> str:
+        return "done"
+
+    executor = tw.Executor(tools=[flaky, quick], plugins=False)
+    results = await executor.aexecute_all(
+        [tw.ToolCall("c1", "flaky", "{}"), tw.ToolCall("c2", "quick", "{}")]
+    )
+    assert [r.content for r in results] == ["second", "done"]
+    assert len(attempts) == 2
+
+
+async def test_cancelling_a_timed_batch_from_outside_is_not_reported_as_timeouts() -> None:
+    started: list[str] = []
+
+    @tw.tool_fn(timeout=10)
+    async def hang(n: int) -> str:
+        started.append(str(n))
+        await asyncio.Event().wait()
+        return "never"
+
+    executor = tw.Executor(tools=[hang], plugins=False)
+    task = asyncio.ensure_future(
+        executor.aexecute_all([tw.ToolCall(f"c{n}", "hang", f'{{"n": {n}}}') for n in range(3)])
+    )
+    while len(started) < 3:
+        await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    from toolwire._execute.attempts import _deadlines
+
+    assert _deadlines(asyncio.get_running_loop()).live == 0
+
+
 async def test_calls_with_different_timeouts_each_end_at_their_own() -> None:
     # One loop timer serves every deadline: a later, shorter deadline must re-arm it (the
     # fast call is cut before the quick one ends, not with the slow one), and a call that

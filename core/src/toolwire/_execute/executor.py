@@ -51,10 +51,17 @@ from toolwire._execute.approval import (
     call_fingerprint,
 )
 from toolwire._execute.attempts import (
+    _CUT,
+    _OVER,
+    _SHARED,
     _ApprovalMismatch,
+    _deadlines,
     _NotRetryable,
     _OutputMismatch,
     _retry_after,
+    _Shared,
+    _ToolTimeout,
+    _uncancel,
     _with_timeout,
     is_transient,
 )
@@ -474,9 +481,17 @@ class Executor:
     # -- stage 3: running -----------------------------------------------------------------
 
     async def _attempt(
-        self, plan: _PreparedTool, call: TypedCall[Any], approved: str | None
+        self,
+        plan: _PreparedTool,
+        call: TypedCall[Any],
+        approved: str | None,
+        shared: _Job | None = None,
     ) -> ToolResult:
-        """One attempt: run the tool under its timeout, validate its output. Raises on failure."""
+        """One attempt: run the tool under its timeout, validate its output. Raises on failure.
+
+        ``shared``: the job whose first attempt this is, timed by its batch's shared
+        deadline (see _share_deadlines) rather than a deadline of its own.
+        """
         if approved is not None and call_fingerprint(call) != approved:
             raise _ApprovalMismatch(
                 f"the arguments of tool `{call.name}` changed after they were approved; "
@@ -491,7 +506,21 @@ class Executor:
             )
         elif plan.is_async:
             aw = tool.call(call.input, **plan.injected)
-            out = await (aw if timeout is None else _with_timeout(aw, timeout))
+            if timeout is None:
+                out = await aw
+            elif shared is None:
+                out = await _with_timeout(aw, timeout)
+            else:  # as _with_timeout does, inline: the batch's deadline is already set
+                try:
+                    out = await aw
+                except asyncio.CancelledError:
+                    if shared.timing == _CUT and _uncancel(_current_task()):
+                        raise _ToolTimeout(timeout) from None
+                    raise
+                if shared.timing == _CUT:
+                    # The tool swallowed the cancellation and answered late: still a timeout.
+                    _uncancel(_current_task())
+                    raise _ToolTimeout(timeout)
         elif plan.blocking:
             loop = asyncio.get_running_loop()
             ctx = contextvars.copy_context()
@@ -532,7 +561,14 @@ class Executor:
         while True:
             try:
                 if chain is None:
-                    result = await self._attempt(plan, call, job.approved)
+                    if job.timing == _SHARED:
+                        try:
+                            result = await self._attempt(plan, call, job.approved, job)
+                        finally:
+                            if job.timing == _SHARED:
+                                job.timing = _OVER  # a retry has a deadline of its own
+                    else:
+                        result = await self._attempt(plan, call, job.approved)
                 else:
                     result = await chain(ToolRequest(call, attempt, job.context, job.approved))
                 break
@@ -665,10 +701,13 @@ class Executor:
             await self._run(jobs[0])
             return
         bound = self.max_concurrency
+        loop = asyncio.get_running_loop()
+        shared: list[_Shared] = []
         if bound is None or bound >= len(jobs):
             run = self._runner()
-            loop = asyncio.get_running_loop()
             tasks = [loop.create_task(run(j)) for j in jobs]
+            if self._chain is None:
+                shared = _share_deadlines(loop, jobs, tasks)
         else:
             queue = iter(jobs)
             tasks = [asyncio.ensure_future(self._worker(queue)) for _ in range(bound)]
@@ -678,6 +717,11 @@ class Executor:
             for t in tasks:
                 t.cancel()
             raise
+        finally:
+            if shared:
+                clock = _deadlines(loop)
+                for group in shared:
+                    clock.end(group)
 
     async def _worker(self, queue: Iterator[_Job]) -> None:
         for job in queue:
@@ -978,6 +1022,41 @@ def _resolve_host(plugins: Any) -> Any:
             f"plugins must be True, False or a toolwire.PluginHost, got {type(plugins).__name__}"
         )
     return plugins
+
+
+def _share_deadlines(
+    loop: asyncio.AbstractEventLoop, jobs: Sequence[_Job], tasks: Sequence[asyncio.Task[Any]]
+) -> list[_Shared]:
+    """One deadline per timeout for the first attempts of a batch's async calls, whose
+    tasks were just made (see _Shared). They start in the loop's next step, together, so
+    the deadline is the one each would set: one clock read and one timer entry per batch
+    instead of a deadline (and a wrapper coroutine) per call. Retries, calls run by a
+    backend and sync tools keep a deadline of their own."""
+    groups: dict[float, _Shared] = {}
+    for job, task in zip(jobs, tasks, strict=True):
+        plan = job.plan
+        if plan is None or not plan.is_async or plan.remote is not None:
+            continue
+        seconds = plan.timeout
+        if seconds is None:
+            continue
+        group = groups.get(seconds)
+        if group is None:
+            group = groups[seconds] = _Shared(loop.time() + seconds)
+        group.members.append((job, task))
+        job.timing = _SHARED
+    if not groups:
+        return []
+    clock = _deadlines(loop)
+    for group in groups.values():
+        clock.add(loop, group)
+    return list(groups.values())
+
+
+def _current_task() -> asyncio.Task[Any]:
+    task = asyncio.current_task()
+    assert task is not None
+    return task
 
 
 def _link(icpt: Callable[..., Any], inner: Next) -> Next:

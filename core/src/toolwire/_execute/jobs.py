@@ -121,7 +121,7 @@ def _effect_of(job: _Job) -> ToolEffect | None:
 class _Job:
     """One call on its way through the executor (internal, mutable)."""
 
-    __slots__ = ("approved", "call", "context", "error_type", "plan", "raw", "result")
+    __slots__ = ("approved", "call", "context", "error_type", "plan", "raw", "result", "timing")
 
     def __init__(self, raw: ToolCall, context: HookContext | None) -> None:
         self.raw = raw
@@ -131,6 +131,7 @@ class _Job:
         self.result: ToolResult | None = None
         self.error_type: str | None = None
         self.approved: str | None = None
+        self.timing = 0  # its first attempt under a batch's shared deadline (attempts._SHARED)
 
     def refuse(self, reason: str, kind: str) -> None:
         self.result = self.raw.result(rejection_content(reason), is_error=True)
