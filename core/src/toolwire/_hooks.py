@@ -675,20 +675,26 @@ def _sync_pass(
     hooks, snap_at = chain
     start = call
     approved: bytes | None = None
+    # When the last timed hook ended (None: read the clock afresh). Timed hooks in a row
+    # read the clock once each: one hook's end is the next one's start.
+    mark: float | None = None
     for i, (h, _guard) in enumerate(hooks):
         budget = h.budget
         try:
             if budget is not None:  # _timed_call, inlined: most hooks are plugins'
-                started = _clock()
+                started = _clock() if mark is None else mark
                 decision = h.fn(call, ctx)
-                elapsed = _clock() - started
+                mark = _clock()
+                elapsed = mark - started
                 if elapsed > budget:
                     decision = _late(h, decision, elapsed, budget)
             else:
+                mark = None
                 decision = h.fn(call, ctx) if h.arity == 2 else _call_hook(h, call, ctx)
         except (Exception, SystemExit, GeneratorExit) as exc:  # a hook cannot end the program
             return _failed(call, h, exc), approved
         if decision is not None:  # None, the common case: no opinion, nothing to interpret
+            mark = None  # what follows is not the next hook's time
             if inspect.isawaitable(decision):
                 _close(decision)
                 reason = f"hook `{h.name}` is async; use `await round.aapply_hooks(...)`"
@@ -698,6 +704,7 @@ def _sync_pass(
                 return outcome, approved
         if i == snap_at:
             approved = _fingerprint(call.input)
+            mark = None
     return call, approved
 
 
