@@ -30,6 +30,10 @@ SUBSCHEMA_KEYWORDS = frozenset(
         "contentSchema",
     }
 )
+#: ``isinstance(x, MAPPING)``: a dict is recognised without the Mapping ABC's (slower)
+#: instance check; any other Mapping still is one.
+MAPPING = (dict, Mapping)
+
 SUBSCHEMA_LIST_KEYWORDS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
 SUBSCHEMA_MAP_KEYWORDS = frozenset(
     {"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"}
@@ -116,7 +120,7 @@ def subschemas(node: Mapping[str, Any], path: str = "") -> Iterator[tuple[str, A
     the caller decides what to do with a value that is not a schema).
     """
     for key, value in node.items():
-        if key in SUBSCHEMA_MAP_KEYWORDS and isinstance(value, Mapping):
+        if key in SUBSCHEMA_MAP_KEYWORDS and isinstance(value, MAPPING):
             for name, sub in value.items():
                 yield f"{path}/{key}/{pointer_token(name)}", sub
         elif key in SUBSCHEMA_LIST_KEYWORDS and isinstance(value, list):
@@ -137,7 +141,7 @@ def map_subschemas(
     """
     out: dict[str, Any] = {}
     for key, value in node.items():
-        if key in SUBSCHEMA_MAP_KEYWORDS and isinstance(value, Mapping):
+        if key in SUBSCHEMA_MAP_KEYWORDS and isinstance(value, MAPPING):
             out[key] = {
                 name: fn(sub, f"{path}/{key}/{pointer_token(name)}") for name, sub in value.items()
             }
@@ -222,7 +226,7 @@ def resolve_ref(doc: Mapping[str, Any], ref: Any, path: str) -> tuple[Any, str]:
     for raw in ref[2:].split("/") if ref != "#" else ():
         token = unquote(raw).replace("~1", "/").replace("~0", "~")
         pointer += "/" + pointer_token(token)
-        if isinstance(node, Mapping) and token in node:
+        if isinstance(node, MAPPING) and token in node:
             node = node[token]
         elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
             node = node[int(token)]
@@ -276,14 +280,14 @@ def split_type_list(node: Mapping[str, Any]) -> dict[str, Any]:
 
 def check_root(schema: Any, provider: str, changes: ChangeLog) -> dict[str, Any]:
     """The root as an object schema with ``type`` and ``properties``; ``$ref`` roots inlined."""
-    if not isinstance(schema, Mapping):
+    if not isinstance(schema, MAPPING):
         raise SchemaCompileError(
             f"a tool's input schema must be a JSON object (dict), got {type(schema).__name__}"
         )
     root = dict(schema)
     if "$ref" in root:
         target, pointer = resolve_ref(root, root["$ref"], "")
-        if not isinstance(target, Mapping) or target is schema:
+        if not isinstance(target, MAPPING) or target is schema:
             raise SchemaCompileError(
                 f"the root $ref {root['$ref']!r} must point at an object schema under $defs"
             )
@@ -342,7 +346,7 @@ def check_refs(doc: Mapping[str, Any]) -> None:
     def walk(node: Any, path: str) -> None:
         if isinstance(node, bool):
             return
-        if not isinstance(node, Mapping):
+        if not isinstance(node, MAPPING):
             raise SchemaCompileError(
                 f"the schema at #{path} must be an object or a boolean, got {type(node).__name__}"
             )

@@ -89,6 +89,9 @@ class OpenAIStrictLimits:
 
 
 #: String formats OpenAI strict mode accepts (Structured Outputs guide, "Supported schemas").
+# isinstance(x, _MAPPING): a dict without the Mapping ABC's slower check; any Mapping still is.
+_MAPPING = (dict, Mapping)
+
 OPENAI_STRICT_FORMATS = frozenset(
     {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
 )
@@ -150,7 +153,7 @@ def _accepts_null(node: Any, doc: Mapping[str, Any], hops: int = 0) -> bool:
     """Does ``node`` accept ``null``? (Unresolvable references count as yes: keep the value.)"""
     if node is True:
         return True
-    if not isinstance(node, Mapping) or hops > 32:
+    if not isinstance(node, _MAPPING) or hops > 32:
         return node is not False
     t = node.get("type")
     if t == "null" or (isinstance(t, list) and "null" in t) or node.get("nullable") is True:
@@ -198,7 +201,7 @@ class _Strict:
             node = {}
         if node is False:
             raise SchemaCompileError(f"the schema at #{path} is `false` (nothing is valid)")
-        if not isinstance(node, Mapping):
+        if not isinstance(node, _MAPPING):
             raise SchemaCompileError(
                 f"the schema at #{path} must be an object or a boolean, got {type(node).__name__}"
             )
@@ -360,7 +363,7 @@ class _Strict:
 
         for key in ("$defs", "definitions"):
             defs = node.get(key)
-            if isinstance(defs, Mapping):
+            if isinstance(defs, _MAPPING):
                 out[key] = {
                     name: self.node(sub, f"{path}/{key}/{_tok(name)}") for name, sub in defs.items()
                 }
@@ -428,7 +431,7 @@ class _Strict:
         first = parts[0]
         if first is True:
             return node
-        if not isinstance(first, Mapping):
+        if not isinstance(first, _MAPPING):
             raise SchemaCompileError(f"allOf[0] at #{path} is not a schema")
         self.info(path, "merged_allof", "allOf with one part was merged into the schema")
         return {**first, **node}
@@ -442,7 +445,7 @@ class _Strict:
         is_root: bool,
     ) -> None:
         props = node.get("properties") or {}
-        if not isinstance(props, Mapping):
+        if not isinstance(props, _MAPPING):
             raise SchemaCompileError(f"properties at #{path} must be an object")
         required_in = node.get("required") or []
         required = {r for r in required_in if isinstance(r, str)}
@@ -468,7 +471,7 @@ class _Strict:
                     )
                 else:
                     compiled = _strict_nullable(compiled)
-                    has_default = isinstance(sub, Mapping) and "default" in sub
+                    has_default = isinstance(sub, _MAPPING) and "default" in sub
                     self.info(
                         sub_path,
                         "made_required_nullable",
@@ -489,7 +492,7 @@ class _Strict:
                     "additionalProperties was not set; strict mode needs it false, so the "
                     "model can send only the listed properties",
                 )
-        elif extra is True or (isinstance(extra, Mapping) and not extra):
+        elif extra is True or (isinstance(extra, _MAPPING) and not extra):
             notes.append("free-form object: any keys")
             self.warn(
                 path,
@@ -498,7 +501,7 @@ class _Strict:
                 "(additionalProperties must be false): the model can send only the listed "
                 "properties. Use a model with named fields, or a list of key/value pairs",
             )
-        elif isinstance(extra, Mapping):
+        elif isinstance(extra, _MAPPING):
             notes.append(f"free-form object; each value: {_brief(extra)}")
             self.warn(
                 path,
@@ -562,7 +565,7 @@ def _strict_limits(
     chars = 0
     for key in ("$defs", "definitions"):
         defs = schema.get(key)
-        if isinstance(defs, Mapping):
+        if isinstance(defs, _MAPPING):
             chars += sum(len(k) for k in defs)
 
     def walk(node: Any) -> None:
@@ -571,10 +574,10 @@ def _strict_limits(
             for x in node:
                 walk(x)
             return
-        if not isinstance(node, Mapping):
+        if not isinstance(node, _MAPPING):
             return
         props = node.get("properties")
-        if isinstance(props, Mapping):
+        if isinstance(props, _MAPPING):
             n_props += len(props)
             chars += sum(len(k) for k in props)
         enum = node.get("enum")
@@ -622,7 +625,7 @@ def _max_depth(doc: Mapping[str, Any]) -> int:
     def depth(node: Any, stack: tuple[str, ...]) -> int:
         if isinstance(node, list):
             return max((depth(x, stack) for x in node), default=0)
-        if not isinstance(node, Mapping):
+        if not isinstance(node, _MAPPING):
             return 0
         ref = node.get("$ref")
         if isinstance(ref, str):
@@ -716,7 +719,7 @@ def strip_strict_nulls(
 
 def _deref(node: Any, doc: Mapping[str, Any]) -> Any:
     for _ in range(32):
-        if not (isinstance(node, Mapping) and isinstance(node.get("$ref"), str)):
+        if not (isinstance(node, _MAPPING) and isinstance(node.get("$ref"), str)):
             return node
         try:
             node, _ptr = _resolve(doc, node["$ref"], "")
@@ -727,10 +730,10 @@ def _deref(node: Any, doc: Mapping[str, Any]) -> Any:
 
 def _object_schemas(node: Any, doc: Mapping[str, Any], hops: int = 0) -> list[Mapping[str, Any]]:
     node = _deref(node, doc)
-    if not isinstance(node, Mapping) or hops > 16:
+    if not isinstance(node, _MAPPING) or hops > 16:
         return []
     found: list[Mapping[str, Any]] = []
-    if isinstance(node.get("properties"), Mapping):
+    if isinstance(node.get("properties"), _MAPPING):
         found.append(node)
     for key in ("anyOf", "oneOf", "allOf"):
         branches = node.get(key)
@@ -742,7 +745,7 @@ def _object_schemas(node: Any, doc: Mapping[str, Any], hops: int = 0) -> list[Ma
 
 def _array_items(node: Any, doc: Mapping[str, Any], hops: int = 0) -> Any:
     node = _deref(node, doc)
-    if not isinstance(node, Mapping) or hops > 16:
+    if not isinstance(node, _MAPPING) or hops > 16:
         return None
     if "items" in node:
         return node["items"]
