@@ -529,12 +529,15 @@ def _close(obj: Any) -> None:
 Outcome = Union[TypedCall[Any], HandledCall, RejectedCall]
 
 
-_Chain = tuple[list[tuple[_Hook, bool]], int]
+#: A tool's decision hooks: the (hook, is_guard) pairs; the index of the last guard hook
+#: that a non-guard hook follows (-1: none), after which the input is fingerprinted; and
+#: the hooks alone when every one is timed (a plugin's) and nothing is fingerprinted, for
+#: the pipeline's fast pass (else None).
+_Chain = tuple[list[tuple[_Hook, bool]], int, list[_Hook] | None]
 
 
 def _hooks_for(sets: Sequence[HookSet], tool: Tool[Any, Any]) -> _Chain:
-    """The (hook, is_guard) pairs for a tool, and the index of the last guard hook that a
-    non-guard hook follows (-1: none), after which the input is fingerprinted."""
+    """The chain of a tool's decision hooks in these sets (see _Chain)."""
     out: list[tuple[_Hook, bool]] = []
     for s in sets:
         if s._decision:
@@ -543,7 +546,8 @@ def _hooks_for(sets: Sequence[HookSet], tool: Tool[Any, Any]) -> _Chain:
     for i, (_, guard) in enumerate(out):
         if guard and any(not g for _, g in out[i + 1 :]):
             snap = i
-    return out, snap
+    timed = snap == -1 and all(h.budget is not None for h, _ in out)
+    return out, snap, [h for h, _ in out] if timed else None
 
 
 def _fingerprint(value: Any) -> bytes:
@@ -672,7 +676,9 @@ def _sync_pass(
 ) -> tuple[Outcome, bytes | None]:
     """One pass of the pipeline: the outcome, and the fingerprint of the input as the
     guards approved it (None when no non-guard hook follows a guard)."""
-    hooks, snap_at = chain
+    hooks, snap_at, timed = chain
+    if timed is not None:
+        return _timed_pass(call, timed, ctx), None
     start = call
     approved: bytes | None = None
     # When the last timed hook ended (None: read the clock afresh). Timed hooks in a row
@@ -708,10 +714,38 @@ def _sync_pass(
     return call, approved
 
 
+def _timed_pass(call: TypedCall[Any], hooks: list[_Hook], ctx: HookContext) -> Outcome:
+    """_sync_pass for a chain of plugin hooks only (each timed, none fingerprinted): the
+    same steps without the general pass's bookkeeping. One hook's end is the next one's
+    start, as there."""
+    start = call
+    mark = _clock()
+    for h in hooks:
+        try:
+            decision = h.fn(call, ctx)
+        except (Exception, SystemExit, GeneratorExit) as exc:  # a hook cannot end the program
+            return _failed(call, h, exc)
+        now = _clock()
+        budget: float = h.budget  # type: ignore[assignment]  # every hook here is timed
+        if now - mark > budget:
+            decision = _late(h, decision, now - mark, budget)
+        if decision is not None:
+            if inspect.isawaitable(decision):
+                _close(decision)
+                reason = f"hook `{h.name}` is async; use `await round.aapply_hooks(...)`"
+                return _reject(call, reason, h.name)
+            call, outcome = _step(call, start, h, decision)
+            if outcome is not None:
+                return outcome
+            now = _clock()  # what followed is not the next hook's time
+        mark = now
+    return call
+
+
 async def _async_pass(
     call: TypedCall[Any], chain: _Chain, ctx: HookContext
 ) -> tuple[Outcome, bytes | None]:
-    hooks, snap_at = chain
+    hooks, snap_at, _ = chain
     start = call
     approved: bytes | None = None
     for i, (h, _guard) in enumerate(hooks):
@@ -746,7 +780,7 @@ def _guards_missed(outcome: Outcome, approved: bytes | None) -> bool:
 
 
 def _guards_only(chain: _Chain) -> _Chain:
-    return [p for p in chain[0] if p[1]], -1
+    return [p for p in chain[0] if p[1]], -1, None
 
 
 HookCache = dict[Tool[Any, Any], _Chain]
@@ -793,17 +827,42 @@ def run_hooks(
     a policy has already checked. ``cache`` (from :func:`chain_cache`: shared by every
     round over the same, unchanged sets) keeps each tool's hook list between calls.
     """
+    outcome = _decide(call, sets, ctx, cache)
+    if outcome is None:
+        return call
+    if logger.isEnabledFor(logging.DEBUG):
+        _log(call, outcome)
+    return outcome
+
+
+def run_hooks_all(
+    calls: Sequence[TypedCall[Any]],
+    sets: Sequence[HookSet],
+    ctx: HookContext,
+    cache: HookCache | None = None,
+) -> list[Outcome]:
+    """:func:`run_hooks` for each call, in order (the log level read once for them all)."""
+    decided = [_decide(c, sets, ctx, cache) for c in calls]
+    if logger.isEnabledFor(logging.DEBUG):
+        for c, o in zip(calls, decided, strict=True):
+            if o is not None:
+                _log(c, o)
+    return [c if o is None else o for c, o in zip(calls, decided, strict=True)]
+
+
+def _decide(
+    call: TypedCall[Any], sets: Sequence[HookSet], ctx: HookContext, cache: HookCache | None
+) -> Outcome | None:
+    """The pipeline's outcome for ``call``; None when no decision hook applies to its tool."""
     chain = cache.get(call._tool) if cache is not None else None
     if chain is None:
         chain = _hooks_cached(sets, call._tool, cache)
     if not chain[0]:
-        return call
+        return None
     outcome, approved = _sync_pass(call, chain, ctx)
     if approved is not None and _guards_missed(outcome, approved):
         assert isinstance(outcome, TypedCall)
         outcome, _ = _sync_pass(outcome, _guards_only(chain), ctx)
-    if logger.isEnabledFor(logging.DEBUG):
-        _log(call, outcome)
     return outcome
 
 

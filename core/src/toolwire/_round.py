@@ -47,6 +47,7 @@ from toolwire._hooks import (
     arun_hooks,
     chain_cache,
     run_hooks,
+    run_hooks_all,
 )
 from toolwire._tools import Tool
 from toolwire._transcript import AssistantMessage, Session, ToolResultsMessage, Usage
@@ -732,7 +733,7 @@ def plan_round(
     ctx = context or round.turn.context or _EMPTY_CONTEXT
     if any(sets):
         cache = chain_cache(sets)
-        pending, h, r = _split([run_hooks(c, sets, ctx, cache) for c in calls])
+        pending, h, r = _split(run_hooks_all(calls, sets, ctx, cache))
     else:
         pending, h, r = list(calls), [], []
     if round._guard is not None:

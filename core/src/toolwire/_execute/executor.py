@@ -421,10 +421,10 @@ class Executor:
         if not sets:
             return None
         # The shared chain cache: renewed when a set changes, as the rounds' is.
-        hooks, _ = _guards_only(_hooks_cached(sets, call.tool, chain_cache(sets)))
+        hooks, _, _ = _guards_only(_hooks_cached(sets, call.tool, chain_cache(sets)))
         if not hooks:
             return None
-        outcome, _ = await _async_pass(call, (hooks, -1), context or _EMPTY_CONTEXT)
+        outcome, _ = await _async_pass(call, (hooks, -1, None), context or _EMPTY_CONTEXT)
         if isinstance(outcome, RejectedCall):
             return outcome.reason
         if isinstance(outcome, HandledCall):
