@@ -303,16 +303,25 @@ class HttpProvider(Provider, Generic[_S]):
         except ProviderError:
             raise
         except DECODE_ERRORS as exc:
-            what = self._describe_error(exc)
-            if data is not None:
-                what = f"{what} in {_snippet(data, _SNIPPET_CHARS)!r}"
-            raise self._malformed(what, stream=stream) from exc
+            raise self._decode_failed(exc, stream=stream, data=data) from exc
+
+    def _decode_failed(self, exc: Exception, *, stream: bool, data: str | None) -> ProviderError:
+        what = self._describe_error(exc)
+        if data is not None:
+            what = f"{what} in {_snippet(data, _SNIPPET_CHARS)!r}"
+        return self._malformed(what, stream=stream)
 
     def _decode_body(self, data: Mapping[str, Any], turn: ResolvedTurn) -> AssistantReply:
         return self._guarded(lambda: self._decode_json(data, turn), stream=False)
 
     def _feed(self, state: _S, event: SSEEvent) -> list[StreamEvent]:
-        return self._guarded(lambda: self._handle_event(state, event), stream=True, data=event.data)
+        # _guarded, inlined: this runs once per event of every stream.
+        try:
+            return self._handle_event(state, event)
+        except ProviderError:
+            raise
+        except DECODE_ERRORS as exc:
+            raise self._decode_failed(exc, stream=True, data=event.data) from exc
 
     def _finish_stream(self, state: _S, turn: ResolvedTurn) -> ReplyCompleted:
         return ReplyCompleted(self._guarded(lambda: self._stream_reply(state, turn), stream=True))
