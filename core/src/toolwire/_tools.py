@@ -307,7 +307,7 @@ class Tool(Generic[InT, OutT]):
 
     def _validate_raw(self, text: str | bytes) -> dict[str, Any]:
         try:
-            value = json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+            value = _loads_finite(text)
         except (ValueError, TypeError) as exc:
             raise _validation_error(
                 self.name, "json_invalid", f"Invalid JSON: {exc}", (), text
@@ -325,6 +325,8 @@ class Tool(Generic[InT, OutT]):
 
             self._raw_validator = jsonschema.Draft202012Validator(dict(self.input_schema))
         try:
+            if self._raw_validator.is_valid(value):
+                return cast("dict[str, Any]", value)
             errors = sorted(
                 self._raw_validator.iter_errors(value), key=lambda e: [str(p) for p in e.path]
             )
@@ -425,6 +427,19 @@ def _finite_float(text: str) -> float:
     if not math.isfinite(value):
         raise _NotFinite(f"{text} is out of range for a JSON number")
     return value
+
+
+#: One decoder for every strict parse (json.loads would build one per call for these
+#: options); shared across threads as json.loads' own default decoder is.
+_FINITE_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
+
+
+def _loads_finite(text: str | bytes) -> Any:
+    """``json.loads(text)``, refusing NaN, infinity and numbers out of a float's range."""
+    if not isinstance(text, str) or text.startswith("\ufeff"):
+        # Bytes (decoded as json.loads decodes them) and the BOM error: json.loads itself.
+        return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
+    return _FINITE_DECODER.decode(text)
 
 
 _MAYBE_NON_FINITE = re.compile(r"NaN|Infinity|[eE]\+?\d{3}")
@@ -536,7 +551,7 @@ def _finite_guard(
         raw = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
         if _MAYBE_NON_FINITE.search(raw):
             try:
-                json.loads(raw, parse_constant=_no_constant, parse_float=_finite_float)
+                _loads_finite(raw)
             except ValueError as exc:
                 raise _validation_error(
                     name, "finite_number", f"Invalid JSON: {exc}", (), text
