@@ -540,20 +540,22 @@ async def connected(*servers: str) -> AsyncIterator[None]:
         known = [conn for conn in known if conn.spec.name in servers]
     bound: list[Connection] = []
     try:
-        for conn in known:
-            held = conn._local
-            if held is not None:
-                if held._home is loop:
-                    continue  # an enclosing block on this loop holds it, and closes it
-                raise UsageError(
-                    f"MCP server `{conn.spec.name}` is held by a connected() block on "
-                    f"another event loop"
-                )
-            local = Connection(conn.spec)
-            local._home = loop
-            local._listeners = conn._listeners  # list_changed reaches the same toolsets
-            conn._local = local
-            bound.append(conn)
+        with _REGISTRY_LOCK:  # two loops entering blocks at once: one holds each server
+            for conn in known:
+                held = conn._local
+                if held is not None:
+                    if held._home is loop:
+                        continue  # an enclosing block on this loop holds it, and closes it
+                    raise UsageError(
+                        f"MCP server `{conn.spec.name}` is held by a connected() block on "
+                        f"another event loop"
+                    )
+                local = Connection(conn.spec)
+                local._home = loop
+                local._listeners = conn._listeners  # list_changed reaches the same toolsets
+                conn._local = local
+                bound.append(conn)
+        for conn in bound:
             if conn.is_open:
                 await asyncio.wrap_future(_LOOP.submit(conn._stop()))
         yield
