@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import anyio
 import pytest
@@ -171,13 +172,52 @@ def test_toolwire_mcp_serve_over_stdio_fronts_a_configured_server(
     assert [c["name"] for c in calls_in(record)] == ["echo"]
 
 
-@pytest.fixture
-def gateway(tmp_path: Path, record: Path) -> Iterator[str]:
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_the_stdio_gateway_serves_its_upstream_servers_from_its_own_loop_and_leaves_none(
+    tmp_path: Path, record: Path
+) -> None:
+    # The upstream server that answers proxied calls is the one connected() opened on the
+    # gateway's serving loop (the one that listed its tools at assembly was closed), and
+    # no upstream process outlives the gateway.
+    pidfile = tmp_path / "upstream.pid"
+    config = _gateway_config(tmp_path, record, MCP_PIDFILE=str(pidfile))
+    env = _env(tmp_path, TOOLWIRE_MCP_CONFIG=str(config))
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "toolwire", "mcp", "serve"], env=env, cwd=str(tmp_path)
+    )
+
+    async def main() -> tuple[int, int, str]:
+        async with Client(params, read_timeout_seconds=60) as client:
+            listed_by = int(pidfile.read_text())
+            echoed = await client.call_tool("inner_echo", {"text": "here"})
+            return listed_by, int(pidfile.read_text()), echoed.content[0].text
+
+    listed_by, served_by, text = anyio.run(main)
+    assert text == "echo: here"
+    assert served_by != listed_by
+    assert _gone(listed_by)
+    deadline = time.monotonic() + 15
+    while not _gone(served_by) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(served_by)
+
+
+_Gateway = tuple[subprocess.Popen[bytes], str, IO[bytes]]
+
+
+def _start_http_gateway(tmp_path: Path, env: dict[str, str]) -> _Gateway:
+    """``toolwire mcp serve --transport http`` in a subprocess, once it accepts connections:
+    the process, its URL and its log file."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    config = _gateway_config(tmp_path, record)
-    env = _env(tmp_path, TOOLWIRE_MCP_CONFIG=str(config), GW_TOKEN="gw-secret")
     log = (tmp_path / "gateway.log").open("wb")
     proc = subprocess.Popen(
         [
@@ -190,8 +230,7 @@ def gateway(tmp_path: Path, record: Path) -> Iterator[str]:
             "http",
             "--port",
             str(port),
-            "--token-env",
-            "GW_TOKEN",
+            *(["--token-env", "GW_TOKEN"] if "GW_TOKEN" in env else []),
         ],
         env=env,
         cwd=tmp_path,
@@ -208,14 +247,54 @@ def gateway(tmp_path: Path, record: Path) -> Iterator[str]:
             break
         except OSError:
             time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}/mcp"
+    return proc, f"http://127.0.0.1:{port}/mcp", log
+
+
+def _stop_http_gateway(gateway: _Gateway) -> int:
+    """SIGTERM, then SIGKILL after 15 s; the exit status."""
+    proc, _, log = gateway
     proc.terminate()
     try:
-        proc.wait(15)
+        code = proc.wait(15)
     except subprocess.TimeoutExpired:
         proc.kill()
-        proc.wait(15)
+        code = proc.wait(15)
     log.close()
+    return code
+
+
+@pytest.fixture
+def gateway(tmp_path: Path, record: Path) -> Iterator[str]:
+    config = _gateway_config(tmp_path, record)
+    env = _env(tmp_path, TOOLWIRE_MCP_CONFIG=str(config), GW_TOKEN="gw-secret")
+    started = _start_http_gateway(tmp_path, env)
+    yield started[1]
+    _stop_http_gateway(started)
+
+
+def test_a_stopped_http_gateway_closes_its_upstream_servers_first(
+    tmp_path: Path, record: Path
+) -> None:
+    # SIGTERM: uvicorn shuts down, the upstream connections close (a stdio server's process
+    # is ended and reaped), then the process ends by the signal as before.
+    pidfile = tmp_path / "upstream.pid"
+    config = _gateway_config(tmp_path, record, MCP_PIDFILE=str(pidfile))
+    started = _start_http_gateway(tmp_path, _env(tmp_path, TOOLWIRE_MCP_CONFIG=str(config)))
+    url = started[1]
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def call() -> Any:
+        async with Client(streamable_http_client(url)) as client:
+            return await client.call_tool("inner_echo", {"text": "up"})
+
+    try:
+        assert anyio.run(call).content[0].text == "echo: up"
+        upstream = int(pidfile.read_text())
+        assert not _gone(upstream)
+    finally:
+        code = _stop_http_gateway(started)
+    assert code == -signal.SIGTERM
+    assert _gone(upstream)  # at once: not left to notice its stdin closing on its own
 
 
 def test_toolwire_mcp_serve_over_http_with_a_bearer_token(gateway: str) -> None:

@@ -17,6 +17,7 @@ Streamable HTTP binds 127.0.0.1 unless told otherwise, takes an optional bearer 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import itertools
@@ -24,7 +25,8 @@ import json
 import logging
 import os
 import secrets
-from collections.abc import Awaitable, Callable, MutableMapping
+import signal
+from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from typing import Any, Literal
 
 import mcp_types as types
@@ -369,15 +371,23 @@ def serve_mcp(
     ``token_env`` names an environment variable holding the bearer token HTTP clients
     must send. ``elicit``: ask the client's user to approve mutating and destructive
     calls when the client supports MCP elicitation (see :func:`build_server`).
+
+    The upstream MCP servers (the configured ones, and any in ``toolset``) are served
+    from the serving event loop while it runs (:func:`connected`): a proxied call goes
+    straight to its server, with no hop to the connection thread.
     """
+    import asyncio
+
     import anyio
+
+    from toolwire_mcp._connection import connected
 
     server = build_server(toolset, host=plugins, approve=approve, elicit=elicit)
     if transport == "stdio":
         from mcp.server.stdio import stdio_server
 
         async def run_stdio() -> None:
-            async with stdio_server() as (read, write):
+            async with connected(), stdio_server() as (read, write):
                 await server.run(read, write, server.create_initialization_options())
 
         anyio.run(run_stdio)
@@ -392,4 +402,47 @@ def serve_mcp(
     import uvicorn
 
     app = server.streamable_http_app(host=host, max_request_body_size=max_request_bytes)
-    uvicorn.run(_guarded(app, token, max_request_bytes), host=host, port=port, log_level="warning")
+    config = uvicorn.Config(
+        _guarded(app, token, max_request_bytes), host=host, port=port, log_level="warning"
+    )
+    http = _server_class(uvicorn.Server)(config)
+
+    async def run_http() -> None:
+        async with connected():
+            await http.serve()
+
+    # As uvicorn.run, with the server's run inside the block: the loop uvicorn would pick.
+    loop_factory = getattr(config, "get_loop_factory", lambda: None)()
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        runner.run(run_http())
+    # The signal that stopped the server ends the process as it would have, now that the
+    # upstream connections are closed (a stdio server's process has ended).
+    for sig in reversed(http.deferred_signals):
+        signal.raise_signal(sig)
+
+
+def _server_class(base: type[Any]) -> type[Any]:
+    """uvicorn's Server, except that the signals it caught are kept for the caller to
+    raise again after the serving loop's cleanup: uvicorn raises them as ``serve()`` ends,
+    which would end the process inside ``connected()``, before the upstream servers are
+    closed. (With a uvicorn that keeps no ``_captured_signals``, its own behaviour stays.)"""
+
+    class _Server(base):  # type: ignore[misc]
+        deferred_signals: list[int]
+
+        def __init__(self, config: Any) -> None:
+            super().__init__(config)
+            self.deferred_signals = []
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            with super().capture_signals():
+                try:
+                    yield
+                finally:
+                    caught = getattr(self, "_captured_signals", None)
+                    if isinstance(caught, list):
+                        self.deferred_signals = list(caught)
+                        caught.clear()
+
+    return _Server
