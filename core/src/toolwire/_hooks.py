@@ -681,37 +681,37 @@ def _sync_pass(
         return _timed_pass(call, timed, ctx), None
     start = call
     approved: bytes | None = None
-    # When the last timed hook ended (None: read the clock afresh). Timed hooks in a row
-    # read the clock once each: one hook's end is the next one's start.
-    mark: float | None = None
     for i, (h, _guard) in enumerate(hooks):
         budget = h.budget
         try:
-            if budget is not None:  # _timed_call, inlined: most hooks are plugins'
-                started = _clock() if mark is None else mark
+            if budget is not None:  # _timed_call, inlined
+                started = _clock()
                 decision = h.fn(call, ctx)
-                mark = _clock()
-                elapsed = mark - started
+                elapsed = _clock() - started
                 if elapsed > budget:
                     decision = _late(h, decision, elapsed, budget)
             else:
-                mark = None
                 decision = h.fn(call, ctx) if h.arity == 2 else _call_hook(h, call, ctx)
         except (Exception, SystemExit, GeneratorExit) as exc:  # a hook cannot end the program
             return _failed(call, h, exc), approved
         if decision is not None:  # None, the common case: no opinion, nothing to interpret
-            mark = None  # what follows is not the next hook's time
-            if inspect.isawaitable(decision):
-                _close(decision)
-                reason = f"hook `{h.name}` is async; use `await round.aapply_hooks(...)`"
-                return _reject(call, reason, h.name), approved
-            call, outcome = _step(call, start, h, decision)
+            call, outcome = _sync_step(call, start, h, decision)
             if outcome is not None:
                 return outcome, approved
         if i == snap_at:
             approved = _fingerprint(call.input)
-            mark = None
     return call, approved
+
+
+def _sync_step(
+    call: TypedCall[Any], start: TypedCall[Any], h: _Hook, decision: Any
+) -> tuple[TypedCall[Any], Outcome | None]:
+    """_step in a sync pass: an awaitable (an async hook) cannot be waited for there."""
+    if inspect.isawaitable(decision):
+        _close(decision)
+        reason = f"hook `{h.name}` is async; use `await round.aapply_hooks(...)`"
+        return call, _reject(call, reason, h.name)
+    return _step(call, start, h, decision)
 
 
 def _timed_pass(call: TypedCall[Any], hooks: list[_Hook], ctx: HookContext) -> Outcome:
@@ -730,11 +730,7 @@ def _timed_pass(call: TypedCall[Any], hooks: list[_Hook], ctx: HookContext) -> O
         if now - mark > budget:
             decision = _late(h, decision, now - mark, budget)
         if decision is not None:
-            if inspect.isawaitable(decision):
-                _close(decision)
-                reason = f"hook `{h.name}` is async; use `await round.aapply_hooks(...)`"
-                return _reject(call, reason, h.name)
-            call, outcome = _step(call, start, h, decision)
+            call, outcome = _sync_step(call, start, h, decision)
             if outcome is not None:
                 return outcome
             now = _clock()  # what followed is not the next hook's time
