@@ -224,8 +224,7 @@ async def _with_timeout(aw: Awaitable[Any], seconds: float) -> Any:
     per attempt or ``asyncio.timeout``, which the executor would pay on every call. A
     cancellation from outside still propagates as CancelledError.
     """
-    task = asyncio.current_task()
-    assert task is not None
+    task = _current_task()
     loop = task.get_loop()
     clock = _deadlines(loop)
     deadline = _Deadline(task, loop.time() + seconds)
@@ -233,17 +232,33 @@ async def _with_timeout(aw: Awaitable[Any], seconds: float) -> Any:
     try:
         out = await aw
     except asyncio.CancelledError:
-        if deadline.fired and _uncancel(task):
-            raise _ToolTimeout(seconds) from None
+        _raise_if_cut(deadline.fired, seconds)
         raise
     finally:
         clock.end(deadline)
-    if deadline.fired:
-        # The tool swallowed the cancellation and answered late: it is still a timeout,
-        # and its late output is dropped.
-        _uncancel(task)
-        raise _ToolTimeout(seconds)
+    _refuse_if_cut(deadline.fired, seconds)
     return out
+
+
+def _raise_if_cut(cut: bool, seconds: float) -> None:
+    """In the handler of an attempt's CancelledError (in the attempt's task): a timeout if
+    its deadline cut it and nobody else cancelled too; else the caller re-raises."""
+    if cut and _uncancel(_current_task()):
+        raise _ToolTimeout(seconds) from None
+
+
+def _refuse_if_cut(cut: bool, seconds: float) -> None:
+    """After an attempt answered (in its task): a tool that swallowed its deadline's
+    cancellation and answered late still timed out (its late output is dropped)."""
+    if cut:
+        _uncancel(_current_task())
+        raise _ToolTimeout(seconds)
+
+
+def _current_task() -> asyncio.Task[Any]:
+    task = asyncio.current_task()
+    assert task is not None
+    return task
 
 
 def _uncancel(task: asyncio.Task[Any]) -> bool:

@@ -58,10 +58,10 @@ from toolwire._execute.attempts import (
     _deadlines,
     _NotRetryable,
     _OutputMismatch,
+    _raise_if_cut,
+    _refuse_if_cut,
     _retry_after,
     _Shared,
-    _ToolTimeout,
-    _uncancel,
     _with_timeout,
     is_transient,
 )
@@ -514,13 +514,9 @@ class Executor:
                 try:
                     out = await aw
                 except asyncio.CancelledError:
-                    if shared.timing == _CUT and _uncancel(_current_task()):
-                        raise _ToolTimeout(timeout) from None
+                    _raise_if_cut(shared.timing == _CUT, timeout)
                     raise
-                if shared.timing == _CUT:
-                    # The tool swallowed the cancellation and answered late: still a timeout.
-                    _uncancel(_current_task())
-                    raise _ToolTimeout(timeout)
+                _refuse_if_cut(shared.timing == _CUT, timeout)
         elif plan.blocking:
             loop = asyncio.get_running_loop()
             ctx = contextvars.copy_context()
@@ -1051,12 +1047,6 @@ def _share_deadlines(
     for group in groups.values():
         clock.add(loop, group)
     return list(groups.values())
-
-
-def _current_task() -> asyncio.Task[Any]:
-    task = asyncio.current_task()
-    assert task is not None
-    return task
 
 
 def _link(icpt: Callable[..., Any], inner: Next) -> Next:

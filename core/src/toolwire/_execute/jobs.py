@@ -16,6 +16,7 @@ from toolwire._calls import (
     TypedCall,
     rejection_content,
 )
+from toolwire._execute.attempts import _UNSHARED
 from toolwire._exports import publish
 from toolwire._hooks import HookContext
 from toolwire._metadata import ToolEffect
@@ -131,7 +132,7 @@ class _Job:
         self.result: ToolResult | None = None
         self.error_type: str | None = None
         self.approved: str | None = None
-        self.timing = 0  # its first attempt under a batch's shared deadline (attempts._SHARED)
+        self.timing = _UNSHARED  # see attempts._Shared: its first attempt's deadline
 
     def refuse(self, reason: str, kind: str) -> None:
         self.result = self.raw.result(rejection_content(reason), is_error=True)
