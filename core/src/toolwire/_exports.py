@@ -163,6 +163,7 @@ SCHEMA: Mapping[str, str] = {
     "ALL_TYPE_KEYWORDS": "toolwire._schema.walk",
     "ANNOTATION_KEYWORDS": "toolwire._schema.walk",
     "JSON_TYPES": "toolwire._schema.walk",
+    "MAPPING": "toolwire._schema.walk",
     "SUBSCHEMA_KEYWORDS": "toolwire._schema.walk",
     "SUBSCHEMA_LIST_KEYWORDS": "toolwire._schema.walk",
     "SUBSCHEMA_MAP_KEYWORDS": "toolwire._schema.walk",

@@ -22,6 +22,9 @@ from toolwire.schema import (
     JSON_TYPES as _JSON_TYPES,
 )
 from toolwire.schema import (
+    MAPPING as _MAPPING,
+)
+from toolwire.schema import (
     SUBSCHEMA_KEYWORDS as _SUB_ONE,
 )
 from toolwire.schema import (
@@ -89,9 +92,6 @@ class OpenAIStrictLimits:
 
 
 #: String formats OpenAI strict mode accepts (Structured Outputs guide, "Supported schemas").
-# isinstance(x, _MAPPING): a dict without the Mapping ABC's slower check; any Mapping still is.
-_MAPPING = (dict, Mapping)
-
 OPENAI_STRICT_FORMATS = frozenset(
     {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
 )
