@@ -176,6 +176,30 @@ def test_subschemas_names_every_position_with_an_escaped_pointer() -> None:
     ]
 
 
+def test_child_schemas_are_subschemas_without_their_pointers() -> None:
+    from toolwire.schema import child_schemas, subschemas
+
+    node = {
+        "$defs": {"D": {"type": "string"}},
+        "properties": {"a/b": {"type": "string"}, "c~d": True},
+        "anyOf": [{"type": "object"}, False],
+        "items": {"type": "integer"},
+        "definitions": {"E": {"type": "null"}},
+        "enum": [{"not": "a schema"}],
+        "oneOf": {"not": "a list"},
+        "patternProperties": ["not", "a", "map"],
+    }
+    assert child_schemas(node) == [sub for _, sub in subschemas(node)]
+    assert child_schemas(node, definitions=False) == [
+        {"type": "string"},
+        True,
+        {"type": "object"},
+        False,
+        {"type": "integer"},
+    ]
+    assert child_schemas({"description": "no subschemas"}) == []
+
+
 def test_map_subschemas_rewrites_only_subschemas_and_keeps_order() -> None:
     from toolwire.schema import map_subschemas
 

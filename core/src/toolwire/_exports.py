@@ -190,6 +190,7 @@ SCHEMA: Mapping[str, str] = {
     "safe_cleanup": "toolwire._schema.walk",
     "split_type_list": "toolwire._schema.walk",
     "subschemas": "toolwire._schema.walk",
+    "child_schemas": "toolwire._schema.walk",
     "map_subschemas": "toolwire._schema.walk",
 }
 """``toolwire.schema``: schema compilation, checks and loss reports."""

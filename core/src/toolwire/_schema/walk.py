@@ -130,6 +130,23 @@ def subschemas(node: Mapping[str, Any], path: str = "") -> Iterator[tuple[str, A
             yield f"{path}/{key}", value
 
 
+def child_schemas(node: Mapping[str, Any], *, definitions: bool = True) -> list[Any]:
+    """The subschemas directly under ``node``, in :func:`subschemas`' order, without their
+    pointers: for traversals that need no paths (a list, not a generator, and no pointer
+    strings made). ``definitions=False`` leaves out the ``$defs`` and ``definitions`` maps
+    (what a traversal that follows ``$ref`` instead wants)."""
+    out: list[Any] = []
+    for key, value in node.items():
+        if key in SUBSCHEMA_MAP_KEYWORDS and isinstance(value, MAPPING):
+            if definitions or (key != "$defs" and key != "definitions"):
+                out.extend(value.values())
+        elif key in SUBSCHEMA_LIST_KEYWORDS and isinstance(value, list):
+            out.extend(value)
+        elif key in SUBSCHEMA_KEYWORDS:
+            out.append(value)
+    return out
+
+
 def map_subschemas(
     node: Mapping[str, Any], fn: Callable[[Any, str], Any], path: str = ""
 ) -> dict[str, Any]:
