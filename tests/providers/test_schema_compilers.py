@@ -654,6 +654,82 @@ def test_strict_limits_are_checked() -> None:
     assert report.strict is False
 
 
+def test_strict_limits_count_every_node_once_and_depth_follows_refs() -> None:
+    # Counted over the whole compiled document ($defs, anyOf branches, items); the depth
+    # goes through each $ref (not into $defs on its own) and counts a cycle once.
+    schema = {
+        "type": "object",
+        "properties": {
+            "tree": {"$ref": "#/$defs/Node"},
+            "tags": {"type": "array", "items": {"type": "string", "enum": ["x" * 40] * 3}},
+            "either": {"anyOf": [{"type": "string", "const": "c" * 50}, {"type": "integer"}]},
+        },
+        "required": ["tree", "tags", "either"],
+        "$defs": {
+            "Node": {
+                "type": "object",
+                "properties": {
+                    "kids": {"type": "array", "items": {"$ref": "#/$defs/Node"}},
+                    "leaf": {"$ref": "#/$defs/Leaf"},
+                },
+                "required": ["kids", "leaf"],
+            },
+            "Leaf": {"type": "object", "properties": {"v": {"type": "integer"}}, "required": ["v"]},
+            # Never referenced: its nesting is not the document's, its names still count.
+            "Deep": {
+                "type": "object",
+                "properties": {
+                    "d": {
+                        "type": "object",
+                        "properties": {
+                            "e": {"type": "object", "properties": {"f": {"type": "integer"}}}
+                        },
+                    }
+                },
+            },
+        },
+    }
+    tight = OpenAIStrictLimits(
+        max_properties=8, max_depth=2, max_total_chars=207, max_enum_values=2
+    )
+    _, report = compile_openai_strict(schema, limits=tight)
+    messages = sorted(c.message for c in report.strict_blockers if c.kind == "limit_exceeded")
+    # Properties: 3 (root) + 2 (Node) + 1 (Leaf) + 3 (Deep) = 9. Nesting: root -> Node ->
+    # Leaf = 3. Names: tree tags either kids leaf v d e f (4+4+6+4+4+1+1+1+1 = 26) and the
+    # definitions Node Leaf Deep (12), 3 enum values of 40 and the const's 50: 208.
+    assert [m.split(" exceeds")[0] for m in messages] == [
+        "208 characters of property, definition and enum names",
+        "3 enum values in total",
+        "3 levels of object nesting",
+        "9 object properties in total",
+    ]
+    _, roomy = compile_openai_strict(
+        schema,
+        limits=OpenAIStrictLimits(
+            max_properties=9, max_depth=3, max_total_chars=208, max_enum_values=3
+        ),
+    )
+    assert roomy.strict is True, roomy.strict_blockers
+
+
+def test_strict_large_enum_warnings_come_in_document_order() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "string", "enum": [f"a{i:03d}" for i in range(6)]},
+            "b": {"anyOf": [{"type": "string", "enum": [f"bb{i:03d}" for i in range(7)]}]},
+        },
+        "required": ["a", "b"],
+    }
+    limits = OpenAIStrictLimits(large_enum_size=5, max_large_enum_chars=10)
+    _, report = compile_openai_strict(schema, limits=limits)
+    enums = [c.message for c in report.strict_blockers if "string enum" in c.message]
+    assert [m.split(" values")[0] for m in enums] == [
+        "a string enum with 6",
+        "a string enum with 7",
+    ]
+
+
 def test_strict_nesting_limit() -> None:
     inner: dict[str, Any] = {"type": "string"}
     for _ in range(11):

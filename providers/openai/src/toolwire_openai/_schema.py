@@ -39,7 +39,6 @@ from toolwire.schema import (
     CompileReport,
     SchemaCompileError,
     SchemaCompiler,
-    subschemas,
 )
 from toolwire.schema import (
     add_note as _add_note,
@@ -49,6 +48,9 @@ from toolwire.schema import (
 )
 from toolwire.schema import (
     check_root as _check_root,
+)
+from toolwire.schema import (
+    child_schemas as _children,
 )
 from toolwire.schema import (
     pointer_token as _tok,
@@ -568,18 +570,19 @@ def _strict_limits(
         if isinstance(defs, _MAPPING):
             chars += sum(len(k) for k in defs)
 
-    def walk(node: Any) -> None:
-        nonlocal n_props, n_enum, chars
+    # Every node once, in document order (a stack, not recursion: no closure call per node).
+    todo: list[Any] = [schema]
+    while todo:
+        node = todo.pop()
         if isinstance(node, list):
-            for x in node:
-                walk(x)
-            return
+            todo.extend(reversed(node))
+            continue
         if not isinstance(node, _MAPPING):
-            return
+            continue
         props = node.get("properties")
         if isinstance(props, _MAPPING):
             n_props += len(props)
-            chars += sum(len(k) for k in props)
+            chars += sum(map(len, props))
         enum = node.get("enum")
         if isinstance(enum, list):
             n_enum += len(enum)
@@ -594,12 +597,10 @@ def _strict_limits(
                     f"OpenAI allows at most {limits.max_large_enum_chars} for an enum with more "
                     f"than {limits.large_enum_size} values",
                 )
-        if isinstance(node.get("const"), str):
-            chars += len(node["const"])
-        for _, sub in subschemas(node):
-            walk(sub)
-
-    walk(schema)
+        const = node.get("const")
+        if isinstance(const, str):
+            chars += len(const)
+        todo.extend(reversed(_children(node)))
     depth = _max_depth(schema)
     checks = (
         (n_props, limits.max_properties, "object properties in total"),
@@ -642,9 +643,10 @@ def _max_depth(doc: Mapping[str, Any]) -> int:
                 memo[ref] = d
             return d
         below = 0
-        for pointer, sub in subschemas(node):
-            if not pointer.startswith(("/$defs/", "/definitions/")):
-                below = max(below, depth(sub, stack))
+        for sub in _children(node, definitions=False):
+            d = depth(sub, stack)
+            if d > below:
+                below = d
         is_object = node.get("type") == "object" or "properties" in node
         return below + (1 if is_object else 0)
 
