@@ -38,6 +38,32 @@ def test_grep_with_a_catastrophic_regex_stops_at_its_deadline(
     (root / "a.txt").write_text("fine\n" + "a" * 40 + "!\n")
     out = _within(30, run, "grep", pattern="(a|aa)+$")
     assert "stopped after 0.5 s" in out
+
+
+def test_grep_says_it_stopped_when_the_regex_times_out_before_the_walk_deadline(
+    run: Run, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The reproducer of a flaky miss: the regex engine's own timer can fire a moment before
+    # the walk's deadline; its TimeoutError (an OSError) was taken for an unreadable file,
+    # and grep answered "no matches" without saying the search had stopped.
+    (root / "a.txt").write_text("needle\n")
+    (root / "b.txt").write_text("needle\n")
+    import regex
+
+    compile_ = regex.compile
+
+    class TimesOut:
+        def __init__(self, pattern: str) -> None:
+            self.rx = compile_(pattern)
+
+        def search(self, line: str, timeout: float | None = None) -> Any:
+            assert timeout is not None
+            assert timeout > 1  # the walk's deadline is still ahead
+            raise TimeoutError("regex timed out")
+
+    monkeypatch.setattr(regex, "compile", TimesOut)
+    out = run("grep", pattern="needle")
+    assert out.startswith("(no matches for 'needle' under '.')\n... stopped after 10 s")
     assert "nested repetition" in out
 
 

@@ -322,6 +322,8 @@ class _FileTools:
                         if len(line) > MAX_GREP_LINE:
                             line = line[:MAX_GREP_LINE] + "..."
                         yield f"{shown}:{number}: {line}"
+            except TimeoutError:  # an OSError, but the search's: grep() says it stopped
+                raise
             except OSError:
                 return
 
