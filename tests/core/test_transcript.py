@@ -113,6 +113,108 @@ def test_extend_rejects_non_messages() -> None:
     assert "not a message: 'hi' (str)" == str(info.value)
 
 
+# Reproducers: extend() took messages whose fields the session could not save (bytes
+# content: to_json raised TypeError) or load again (an int text, a str is_error), and text
+# with lone surrogates, which no request can be encoded with.
+@pytest.mark.parametrize(
+    ("messages", "error"),
+    [
+        ([tw.UserMessage(5)], "message 0.text must be a string, got int"),  # type: ignore[arg-type]
+        ([tw.SystemMessage(None)], "message 0.text must be a string, got NoneType"),  # type: ignore[arg-type]
+        (
+            [
+                tw.AssistantMessage("", (CALL,)),
+                tw.ToolResultsMessage((RESULT._replace(content=b"x"),)),
+            ],
+            "message 1.results[0].content must be a string, got bytes",
+        ),
+        (
+            [
+                tw.AssistantMessage("", (CALL,)),
+                tw.ToolResultsMessage((RESULT._replace(is_error="yes"),)),
+            ],
+            "message 1.results[0].is_error must be a boolean, got str",
+        ),
+        (
+            [tw.AssistantMessage("", (tw.ToolCall("c1", 7, "{}"),))],  # type: ignore[arg-type]
+            "message 0.tool_calls[0].name must be a string, got int",
+        ),
+        (
+            [tw.AssistantMessage("", ("c1", "t", "{}"))],  # type: ignore[arg-type]
+            "message 0.tool_calls must be a tuple of ToolCall records, got ('c1', 't', '{}')",
+        ),
+        (
+            [tw.AssistantMessage("", (), {"openai": {1, 2}})],
+            "message 0.provider_state must be JSON data: Object of type set is not JSON "
+            "serializable",
+        ),
+        ([tw.AssistantMessage("", (), [])], "message 0.provider_state must be a mapping, got list"),  # type: ignore[arg-type]
+        ([tw.AssistantMessage("", (), {}, 3)], "message 0.model must be a string, got int"),  # type: ignore[arg-type]
+        (
+            [tw.AssistantMessage("", (), {}, None, tw.Usage("10"))],  # type: ignore[arg-type]
+            "message 0.usage must be a Usage of integer counts, got Usage(input_tokens='10', "
+            "output_tokens=0, cached_tokens=0, reasoning_tokens=0)",
+        ),
+        (
+            [tw.AssistantMessage("", (CALL,)), tw.ToolResultsMessage([RESULT, "x"])],  # type: ignore[arg-type]
+            "message 1.results must be a tuple of ToolResult records, got [ToolResult(",
+        ),
+    ],
+)
+def test_extend_refuses_fields_the_session_could_not_save_or_send(
+    messages: list[Any], error: str
+) -> None:
+    s = tw.Session("sys")
+    s.add_user("hi")
+    with pytest.raises(tw.exceptions.TranscriptError) as info:
+        s.extend(messages)
+    message = str(info.value)
+    assert message.startswith(
+        error.replace("message 0", "message 2").replace("message 1", "message 3")
+    )
+    assert 2 == len(s)  # nothing written
+    assert s == tw.Session.from_json(s.to_json())
+
+
+def test_extend_repairs_lone_surrogates_so_the_session_can_be_sent() -> None:
+    broken = tw.ToolCall("c1", "get_weather", '{"city":"\ud800"}')
+    s = tw.Session().extend(
+        [
+            tw.UserMessage("a\ud800b"),
+            tw.AssistantMessage("x\udc00", (broken,), {"k\ud800": "v"}, "m\ud800"),
+            tw.ToolResultsMessage((broken.result("r\udfff"),)),
+        ]
+    )
+    text = s.to_json()
+    text.encode("utf-8")  # would raise UnicodeEncodeError on a lone surrogate
+    user, assistant, results = s.messages
+    assert "a\ufffdb" == user.text
+    assert '{"city":"\ufffd"}' == assistant.tool_calls[0].arguments
+    assert {"k\ufffd": "v"} == dict(assistant.provider_state)
+    assert ("x\ufffd", "m\ufffd") == (assistant.text, assistant.model)
+    assert "r\ufffd" == results.results[0].content
+    assert results.results[0].arguments == assistant.tool_calls[0].arguments
+    assert s == tw.Session.from_json(text)
+
+
+def test_from_json_repairs_escaped_lone_surrogates() -> None:
+    data = _full_session().to_dict()
+    data["messages"][1]["text"] = "\ud83d"  # half an emoji, as a JSON escape would give it
+    s = tw.Session.from_dict(data)
+    assert "\ufffd" == s.messages[1].text
+    s.to_json().encode("utf-8")
+
+
+def test_extend_keeps_sendable_messages_as_they_are() -> None:
+    msgs = [
+        tw.UserMessage("héllo ✓"),
+        tw.AssistantMessage("", (CALL,), {"anthropic": {"thinking": "x"}}, "m1", tw.Usage(1, 2)),
+        tw.ToolResultsMessage((RESULT,)),
+    ]
+    s = tw.Session().extend(msgs)
+    assert all(a is b for a, b in zip(s.messages, msgs, strict=True))
+
+
 def test_from_json_not_json() -> None:
     with pytest.raises(tw.exceptions.TranscriptError) as info:
         tw.Session.from_json("{nope")

@@ -14,7 +14,7 @@ from typing import Any
 from toolwire._errors import TranscriptError
 from toolwire._exports import publish
 
-__all__ = ["as_object", "field", "loads", "objects", "optional"]
+__all__ = ["as_object", "field", "is_kind", "loads", "objects", "optional"]
 
 _MISSING: Any = object()
 _KINDS: Mapping[type, str] = {
@@ -26,7 +26,8 @@ _KINDS: Mapping[type, str] = {
 }
 
 
-def _is(value: Any, kind: type) -> bool:
+def is_kind(value: Any, kind: type) -> bool:
+    """Is ``value`` a ``kind`` as saved data means it (an int is not a bool)?"""
     if kind is int and isinstance(value, bool):
         return False
     return isinstance(value, kind)
@@ -42,7 +43,7 @@ def field(d: Mapping[str, Any], key: str, where: str, kind: type, default: Any =
     value = d.get(key, _MISSING)
     if value is _MISSING and default is not _MISSING:
         return default
-    if not _is(value, kind):
+    if not is_kind(value, kind):
         raise TranscriptError(f"{where}.{key} must be {_KINDS[kind]}, got {_got(value)}")
     return value
 

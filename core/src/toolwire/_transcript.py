@@ -8,16 +8,17 @@ Responses reasoning items are kept on the assistant message that produced them).
 from __future__ import annotations
 
 import json
+import operator
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, Union
 
 import attrs
 
-from toolwire._calls import ToolCall, ToolResult, mismatch, sendable_text
+from toolwire._calls import ToolCall, ToolResult, mismatch, sendable_text, sendable_value
 from toolwire._errors import TranscriptError
 from toolwire._exports import publish
-from toolwire._jsondata import as_object, field, loads, objects, optional
+from toolwire._jsondata import as_object, field, is_kind, loads, objects, optional
 
 __all__ = [
     "AssistantMessage",
@@ -162,6 +163,8 @@ class Session:
         self._messages.extend(new)
 
     def _append_checked(self, new: list[Message]) -> None:
+        start = len(self._messages)
+        new = [_sendable_message(m, f"message {start + i}") for i, m in enumerate(new)]
         _check_sequence(self._messages, new)
         self._messages.extend(new)
 
@@ -220,6 +223,100 @@ def _text(text: Any, role: str) -> str:
     if not isinstance(text, str):
         raise TranscriptError(f"{role} text must be a string, got {type(text).__name__}")
     return sendable_text(text)
+
+
+def _sendable_message(msg: Any, where: str) -> Any:
+    """``msg`` with every field checked as :meth:`Session.from_dict` checks saved JSON, and
+    made sendable (lone surrogates repaired, provider state made JSON data): a message built
+    by hand, or read from a file, can break neither the session's save nor a later request.
+    A field of the wrong type raises TranscriptError naming it; anything that is not a
+    message is returned as it is (the sequence check names it). A message that needs no
+    repair is the same object."""
+    if isinstance(msg, (SystemMessage, UserMessage)):
+        text = _sendable_part(msg.text, f"{where}.text")
+        return msg if text is msg.text else attrs.evolve(msg, text=text)
+    if isinstance(msg, AssistantMessage):
+        return _sendable_assistant(msg, where)
+    if isinstance(msg, ToolResultsMessage):
+        got = _records(msg.results, f"{where}.results", ToolResult)
+        results = tuple(_sendable_result(r, f"{where}.results[{i}]") for i, r in enumerate(got))
+        same = type(got) is tuple and _unchanged(results, got)
+        return msg if same else ToolResultsMessage(results)
+    return msg
+
+
+def _sendable_assistant(msg: AssistantMessage, where: str) -> AssistantMessage:
+    text = _sendable_part(msg.text, f"{where}.text")
+    got = _records(msg.tool_calls, f"{where}.tool_calls", ToolCall)
+    calls = tuple(_sendable_call(c, f"{where}.tool_calls[{i}]") for i, c in enumerate(got))
+    state = msg.provider_state
+    if not isinstance(state, Mapping):
+        raise TranscriptError(
+            f"{where}.provider_state must be a mapping, got {type(state).__name__}"
+        )
+    sendable_state = sendable_value(state) if state else state
+    if sendable_state is not state:
+        try:  # what sendable_value cannot make JSON (a set, an object) is still not JSON
+            json.dumps(sendable_state, allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise TranscriptError(f"{where}.provider_state must be JSON data: {exc}") from None
+    model = msg.model if msg.model is None else _sendable_part(msg.model, f"{where}.model")
+    usage = msg.usage
+    if usage is not None and not (
+        isinstance(usage, Usage) and all(is_kind(n, int) for n in attrs.astuple(usage))
+    ):
+        raise TranscriptError(
+            f"{where}.usage must be a Usage of integer counts, got {usage!r:.200}"
+        )
+    if (
+        text is msg.text
+        and type(got) is tuple
+        and _unchanged(calls, got)
+        and sendable_state is state
+        and model is msg.model
+    ):
+        return msg
+    return AssistantMessage(text, calls, sendable_state, model, usage)
+
+
+def _records(value: Any, where: str, kind: type) -> Sequence[Any]:
+    if not isinstance(value, (tuple, list)) or not all(isinstance(x, kind) for x in value):
+        raise TranscriptError(
+            f"{where} must be a tuple of {kind.__name__} records, got {value!r:.200}"
+        )
+    return value
+
+
+def _sendable_part(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise TranscriptError(f"{where} must be a string, got {type(value).__name__}")
+    return sendable_text(value)
+
+
+def _sendable_call(call: ToolCall, where: str) -> ToolCall:
+    parts = tuple(
+        _sendable_part(v, f"{where}.{n}") for n, v in zip(call._fields, call, strict=True)
+    )
+    return call if _unchanged(parts, call) else ToolCall(*parts)
+
+
+def _sendable_result(r: ToolResult, where: str) -> ToolResult:
+    parts = tuple(
+        _sendable_part(v, f"{where}.{n}") for n, v in zip(r._fields[:4], r[:4], strict=True)
+    )
+    if not isinstance(r.is_error, bool):
+        raise TranscriptError(
+            f"{where}.is_error must be a boolean, got {type(r.is_error).__name__}"
+        )
+    if _unchanged(parts, r[:4]):
+        return r
+    cid, name, arguments, content = parts
+    return ToolResult(cid, name, arguments, content, r.is_error)
+
+
+def _unchanged(new: tuple[Any, ...], old: Sequence[Any]) -> bool:
+    """``new`` holds the very objects ``old`` held: nothing was repaired."""
+    return len(new) == len(old) and all(map(operator.is_, new, old))
 
 
 def _check_sequence(existing: list[Message], new: list[Message]) -> None:
