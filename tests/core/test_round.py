@@ -326,6 +326,36 @@ def test_commit_non_result_is_a_type_error(two: tw.ToolRound) -> None:
     assert "commit takes ToolResult objects, got str" == str(info.value)
 
 
+# Reproducer: a result with bytes content was committed (the session then failed to save:
+# bytes are not JSON), and int or None content raised a bare AttributeError.
+@pytest.mark.parametrize(
+    ("content", "is_error", "got"),
+    [
+        (b"x", False, "bytes content and bool is_error"),
+        (5, False, "int content and bool is_error"),
+        (None, False, "NoneType content and bool is_error"),
+        ("x", "yes", "str content and str is_error"),
+        ("x", 1, "str content and int is_error"),
+    ],
+)
+@pytest.mark.parametrize("in_order", [True, False])
+def test_commit_refuses_results_the_session_could_not_save(
+    session: tw.Session, two: tw.ToolRound, content: Any, is_error: Any, got: str, in_order: bool
+) -> None:
+    good = [c.complete("fine") for c in two.calls]
+    bad = good[1]._replace(content=content, is_error=is_error)
+    results = [good[0], bad] if in_order else [bad, good[0]]
+    with pytest.raises(tw.exceptions.UsageError) as info:
+        two.commit(results)
+    assert (
+        f"the result for tool call `c2` must carry text content and a bool is_error, got {got} "
+        "(call.complete(output) serialises an output for you)"
+    ) == str(info.value)
+    assert 1 == len(session)  # nothing written; the round can still be committed
+    two.commit(good)
+    assert session == tw.Session.from_json(session.to_json())
+
+
 def test_failed_commit_writes_nothing_and_can_be_retried(
     session: tw.Session, two: tw.ToolRound
 ) -> None:

@@ -531,6 +531,13 @@ class ToolRound:
         for r in given:
             if not isinstance(r, ToolResult):
                 raise UsageError(f"commit takes ToolResult objects, got {type(r).__name__}")
+            if not isinstance(r.content, str) or not isinstance(r.is_error, bool):
+                raise UsageError(
+                    f"the result for tool call `{r.call_id}` must carry text content and a "
+                    f"bool is_error, got {type(r.content).__name__} content and "
+                    f"{type(r.is_error).__name__} is_error (call.complete(output) serialises "
+                    f"an output for you)"
+                )
             if r.call_id in by_id:
                 raise DuplicateToolResultError(r.call_id)
             by_id[r.call_id] = r
@@ -614,13 +621,23 @@ class ToolRound:
 
 def _in_order(calls: tuple[ToolCall, ...], given: list[ToolResult]) -> bool:
     """True when ``given`` answers ``calls`` exactly, in order (the common case), with
-    content that needs no repair (ASCII; otherwise the general path repairs it)."""
+    content that needs no repair (ASCII text; otherwise the general path repairs it, or
+    refuses content that is not text) and a bool ``is_error``."""
     if len(calls) != len(given):
         return False
-    for call, r in zip(calls, given, strict=True):
-        # mismatch(call, r) is None, inlined: the same id, name and argument text.
-        if type(r) is not ToolResult or r[:3] != call or not r.content.isascii():
-            return False
+    isascii = str.isascii
+    try:
+        for call, r in zip(calls, given, strict=True):
+            # mismatch(call, r) is None, inlined: the same id, name and argument text.
+            if (
+                type(r) is not ToolResult
+                or r[:3] != call
+                or not isascii(r[3])
+                or (r[4] is not False and r[4] is not True)
+            ):
+                return False
+    except TypeError:  # content that is not text
+        return False
     return True
 
 
