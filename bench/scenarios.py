@@ -157,11 +157,62 @@ def s1(bench: Bench) -> list[Row]:
 
 
 def s2(bench: Bench) -> list[Row]:
-    return [_inproc(bench, "S2", "S2 decode", "µs/call", "decode", N_CALLS)]
+    return [
+        _inproc(bench, "S2", "S2 decode", "µs/call", "decode", N_CALLS),
+        _bound(bench, "S2", "S2 bound: the returned objects alone", "µs/call", "decode", N_CALLS),
+    ]
 
 
 def s3(bench: Bench) -> list[Row]:
-    return [_inproc(bench, "S3", "S3 round", "µs/round", "round", 1)]
+    return [
+        _inproc(bench, "S3", "S3 round", "µs/round", "round", 1),
+        _bound(bench, "S3", "S3 bound: the returned objects alone", "µs/round", "round", 1),
+    ]
+
+
+class _AsFloorOp:
+    """A runner whose ``<op>_objects`` is timed under the floor's ``op`` name."""
+
+    def __init__(self, runner: Runner, op: str) -> None:
+        self.loop = runner.loop
+        setattr(self, op, getattr(runner, f"{op}_objects"))
+
+    def call(self, op: str, *args: Any) -> Any:
+        return getattr(self, op)(*args)
+
+
+BOUND_ONLY = "a bound for toolwire's target, measured for toolwire only"
+
+
+def _bound(bench: Bench, scenario: str, label: str, unit: str, op: str, per: int) -> Row:
+    """toolwire's runner making only the objects its path returns (``<op>_objects``: the
+    floor's validation and the records, no checks between them) against the floor's ``op``:
+    the least any design returning those objects can cost, beside the target."""
+    row = _row(scenario, label, unit)
+    state = bench.libs.get("toolwire")
+    if state is None:
+        _skip_all(bench, row, lambda name: BOUND_ONLY)
+        return row
+    cfg = bench.config
+    message_args = (bench.floor.prepared, ASSISTANT_MESSAGE)
+    runner: Any = _AsFloorOp(state.runner, op)
+    floor_samples, results = _timing.paired(
+        bench.floor.runner,
+        message_args,
+        {"toolwire": (runner, (state.prepared, ASSISTANT_MESSAGE))},
+        op,
+        reps=cfg.reps,
+        target_ns=cfg.target_ns,
+        warmup=cfg.warmup,
+        per=per,
+    )
+    _fill(row, "floor", floor_samples, None, 1000.0)
+    samples, ratios = results["toolwire"]
+    _fill(row, "toolwire", samples, ratios, 1000.0)
+    for name in [*bench.libs, *bench.skipped]:
+        if name != "toolwire":
+            row["libs"][name] = {"skipped": BOUND_ONLY}
+    return row
 
 
 def s4(bench: Bench) -> list[Row]:

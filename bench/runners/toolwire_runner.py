@@ -157,6 +157,55 @@ class ToolwireRunner(Runner):
         last = session.last
         return list(last.results)
 
+    # -- bounds: what the returned objects cost alone ---------------------------------------
+
+    def _objects(self, prepared: Any, message: dict[str, Any]) -> Any:
+        """The floor's validation and exactly the objects S2's path returns and keeps (the
+        ToolCall records and AssistantReply an adapter makes, the Session, a TypedCall per
+        call made as decode_calls makes it, the AssistantMessage, the ToolRound and
+        NeedsTools), with none of the work between them: no duplicate ids, no offered-tool
+        or surrogate checks, no requirement, no policy guard."""
+        tw = self.tw
+        session = tw.Session(id="bench")
+        reply = self._reply(message)
+        offered = prepared.offered
+        new = object.__new__
+        typed_call_class = tw.TypedCall
+        typed = []
+        for call in reply.tool_calls:
+            tool = offered[call.name]
+            typed_call = new(typed_call_class)
+            typed_call._call = call
+            typed_call._tool = tool
+            typed_call._input = tool._validate(call.arguments)
+            typed_call._edited = False
+            typed_call._guard = None
+            typed.append(typed_call)
+        text = tw.AssistantMessage(reply.text, reply.tool_calls, {}, reply.model, reply.usage)
+        return tw.NeedsTools(tw.ToolRound(session, prepared, text, tuple(typed), (), reply))
+
+    def decode_objects(self, prepared: Any, message: dict[str, Any]) -> list[Any]:
+        """S2's bound, not a path (see ``_objects``): what any design that returns these
+        objects pays, whatever it checks."""
+        return list(self._objects(prepared, message).round.calls)
+
+    def round_objects(self, prepared: Any, message: dict[str, Any]) -> list[Any]:
+        """S3's bound, not a path: ``_objects``, each tool run as the floor runs it, a
+        ToolResult per call, and the assistant message and the results message appended to
+        the session, with none of the commit's checks."""
+        tw = self.tw
+        round_ = self._objects(prepared, message).round
+        new = tuple.__new__
+        result_class = tw.ToolResult
+        results = []
+        for c in round_.calls:
+            cid, name, arguments = c._call
+            out = c._tool.fn(**c._input.__dict__)
+            results.append(new(result_class, (cid, name, arguments, out, False)))
+        messages = round_.session._messages
+        messages.extend((round_.message, tw.ToolResultsMessage(tuple(results))))
+        return list(messages[-1].results)
+
     # -- hooks ----------------------------------------------------------------------------
 
     def setup_hooks(self, built: Any, n_hooks: int) -> Any:

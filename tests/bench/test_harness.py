@@ -91,6 +91,50 @@ def test_toolwire_runs_every_scenario(
         assert label in toolwire, label
 
 
+def test_the_bounds_are_measured_for_toolwire_only(
+    smoke_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    _, out = smoke_run
+    rows = {row["label"]: row for row in json.loads(out.read_text())["rows"]}
+    for label in ("S2 bound: the returned objects alone", "S3 bound: the returned objects alone"):
+        row = rows[label]
+        assert row["floor"]["median"] > 0
+        assert "ratio" in row["libs"]["toolwire"]
+        others = {name: entry for name, entry in row["libs"].items() if name != "toolwire"}
+        assert others
+        reasons = {entry.get("skipped") for entry in others.values()}
+        assert len(reasons) == 1
+        assert "measured for toolwire only" in reasons.pop()
+
+
+_BOUND_CHECK = """
+from bench.fixture_tools import ASSISTANT_MESSAGE as M, TOOL_FUNCTIONS
+from bench.runners.toolwire_runner import ToolwireRunner
+
+runner = ToolwireRunner()
+runner.setup()
+prepared = runner.prepare(runner.build(TOOL_FUNCTIONS))
+path, bound = runner.decode(prepared, M), runner.decode_objects(prepared, M)
+assert len(path) == 8, path
+assert [(c.call, c.tool, c.input) for c in path] == [(c.call, c.tool, c.input) for c in bound]
+assert runner.round(prepared, M) == runner.round_objects(prepared, M)
+runner.close()
+print("same")
+"""
+
+
+def test_the_bound_operations_make_what_the_paths_return() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", _BOUND_CHECK],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (0, "same\n") == (proc.returncode, proc.stdout), proc.stderr[-3000:]
+
+
 def test_the_readme_results_are_written_from_a_run(
     smoke_run: tuple[subprocess.CompletedProcess[str], Path], tmp_path: Path
 ) -> None:
