@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import threading
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,6 +13,7 @@ import pytest
 from pydantic import BaseModel, Field, ValidationError
 
 import toolwire as tw
+import toolwire._tools
 
 # -- @tool_input ------------------------------------------------------------------------
 
@@ -412,6 +414,43 @@ def test_raw_tool_from_file_that_is_not_an_object(tmp_path: Path) -> None:
     with pytest.raises(tw.ToolDefinitionError) as info:
         tw.raw_tool_from_file(path)
     assert f"tool file {str(path)!r} must hold a JSON object, got list" == str(info.value)
+
+
+def _raised_within(seconds: float, fn: Any, *args: Any) -> BaseException:
+    """Run ``fn(*args)`` on a daemon thread; what it raised, failing if it still runs after
+    ``seconds`` (the reproducer of an unbounded read must not hang the suite)."""
+    box: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            fn(*args)
+        except BaseException as exc:
+            box.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert not thread.is_alive(), f"still reading after {seconds} s"
+    assert box, "returned without an error"
+    return box[0]
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
+def test_raw_tool_from_a_device_reads_no_more_than_the_limit() -> None:
+    # Reproducer: read_text() read /dev/zero without end (a path is outside input).
+    exc = _raised_within(10, tw.raw_tool_from_file, "/dev/zero")
+    assert isinstance(exc, tw.ToolDefinitionError)
+    assert "tool file '/dev/zero' is over 1048576 bytes; a tool definition is far smaller" == str(
+        exc
+    )
+
+
+def test_raw_tool_from_a_file_over_the_limit(tmp_path: Path) -> None:
+    path = tmp_path / "tool.json"
+    with path.open("wb") as f:
+        f.truncate(toolwire._tools.MAX_TOOL_FILE_BYTES + 1)  # sparse: nothing is written
+    with pytest.raises(tw.ToolDefinitionError, match="is over 1048576 bytes"):
+        tw.raw_tool_from_file(path)
 
 
 def test_raw_tool_from_a_missing_file(tmp_path: Path) -> None:

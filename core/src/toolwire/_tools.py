@@ -992,6 +992,10 @@ def raw_tool(
     return tool
 
 
+#: The most of a tool file :func:`raw_tool_from_file` reads.
+MAX_TOOL_FILE_BYTES = 1024 * 1024
+
+
 def raw_tool_from_file(
     path: str | Path,
     fn: Callable[..., Any] | None = None,
@@ -1004,9 +1008,17 @@ def raw_tool_from_file(
     """
     p = Path(path)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        with p.open("rb") as f:  # read no more than the limit: the path may be a device
+            raw = f.read(MAX_TOOL_FILE_BYTES + 1)
     except OSError as exc:
         raise ToolDefinitionError(f"cannot read tool file {str(p)!r}: {exc.strerror}") from None
+    if len(raw) > MAX_TOOL_FILE_BYTES:
+        raise ToolDefinitionError(
+            f"tool file {str(p)!r} is over {MAX_TOOL_FILE_BYTES} bytes; a tool definition "
+            f"is far smaller"
+        )
+    try:
+        data = json.loads(raw.decode("utf-8"))
     except ValueError as exc:
         raise ToolDefinitionError(f"tool file {str(p)!r} is not valid JSON: {exc}") from None
     if isinstance(data, dict) and data.get("type") == "function" and "function" in data:
