@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
@@ -238,6 +239,30 @@ def test_a_file_that_is_not_utf8(tmp_path: Path) -> None:
     with pytest.raises(PolicyFileError) as info:
         Policy.from_file(path)
     assert [("", "the file is not UTF-8 text")] == list(info.value.problems)
+
+
+def test_a_huge_file_is_refused_without_being_read(tmp_path: Path) -> None:
+    # Reproducer: read_text() read all of it (a 64 MiB file into memory; /dev/zero for ever).
+    path = tmp_path / "policy.toml"
+    with path.open("wb") as f:
+        f.truncate(64 * 1024 * 1024)  # sparse: nothing is written
+    tracemalloc.start()
+    try:
+        with pytest.raises(PolicyFileError) as info:
+            Policy.from_file(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert [("", "the file is over 1048576 bytes")] == list(info.value.problems)
+    assert peak < 8 * 1024 * 1024
+
+
+def test_crlf_and_lf_files_read_the_same(tmp_path: Path) -> None:
+    text = "deny = ['delete_*']\ndeny_effects = ['destructive']\n"
+    lf, crlf = tmp_path / "lf.toml", tmp_path / "crlf.toml"
+    lf.write_bytes(text.encode())
+    crlf.write_bytes(text.replace("\n", "\r\n").encode())
+    assert Policy.from_file(lf).config == Policy.from_file(crlf).config
 
 
 def test_a_missing_file(tmp_path: Path) -> None:
