@@ -13,6 +13,7 @@ import ipaddress
 import json
 import threading
 import time
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -360,6 +361,22 @@ def test_a_malformed_configuration_is_a_clear_error(tmp_path: Path, text: str, m
     config.write_text(text)
     with pytest.raises(HttpConfigError, match=match):
         policy_from_env({"TOOLWIRE_HTTP_CONFIG": str(config)})
+
+
+def test_a_huge_configuration_is_refused_without_being_read(tmp_path: Path) -> None:
+    # Reproducer: read_bytes() read all of it before the size check (a 64 MiB file into
+    # memory; TOOLWIRE_HTTP_CONFIG=/dev/zero for ever).
+    config = tmp_path / "http.toml"
+    with config.open("wb") as f:
+        f.truncate(64 * 1024 * 1024)  # sparse: nothing is written
+    tracemalloc.start()
+    try:
+        with pytest.raises(HttpConfigError, match="larger than 256 KiB"):
+            policy_from_env({"TOOLWIRE_HTTP_CONFIG": str(config)})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 * 1024 * 1024
 
 
 def test_bad_environment_values_are_clear_errors(tmp_path: Path) -> None:

@@ -46,6 +46,7 @@ MAX_BYTES_ENV = "TOOLWIRE_HTTP_MAX_BYTES"
 TIMEOUT_ENV = "TOOLWIRE_HTTP_TIMEOUT"
 
 DEFAULT_MAX_BYTES = 1024 * 1024
+_MAX_CONFIG_BYTES = 256 * 1024
 DEFAULT_TIMEOUT = 15.0
 DEFAULT_MAX_REDIRECTS = 5
 READ_METHODS = frozenset({"GET", "HEAD"})
@@ -242,10 +243,11 @@ def _rule(pattern: Any, methods: Any, headers: Any) -> Rule:
 
 def _load_toml(path: Path) -> dict[str, Any]:
     try:
-        data = path.read_bytes()
+        with path.open("rb") as f:  # read no more than the limit: the path may be a device
+            data = f.read(_MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise HttpConfigError(f"cannot read {CONFIG_ENV}={path}: {exc.strerror}") from None
-    if len(data) > 256 * 1024:
+    if len(data) > _MAX_CONFIG_BYTES:
         raise HttpConfigError(f"{path} is larger than 256 KiB")
     try:
         loaded: dict[str, Any] = tomllib.loads(data.decode("utf-8"))
