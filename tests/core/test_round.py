@@ -776,3 +776,58 @@ def test_a_reply_whose_calls_are_not_tool_call_records_is_refused(
     with pytest.raises(tw.UsageError, match="ToolCall"):
         tw.adapters.decode_reply(session, tw.resolve_turn(toolset), reply)
     assert len(session) == 1
+
+
+# Reproducers: an adapter's reply with bytes text, a set in its provider state, an int
+# model or a str usage was decoded and committed, and the session could not be saved (or
+# loaded again); other wrong fields raised a bare AttributeError or TypeError.
+@pytest.mark.parametrize(
+    ("fields", "error"),
+    [
+        ({"text": b"hi"}, "text must be a string, got bytes"),
+        ({"text": 5}, "text must be a string, got int"),
+        ({"tool_calls": None}, "tool_calls must be a tuple of ToolCall records, got NoneType"),
+        ({"provider_state": [1]}, "provider_state must be a mapping, got list"),
+        (
+            {"provider_state": {"x": {1, 2}}},
+            "provider_state must be JSON data: Object of type set is not JSON serializable",
+        ),
+        ({"model": 5}, "model must be a string or None, got int"),
+        ({"usage": "x"}, "usage must be a Usage or None, got str"),
+        (
+            {"text": 5, "model": 5},
+            "text must be a string, got int; model must be a string or None, got int",
+        ),
+    ],
+)
+@pytest.mark.parametrize("with_calls", [True, False])
+def test_a_malformed_reply_is_refused_before_anything_is_written(
+    fields: dict[str, Any], error: str, with_calls: bool, toolset: tw.Toolset
+) -> None:
+    session = tw.Session().add_user("hi")
+    calls = (tw.ToolCall("c1", "get_weather", OK),) if with_calls else ()
+    reply = tw.adapters.AssistantReply(**{"tool_calls": calls, **fields})
+    with pytest.raises(tw.UsageError) as info:
+        tw.adapters.decode_reply(session, tw.resolve_turn(toolset), reply)
+    assert f"a malformed provider reply (an adapter's bug): {error}" == str(info.value)
+    assert len(session) == 1
+
+
+def test_a_reply_with_sendable_fields_of_subclasses_is_taken(toolset: tw.Toolset) -> None:
+    class Text(str):
+        pass
+
+    session = tw.Session().add_user("hi")
+    reply = tw.adapters.AssistantReply(
+        Text("ok"), [tw.ToolCall("c1", "get_weather", OK)], "tool_calls", model=Text("m\ud800")
+    )
+    out = tw.adapters.decode_reply(session, tw.resolve_turn(toolset), reply)
+    assert isinstance(out, tw.NeedsTools)
+    out.round.commit([c.complete("sunny") for c in out.round.calls])
+    assert "m\ufffd" == session.messages[1].model  # type: ignore[union-attr]
+    assert session == tw.Session.from_json(session.to_json())
+
+
+def test_decode_reply_takes_an_assistant_reply(toolset: tw.Toolset) -> None:
+    with pytest.raises(tw.UsageError, match="decode_reply takes an AssistantReply, got dict"):
+        tw.adapters.decode_reply(tw.Session(), tw.resolve_turn(toolset), {"text": "hi"})  # type: ignore[arg-type]

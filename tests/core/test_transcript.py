@@ -151,9 +151,8 @@ def test_extend_rejects_non_messages() -> None:
         ([tw.AssistantMessage("", (), [])], "message 0.provider_state must be a mapping, got list"),  # type: ignore[arg-type]
         ([tw.AssistantMessage("", (), {}, 3)], "message 0.model must be a string, got int"),  # type: ignore[arg-type]
         (
-            [tw.AssistantMessage("", (), {}, None, tw.Usage("10"))],  # type: ignore[arg-type]
-            "message 0.usage must be a Usage of integer counts, got Usage(input_tokens='10', "
-            "output_tokens=0, cached_tokens=0, reasoning_tokens=0)",
+            [tw.AssistantMessage("", (), {}, None, "10 tokens")],  # type: ignore[arg-type]
+            "message 0.usage must be a Usage of integer counts, got '10 tokens'",
         ),
         (
             [tw.AssistantMessage("", (CALL,)), tw.ToolResultsMessage([RESULT, "x"])],  # type: ignore[arg-type]
@@ -174,6 +173,15 @@ def test_extend_refuses_fields_the_session_could_not_save_or_send(
     )
     assert 2 == len(s)  # nothing written
     assert s == tw.Session.from_json(s.to_json())
+
+
+@pytest.mark.parametrize("count", ["10", 1.5, True, None])
+def test_usage_counts_are_integers(count: Any) -> None:
+    # Reproducer: Usage("10") was made, committed with a round, and the saved session
+    # could not be loaded again (messages[..].usage.input_tokens must be an integer).
+    with pytest.raises(tw.exceptions.UsageError) as info:
+        tw.Usage(output_tokens=count)
+    assert f"Usage.output_tokens must be an integer, got {type(count).__name__}" == str(info.value)
 
 
 def test_extend_repairs_lone_surrogates_so_the_session_can_be_sent() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Union
@@ -372,16 +373,29 @@ def decode_reply(
     requirement raises RequirementNotMetError and nothing is written: for
     providers that cannot express a requirement, or servers that ignore it.
     """
+    try:
+        text = reply.text
+        state = reply.provider_state
+        model = reply.model
+    except AttributeError:  # not an AssistantReply
+        _check_reply(reply)
+        raise
+    if (
+        type(text) is not str
+        or type(reply.tool_calls) is not tuple
+        or type(state) is not dict
+        or (model is not None and type(model) is not str)
+        or (reply.usage is not None and type(reply.usage) is not Usage)
+    ):
+        _check_reply(reply)  # raises for a field of the wrong type (an adapter's bug)
     kept, typed, issues = decode_calls(turn, reply.tool_calls)
     if enforce_requirement and turn.requirement.kind != "optional":
         _check_requirement(turn, reply, typed)
-    state = reply.provider_state
-    text = reply.text
     message = AssistantMessage(
         text if text.isascii() else sendable_text(text),
         kept,
-        sendable_value(dict(state)) if state else {},
-        reply.model,
+        _sendable_state(state) if state else {},
+        model if model is None or model.isascii() else sendable_text(model),
         reply.usage,
     )
     if not kept:
@@ -401,6 +415,46 @@ def decode_reply(
             for c in typed:
                 c._guard = guard
     return NeedsTools(round_)
+
+
+def _check_reply(reply: object) -> None:
+    """An adapter (maybe a plugin's) built the reply: a field of the wrong type is its bug,
+    named here before anything is decoded or written (what the session holds must save and
+    send). Subclasses of the right types pass."""
+    if not isinstance(reply, AssistantReply):
+        raise UsageError(f"decode_reply takes an AssistantReply, got {type(reply).__name__}")
+    r: Any = reply  # its fields hold what the adapter put there, whatever their annotations
+    wrong: list[str] = []
+    if not isinstance(r.text, str):
+        wrong.append(f"text must be a string, got {type(r.text).__name__}")
+    if not isinstance(r.tool_calls, (tuple, list)):
+        wrong.append(
+            f"tool_calls must be a tuple of ToolCall records, got {type(r.tool_calls).__name__}"
+        )
+    if not isinstance(r.provider_state, Mapping):
+        wrong.append(f"provider_state must be a mapping, got {type(r.provider_state).__name__}")
+    if r.model is not None and not isinstance(r.model, str):
+        wrong.append(f"model must be a string or None, got {type(r.model).__name__}")
+    if r.usage is not None and not isinstance(r.usage, Usage):
+        wrong.append(f"usage must be a Usage or None, got {type(r.usage).__name__}")
+    if wrong:
+        raise UsageError(f"a malformed provider reply (an adapter's bug): {'; '.join(wrong)}")
+
+
+def _sendable_state(state: Mapping[str, Any]) -> dict[str, Any]:
+    """A reply's provider state as JSON data the session can save and send again; a value
+    that cannot be made so (a set, an object) is the adapter's bug, named."""
+    plain = dict(state)
+    sendable = sendable_value(plain)
+    if sendable is not plain:  # repaired: check that the repair made it JSON
+        try:
+            json.dumps(sendable, allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise UsageError(
+                f"a malformed provider reply (an adapter's bug): provider_state must be JSON "
+                f"data: {exc}"
+            ) from None
+    return sendable  # type: ignore[no-any-return]
 
 
 def _check_requirement(

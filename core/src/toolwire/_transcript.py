@@ -16,7 +16,7 @@ from typing import Any, Union
 import attrs
 
 from toolwire._calls import ToolCall, ToolResult, mismatch, sendable_text, sendable_value
-from toolwire._errors import TranscriptError
+from toolwire._errors import TranscriptError, UsageError
 from toolwire._exports import publish
 from toolwire._jsondata import as_object, field, is_kind, loads, objects, optional
 
@@ -33,14 +33,20 @@ __all__ = [
 FORMAT = "toolwire.session/1"
 
 
+def _count(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> None:
+    if not is_kind(value, int):  # not a bool, not a float: what a saved session can hold
+        raise UsageError(f"Usage.{attribute.name} must be an integer, got {type(value).__name__}")
+
+
 @attrs.frozen
 class Usage:
-    """Token counts a provider reported for one response."""
+    """Token counts a provider reported for one response (integers; anything else raises
+    UsageError, so a session never holds counts it could not save)."""
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_tokens: int = 0
-    reasoning_tokens: int = 0
+    input_tokens: int = attrs.field(default=0, validator=_count)
+    output_tokens: int = attrs.field(default=0, validator=_count)
+    cached_tokens: int = attrs.field(default=0, validator=_count)
+    reasoning_tokens: int = attrs.field(default=0, validator=_count)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
