@@ -229,6 +229,19 @@ def test_from_json_not_json() -> None:
     assert str(info.value).startswith("session JSON is not valid JSON: ")
 
 
+def test_from_json_too_deep_is_a_transcript_error() -> None:
+    # Reproducer: a bare RecursionError escaped from json.loads.
+    with pytest.raises(tw.exceptions.TranscriptError) as info:
+        tw.Session.from_json("[" * 100_000 + "]" * 100_000)
+    assert "session JSON nests arrays or objects too deeply to read" == str(info.value)
+
+
+def test_from_json_of_something_that_is_not_text() -> None:
+    with pytest.raises(tw.exceptions.TranscriptError) as info:
+        tw.Session.from_json(None)  # type: ignore[arg-type]
+    assert "session JSON must be text or bytes, got NoneType" == str(info.value)
+
+
 def _dump(**changes: Any) -> dict[str, Any]:
     data = _full_session().to_dict()
     data.update(changes)

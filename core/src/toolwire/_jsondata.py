@@ -72,10 +72,14 @@ def objects(
 
 def loads(text: str | bytes, what: str) -> Any:
     """Parse JSON text; invalid text is a TranscriptError naming ``what`` it was."""
+    if not isinstance(text, (str, bytes, bytearray)):
+        raise TranscriptError(f"{what} must be text or bytes, got {type(text).__name__}")
     try:
         return json.loads(text)
     except ValueError as exc:
         raise TranscriptError(f"{what} is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise TranscriptError(f"{what} nests arrays or objects too deeply to read") from None
 
 
 publish(globals())
