@@ -181,8 +181,8 @@ class ToolwireRunner(Runner):
             typed_call._edited = False
             typed_call._guard = None
             typed.append(typed_call)
-        text = tw.AssistantMessage(reply.text, reply.tool_calls, {}, reply.model, reply.usage)
-        return tw.NeedsTools(tw.ToolRound(session, prepared, text, tuple(typed), (), reply))
+        said = tw.AssistantMessage(reply.text, reply.tool_calls, {}, reply.model, reply.usage)
+        return tw.NeedsTools(tw.ToolRound(session, prepared, said, tuple(typed), (), reply))
 
     def decode_objects(self, prepared: Any, message: dict[str, Any]) -> list[Any]:
         """S2's bound, not a path (see ``_objects``): what any design that returns these
