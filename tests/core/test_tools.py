@@ -341,6 +341,43 @@ def test_raw_tool_deeply_nested_json_is_a_validation_error_not_a_crash() -> None
         tool.validate_json("[" * 100_000)
 
 
+ANY_Q = {"type": "object", "properties": {"q": {}}}
+
+
+def _nested(depth: int) -> str:
+    return '{"q": ' + "[" * (depth - 1) + "]" * (depth - 1) + "}"
+
+
+@pytest.mark.parametrize("as_bytes", [False, True])
+def test_raw_tool_arguments_nest_at_most_max_raw_nesting_deep(as_bytes: bool) -> None:
+    # Reproducer: 900 levels passed here (json.loads had stack to spare) and broke later, in
+    # a deeper stack (a policy's fingerprint, a receipt); the limit is now the same wherever
+    # the call is validated, as pydantic's parser has one for typed inputs.
+    tool = tw.raw_tool("look", "Look.", ANY_Q)
+    limit = toolwire._tools.MAX_RAW_NESTING
+    ok, deep = _nested(limit), _nested(limit + 1)
+    assert {"q"} == set(tool.validate_json(ok.encode() if as_bytes else ok))
+    with pytest.raises(ValidationError) as info:
+        tool.validate_json(deep.encode() if as_bytes else deep)
+    assert [
+        ("json_invalid", f"Invalid JSON: arrays and objects nested more than {limit} deep")
+    ] == [(e["type"], e["msg"]) for e in info.value.errors()]
+
+
+def test_raw_tool_brackets_inside_strings_do_not_count_as_nesting() -> None:
+    tool = tw.raw_tool("look", "Look.", ANY_Q)
+    text = json.dumps({"q": ["[{" * 500, '\\"[' * 300, {"k]": "}" * 400}]})
+    assert tool.validate_json(text)["q"][0] == "[{" * 500
+
+
+def test_a_receipt_of_arguments_nested_too_deeply_to_parse_is_made_of_the_text() -> None:
+    # Reproducer: json.loads raised RecursionError out of receipt() and verify().
+    deep = "[" * 100_000 + "]" * 100_000
+    receipt = tw.ToolResult("c1", "t", deep, "out").receipt()
+    assert receipt.verify(deep)
+    assert not receipt.verify("[]")
+
+
 def test_raw_tool_fn_receives_the_arguments_as_keywords() -> None:
     tool = tw.raw_tool("read", "Read.", RAW_SCHEMA, lambda path: "read " + path)
     assert "read a" == tool.call(tool.validate_json('{"path": "a"}'))

@@ -187,7 +187,7 @@ def _arguments_value(arguments: str | Mapping[str, Any]) -> Any:
         return dict(arguments)
     try:
         return json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):  # text nested too deeply to parse is text too
         return arguments
 
 

@@ -11,7 +11,7 @@ import math
 import re
 import types
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import (
     Annotated,
@@ -306,6 +306,17 @@ class Tool(Generic[InT, OutT]):
         return cast("InT", it.model_validate(value))
 
     def _validate_raw(self, text: str | bytes) -> dict[str, Any]:
+        if _nested_deeper(text, MAX_RAW_NESTING):
+            # Deterministic, as pydantic's parser is for typed inputs: a structure this deep
+            # would otherwise pass here and break later (a fingerprint, a receipt, a hook),
+            # wherever the stack happens to be deeper.
+            raise _validation_error(
+                self.name,
+                "json_invalid",
+                f"Invalid JSON: arrays and objects nested more than {MAX_RAW_NESTING} deep",
+                (),
+                text,
+            )
         try:
             value = _loads_finite(text)
         except (ValueError, TypeError) as exc:
@@ -440,6 +451,42 @@ def _loads_finite(text: str | bytes) -> Any:
         # Bytes (decoded as json.loads decodes them) and the BOM error: json.loads itself.
         return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
     return _FINITE_DECODER.decode(text)
+
+
+#: How deep a raw-schema tool's arguments may nest arrays and objects (pydantic's JSON
+#: parser stops typed inputs at about the same depth).
+MAX_RAW_NESTING = 200
+
+# A string (skipped whole) or a bracket.
+_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+_JSON_TOKENS_BYTES = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+
+
+def _nested_deeper(text: str | bytes, limit: int) -> bool:
+    """Does JSON ``text`` nest arrays and objects deeper than ``limit`` (brackets inside
+    strings do not count)? Two counts for the usual text; a scan only past ``limit``
+    brackets."""
+    if isinstance(text, str):
+        if text.count("[") + text.count("{") <= limit:
+            return False
+        tokens: Iterator[Any] = _JSON_TOKENS.finditer(text)
+        opening: tuple[Any, ...] = ("[", "{")
+        closing: tuple[Any, ...] = ("]", "}")
+    else:
+        if text.count(b"[") + text.count(b"{") <= limit:
+            return False
+        tokens = _JSON_TOKENS_BYTES.finditer(text)
+        opening, closing = (b"[", b"{"), (b"]", b"}")
+    depth = 0
+    for match in tokens:
+        token = match.group()
+        if token in opening:
+            depth += 1
+            if depth > limit:
+                return True
+        elif token in closing:
+            depth -= 1
+    return False
 
 
 _MAYBE_NON_FINITE = re.compile(r"NaN|Infinity|[eE]\+?\d{3}")
