@@ -235,6 +235,15 @@ def test_call_with_malformed_json_exits_2(venv: Any) -> None:
     )
 
 
+def test_call_with_json_nested_too_deeply_exits_2(venv: Any) -> None:
+    # Reproducer: a RecursionError reached the generic handler (exit 1, "RecursionError").
+    done = venv.cli("call", "add", "[" * 5000 + "]" * 5000, **QUIET)
+    assert (2, "") == (done.returncode, done.stdout)
+    assert _err(done).endswith(
+        "toolwire: error: JSON for `add` nests arrays or objects too deeply to read\n"
+    )
+
+
 def test_call_of_an_unknown_tool_exits_2(venv: Any) -> None:
     done = venv.cli("call", "nope", "{}", **QUIET)
     assert (2, "toolwire: error: unknown tool `nope` (known: echo, add, delete_file)\n") == (

@@ -359,6 +359,10 @@ def _cmd_call(args: argparse.Namespace) -> int:
         json.loads(args.arguments)
     except json.JSONDecodeError as exc:
         raise CliError(f"JSON for `{args.name}` is not valid JSON: {exc}", EXIT_USAGE) from exc
+    except RecursionError:
+        raise CliError(
+            f"JSON for `{args.name}` nests arrays or objects too deeply to read", EXIT_USAGE
+        ) from None
     _warn_blocked(host)
     # The call is replayed as the model's reply, so it takes exactly the path a
     # chat's tool call takes (hooks, executor, result hooks) for one round.
