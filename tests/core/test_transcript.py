@@ -223,6 +223,29 @@ def test_extend_keeps_sendable_messages_as_they_are() -> None:
     assert all(a is b for a, b in zip(s.messages, msgs, strict=True))
 
 
+# Reproducers: Session(id=5) was saved and then refused by from_json; metadata holding a
+# set made to_json raise TypeError; a list of pairs raised a bare TypeError.
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"id": 5}, "a session id must be a string, got int"),
+        ({"metadata": [("a", 1)]}, "session metadata must be a mapping, got list"),
+        (
+            {"metadata": {"a": {1}}},
+            "session metadata must be JSON data: Object of type set is not JSON serializable",
+        ),
+        (
+            {"metadata": {"a": float("nan")}},
+            "session metadata must be JSON data: Out of range float values are not JSON compliant",
+        ),
+    ],
+)
+def test_a_session_takes_only_what_it_can_save(kwargs: dict[str, Any], error: str) -> None:
+    with pytest.raises(tw.exceptions.TranscriptError) as info:
+        tw.Session(**kwargs)
+    assert str(info.value).startswith(error)
+
+
 def test_from_json_not_json() -> None:
     with pytest.raises(tw.exceptions.TranscriptError) as info:
         tw.Session.from_json("{nope")

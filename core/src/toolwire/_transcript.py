@@ -114,8 +114,19 @@ class Session:
         id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
     ) -> None:
+        if id is not None and not isinstance(id, str):
+            raise TranscriptError(f"a session id must be a string, got {type(id).__name__}")
         self.id = id or uuid.uuid4().hex
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise TranscriptError(
+                f"session metadata must be a mapping, got {type(metadata).__name__}"
+            )
         self.metadata: dict[str, Any] = dict(metadata or {})
+        if self.metadata:
+            try:  # what to_json() will write, and from_json() read back
+                json.dumps(self.metadata, allow_nan=False)
+            except (TypeError, ValueError, RecursionError) as exc:
+                raise TranscriptError(f"session metadata must be JSON data: {exc}") from None
         self._messages: list[Message] = []
         if system is not None:
             self.add_system(system)
