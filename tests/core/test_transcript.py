@@ -152,7 +152,7 @@ def test_extend_rejects_non_messages() -> None:
         ([tw.AssistantMessage("", (), {}, 3)], "message 0.model must be a string, got int"),  # type: ignore[arg-type]
         (
             [tw.AssistantMessage("", (), {}, None, "10 tokens")],  # type: ignore[arg-type]
-            "message 0.usage must be a Usage of integer counts, got '10 tokens'",
+            "message 0.usage must be a Usage, got '10 tokens'",
         ),
         (
             [tw.AssistantMessage("", (CALL,)), tw.ToolResultsMessage([RESULT, "x"])],  # type: ignore[arg-type]

@@ -12,7 +12,7 @@ import hmac
 import inspect
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
@@ -25,6 +25,7 @@ from toolwire._tools import Tool
 
 __all__ = [
     "sendable_text",
+    "sendable_json",
     "sendable_value",
     "REJECTION_PREFIX",
     "HandledCall",
@@ -74,6 +75,18 @@ def sendable_value(value: Any) -> Any:
     except (ValueError, TypeError, UnicodeEncodeError, RecursionError):
         return _sendable(value)
     return value
+
+
+def sendable_json(value: Any, fail: Callable[[str], Exception]) -> Any:
+    """:func:`sendable_value`, checked: raises ``fail(why)`` when even the repaired value is
+    not JSON data (a set, an object), which no session could save or send."""
+    fixed = sendable_value(value)
+    if fixed is not value:  # repaired: check that the repair made it JSON
+        try:
+            json.dumps(fixed, allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise fail(str(exc)) from None
+    return fixed
 
 
 def _sendable(value: Any) -> Any:

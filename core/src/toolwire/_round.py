@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import difflib
 import enum
-import json
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Union
+from typing import Any, Union, cast
 
 import attrs
 from pydantic import ValidationError
@@ -22,8 +21,8 @@ from toolwire._calls import (
     mismatch,
     rejection_content,
     rejection_reason,
+    sendable_json,
     sendable_text,
-    sendable_value,
 )
 from toolwire._errors import (
     DuplicateToolResultError,
@@ -444,17 +443,13 @@ def _check_reply(reply: object) -> None:
 def _sendable_state(state: Mapping[str, Any]) -> dict[str, Any]:
     """A reply's provider state as JSON data the session can save and send again; a value
     that cannot be made so (a set, an object) is the adapter's bug, named."""
-    plain = dict(state)
-    sendable = sendable_value(plain)
-    if sendable is not plain:  # repaired: check that the repair made it JSON
-        try:
-            json.dumps(sendable, allow_nan=False)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise UsageError(
-                f"a malformed provider reply (an adapter's bug): provider_state must be JSON "
-                f"data: {exc}"
-            ) from None
-    return sendable  # type: ignore[no-any-return]
+    return cast("dict[str, Any]", sendable_json(dict(state), _state_not_json))
+
+
+def _state_not_json(why: str) -> UsageError:
+    return UsageError(
+        f"a malformed provider reply (an adapter's bug): provider_state must be JSON data: {why}"
+    )
 
 
 def _check_requirement(

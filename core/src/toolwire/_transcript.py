@@ -15,7 +15,7 @@ from typing import Any, Union
 
 import attrs
 
-from toolwire._calls import ToolCall, ToolResult, mismatch, sendable_text, sendable_value
+from toolwire._calls import ToolCall, ToolResult, mismatch, sendable_json, sendable_text
 from toolwire._errors import TranscriptError, UsageError
 from toolwire._exports import publish
 from toolwire._jsondata import as_object, field, is_kind, loads, objects, optional
@@ -271,20 +271,16 @@ def _sendable_assistant(msg: AssistantMessage, where: str) -> AssistantMessage:
         raise TranscriptError(
             f"{where}.provider_state must be a mapping, got {type(state).__name__}"
         )
-    sendable_state = sendable_value(state) if state else state
-    if sendable_state is not state:
-        try:  # what sendable_value cannot make JSON (a set, an object) is still not JSON
-            json.dumps(sendable_state, allow_nan=False)
-        except (TypeError, ValueError, RecursionError) as exc:
-            raise TranscriptError(f"{where}.provider_state must be JSON data: {exc}") from None
+    if state:
+        sendable_state = sendable_json(
+            state, lambda why: TranscriptError(f"{where}.provider_state must be JSON data: {why}")
+        )
+    else:
+        sendable_state = state
     model = msg.model if msg.model is None else _sendable_part(msg.model, f"{where}.model")
     usage = msg.usage
-    if usage is not None and not (
-        isinstance(usage, Usage) and all(is_kind(n, int) for n in attrs.astuple(usage))
-    ):
-        raise TranscriptError(
-            f"{where}.usage must be a Usage of integer counts, got {usage!r:.200}"
-        )
+    if usage is not None and not isinstance(usage, Usage):  # a Usage checks its counts
+        raise TranscriptError(f"{where}.usage must be a Usage, got {usage!r:.200}")
     if (
         text is msg.text
         and type(got) is tuple
