@@ -11,7 +11,7 @@ import math
 import re
 import types
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import (
     Annotated,
@@ -459,32 +459,24 @@ MAX_RAW_NESTING = 200
 
 # A string (skipped whole) or a bracket.
 _JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
-_JSON_TOKENS_BYTES = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
 
 
 def _nested_deeper(text: str | bytes, limit: int) -> bool:
     """Does JSON ``text`` nest arrays and objects deeper than ``limit`` (brackets inside
     strings do not count)? Two counts for the usual text; a scan only past ``limit``
-    brackets."""
-    if isinstance(text, str):
-        if text.count("[") + text.count("{") <= limit:
-            return False
-        tokens: Iterator[Any] = _JSON_TOKENS.finditer(text)
-        opening: tuple[Any, ...] = ("[", "{")
-        closing: tuple[Any, ...] = ("]", "}")
-    else:
-        if text.count(b"[") + text.count(b"{") <= limit:
-            return False
-        tokens = _JSON_TOKENS_BYTES.finditer(text)
-        opening, closing = (b"[", b"{"), (b"]", b"}")
+    brackets. Bytes are scanned byte by byte (as Latin-1: each byte one character)."""
+    if isinstance(text, (bytes, bytearray)):
+        text = text.decode("latin-1")
+    if text.count("[") + text.count("{") <= limit:
+        return False
     depth = 0
-    for match in tokens:
+    for match in _JSON_TOKENS.finditer(text):
         token = match.group()
-        if token in opening:
+        if token == "[" or token == "{":
             depth += 1
             if depth > limit:
                 return True
-        elif token in closing:
+        elif token == "]" or token == "}":
             depth -= 1
     return False
 
