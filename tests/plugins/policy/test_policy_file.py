@@ -253,7 +253,7 @@ def test_a_huge_file_is_refused_without_being_read(tmp_path: Path) -> None:
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert [("", "the file is over 1048576 bytes")] == list(info.value.problems)
+    assert [("", "the file is over 1048576 characters")] == list(info.value.problems)
     assert peak < 8 * 1024 * 1024
 
 

@@ -229,29 +229,26 @@ def parse_policy_text(text: str, source: Path | str) -> PolicyConfig:
         raise PolicyFileError(source, problems) from None
 
 
-#: The most of a policy file read (a policy is a few kilobytes): a path that names a huge
-#: file or a device (/dev/zero) is refused, not read without end.
-MAX_POLICY_BYTES = 1024 * 1024
+#: The most of a policy file read, in characters (a policy is a few kilobytes): a path that
+#: names a huge file or a device (/dev/zero) is refused, not read without end.
+MAX_POLICY_CHARS = 1024 * 1024
 
 
 def read_policy_file(path: Path | str) -> PolicyConfig:
     """Read, parse and validate a policy file; raises PolicyFileError."""
     p = Path(path)
     try:
-        with p.open("rb") as f:
-            raw = f.read(MAX_POLICY_BYTES + 1)
+        with p.open(encoding="utf-8") as f:
+            text = f.read(MAX_POLICY_CHARS + 1)
     except FileNotFoundError:
         raise PolicyFileError(p, [("", "the file does not exist")]) from None
-    except OSError as exc:
-        raise PolicyFileError(p, [("", f"cannot read the file: {exc.strerror}")]) from None
-    if len(raw) > MAX_POLICY_BYTES:
-        raise PolicyFileError(p, [("", f"the file is over {MAX_POLICY_BYTES} bytes")])
-    try:
-        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise PolicyFileError(p, [("", "the file is not UTF-8 text")]) from None
-    # As text mode reads it (universal newlines): the same TOML whatever the line ends.
-    return parse_policy_text(text.replace("\r\n", "\n").replace("\r", "\n"), p)
+    except OSError as exc:
+        raise PolicyFileError(p, [("", f"cannot read the file: {exc.strerror}")]) from None
+    if len(text) > MAX_POLICY_CHARS:
+        raise PolicyFileError(p, [("", f"the file is over {MAX_POLICY_CHARS} characters")])
+    return parse_policy_text(text, p)
 
 
 # -- where the file is -------------------------------------------------------------------
