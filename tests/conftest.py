@@ -66,3 +66,14 @@ def toolset(weather: tw.Tool[BaseModel, str], search: type[BaseModel]) -> tw.Too
 @pytest.fixture
 def session() -> tw.Session:
     return tw.Session("You are terse.", id="s1")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """No test module makes the default plugin host at import: it would be made before the
+    tests' own working directory and config home are set, and load the repository's
+    example policy for the whole process."""
+    import sys
+
+    host = sys.modules.get("toolwire._plugins.host")
+    made = getattr(host, "_DEFAULT", None)
+    assert made is None, "a test module made the default plugin host at import"

@@ -14,7 +14,10 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 sys.path.insert(0, str(FIXTURES))
 plugin_venv = importlib.import_module("plugin_venv")
 
-QUIET = {"TOOLWIRE_DISABLE_PLUGINS": "brokenpolicy,brokenimport,badregister"}
+QUIET = {
+    "TOOLWIRE_DISABLE_PLUGINS": "brokenimport,badregister",
+    "TOOLWIRE_DISABLE_POLICIES": "brokenpolicy",
+}
 APP = {**QUIET, "PYTHONPATH": str(FIXTURES)}
 
 
@@ -32,7 +35,8 @@ def _err(done: Any) -> str:
     return "".join(
         line
         for line in done.stderr.splitlines(keepends=True)
-        if "(listed in TOOLWIRE_DISABLE_PLUGINS: this policy is OFF" not in line
+        if "is turned off by TOOLWIRE_DISABLE_POLICIES" not in line
+        and "is turned off, and it" not in line
     )
 
 
@@ -81,7 +85,7 @@ def test_no_command_is_a_usage_error(venv: Any) -> None:
 
 
 def test_plugins_lists_kinds_distributions_and_failures(venv: Any) -> None:
-    done = venv.cli("plugins", TOOLWIRE_DISABLE_PLUGINS="brokenpolicy")
+    done = venv.cli("plugins", TOOLWIRE_DISABLE_POLICIES="brokenpolicy")
     assert 0 == done.returncode
     lines = [line.split() for line in done.stdout.splitlines()]
     assert ["goodpack", "tw-good-pack", "1.0", "loaded"] in lines
@@ -95,14 +99,17 @@ def test_plugins_lists_kinds_distributions_and_failures(venv: Any) -> None:
 
 
 def test_plugins_json(venv: Any) -> None:
-    done = venv.cli("plugins", "--json", TOOLWIRE_DISABLE_PLUGINS="brokenpolicy")
+    done = venv.cli("plugins", "--json", TOOLWIRE_DISABLE_POLICIES="brokenpolicy")
     data = json.loads(done.stdout)
     by_name = {p["name"]: p for p in data["plugins"]}
-    off = "listed in TOOLWIRE_DISABLE_PLUGINS: this policy is OFF and does not check any tool call"
+    off = (
+        "turned off by TOOLWIRE_DISABLE_POLICIES: this policy is OFF and checks no tool call; "
+        "it also failed to import `tw_broken_policy`"
+    )
     assert ("policy", "disabled", off) == (
         by_name["brokenpolicy"]["kind"],
         by_name["brokenpolicy"]["status"],
-        by_name["brokenpolicy"]["reason"],
+        by_name["brokenpolicy"]["reason"][: len(off)],
     )
     assert [] == data["blocked"]
 
@@ -177,7 +184,10 @@ def test_call_of_a_failing_tool_exits_1(venv: Any) -> None:
     )
 
 
-NO_POLICY = {"TOOLWIRE_DISABLE_PLUGINS": "brokenpolicy,brokenimport,badregister,raisingpolicy"}
+NO_POLICY = {
+    "TOOLWIRE_DISABLE_PLUGINS": "brokenimport,badregister",
+    "TOOLWIRE_DISABLE_POLICIES": "brokenpolicy,raisingpolicy",
+}
 DENIED = (
     "  approval: denied: `delete_file` is destructive, and `toolwire {}` runs mutating and "
     "destructive tools only with --approve (or --yes)"
@@ -267,7 +277,7 @@ def test_call_is_blocked_when_a_policy_failed_to_load(venv: Any) -> None:
 
 
 def test_strict_mode_exits_3_naming_the_plugin(venv: Any) -> None:
-    done = venv.cli("tools", TOOLWIRE_STRICT_PLUGINS="1", TOOLWIRE_DISABLE_PLUGINS="brokenpolicy")
+    done = venv.cli("tools", TOOLWIRE_STRICT_PLUGINS="1", TOOLWIRE_DISABLE_POLICIES="brokenpolicy")
     assert 3 == done.returncode
     assert _err(done).startswith(
         "toolwire: error: toolset plugin `brokenimport` (tw-broken-import 1.0) failed to import"
@@ -277,7 +287,7 @@ def test_strict_mode_exits_3_naming_the_plugin(venv: Any) -> None:
 
 def test_debug_shows_the_traceback(venv: Any) -> None:
     done = venv.cli(
-        "--debug", "tools", TOOLWIRE_STRICT_PLUGINS="1", TOOLWIRE_DISABLE_PLUGINS="brokenpolicy"
+        "--debug", "tools", TOOLWIRE_STRICT_PLUGINS="1", TOOLWIRE_DISABLE_POLICIES="brokenpolicy"
     )
     assert 1 == done.returncode
     assert "Traceback" in done.stderr

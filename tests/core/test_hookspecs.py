@@ -24,6 +24,7 @@ def test_the_hooks_are_the_documented_set() -> None:
         "toolwire_tool_description",
         "toolwire_tool_availability",
         "toolwire_tool_result",
+        "toolwire_audit",
     ] == NAMES
 
 

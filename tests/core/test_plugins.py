@@ -249,7 +249,7 @@ def test_decisions_run_policies_then_packs_then_app_sets(host: PluginHost) -> No
 
     host.register(Pack(), "pack")
     host.register(recorder("pack-hook"), "pack-hook")
-    host.register(recorder("policy"), "policy", kind="policy")
+    host.register(recorder("policy"), "corp-policy", kind="policy")
     app = tw.HookSet("app")
     app.on(None, lambda call: seen.append("app"))
     _round(host, app_hooks=(app,)).apply_hooks()
@@ -830,3 +830,85 @@ def test_a_broken_policy_availability_hook_still_hides_everything(host: PluginHo
     host.register(BrokenPolicy(), "brokenpolicy", kind="policy")
     turn = tw.resolve_turn(host.assemble(tw.Toolset("app", [mine])), hooks=host.hook_sets())
     assert [] == [t.name for t in turn.tools]  # policies fail closed
+
+
+# -- toolwire_audit: every attempt, also those no decision hook sees ------------------------
+
+
+class Auditing:
+    """A policy that hides `wipe` and records every audit event."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str, str]] = []
+
+    @hookimpl
+    def toolwire_tool_availability(self, tool: Any) -> bool | None:
+        return False if tool.name == "wipe" else None
+
+    @hookimpl
+    def toolwire_audit(self, event: tw.AuditEvent, context: tw.HookContext) -> None:
+        self.events.append((event.kind, event.call_id, event.source, context.app))
+
+
+def test_toolwire_audit(host: PluginHost) -> None:
+    # Attack (#25.9): attempts on denied, unknown or invalid tools left no audit record.
+    policy = Auditing()
+    host.register(policy, "corp", kind="policy")
+    later = tw.Toolset("later", [tw.tool_fn(lambda: "x", name="later")])
+    toolset = tw.Toolset("app", [echo, wipe])
+    toolset.add(later, off=True)
+    turn = tw.resolve_turn(toolset, plugins=host, context=tw.HookContext(app="billing"))
+    calls = (
+        tw.ToolCall("c1", "nope", "{}"),
+        tw.ToolCall("c2", "wipe", '{"path": "/"}'),
+        tw.ToolCall("c3", "later", "{}"),
+        tw.ToolCall("c4", "echo", '{"text": 1}'),
+        tw.ToolCall("c5", "echo", '{"text": "fine"}'),
+    )
+    reply = tw.adapters.AssistantReply("", calls, "tool_calls")
+    tw.adapters.decode_reply(tw.Session(), turn, reply)
+    assert [
+        ("unknown_tool", "c1", "toolwire", "billing"),
+        ("hidden", "c2", "plugin:corp", "billing"),
+        ("not_offered", "c3", "toolwire", "billing"),
+        ("invalid_arguments", "c4", "toolwire", "billing"),
+    ] == policy.events
+
+
+def test_toolwire_audit_sees_the_executors_own_refusals(host: PluginHost) -> None:
+    policy = Auditing()
+    host.register(policy, "corp", kind="policy")
+    executor = tw.Executor(tools=tw.Toolset("app", [echo]), plugins=host)
+    executor.execute(tw.ToolCall("c1", "nope", "{}"))
+    executor.execute(tw.ToolCall("c2", "echo", "[]"))
+    assert [("unknown_tool", "c1"), ("invalid_arguments", "c2")] == [e[:2] for e in policy.events]
+
+
+def test_an_audit_hook_that_fails_is_logged_and_refuses_nothing_more(
+    host: PluginHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Broken:
+        @hookimpl
+        def toolwire_audit(self, event: tw.AuditEvent) -> None:
+            raise OSError("disk full")
+
+    host.register(Broken(), "corp", kind="policy")
+    turn = tw.resolve_turn(tw.Toolset("app", [echo]), plugins=host)
+    reply = tw.adapters.AssistantReply("", (tw.ToolCall("c1", "nope", "{}"),), "tool_calls")
+    out = tw.adapters.decode_reply(tw.Session(), turn, reply)
+    assert isinstance(out, tw.NeedsTools)
+    assert ["c1"] == [i.call.id for i in out.round.issues]
+    assert "audit hook of plugin `corp` failed on event `unknown_tool`: OSError: disk full" in (
+        caplog.text
+    )
+
+
+def test_an_executor_applies_its_toolsets_own_hooks_to_a_raw_call(host: PluginHost) -> None:
+    # Attack (#25.10): Executor(tools=app).execute(call) skipped Toolset(hooks=...).
+    hooks = tw.HookSet()
+    hooks.on(wipe, lambda call: tw.Reject("never wipe"))
+    hooks.on(echo, lambda call: tw.RunNormally(type(call.input)(text="edited")))
+    executor = tw.Executor(tools=tw.Toolset("app", [echo, wipe], hooks=hooks), plugins=host)
+    wiped = executor.execute(tw.ToolCall("c1", "wipe", '{"path": "/"}'))
+    echoed = executor.execute(tw.ToolCall("c2", "echo", '{"text": "hi"}'))
+    assert ("never wipe", "edited") == (tw.rejection_reason(wiped), echoed.content)

@@ -18,7 +18,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 plugin_venv = importlib.import_module("plugin_venv")
 
-EVERYTHING_BUT_THE_BROKEN_POLICY = {"TOOLWIRE_DISABLE_PLUGINS": "brokenpolicy"}
+EVERYTHING_BUT_THE_BROKEN_POLICY = {"TOOLWIRE_DISABLE_POLICIES": "brokenpolicy"}
 
 REPORT = """
 import json, sys
@@ -105,7 +105,8 @@ def test_strict_mode_fails_naming_the_plugin(venv: Any) -> None:
     done = venv.python_code(
         "from toolwire import PluginHost; PluginHost().assemble()",
         TOOLWIRE_STRICT_PLUGINS="1",
-        TOOLWIRE_DISABLE_PLUGINS="brokenpolicy,badregister",
+        TOOLWIRE_DISABLE_PLUGINS="badregister",
+        TOOLWIRE_DISABLE_POLICIES="brokenpolicy",
     )
     assert 1 == done.returncode
     assert (
@@ -128,9 +129,27 @@ def test_the_allow_list_loads_only_the_named_plugins_and_every_policy(venv: Any)
     } == {k: v[2] for k, v in statuses.items()}
 
 
-def test_autoload_off_reads_no_entry_point(venv: Any) -> None:
+def test_autoload_off_reads_no_tool_pack_provider_or_backend_but_every_policy(venv: Any) -> None:
+    # Attack (#25.2): TOOLWIRE_AUTOLOAD_PLUGINS=0 used to switch the organisation's policy off.
     statuses = report(venv, STATUS, TOOLWIRE_AUTOLOAD_PLUGINS="0")
-    assert {"provider:test": ["toolwire", "0.1.0", "loaded"]} == statuses
+    assert {
+        "policy:brokenpolicy": ["tw-broken-policy", "1.0", "failed"],
+        "policy:raisingpolicy": ["tw-raising-policy", "1.0", "loaded"],
+        "provider:test": ["toolwire", "0.1.0", "loaded"],
+    } == statuses
+
+
+def test_autoload_off_in_code_keeps_the_policies_too(venv: Any) -> None:
+    body = """
+host = PluginHost(autoload=False, deny=["raisingpolicy"], allow=[])
+host.assemble()
+out = {r.name: r.status for r in host.plugins}
+"""
+    assert {
+        "brokenpolicy": "failed",
+        "raisingpolicy": "loaded",
+        "test": "discovered",
+    } == report(venv, body)
 
 
 def test_a_policy_that_fails_to_load_blocks_every_call(venv: Any) -> None:
@@ -177,13 +196,44 @@ out = [[c.name for c in plan.pending], [[r.call.name, r.reason] for r in plan.re
     ] == report(venv, body, **EVERYTHING_BUT_THE_BROKEN_POLICY)
 
 
+def test_the_deny_list_does_not_switch_a_policy_off(venv: Any) -> None:
+    # Attack (#25.2): a deny-list that selects plugins must not drop a policy.
+    done = venv.python_code(
+        "from toolwire import PluginHost; h = PluginHost().discover();"
+        "print([r.status for r in h.plugins if r.name == 'raisingpolicy'])",
+        TOOLWIRE_DISABLE_PLUGINS="raisingpolicy",
+        TOOLWIRE_DISABLE_POLICIES="brokenpolicy",
+    )
+    assert 0 == done.returncode, done.stderr
+    assert "['loaded']" == done.stdout.strip()
+    assert (
+        "policy `raisingpolicy` (tw-raising-policy 1.0) is listed in TOOLWIRE_DISABLE_PLUGINS, "
+        "which does not turn a policy off: it stays in force"
+    ) in done.stderr
+
+
 def test_switching_a_policy_off_by_name_is_loud(venv: Any) -> None:
     done = venv.python_code(
         "from toolwire import PluginHost; h = PluginHost().discover();"
         "print([r.reason for r in h.plugins if r.name == 'raisingpolicy'])",
-        TOOLWIRE_DISABLE_PLUGINS="raisingpolicy,brokenpolicy",
+        TOOLWIRE_DISABLE_POLICIES="raisingpolicy,brokenpolicy",
     )
     assert 0 == done.returncode, done.stderr
-    assert "this policy is OFF and does not check any tool call" in done.stdout
-    assert "policy `raisingpolicy`" in done.stderr
-    assert "is disabled" in done.stderr
+    assert "this policy is OFF and checks no tool call" in done.stdout
+    assert (
+        "policy `raisingpolicy` is turned off by TOOLWIRE_DISABLE_POLICIES: it checks no tool "
+        "call in this process"
+    ) in done.stderr
+
+
+def test_switching_policies_off_is_refused_where_a_policy_is_required(venv: Any) -> None:
+    done = venv.python_code(
+        "from toolwire import PluginHost; PluginHost().discover()",
+        TOOLWIRE_DISABLE_POLICIES="*",
+        TOOLWIRE_POLICY_REQUIRED="1",
+    )
+    assert 1 == done.returncode
+    assert (
+        "toolwire.PolicyError: policies cannot be turned off (every policy) while the "
+        "organisation requires a policy (TOOLWIRE_POLICY_REQUIRED=1)"
+    ) in done.stderr

@@ -6,7 +6,7 @@ application's own ``Toolset(hooks=...)``. Now a round of a turn resolved with
 ``plugins=True`` (the default: the default host), or with a host, is decided by
 the installed policies and then the turn's hooks before ``call.run()`` runs a
 call or ``round.commit`` writes one; each call is decided once, whichever path
-decides it. ``plugins=False`` opts out, visibly.
+decides it. ``plugins=False`` drops tool packs, never a policy.
 """
 
 from __future__ import annotations
@@ -132,13 +132,79 @@ def test_the_default_host_is_the_default(monkeypatch: pytest.MonkeyPatch) -> Non
     assert [] == RAN
 
 
-def test_plugins_false_opts_out_visibly(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plugins_false_drops_tool_packs_never_the_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Attack (#25.2): plugins=False, given by the README as the way to drop auto-joined
+    # tool packs, switched the organisation's policy off silently.
     host = _host(NoLookups())
     monkeypatch.setattr(tw, "_default_policies", lambda: host.hook_sets()[0])
     session = tw.Session().add_user("go")
     round_ = _round(session, tw.resolve_turn(TOOLS, plugins=False))
-    round_.commit([c.complete(c.run()) for c in round_.calls])
-    assert ["k", "ping"] == RAN
+    with pytest.raises(PolicyError, match="lookups are off today"):
+        round_.calls[0].run()
+    round_.commit([round_.calls[1].complete(round_.calls[1].run())])
+    assert (["ping"], "lookups are off today") == (
+        RAN,
+        tw.rejection_reason(session.messages[-1].results[0]),  # type: ignore[union-attr]
+    )
+
+
+class Hider:
+    """A policy that hides `lookup` (as toolwire-policy hides a denied tool)."""
+
+    @hookimpl
+    def toolwire_tool_availability(self, tool: Any) -> bool | None:
+        return False if tool.name == "lookup" else None
+
+
+def test_the_readme_loop_never_offers_a_tool_the_policy_hides(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Attack (#25.10): resolve_turn(tools) offered a denied tool (rejected only when run).
+    host = _host(Hider())
+    monkeypatch.setattr(tw, "_default_policies", lambda: host.hook_sets()[0])
+    for plugins in (True, False, host):
+        turn = tw.resolve_turn(TOOLS, plugins=plugins)
+        assert ["ping"] == [t.name for t in turn.tools], plugins
+        assert {"lookup": "plugin:corp"} == dict(turn.hidden)
+
+
+def test_a_policy_is_turned_off_only_by_its_own_switch_and_that_is_audited() -> None:
+    events: list[tuple[str, str]] = []
+
+    class Auditor(NoLookups):
+        @hookimpl
+        def toolwire_audit(self, event: tw.AuditEvent) -> None:
+            events.append((event.kind, event.source))
+
+    host = PluginHost(autoload=False, disable_policies=["corp"], policy_required=False)
+    host.register(Auditor(), "corp", kind="policy")
+    host.discover()
+    [record] = [r for r in host.plugins if r.name == "corp"]
+    assert ("disabled", "turned off by TOOLWIRE_DISABLE_POLICIES") == (
+        record.status,
+        record.reason[: len("turned off by TOOLWIRE_DISABLE_POLICIES")],
+    )
+    session = tw.Session().add_user("go")
+    round_ = _round(session, tw.resolve_turn(TOOLS, plugins=host))
+    assert "secret-k" == round_.calls[0].run()  # off: it decides nothing
+    assert [("policies_off", "TOOLWIRE_DISABLE_POLICIES")] == events
+
+
+def test_turning_policies_off_is_refused_where_a_policy_is_required() -> None:
+    with pytest.raises(PolicyError, match=r"cannot be turned off \(corp\) while the organisation"):
+        PluginHost(autoload=False, disable_policies=["corp"], policy_required=True)
+
+
+def test_a_required_policy_that_is_missing_blocks_every_call() -> None:
+    host = PluginHost(autoload=False, disable_policies=False, policy_required=True)
+    host.discover()
+    assert host.blocked
+    session = tw.Session().add_user("go")
+    round_ = _round(session, tw.resolve_turn(TOOLS, plugins=host))
+    with pytest.raises(PolicyError, match="no organisation policy is in force"):
+        round_.calls[1].run()
+    host.register(NoLookups(), "corp", kind="policy")
+    assert () == host.blocked
 
 
 def test_the_applications_own_toolset_hooks_decide_call_run_too() -> None:

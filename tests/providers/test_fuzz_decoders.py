@@ -19,6 +19,7 @@ By default each test draws a few dozen inputs; ``.ci/run``'s fuzz step sets
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -63,7 +64,10 @@ def get_time(zone: str) -> str:
     return zone
 
 
-TURN = tw.resolve_turn(tw.Toolset("app", [get_weather, get_time]), plugins=False)
+@functools.cache
+def _turn() -> tw.ResolvedTurn:
+    # Made on first use, not at import: resolving a turn reads the default plugin host.
+    return tw.resolve_turn(tw.Toolset("app", [get_weather, get_time]), plugins=False)
 
 
 # -- the valid replies each decoder is fuzzed from -------------------------------------------
@@ -246,10 +250,10 @@ def test_json_bodies(
     base = data.draw(st.sampled_from(ADAPTERS[name][1]()), label="reply")
     body = _mutate(data, base)
     try:
-        reply = provider._decode_body(body, TURN)
+        reply = provider._decode_body(body, _turn())
     except ProviderError:
         return
-    _check_reply(provider, TURN, reply)
+    _check_reply(provider, _turn(), reply)
 
 
 @pytest.mark.parametrize("name", sorted(ADAPTERS))
@@ -287,7 +291,7 @@ def test_sse_streams(
         chunks.append(raw[at : at + size])
         at += size
     chunks.append(raw[at:])
-    state = provider._new_stream(TURN)
+    state = provider._new_stream(_turn())
     decoder = SSEDecoder()
     try:
         for chunk in chunks:
@@ -297,7 +301,7 @@ def test_sse_streams(
         for event in decoder.finish():
             if not provider._stream_done(state):
                 provider._feed(state, event)
-        completed = provider._finish_stream(state, TURN)
+        completed = provider._finish_stream(state, _turn())
     except ProviderError:
         return
-    _check_reply(provider, TURN, completed.reply)
+    _check_reply(provider, _turn(), completed.reply)

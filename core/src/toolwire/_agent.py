@@ -235,15 +235,13 @@ class Agent:
         self.settings = settings
         self.provider = provider
         host = _resolve_host(plugins)
-        # Installed tool packs join the application's tools, as policies apply: the same
-        # switch turns both off (plugins=False).
-        self.toolset = host.assemble(toolset) if host is not None else toolset
+        # Installed tool packs join the application's tools; plugins=False leaves them
+        # out, and the policies apply all the same (host is then a PolicyHost).
+        self.toolset = host.assemble(toolset)
         _unrunnable(self.toolset.tools(), "this Agent")
         self.host = host
         self.executor = (
-            executor
-            if executor is not None
-            else Executor(tracing=tracing, plugins=host if host is not None else False)
+            executor if executor is not None else Executor(tracing=tracing, plugins=host)
         )
         # The application's sets; the host's are read every round (a policy registered
         # after this agent was made still applies). A set the caller passed that the host
@@ -292,11 +290,9 @@ class Agent:
 
     def _plugins(self) -> Any:
         """Whose policies decide this agent's rounds (resolve_turn's ``plugins``)."""
-        return self.host if self.host is not None else False
+        return self.host
 
     def _hook_sets(self) -> tuple[HookSet, ...]:
-        if self.host is None:
-            return self.hooks
         host_sets = self.host.hook_sets()
         return (*host_sets, *(h for h in self.hooks if all(h is not s for s in host_sets)))
 

@@ -23,6 +23,7 @@ TOPLEVEL: Mapping[str, str] = {
     "AgentResult": "toolwire._agent",
     "Allow": "toolwire._execute.approval",
     "Approval": "toolwire._execute.approval",
+    "AuditEvent": "toolwire._hooks",
     "ApprovalDecision": "toolwire._execute.approval",
     "ApprovalGate": "toolwire._execute.approval",
     "ApprovalNeeded": "toolwire._agent",

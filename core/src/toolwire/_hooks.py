@@ -25,6 +25,7 @@ from toolwire._exports import publish
 from toolwire._tools import Selector, Tool, tool_of
 
 __all__ = [
+    "AuditEvent",
     "Complete",
     "AvailabilityHook",
     "DecisionHook",
@@ -79,6 +80,41 @@ class HookContext:
     provider: str = ""
     model: str = ""
     extra: Mapping[str, Any] = attrs.field(factory=dict)
+
+
+AuditKind = str
+"""One of :data:`AUDIT_KINDS`."""
+
+#: What an :class:`AuditEvent` records: an attempt no decision hook saw, or a switch.
+AUDIT_KINDS = frozenset(
+    {
+        "unknown_tool",  # the model called a tool that does not exist
+        "not_offered",  # the tool exists but was not offered this round
+        "hidden",  # an availability hook (a policy's, a tool pack's) hid the tool
+        "invalid_arguments",  # the arguments were not JSON, or not valid for the schema
+        "withheld",  # a policy that failed to load withheld a result
+        "policies_off",  # a policy was turned off by an explicit switch
+    }
+)
+
+
+@attrs.frozen
+class AuditEvent:
+    """One thing toolwire answered without asking a decision hook, for the audit log.
+
+    ``kind`` is one of ``unknown_tool``, ``not_offered``, ``hidden``,
+    ``invalid_arguments``, ``withheld`` or ``policies_off``. ``tool``, ``call_id`` and
+    ``arguments`` (the raw argument text the model sent: hash it, never log it) are
+    empty for ``policies_off``; ``reason`` says what happened; ``source`` names who
+    decided (``toolwire``, or the plugin that hid the tool, or the switch).
+    """
+
+    kind: AuditKind
+    reason: str
+    tool: str = ""
+    call_id: str = ""
+    arguments: str = attrs.field(default="", repr=False)
+    source: str = "toolwire"
 
 
 #: The context of a round whose turn gave none: shared (one per round cost as much as a

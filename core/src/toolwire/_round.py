@@ -40,6 +40,7 @@ from toolwire._errors import (
 from toolwire._exports import publish
 from toolwire._hooks import (
     _EMPTY_CONTEXT,
+    AuditEvent,
     HookCache,
     HookContext,
     HookSet,
@@ -51,7 +52,7 @@ from toolwire._hooks import (
 )
 from toolwire._tools import Tool
 from toolwire._transcript import AssistantMessage, Session, ToolResultsMessage, Usage
-from toolwire._turn import ResolvedTurn
+from toolwire._turn import ResolvedTurn, policy_set
 
 __all__ = [
     "REJECTION_PREFIX",
@@ -287,19 +288,6 @@ def decode_calls(
 # -- the guard: what decides a round's calls, whatever loop runs them ------------------------
 
 
-def _policies(plugins: Any) -> HookSet | None:
-    """The policy hook set of the host ``plugins`` names (None when it has no policy)."""
-    if plugins is False:
-        return None
-    if plugins is True:
-        # The default host lives above this layer; the package (always imported before
-        # its submodules) reaches it.
-        found = sys.modules["toolwire"]._default_policies()
-    else:
-        found = plugins.hook_sets()[0]
-    return found if found else None
-
-
 class _Guard:
     """What must decide a round's calls before one runs (``call.run()``) or is committed:
     the installed policies, then the turn's hooks (those given to ``resolve_turn`` and the
@@ -335,12 +323,35 @@ class _Guard:
 def _guard_for(turn: ResolvedTurn) -> _Guard | None:
     """The guard for a round of ``turn``: None when nothing would decide its calls."""
     sets = turn.hooks
-    policies = _policies(turn.plugins)
+    policies = policy_set(turn.plugins)
     if policies is not None and all(policies is not s for s in sets):
         sets = (policies, *sets)  # policies first, so no later hook can answer for them
     if not any(sets):
         return None
     return _Guard(sets, turn.context or _EMPTY_CONTEXT)
+
+
+def audit_issues(turn: ResolvedTurn, issues: Iterable[ToolCallIssue]) -> None:
+    """Each call the round answers itself (unknown, not offered, hidden, invalid), sent to
+    the audit hooks of the host the turn names (``toolwire_audit``)."""
+    plugins = turn.plugins
+    host = sys.modules["toolwire"]._default_host() if isinstance(plugins, bool) else plugins
+    audit = getattr(host, "audit", None)
+    if audit is None:
+        return
+    for issue in issues:
+        call = issue.call
+        source = "toolwire"
+        if isinstance(issue, UnknownTool):
+            kind = "unknown_tool"
+        elif isinstance(issue, InvalidArguments):
+            kind = "invalid_arguments"
+        else:
+            hook = turn.hidden.get(call.name)
+            kind = "hidden" if hook else "not_offered"
+            source = hook or source
+        event = AuditEvent(kind, issue.reason, call.name, call.id, call.arguments, source)
+        audit(event, turn.context)
 
 
 @attrs.frozen
@@ -388,6 +399,8 @@ def decode_reply(
     ):
         _check_reply(reply)  # raises for a field of the wrong type (an adapter's bug)
     kept, typed, issues = decode_calls(turn, reply.tool_calls)
+    if issues:
+        audit_issues(turn, issues)
     if enforce_requirement and turn.requirement.kind != "optional":
         _check_requirement(turn, reply, typed)
     message = AssistantMessage(

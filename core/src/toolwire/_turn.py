@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal
@@ -191,12 +192,15 @@ def resolve_turn(
     requirement outside the resolved set, or ``at_least_one`` with nothing
     resolved, raises InvalidToolConstraintError before any request.
 
-    ``plugins`` says whose installed policies decide the calls of this turn's
-    rounds, whatever loop runs them: ``True`` (the default) the process's
-    default host (``toolwire.get_host()``), a ``PluginHost`` that one, and
-    ``False`` none (an explicit opt-out). With a policy installed, a round's
-    calls are decided by the policies and then ``hooks`` before ``call.run()``
-    runs one or ``round.commit`` writes one (see docs/security.md).
+    ``plugins`` says whose installed policies hide tools from this turn and decide
+    the calls of its rounds, whatever loop runs them: ``True`` (the default) and
+    ``False`` the process's default host (``toolwire.get_host()``; ``False`` only
+    says no tool pack's hooks are wanted, it never drops a policy), a
+    ``PluginHost`` that one. The policies' availability hooks run first, so a
+    denied tool is never offered; a round's calls are decided by the policies and
+    then ``hooks`` before ``call.run()`` runs one or ``round.commit`` writes one.
+    Turning a policy off is its own switch (``TOOLWIRE_DISABLE_POLICIES``, see
+    docs/security.md).
 
     ``output_type`` (a pydantic model or any type pydantic validates, or an
     OutputSpec) asks for a structured final answer: the adapter renders it in the
@@ -221,6 +225,9 @@ def resolve_turn(
     # before the toolsets' own, so no toolset hook can answer a call a policy rejects.
     collected = toolset.collected_hooks()
     all_hooks = (*hooks, *collected) if collected else tuple(hooks)
+    policies = policy_set(plugins)
+    if policies is not None and all(policies is not h for h in all_hooks):
+        all_hooks = (policies, *all_hooks)  # the policies hide denied tools, first
     active = any(all_hooks)
     overrides = list(
         description_overrides.items()
@@ -337,6 +344,18 @@ def _finish(
         settings=settings,
         hidden=hidden,
     )
+
+
+def policy_set(plugins: Any) -> HookSet | None:
+    """The policy hook set of the host ``plugins`` names (None when it has no policy):
+    ``True`` and ``False`` name the process's default host."""
+    if isinstance(plugins, bool):
+        # The default host lives above this layer; the package (always imported before
+        # its submodules) reaches it.
+        found = sys.modules["toolwire"]._default_policies()
+    else:
+        found = plugins.hook_sets()[0]
+    return found if found else None
 
 
 @attrs.frozen

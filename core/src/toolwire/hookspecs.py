@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from toolwire._backends import ToolBackend
     from toolwire._calls import ToolResult, TypedCall
     from toolwire._compile import SchemaCompiler
-    from toolwire._hooks import HookContext, ToolDecision
+    from toolwire._hooks import AuditEvent, HookContext, ToolDecision
     from toolwire._provider import Provider
     from toolwire._tools import Tool
     from toolwire._toolset import Toolset
@@ -252,6 +252,28 @@ def toolwire_tool_result(
     :returns: a replacement ToolResult, or None to keep the result.
 
     Added in 0.1.
+    """
+
+
+@hookspec
+def toolwire_audit(event: AuditEvent, context: HookContext) -> None:
+    """Record an attempt on a tool that no decision hook saw, or a policy switched off.
+
+    Calling rule: every implementation, for each event; sync only. toolwire calls it
+    for each call it answers itself (a tool that does not exist, one not offered this
+    round, one an availability hook hid, arguments that do not validate) and once per
+    process for each policy turned off by ``TOOLWIRE_DISABLE_POLICIES`` (or
+    ``PluginHost(disable_policies=...)``), so an audit log written from this hook and
+    from ``toolwire_tool_decision`` / ``toolwire_tool_result`` holds every attempt. A
+    policy that is switched off still receives this hook. An implementation that
+    raises or returns something is logged; the attempt is refused all the same.
+
+    :param event: what happened: ``event.kind``, the tool and call id, the raw argument
+        text (hash it; it may hold secrets), the reason and who decided.
+    :param context: the turn's context (empty for ``policies_off``).
+    :returns: None.
+
+    Added in 0.2.
     """
 
 

@@ -228,3 +228,58 @@ def test_a_result_record_carries_a_receipt_the_transcript_verifies(
     assert receipt.verify(call.arguments)
     assert not receipt.verify({"path": "b"})
     assert not tw.Receipt("read_notes", "other notes", **record["receipt"]).verify(call.arguments)
+
+
+def test_every_attempt_is_audited_through_the_host(make_policy: MakePolicy) -> None:
+    # Attack (#25.9): with deny = ["get_weather"], the Agent rejected the call as hidden
+    # before the policy's decision hook ran, and the audit log had nothing.
+    from toolwire import Agent, PluginHost, Session, Toolset, tool_fn
+    from toolwire.providers.test import TestProvider
+    from toolwire_policy import PolicyPlugin
+
+    @tool_fn
+    def get_weather(city: str) -> str:
+        """Get the weather."""
+        return "sunny"
+
+    policy = make_policy('deny = ["get_weather"]\n' + AUDIT)
+    host = PluginHost(autoload=False, disable_policies=False)
+    host.register(PolicyPlugin(policy), "corp", kind="policy")
+    provider = TestProvider(
+        script=[
+            {"tool_calls": [{"id": "c1", "name": "get_weather", "arguments": '{"city": "Oslo"}'}]},
+            {"text": "done"},
+        ]
+    )
+    Agent(provider, Toolset("app", [get_weather]), plugins=host).run(Session(), "weather?")
+    [record] = [r for r in records(policy) if r["event"] != "result"]
+    assert (
+        "hidden",
+        "c1",
+        "get_weather",
+        "reject",
+        "plugin:corp",
+        "sha256:" + hashlib.sha256(b'{"city": "Oslo"}').hexdigest(),
+    ) == (
+        record["event"],
+        record["call_id"],
+        record["tool"],
+        record["decision"],
+        record["source"],
+        record["fingerprint"],
+    )
+
+
+def test_a_policy_switched_off_writes_that_to_its_audit_log(make_policy: MakePolicy) -> None:
+    from toolwire import PluginHost
+    from toolwire_policy import PolicyPlugin
+
+    policy = make_policy(AUDIT)
+    host = PluginHost(autoload=False, disable_policies=["corp"], policy_required=False)
+    host.register(PolicyPlugin(policy), "corp", kind="policy")
+    [record] = records(policy)
+    assert ("policies_off", "TOOLWIRE_DISABLE_POLICIES", None) == (
+        record["event"],
+        record["source"],
+        record["call_id"],
+    )

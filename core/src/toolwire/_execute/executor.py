@@ -78,12 +78,14 @@ from toolwire._execute.paused import RoundExecution, _guards_of
 from toolwire._exports import publish
 from toolwire._hooks import (
     _EMPTY_CONTEXT,
+    AuditEvent,
     HookContext,
     HookSet,
     _async_pass,
     _guards_only,
     _hooks_cached,
     _reason_text,
+    arun_hooks,
     chain_cache,
 )
 from toolwire._metadata import Capability
@@ -128,7 +130,9 @@ class Executor:
     - ``clock``, ``sleep``, ``rng``: injectable time source, backoff sleep, jitter.
     - ``plugins``: the plugin host whose result hooks see every result (after
       ``on_result``) and whose failed policies block every call: ``True`` (the
-      default) is the process's host (``toolwire.get_host()``), ``False`` none.
+      default) is the process's host (``toolwire.get_host()``), ``False`` its
+      policies without its tool packs (a policy is turned off only by
+      ``TOOLWIRE_DISABLE_POLICIES``).
     - ``thread_pool``: where ``blocking=True`` tools run (default: a pool of
       ``max_concurrency`` threads, made on first use).
     - ``backend``: where tool bodies run: a :class:`toolwire.ToolBackend`, the name
@@ -792,6 +796,30 @@ class Executor:
                 if own is None or any(s is own for s in guard.sets):
                     call_guards = None  # this executor's policies were among them
             validate = self._check(job, c)
+            if job.error_type in _AUDITED and host is not None:
+                _audit_refusal(host, job, context)
+            elif (
+                call_guards is not None
+                and job.result is None
+                and isinstance(c, ToolCall)
+                and self._toolset is not None
+                and self._toolset.collected_hooks()
+            ):
+                # A raw call on this executor's toolset: its own hook sets decide it, after
+                # the policies, as they do for a round (the Agent's and `toolwire call`'s).
+                assert job.call is not None
+                sets = [own] if own else []
+                sets.extend(s for s in call_guards if all(s is not p for p in sets))
+                sets.extend(self._toolset.collected_hooks())
+                decided = await arun_hooks(job.call, sets, context or _EMPTY_CONTEXT)
+                call_guards = None
+                if isinstance(decided, (RejectedCall, HandledCall)):
+                    job.result = decided.result
+                    if isinstance(decided, RejectedCall):
+                        job.error_type = "policy_rejected"
+                    jobs.append(job)
+                    continue
+                job.call = decided
             if (
                 call_guards is not None
                 and job.result is None
@@ -1007,12 +1035,36 @@ def resolve_backend(backend: Any, host: Any) -> ToolBackend | None:
     )
 
 
+_AUDITED = {"unknown_tool": "unknown_tool", "invalid_arguments": "invalid_arguments"}
+
+
+def _audit_refusal(host: Any, job: _Job, context: HookContext | None) -> None:
+    """A call the executor refused before any decision hook saw it, for the audit hooks."""
+    audit = getattr(host, "audit", None)
+    if audit is None:
+        return
+    raw = job.raw
+    assert job.error_type is not None
+    assert job.result is not None
+    audit(
+        AuditEvent(
+            _AUDITED[job.error_type],
+            rejection_reason(job.result) or job.result.content,
+            tool=raw.name,
+            call_id=raw.id,
+            arguments=raw.arguments,
+        ),
+        context,
+    )
+
+
 def _resolve_host(plugins: Any) -> Any:
-    """``True``: the process's plugin host; ``False``/None: none; else the host given."""
+    """``True``: the process's plugin host; ``False``/None: its policies without its tool
+    packs (dropping tool packs never drops a policy); else the host given."""
     if plugins is True:
         return get_host()
     if plugins is False or plugins is None:
-        return None
+        return get_host().policies_only()
     if not hasattr(plugins, "hook_sets") or not hasattr(plugins, "atool_result"):
         raise UsageError(
             f"plugins must be True, False or a toolwire.PluginHost, got {type(plugins).__name__}"

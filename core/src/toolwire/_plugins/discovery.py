@@ -7,7 +7,7 @@ import os
 import queue
 import re
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 import attrs
@@ -32,6 +32,9 @@ _BUILTINS: tuple[tuple[PluginKind, str, str], ...] = (
     ("provider", "test", "toolwire.providers.test"),
 )
 _CORE_DISTRIBUTION = "toolwire"
+
+DISABLE_POLICIES_ENV = "TOOLWIRE_DISABLE_POLICIES"
+POLICY_REQUIRED_ENV = "TOOLWIRE_POLICY_REQUIRED"
 
 DEFAULT_HOOK_TIMEOUT = 5.0
 DEFAULT_IMPORT_TIMEOUT = 30.0
@@ -76,6 +79,27 @@ def _env_names(var: str) -> frozenset[str] | None:
     if raw is None:
         return None
     return frozenset(n.strip() for n in raw.split(",") if n.strip())
+
+
+def _policies_off(value: bool | Iterable[str] | None) -> frozenset[str]:
+    """The policies a ``disable_policies`` argument (None: ``TOOLWIRE_DISABLE_POLICIES``)
+    turns off: names, or ``{"*"}`` for every policy."""
+    if value is None:
+        names = _env_names(DISABLE_POLICIES_ENV) or frozenset()
+        return frozenset({"*"}) if names & {"*", "all", "1", "true"} else names
+    if value is True:
+        return frozenset({"*"})
+    if value is False:
+        return frozenset()
+    if isinstance(value, str) or not isinstance(value, Iterable):
+        raise PluginError(
+            f"disable_policies must be True, False or a list of policy names, "
+            f"got {type(value).__name__}"
+        )
+    names = frozenset(value)
+    if not all(isinstance(n, str) and n for n in names):
+        raise PluginError("disable_policies must name policies as non-empty strings")
+    return names
 
 
 def _env_flag(var: str, default: bool) -> bool:

@@ -30,15 +30,17 @@ from toolwire._calls import ToolResult, TypedCall
 from toolwire._compile import SchemaCompiler
 from toolwire._errors import PluginError, PolicyError, UsageError
 from toolwire._exports import publish
-from toolwire._hooks import HookContext, HookSet, _close
+from toolwire._hooks import AuditEvent, HookContext, HookSet, _close
 from toolwire._plugins.discovery import (
     _BUILTINS,
     _CORE_DISTRIBUTION,
     _KIND_RANK,
     _PROVIDER_NAME,
     DEFAULT_IMPORT_TIMEOUT,
+    DISABLE_POLICIES_ENV,
     ENTRY_POINT_GROUPS,
     IMPORTER,
+    POLICY_REQUIRED_ENV,
     ImportTimeout,
     PluginKind,
     PluginRecord,
@@ -49,6 +51,7 @@ from toolwire._plugins.discovery import (
     _env_flag,
     _env_names,
     _env_timeout,
+    _policies_off,
     _version,
 )
 from toolwire._plugins.wrappers import (
@@ -82,6 +85,14 @@ class PluginHost:
     not load in time blocks every call).
     Built-in plugins are exempt from the allow-list, not from the deny-list.
 
+    None of those switches removes an organisation policy: policies load whatever
+    ``autoload``, the allow-list and the deny-list say. Turning a policy off is its
+    own switch, ``TOOLWIRE_DISABLE_POLICIES`` (names, comma separated, or ``*`` for
+    every policy; the argument ``disable_policies``): it is logged as a warning, shown
+    by ``toolwire plugins``, sent to the policies' ``toolwire_audit`` hook, and refused
+    (PolicyError) when ``TOOLWIRE_POLICY_REQUIRED=1`` (the argument
+    ``policy_required``), which also blocks every tool call while no policy is in force.
+
     Use :meth:`hook_sets` when resolving a turn, so policies run first::
 
         host = toolwire.get_host()
@@ -98,7 +109,22 @@ class PluginHost:
         deny: Iterable[str] | None = None,
         hook_timeout: float | None = None,
         import_timeout: float | None = None,
+        disable_policies: bool | Iterable[str] | None = None,
+        policy_required: bool | None = None,
     ) -> None:
+        self.policy_required = (
+            _env_flag(POLICY_REQUIRED_ENV, False) if policy_required is None else policy_required
+        )
+        self.policies_off = _policies_off(disable_policies)
+        if self.policies_off and self.policy_required:
+            what = (
+                "every policy" if "*" in self.policies_off else ", ".join(sorted(self.policies_off))
+            )
+            raise PolicyError(
+                f"policies cannot be turned off ({what}) while the organisation requires a "
+                f"policy ({POLICY_REQUIRED_ENV}=1): unset {DISABLE_POLICIES_ENV} "
+                f"(or disable_policies)"
+            )
         self.autoload = (
             _env_flag("TOOLWIRE_AUTOLOAD_PLUGINS", True) if autoload is None else autoload
         )
@@ -128,6 +154,7 @@ class PluginHost:
         self._kind: dict[str, PluginKind] = {}  # pluggy plugin name -> kind
         self._blocked: dict[str, str] = {}  # failed policy name -> reason (fail closed)
         self._notices: dict[str, str] = {}  # the same, as the model is told (no detail)
+        self._off: set[str] = set()  # policies switched off (loaded for their audit hook)
         self._toolsets: dict[str, Toolset] = {}  # plugin name -> its group
         self._toolsets_of: set[str] = set()  # plugins whose toolsets were collected
         self._providers: dict[str, tuple[str, Callable[..., Provider]]] = {}
@@ -216,8 +243,9 @@ class PluginHost:
             if self._discovered:
                 return self
             self._discovered = True
-            if self.autoload:
-                for kind, group in ENTRY_POINT_GROUPS.items():
+            for kind, group in ENTRY_POINT_GROUPS.items():
+                # Autoload off reads no tool pack, provider or backend; policies load always.
+                if self.autoload or kind == "policy":
                     for ep in _entry_points().get(group, ()):
                         self._add_candidate(kind, ep)
             for kind, name, module in _BUILTINS:
@@ -229,7 +257,30 @@ class PluginHost:
                     _Candidate(record, functools.partial(importlib.import_module, module))
                 )
             self._load_pending("policy")
+            self._check_required()
             return self
+
+    def _check_required(self) -> None:
+        """With ``policy_required``, no policy in force blocks every call (fail closed)."""
+        live = any(
+            r.kind == "policy" and r.status == "loaded" and not self.is_inert(r)
+            for r in self._records.values()
+        )
+        key = f"({POLICY_REQUIRED_ENV})"
+        if self.policy_required and not live and key not in self._blocked:
+            self._blocked[key] = (
+                f"{POLICY_REQUIRED_ENV}=1 is set and no organisation policy is in force, so "
+                f"tool calls are blocked: install and configure one"
+            )
+            self._notices[key] = "no organisation policy is in force, so tool calls are blocked"
+            self._invalidate()
+        elif live and key in self._blocked:
+            del self._blocked[key]
+            del self._notices[key]
+            self._invalidate()
+
+    def _is_off(self, kind: str, name: str) -> bool:
+        return kind == "policy" and ("*" in self.policies_off or name in self.policies_off)
 
     def _add_candidate(self, kind: PluginKind, ep: Any) -> None:
         dist_name, dist_version = _dist_of(getattr(ep, "dist", None))
@@ -244,13 +295,19 @@ class PluginHost:
             )
             return
         is_builtin = record.distribution == _CORE_DISTRIBUTION
-        if ep.name in self.deny:
-            reason = "listed in TOOLWIRE_DISABLE_PLUGINS"
-            if kind == "policy":
-                # Switching a policy off is allowed, but never quietly.
-                reason += ": this policy is OFF and does not check any tool call"
-                logger.warning("policy %s is disabled (%s)", record.label(), reason)
-            self._records[(kind, ep.name)] = attrs.evolve(record, status="disabled", reason=reason)
+        if ep.name in self.deny and kind == "policy":
+            # The deny-list selects tool packs and providers; a policy stays on.
+            logger.warning(
+                "policy %s is listed in TOOLWIRE_DISABLE_PLUGINS, which does not turn a "
+                "policy off: it stays in force (turning it off is %s=%s)",
+                record.label(),
+                DISABLE_POLICIES_ENV,
+                ep.name,
+            )
+        elif ep.name in self.deny:
+            self._records[(kind, ep.name)] = attrs.evolve(
+                record, status="disabled", reason="listed in TOOLWIRE_DISABLE_PLUGINS"
+            )
             return
         # The allow-list narrows tool packs and providers; it never removes a policy (an
         # organisation's policy must not vanish because an unrelated list left it out).
@@ -340,8 +397,24 @@ class PluginHost:
         self._loaded(record)
 
     def _loaded(self, record: PluginRecord) -> None:
-        self._records[(record.kind, record.name)] = attrs.evolve(record, status="loaded")
-        self._invalidate()
+        if not self._is_off(record.kind, record.name):
+            self._records[(record.kind, record.name)] = attrs.evolve(record, status="loaded")
+            self._invalidate()
+        else:
+            # Loaded for its audit hook only: none of its other hooks runs.
+            self._off.add(record.name)
+            self._records[(record.kind, record.name)] = attrs.evolve(
+                record, status="disabled", reason=_OFF_REASON
+            )
+            self._invalidate()
+            reason = (
+                f"policy `{record.name}` is turned off by {DISABLE_POLICIES_ENV}: "
+                f"it checks no tool call in this process"
+            )
+            logger.warning("%s", reason)
+            self.audit(AuditEvent("policies_off", reason, source=DISABLE_POLICIES_ENV))
+        if record.kind == "policy" and self._discovered:
+            self._check_required()
 
     def _validate(self, obj: object) -> list[str]:
         problems: list[str] = []
@@ -379,11 +452,20 @@ class PluginHost:
             plugin = self._pm.get_plugin(record.name)
             if plugin is not None:
                 self._forget(record.name, plugin)
+        if self._is_off(record.kind, record.name):
+            # Switched off: it checks nothing either way, so its failure blocks nothing.
+            self._records[key] = attrs.evolve(
+                record,
+                status="disabled",
+                reason=f"{_OFF_REASON}; it also {reason}",
+            )
+            logger.warning("policy %s is turned off, and it %s", record.label(), reason)
+            return
         if key not in self._records or self._records[key].status != "failed":
             self._records[key] = attrs.evolve(record, status="failed", reason=reason)
         kind_label = "policy" if record.kind == "policy" else f"{record.kind} plugin"
         message = f"{kind_label} {record.label()} {reason}"
-        if record.kind == "policy":
+        if record.kind == "policy" and not self._is_off(record.kind, record.name):
             self._blocked[record.name] = (
                 f"policy {record.label()} failed to load, so tool calls are blocked: {reason}"
             )
@@ -404,6 +486,7 @@ class PluginHost:
     def _forget(self, name: str, plugin: object) -> None:
         self._pm.unregister(plugin)
         self._kind.pop(name, None)
+        self._off.discard(name)
         self._toolsets.pop(name, None)
         self._toolsets_of.discard(name)
         for pname, (owner, _) in list(self._providers.items()):
@@ -438,7 +521,8 @@ class PluginHost:
         (a true ``toolwire_inert``, as a policy with no policy file): their hooks would
         answer None every time, and leaving them out keeps the hook sets and the result
         pipeline empty."""
-        return [i for i in self._impls(hook) if not _inert(i.plugin)]
+        off = self._off
+        return [i for i in self._impls(hook) if not _inert(i.plugin) and i.plugin_name not in off]
 
     # -- toolsets --------------------------------------------------------------------
 
@@ -808,6 +892,117 @@ class PluginHost:
         for h in hooks:
             result = await h.arun(call, result, ctx, self.hook_timeout)
         return result
+
+    # -- audit ---------------------------------------------------------------------
+
+    def audit(self, event: AuditEvent, context: HookContext | None = None) -> None:
+        """Send ``event`` to every ``toolwire_audit`` implementation (switched-off
+        policies included); one that fails or is async is logged, never raised."""
+        if not isinstance(event, AuditEvent):
+            raise UsageError(f"audit() takes an AuditEvent, got {type(event).__name__}")
+        ctx = context or HookContext()
+        with self._lock:
+            impls = [i for i in self._impls("toolwire_audit") if not _inert(i.plugin)]
+        for impl in impls:
+            args = {"event": event, "context": ctx}
+            try:
+                out = impl.function(**{a: args[a] for a in impl.argnames})
+            except Exception as exc:
+                logger.error(
+                    "audit hook of plugin `%s` failed on event `%s`: %s",
+                    impl.plugin_name,
+                    event.kind,
+                    _describe(exc),
+                )
+                continue
+            if inspect.isawaitable(out):
+                _close(out)
+                logger.error("audit hook of plugin `%s` must be sync", impl.plugin_name)
+            elif out is not None:
+                logger.warning(
+                    "audit hook of plugin `%s` returned %s; it returns None",
+                    impl.plugin_name,
+                    type(out).__name__,
+                )
+
+    def policies_only(self) -> PolicyHost:
+        """This host without its tool packs: what ``plugins=False`` means (tool packs
+        drop out; the policies keep deciding, hiding, redacting and auditing)."""
+        return PolicyHost(self)
+
+
+_NO_PACKS = HookSet("plugins:toolsets")
+_OFF_REASON = f"turned off by {DISABLE_POLICIES_ENV}: this policy is OFF and checks no tool call"
+
+
+class PolicyHost:
+    """A :class:`PluginHost` seen without its tool packs and their hooks: the policies'
+    decision, availability, description, result and audit hooks only.
+
+    ``plugins=False`` (in ``resolve_turn``, ``Agent``, ``Executor``) means this view of
+    the default host: dropping tool packs never drops a policy.
+    """
+
+    __slots__ = ("host",)
+
+    def __init__(self, host: PluginHost) -> None:
+        self.host = host
+
+    def __repr__(self) -> str:
+        return f"<PolicyHost of {self.host!r}>"
+
+    @property
+    def blocked(self) -> tuple[str, ...]:
+        return self.host.blocked
+
+    @property
+    def blocked_notices(self) -> tuple[str, ...]:
+        return self.host.blocked_notices
+
+    def hook_sets(self) -> tuple[HookSet, HookSet]:
+        """``(policies, an empty set)``."""
+        return self.host.hook_sets()[0], _NO_PACKS
+
+    def assemble(self, toolset: Toolset | None = None) -> Toolset:
+        """``toolset`` as it is: no tool pack joins it."""
+        if toolset is None:
+            return Toolset("tools")
+        if not isinstance(toolset, Toolset):
+            raise UsageError(f"assemble() takes a Toolset, got {type(toolset).__name__}")
+        return toolset
+
+    def _result_pipeline(self) -> tuple[_ResultHook, ...]:
+        return tuple(h for h in self.host._result_pipeline() if h.policy)
+
+    def tool_result(
+        self, call: TypedCall[Any], result: ToolResult, context: HookContext | None = None
+    ) -> ToolResult:
+        """The policies' result hooks over ``result`` (see :meth:`PluginHost.tool_result`)."""
+        host = self.host
+        if host._notices:
+            return _withheld(call, next(iter(host._notices.values())))
+        ctx = context or HookContext()
+        for h in self._result_pipeline():
+            result = h.run(call, result, ctx, host.hook_timeout)
+        return result
+
+    async def atool_result(
+        self, call: TypedCall[Any], result: ToolResult, context: HookContext | None = None
+    ) -> ToolResult:
+        """As :meth:`tool_result`, awaiting async implementations."""
+        host = self.host
+        if host._notices:
+            return _withheld(call, next(iter(host._notices.values())))
+        ctx = context or HookContext()
+        for h in self._result_pipeline():
+            result = await h.arun(call, result, ctx, host.hook_timeout)
+        return result
+
+    def audit(self, event: AuditEvent, context: HookContext | None = None) -> None:
+        self.host.audit(event, context)
+
+    def backend(self, name: str, **options: Any) -> Any:
+        return self.host.backend(name, **options)
 
 
 def _inert(plugin: object) -> bool:

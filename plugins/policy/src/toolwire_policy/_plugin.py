@@ -8,7 +8,16 @@ from collections.abc import Awaitable, Mapping
 from pathlib import Path
 from typing import Any
 
-from toolwire import HookContext, PolicyError, Reject, Tool, ToolDecision, ToolResult, TypedCall
+from toolwire import (
+    AuditEvent,
+    HookContext,
+    PolicyError,
+    Reject,
+    Tool,
+    ToolDecision,
+    ToolResult,
+    TypedCall,
+)
 from toolwire.hookspecs import hookimpl
 from toolwire_policy._config import DISTRIBUTION, PLUGIN_NAME, find_policy_file, policy_paths
 from toolwire_policy._policy import Policy
@@ -162,3 +171,14 @@ class PolicyPlugin:
         if self.policy is None:
             return None
         return self.policy.on_result(call, result, context)
+
+    @hookimpl
+    def toolwire_audit(self, event: AuditEvent, context: HookContext) -> None:
+        """Write the attempts toolwire answered itself (unknown, not offered, hidden,
+        invalid) and a switch that turned policies off, to the audit log."""
+        if self.policy is None:
+            return
+        try:
+            self.policy.audit_event(event, context)
+        except OSError as exc:
+            logger.error("cannot write the audit log %s: %s", self.policy.audit_log, exc)

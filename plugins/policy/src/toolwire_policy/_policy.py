@@ -8,6 +8,7 @@ import inspect
 import json
 import logging
 import re
+import threading
 from collections.abc import (
     Awaitable,
     Callable,
@@ -22,8 +23,19 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import attrs
+import pydantic_core
+from pydantic import BaseModel, SecretBytes, SecretStr
 
-from toolwire import HookContext, Reject, Tool, ToolDecision, ToolResult, TypedCall
+from toolwire import (
+    AuditEvent,
+    HookContext,
+    Reject,
+    Tool,
+    ToolDecision,
+    ToolResult,
+    TypedCall,
+    call_fingerprint,
+)
 from toolwire_policy._audit import AuditLog, fingerprint, utc_now
 from toolwire_policy._config import (
     PLUGIN_NAME,
@@ -43,6 +55,7 @@ __all__ = [
     "Verdict",
     "approval_key",
     "call_arguments",
+    "revealed_arguments",
 ]
 
 logger = logging.getLogger("toolwire.policy")
@@ -84,14 +97,64 @@ def call_arguments(call: TypedCall[Any]) -> dict[str, Any]:
 
 
 def approval_key(call: TypedCall[Any]) -> str:
-    """What approves exactly this call: a fingerprint of its tool name and arguments.
+    """What approves exactly this call, once: a fingerprint of its tool name and its
+    effective input, secrets included by a digest of their real value.
 
-    Put it in ``HookContext.extra["toolwire.approved"]`` (any container) and a
-    call with the same tool and the same arguments is approved; any other
-    arguments are not. The key is computed over the unredacted arguments and
-    is never written to the audit log.
+    Put it in ``HookContext.extra["toolwire.approved"]`` (a mutable set or list) and
+    the next call with the same tool and the same arguments is approved, and the key
+    is spent (removed): an approval runs one call. Any other arguments, another secret
+    value (two ``SecretStr`` passwords that both show as ``**********``) or a second
+    call are not approved. The same key as :func:`toolwire.call_fingerprint`, which the
+    executor's approvals are bound to; it is never written to the audit log.
     """
-    return fingerprint({"tool": call.name, "arguments": call_arguments(call)})
+    return "sha256:" + call_fingerprint(call)
+
+
+def revealed_arguments(call: TypedCall[Any]) -> dict[str, Any]:
+    """The call's effective arguments with every secret field's real value, for the
+    argument constraints (never logged, never audited: :func:`call_arguments` is what the
+    log sees)."""
+    value = _reveal(call.input)
+    try:
+        plain = pydantic_core.to_jsonable_python(value)
+    except (TypeError, ValueError, pydantic_core.PydanticSerializationError):
+        plain = json.loads(call.arguments)
+    return plain if isinstance(plain, dict) else {"input": plain}
+
+
+def _reveal(value: Any) -> Any:
+    if isinstance(value, (SecretStr, SecretBytes)):
+        raw = value.get_secret_value()
+        return raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
+    if isinstance(value, BaseModel):
+        return {
+            info.serialization_alias or info.alias or name: _reveal(getattr(value, name))
+            for name, info in type(value).model_fields.items()
+        }
+    if isinstance(value, Mapping):
+        return {str(k): _reveal(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_reveal(v) for v in value]
+    return value
+
+
+_SPEND_LOCK = threading.Lock()
+
+
+def _spend(approved: Any, key: str) -> bool | None:
+    """Take ``key`` out of the approved keys: True when it was there and is now spent,
+    False when it was not there, None when the container cannot be spent from."""
+    with _SPEND_LOCK:
+        if key not in approved:
+            return False
+        remove = getattr(approved, "remove", None)
+        if not callable(remove):
+            return None
+        try:
+            remove(key)
+        except (KeyError, ValueError):
+            return False
+        return True
 
 
 @attrs.frozen
@@ -279,7 +342,7 @@ class Policy:
         if compiled.hidden is not None:
             return Verdict(False, compiled.hidden)
         if compiled.constraints:
-            broken = self.constraint_violation(call, call_arguments(call))
+            broken = self.constraint_violation(call, revealed_arguments(call))
             if broken is not None:
                 return Verdict(False, broken)
         if compiled.needs_approval is None:
@@ -386,12 +449,29 @@ class Policy:
             return result.replace(content=content)
         return None
 
+    def audit_event(self, event: AuditEvent, context: HookContext) -> None:
+        """Write an attempt toolwire answered itself (or a policy switched off); raises
+        OSError. The raw argument text is fingerprinted, never written."""
+        if self.audit_log is None:
+            return
+        record = self._base(event.kind, event.call_id, event.tool, context)
+        record["decision"] = "reject" if event.call_id else None
+        record["reason"] = event.reason or None
+        record["source"] = event.source
+        if event.call_id:
+            digest = hashlib.sha256(event.arguments.encode("utf-8", "surrogatepass"))
+            record["fingerprint"] = "sha256:" + digest.hexdigest()
+        self.audit_log.write(record)
+
     def _record(self, event: str, call: TypedCall[Any], context: HookContext) -> dict[str, Any]:
+        return self._base(event, call.id, call.name, context)
+
+    def _base(self, event: str, call_id: str, tool: str, context: HookContext) -> dict[str, Any]:
         record: dict[str, Any] = {
             "time": utc_now(),
             "event": event,
-            "call_id": call.id,
-            "tool": call.name,
+            "call_id": call_id or None,
+            "tool": tool or None,
             "decision": None,
             "plugin": PLUGIN_NAME,
             "fingerprint": None,
@@ -429,8 +509,15 @@ def _approve(
                 f"{reason} (HookContext.extra[{APPROVED!r}] must be a set of approval keys, "
                 f"got {type(approved).__name__})",
             )
-        if approval_key(call) in approved:
+        spent = _spend(approved, approval_key(call))
+        if spent:
             return Verdict(True, approval="approved")
+        if spent is None:
+            return Verdict(
+                False,
+                f"{reason} (HookContext.extra[{APPROVED!r}] must be a mutable set of approval "
+                f"keys, so each approval is spent once; got {type(approved).__name__})",
+            )
     approver = extra.get(APPROVER)
     if approver is None:
         return Verdict(False, reason)

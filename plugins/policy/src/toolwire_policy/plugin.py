@@ -14,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
-from toolwire import HookContext, Tool, ToolDecision, ToolResult, TypedCall
+from toolwire import AuditEvent, HookContext, Tool, ToolDecision, ToolResult, TypedCall
 from toolwire.hookspecs import hookimpl
 from toolwire_policy._plugin import PolicyPlugin
 
 __all__ = [
     "status",
+    "toolwire_audit",
     "toolwire_tool_availability",
     "toolwire_tool_decision",
     "toolwire_tool_result",
@@ -58,3 +59,9 @@ def toolwire_tool_result(
 ) -> ToolResult | None:
     """Audit every result; redact its content by the policy's result patterns."""
     return PLUGIN.toolwire_tool_result(call, result, context)
+
+
+@hookimpl
+def toolwire_audit(event: AuditEvent, context: HookContext) -> None:
+    """Audit the attempts no decision hook saw, and a policy switched off."""
+    PLUGIN.toolwire_audit(event, context)
