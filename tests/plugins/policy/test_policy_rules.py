@@ -4,12 +4,24 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from pydantic import BaseModel, SecretStr
 
-from toolwire import HookContext, Reject, Tool, ToolResult, Toolset, TypedCall
+from toolwire import (
+    HookContext,
+    Reject,
+    Tool,
+    ToolCall,
+    ToolResult,
+    Toolset,
+    TypedCall,
+    tool_input,
+    tool_of,
+)
 from toolwire_policy import APPROVED, APPROVER, REDACTED, Policy, Verdict, approval_key
 
 MakePolicy = Callable[[str], Policy]
@@ -400,3 +412,66 @@ def test_a_deny_glob_matches_a_long_prefixed_name_shortened_on_the_wire(
     assert not policy.is_visible(offered)
     by_glob = make_policy('deny = ["crm_export_every_customer_*"]\n')
     assert not by_glob.is_visible(offered)
+
+
+# -- approvals are spent once and bound to the real values (#25.3) ------------------------
+
+
+def test_an_approval_key_runs_one_call_not_three(make_policy: MakePolicy, call_of: CallOf) -> None:
+    # Attack (#25.3): one approval_key ran `send_money` three times in one round.
+    policy = make_policy(APPROVE_MUTATING)
+    first = call_of("write_notes", WRITE)
+    approved = {approval_key(first)}
+    ctx = HookContext(extra={APPROVED: approved})
+    verdicts = [verdict(policy, call_of("write_notes", WRITE, f"c{i}"), ctx) for i in range(3)]
+    assert ([True, False, False], set()) == ([v.allowed for v in verdicts], approved)
+
+
+def test_a_frozen_approved_set_cannot_be_spent_and_approves_nothing(
+    make_policy: MakePolicy, call_of: CallOf
+) -> None:
+    call = call_of("write_notes", WRITE)
+    ctx = HookContext(extra={APPROVED: frozenset({approval_key(call)})})
+    result = verdict(make_policy(APPROVE_MUTATING), call, ctx)
+    assert (False, True) == (result.allowed, "got frozenset" in result.reason)
+
+
+class Login(BaseModel):
+    user: str
+    password: SecretStr
+
+
+@tool_input(name="login", output=str)
+class LoginTool(Login):
+    """Log in."""
+
+
+def _login(password: str, call_id: str = "c1") -> TypedCall[Any]:
+    tool = tool_of(LoginTool)
+    text = json.dumps({"user": "ada", "password": password})
+    return TypedCall(ToolCall(call_id, "login", text), tool, tool.validate_json(text))
+
+
+def test_an_approval_key_tells_two_secrets_apart() -> None:
+    # Attack (#25.3): the key was built from model_dump_json, where every SecretStr is
+    # `**********`: approving one password approved any other.
+    assert approval_key(_login("hunter2")) != approval_key(_login("letmein"))
+    assert approval_key(_login("hunter2")) == approval_key(_login("hunter2", "c2"))
+
+
+def test_constraints_see_the_real_value_of_a_secret(make_policy: MakePolicy) -> None:
+    # Attack (#25.3): deny_patterns and max_length saw `**********`, never the value.
+    policy = make_policy(
+        """
+        [[constraints]]
+        tools = ["login"]
+        arguments = ["password"]
+        deny_patterns = ["^hunter"]
+        max_length = 12
+        """
+    )
+    assert [True, False, False] == [
+        verdict(policy, _login(p)).allowed for p in ("fine", "hunter2", "a" * 13)
+    ]
+    # ... and the reason names the argument, never the value.
+    assert "hunter2" not in verdict(policy, _login("hunter2")).reason
