@@ -22,7 +22,8 @@ def here(tmp_path: Path) -> Path:
 
 
 def _configure(here: Path, record: Path, **servers: Any) -> Path:
-    path = here / ".toolwire" / "mcp.json"
+    # The user's own config (a project's ./.toolwire/mcp.json starts nothing untrusted).
+    path = here.parent / "config" / "toolwire" / "mcp.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"mcpServers": servers}))
     return path
@@ -82,16 +83,18 @@ def test_plugins_lists_each_server_with_its_status_and_tool_count(here: Path, re
     assert line.startswith("srv ok (13 tools, stdio); broken failed (stdio): could not connect")
 
 
-def test_a_malformed_config_fails_the_plugin_naming_the_file_and_key(here: Path) -> None:
-    path = here / ".toolwire" / "mcp.json"
-    path.parent.mkdir()
-    path.write_text(json.dumps({"mcpServers": {"x": {"command": "a", "args": "b"}}}))
+def test_a_malformed_entry_skips_that_server_naming_the_file_and_key(
+    here: Path, record: Path
+) -> None:
+    # #25.12: one typo in one server's entry used to remove every configured server.
+    path = _configure(here, record, srv=_server(record), x={"command": "a", "args": "b"})
     done = _run(here, "plugins", "--json")
     by_name = {p["name"]: p for p in json.loads(done.stdout)["plugins"]}
-    assert "failed" == by_name["mcp"]["status"]
-    assert f"ConfigError: {path}: mcpServers.x.args must be a list" in by_name["mcp"]["reason"]
+    assert "loaded" == by_name["mcp"]["status"]
+    assert f"x skipped: {path}: mcpServers.x.args must be a list" in by_name["mcp"]["plugin_status"]
     tools = _run(here, "tools", "--json")
     assert "mcpServers.x.args must be a list of strings" in tools.stderr
+    assert "srv_echo" in [t["name"] for t in json.loads(tools.stdout)["tools"]]
 
 
 def test_the_policy_stops_an_mcp_call_before_it_reaches_the_server(

@@ -495,6 +495,8 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         raise CliError(
             f"`toolwire mcp` needs toolwire-mcp: pip install toolwire-mcp ({exc})", EXIT_USAGE
         ) from exc
+    if args.mcp_command == "trust":
+        return _mcp_trust(toolwire_mcp, args)
     host = _host()
     toolset = _app_toolset(args.app)
     _warn_blocked(host)
@@ -508,6 +510,24 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         plugins=host,
         elicit=not args.no_elicit,
     )
+    return EXIT_OK
+
+
+def _mcp_trust(toolwire_mcp: Any, args: argparse.Namespace) -> int:
+    """``toolwire mcp trust [PATH] [--remove]``: record (or forget) a project's MCP
+    config as trusted, showing the command of every server it will start."""
+    try:
+        if args.remove:
+            removed = toolwire_mcp.untrust_file(args.path)
+            _out(sys.stdout, "forgotten" if removed else "it was not trusted")
+            return EXIT_OK
+        specs = toolwire_mcp.trust_file(args.path)
+    except toolwire_mcp.ConfigError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    _out(sys.stdout, f"trusted, with {len(specs)} server(s); each starts as:")
+    for name, spec in specs.items():
+        what = " ".join([spec.command, *spec.args]) if spec.command else spec.url
+        _out(sys.stdout, f"  {name}: {what}")
     return EXIT_OK
 
 

@@ -148,7 +148,7 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = command("mcp", "MCP: serve the assembled toolset (needs toolwire-mcp)")
     msub = sp.add_subparsers(
-        dest="mcp_command", metavar="MCP_COMMAND", parser_class=_Parser, help="serve"
+        dest="mcp_command", metavar="MCP_COMMAND", parser_class=_Parser, help="serve, trust"
     )
     msub.required = True
     about = "serve the assembled toolset over MCP (policies and hooks apply)"
@@ -171,6 +171,13 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="never ask the client's user to approve a call (MCP elicitation); deny instead",
     )
+    about = (
+        "trust this project's ./.toolwire/mcp.json as it is now, so its servers start "
+        "(read it first: each server is a command that runs)"
+    )
+    trust = msub.add_parser("trust", help=about, description=about)
+    trust.add_argument("path", nargs="?", help="the file (default: ./.toolwire/mcp.json)")
+    trust.add_argument("--remove", action="store_true", help="forget the file instead")
     return p
 
 

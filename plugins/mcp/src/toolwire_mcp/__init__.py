@@ -19,7 +19,16 @@ from toolwire.adapters import lazy_exports as _lazy_exports
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from toolwire_mcp._config import CONFIG_ENV, ConfigError, ServerSpec, config_paths, load_config
+    from toolwire_mcp._config import (
+        CONFIG_ENV,
+        ConfigError,
+        ServerSpec,
+        config_paths,
+        load_config,
+        load_config_report,
+        trust_file,
+        untrust_file,
+    )
     from toolwire_mcp._connection import MCPCallError, MCPConnectError, close_all, connected
     from toolwire_mcp._server import build_server, serve_mcp
     from toolwire_mcp._toolset import MCPToolError, mcp_toolset, metadata_for
@@ -38,6 +47,9 @@ _LAZY = {
     "connected": "toolwire_mcp._connection",
     "config_paths": "toolwire_mcp._config",
     "load_config": "toolwire_mcp._config",
+    "load_config_report": "toolwire_mcp._config",
+    "trust_file": "toolwire_mcp._config",
+    "untrust_file": "toolwire_mcp._config",
     "mcp_toolset": "toolwire_mcp._toolset",
     "metadata_for": "toolwire_mcp._toolset",
     "serve_mcp": "toolwire_mcp._server",
@@ -57,7 +69,10 @@ __all__ = [
     "config_paths",
     "connected",
     "load_config",
+    "load_config_report",
     "mcp_toolset",
     "metadata_for",
     "serve_mcp",
+    "trust_file",
+    "untrust_file",
 ]

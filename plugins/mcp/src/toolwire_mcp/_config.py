@@ -8,8 +8,11 @@ a log line or an error message.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 import os
+import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
@@ -18,9 +21,25 @@ import attrs
 
 from toolwire.exceptions import PluginError
 
-__all__ = ["CONFIG_ENV", "ConfigError", "ServerSpec", "config_paths", "load_config"]
+__all__ = [
+    "CONFIG_ENV",
+    "ConfigError",
+    "ServerSpec",
+    "Skipped",
+    "config_paths",
+    "is_trusted",
+    "load_config",
+    "load_config_report",
+    "project_config_path",
+    "trust_file",
+    "trust_store_path",
+    "untrust_file",
+]
+
+logger = logging.getLogger("toolwire.mcp")
 
 CONFIG_ENV = "TOOLWIRE_MCP_CONFIG"
+_TRUST_FILE = "mcp-trust.json"
 _MAX_CONFIG_BYTES = 1 << 20  # a config file is small; a bigger one is a mistake
 _DEFAULT_TIMEOUT = 60.0
 _DEFAULT_CONNECT_TIMEOUT = 30.0
@@ -95,19 +114,132 @@ class ServerSpec:
 # -- the mcpServers file ------------------------------------------------------------------
 
 
+def _user_dir() -> Path:
+    xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(xdg) / "toolwire"
+
+
+def project_config_path(cwd: str | os.PathLike[str] | None = None) -> Path:
+    """The project's own file, ``./.toolwire/mcp.json``: outside input until trusted."""
+    return Path(cwd or os.getcwd()) / ".toolwire" / "mcp.json"
+
+
 def config_paths(cwd: str | os.PathLike[str] | None = None) -> list[Path]:
     """Where server configs are read from, in order (a later file's server of the same
-    name replaces an earlier one's): ``$XDG_CONFIG_HOME/toolwire/mcp.json`` (default
-    ``~/.config``), ``./.toolwire/mcp.json``, then the file ``TOOLWIRE_MCP_CONFIG`` names."""
-    xdg = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    paths = [
-        Path(xdg) / "toolwire" / "mcp.json",
-        Path(cwd or os.getcwd()) / ".toolwire" / "mcp.json",
-    ]
+    name replaces an earlier one's): ``./.toolwire/mcp.json`` (the project's, only once
+    the user trusted it: see :func:`trust_file`), ``$XDG_CONFIG_HOME/toolwire/mcp.json``
+    (default ``~/.config``; the user's own wins over the project's), then the file
+    ``TOOLWIRE_MCP_CONFIG`` names."""
+    paths = [project_config_path(cwd), _user_dir() / "mcp.json"]
     explicit = os.environ.get(CONFIG_ENV)
     if explicit:
         paths.append(Path(explicit))
     return paths
+
+
+# -- trust: a project's file starts nothing until the user trusted it ----------------------
+
+
+def trust_store_path() -> Path:
+    """The user's record of trusted project files: ``$XDG_CONFIG_HOME/toolwire/mcp-trust.json``."""
+    return _user_dir() / _TRUST_FILE
+
+
+def _digest(raw: bytes) -> str:
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+def _read_store() -> dict[str, str]:
+    path = trust_store_path()
+    try:
+        with path.open("rb") as f:
+            raw = f.read(_MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(
+            f"{path}: cannot read the MCP trust store: {exc.strerror or exc}"
+        ) from None
+    try:
+        data = json.loads(raw) if len(raw) <= _MAX_CONFIG_BYTES else None
+    except ValueError:
+        data = None
+    trusted = data.get("trusted") if isinstance(data, dict) else None
+    if not isinstance(trusted, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in trusted.items()
+    ):
+        raise ConfigError(
+            f'{path}: the MCP trust store is malformed (expected {{"trusted": {{path: '
+            f"digest}}}}); delete it and trust the project files again"
+        )
+    return dict(trusted)
+
+
+def _write_store(trusted: Mapping[str, str]) -> None:
+    path = trust_store_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps({"version": 1, "trusted": dict(sorted(trusted.items()))}, indent=2)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".mcp-trust.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _key(path: Path) -> str:
+    return str(path.expanduser().resolve())
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    try:
+        with path.open("rb") as f:
+            raw = f.read(_MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the MCP config: {exc.strerror or exc}") from None
+    if len(raw) > _MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: the MCP config is over {_MAX_CONFIG_BYTES} bytes")
+    return raw
+
+
+def is_trusted(path: str | os.PathLike[str], raw: bytes | None = None) -> bool:
+    """Whether the user trusted ``path`` as it is now (a changed file is not trusted)."""
+    p = Path(path)
+    if raw is None:
+        raw = _read_bytes(p)
+        if raw is None:
+            return False
+    return _read_store().get(_key(p)) == _digest(raw)
+
+
+def trust_file(path: str | os.PathLike[str] | None = None) -> dict[str, ServerSpec]:
+    """Trust a project's MCP config as it is now (its SHA-256 goes in the user's trust
+    store); returns the servers it configures. Raises ConfigError for a missing or
+    malformed file: only a file that loads can be trusted."""
+    p = Path(path) if path is not None else project_config_path()
+    raw = _read_bytes(p)
+    if raw is None:
+        raise ConfigError(f"{p}: no such MCP config to trust")
+    specs = _parse(raw, p)
+    store = _read_store()
+    store[_key(p)] = _digest(raw)
+    _write_store(store)
+    return specs
+
+
+def untrust_file(path: str | os.PathLike[str] | None = None) -> bool:
+    """Forget a trusted project file; True when it was trusted."""
+    p = Path(path) if path is not None else project_config_path()
+    store = _read_store()
+    if store.pop(_key(p), None) is None:
+        return False
+    _write_store(store)
+    return True
 
 
 def _strs(value: Any, where: str, *, kind: str) -> Any:
@@ -193,15 +325,13 @@ def spec_from_entry(name: str, entry: Any, source: str) -> ServerSpec | None:
 
 def read_config_file(path: Path) -> dict[str, ServerSpec]:
     """The servers one file configures (empty when the file does not exist)."""
-    try:
-        with path.open("rb") as f:
-            raw = f.read(_MAX_CONFIG_BYTES + 1)
-    except FileNotFoundError:
-        return {}
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read the MCP config: {exc.strerror or exc}") from None
-    if len(raw) > _MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path}: the MCP config is over {_MAX_CONFIG_BYTES} bytes")
+    raw = _read_bytes(path)
+    return {} if raw is None else _parse(raw, path)
+
+
+def _parse(raw: bytes, path: Path, skipped: list[Skipped] | None = None) -> dict[str, ServerSpec]:
+    """The servers in a config file's bytes. With ``skipped``, one malformed server entry
+    is left out and reported there (the others are kept); without it, it raises."""
     try:
         data = json.loads(raw)
     except ValueError as exc:
@@ -215,15 +345,76 @@ def read_config_file(path: Path) -> dict[str, ServerSpec]:
         raise ConfigError(f"{path}: mcpServers must be an object of servers")
     specs: dict[str, ServerSpec] = {}
     for name, entry in servers.items():
-        spec = spec_from_entry(name, entry, str(path))
+        try:
+            spec = spec_from_entry(name, entry, str(path))
+        except ConfigError as exc:
+            if skipped is None:
+                raise
+            skipped.append(Skipped(name, str(path), str(exc)))
+            continue
         if spec is not None:
             specs[name] = spec
     return specs
 
 
-def load_config(paths: Iterable[Path] | None = None) -> dict[str, ServerSpec]:
-    """Every configured server, by name, from :func:`config_paths` (or ``paths``)."""
+@attrs.frozen
+class Skipped:
+    """A server (or a whole project file, ``name`` "*") that was not loaded, and why."""
+
+    name: str
+    source: str
+    reason: str
+
+
+def load_config_report(
+    paths: Iterable[Path] | None = None, *, strict: bool = False
+) -> tuple[dict[str, ServerSpec], tuple[Skipped, ...]]:
+    """Every configured server by name, and what was skipped.
+
+    With ``paths`` None: :func:`config_paths`, where the project's own file counts
+    only when the user trusted it as it is now (an untrusted or changed one is skipped
+    and reported; nothing in it starts). A malformed entry skips that server only, and
+    a file that is not JSON skips that file only; both are reported. ``strict``
+    raises ConfigError for those instead (an untrusted project file is skipped either way).
+    """
     specs: dict[str, ServerSpec] = {}
+    skipped: list[Skipped] = []
+    project = _key(project_config_path()) if paths is None else None
     for path in config_paths() if paths is None else paths:
-        specs.update(read_config_file(Path(path)))
-    return specs
+        p = Path(path)
+        try:
+            raw = _read_bytes(p)
+            if raw is None:
+                continue
+            if project is not None and _key(p) == project and not is_trusted(p, raw):
+                skipped.append(
+                    Skipped(
+                        "*",
+                        str(p),
+                        "this project's MCP config is not trusted (or changed since it was), "
+                        "so none of its servers was started; read it, then run "
+                        "`toolwire mcp trust` in this directory",
+                    )
+                )
+                continue
+            specs.update(_parse(raw, p, None if strict else skipped))
+        except ConfigError as exc:
+            if strict:
+                raise
+            skipped.append(Skipped("*", str(p), str(exc)))
+    for item in skipped:
+        logger.warning("MCP: skipped %s: %s", _what(item), item.reason)
+    return specs, tuple(skipped)
+
+
+def _what(item: Skipped) -> str:
+    return f"the servers of {item.source}" if item.name == "*" else f"server `{item.name}`"
+
+
+def load_config(paths: Iterable[Path] | None = None) -> dict[str, ServerSpec]:
+    """Every configured server, by name, from :func:`config_paths` (or ``paths``).
+
+    A malformed file or entry raises ConfigError naming the file and the key; an
+    untrusted project file is skipped with a warning (see :func:`load_config_report`,
+    which skips and reports what is malformed instead)."""
+    return load_config_report(paths, strict=True)[0]

@@ -6,7 +6,8 @@ connected when the host first assembles toolsets (or ``toolwire plugins`` asks f
 status). Each server is mounted under its name as a prefix (``git_status`` for the
 ``status`` tool of the server ``git``). A server that fails to start is skipped and
 reported (tool packs fail open: ``toolwire plugins`` and :func:`server_status` say why);
-a malformed config file fails the plugin with an error naming the file and the key.
+a malformed entry skips that server, and a project's own ``./.toolwire/mcp.json`` starts
+nothing until the user trusts it (``toolwire mcp trust``); both are reported.
 Policies are not affected either way: they apply to whatever tools are there.
 """
 
@@ -31,7 +32,8 @@ logger = logging.getLogger("toolwire.mcp")
 
 @attrs.frozen
 class ServerStatus:
-    """How a configured server fared: ``ok`` with its tool count, or ``failed`` and why."""
+    """How a configured server fared: ``ok`` with its tool count, ``failed`` and why, or
+    ``skipped`` (an untrusted project file, a malformed entry) and why."""
 
     name: str
     transport: str
@@ -42,6 +44,8 @@ class ServerStatus:
     def line(self) -> str:
         if self.status == "ok":
             return f"{self.name} ok ({self.tools} tools, {self.transport})"
+        if self.status == "skipped":
+            return f"{self.name} skipped: {self.reason}"
         return f"{self.name} failed ({self.transport}): {self.reason}"
 
 
@@ -56,9 +60,14 @@ def _load() -> None:
     with _LOCK:
         if _LOADED[0]:
             return
-        from toolwire_mcp._config import load_config
+        from toolwire_mcp._config import load_config_report
 
-        specs = load_config()
+        specs, skipped = load_config_report()
+        for item in skipped:
+            where = f"{item.source} (every server)" if item.name == "*" else item.source
+            _STATUS[f"{item.name}@{item.source}"] = ServerStatus(
+                item.name if item.name != "*" else where, "config", "skipped", reason=item.reason
+            )
         if specs:
             from toolwire_mcp._toolset import mcp_toolset  # imports the SDK: only when needed
 
