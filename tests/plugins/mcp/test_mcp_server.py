@@ -389,7 +389,7 @@ def test_a_destructive_call_runs_when_the_user_approves_through_the_client(mode:
     assert (False, "wiped db") == (result.is_error, result.content[0].text)
     [params] = asked
     assert "destructive tool `wipe`" in params.message
-    assert '"target":"db"' in params.message
+    assert '"target": "db"' in params.message
     assert ["approve"] == params.requested_schema["required"]
 
 
@@ -475,3 +475,63 @@ def test_an_answer_is_bound_to_the_call_it_was_asked_for() -> None:
     assert isinstance(swapped, mcp_types.InputRequiredResult)  # asked again, nothing ran
     assert isinstance(forged, mcp_types.InputRequiredResult)
     assert "wiped scratch" == honest.content[0].text
+
+
+# -- the gateway serves exactly what it lists (#25.4, #25.5) ---------------------------------
+
+
+def test_a_tool_that_is_off_or_hidden_is_refused_like_an_unknown_one() -> None:
+    # Attack (#25.4): tools/call ran a tool registered off=True (toolwire-fs's write_file,
+    # toolwire-http's http_request in a stock install), and --approve approved it.
+    app = tw.Toolset("app", [add])
+    app.add(tw.Toolset("extra", [wipe]), off=True)
+
+    class HideLookups:
+        @tw.hookimpl
+        def toolwire_tool_availability(self, tool: Any) -> Any:
+            return False if tool.name == "secret_lookup" else None
+
+    app.add(tw.Toolset("more", [secret_lookup]))
+    host = _host()
+    host.register(HideLookups(), "corp", kind="policy")
+    server = build_server(app, host=host, approve=True)
+
+    async def calls(client: Client) -> Any:
+        listed = [t.name for t in (await client.list_tools()).tools]
+        off = await client.session.call_tool("wipe", {"target": "db"})
+        hidden = await client.session.call_tool("secret_lookup", {"key": "k"})
+        return listed, off, hidden
+
+    listed, off, hidden = _in_process(server, calls)
+    assert ["add"] == listed
+    assert [(True, "unknown tool `wipe`"), (True, "unknown tool `secret_lookup`")] == [
+        (r.is_error, r.content[0].text) for r in (off, hidden)
+    ]
+
+
+def test_the_approval_question_shows_every_argument_sorted() -> None:
+    # Attack (#25.5): the question cut the arguments at 2,000 characters, and a long
+    # `body` sent first pushed `to=attacker@...` out of view.
+    @tw.tool_fn(effect="destructive")
+    def send_mail(body: str, to: str) -> str:
+        """Send a mail."""
+        return "sent"
+
+    asked: list[Any] = []
+    server = build_server(tw.Toolset("app", [send_mail]), host=_host())
+
+    async def main(body: str) -> Any:
+        on_elicit = _asking(("accept", {"approve": True}), asked)
+        async with Client(server, elicitation_callback=on_elicit, mode="legacy") as client:
+            return await client.call_tool("send_mail", {"body": body, "to": "attacker@evil"})
+
+    result = anyio.run(main, "x" * 5000)
+    assert not result.is_error
+    [params] = asked
+    assert '"to": "attacker@evil"' in params.message
+    assert params.message.index('"body"') < params.message.index('"to"')
+    assert "x" * 5000 in params.message  # whole, not a prefix
+    refused = anyio.run(main, "y" * 20_000)
+    assert refused.is_error
+    assert "too long to show in full for approval" in refused.content[0].text
+    assert 1 == len(asked)  # never asked with a part of the arguments

@@ -36,17 +36,18 @@ from toolwire import (
     Allow,
     ApprovalGate,
     ApprovalRequest,
-    Availability,
     Defer,
     Deny,
     Executor,
     HookContext,
     NeedsTools,
+    NotAvailable,
     PluginHost,
     Session,
     ToolCall,
     ToolResultsMessage,
     Toolset,
+    UnknownTool,
     get_host,
     resolve_turn,
 )
@@ -117,13 +118,33 @@ def _can_elicit(ctx: Any) -> bool:
 _APPROVE_KEY = "toolwire_approval"
 
 
+#: The longest approval question sent: a call whose arguments do not fit is denied
+#: rather than shown in part (a prefix could hide the argument that matters).
+MAX_QUESTION_CHARS = 16_000
+
+
 def _question(request: ApprovalRequest) -> str:
-    shown = request.arguments_json
-    if len(shown) > 2000:
-        shown = shown[:2000] + "..."
+    """The approval question: every argument, keys sorted (the model chooses the order it
+    sends them in, so a long value first cannot push another out of view), in full."""
+    try:
+        shown = json.dumps(
+            json.loads(request.arguments_json), indent=2, sort_keys=True, ensure_ascii=False
+        )
+    except ValueError:
+        shown = request.arguments_json
     return (
         f"Allow the {request.effect.value} tool `{request.tool_name}` to run with these "
         f"arguments?\n{shown}"
+    )
+
+
+def _too_long(request: ApprovalRequest) -> Deny | None:
+    size = len(_question(request))
+    if size <= MAX_QUESTION_CHARS:
+        return None
+    return Deny(
+        f"the arguments of `{request.tool_name}` are too long to show in full for approval "
+        f"({size:,} characters; at most {MAX_QUESTION_CHARS:,}), so the call was not run"
     )
 
 
@@ -203,6 +224,9 @@ def build_server(
             if approve:
                 return Allow()
             if elicit and _can_elicit(ctx):
+                refused = _too_long(request)
+                if refused is not None:
+                    return refused
                 if ctx.session.can_send_request:  # a back-channel: ask now, and wait
                     return await _ask(ctx, request, elicit_timeout)
                 # No back-channel: ask in the result, decide when the client calls again.
@@ -249,20 +273,13 @@ def build_server(
         ctx: Any, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
         tool_name, arguments = params.name, params.arguments or {}
-        if tool_name not in tools:
-            return _error(f"unknown tool `{tool_name}`")
         # The call takes the path a model's call takes in the agent loop: the turn is
-        # resolved (availability hooks), the reply decoded (validation issues), the
+        # resolved as tools/list resolves it (a tool that is off or hidden is not
+        # offered), the reply decoded (validation issues; every refusal audited), the
         # decision hooks applied (policies first), then the executor runs what is left
         # (approval, timeouts, retries, output validation, result hooks) and commits.
         hooks = plugins.hook_sets()
-        turn = resolve_turn(
-            tools,
-            availability=Availability.only(tool_name),
-            hooks=hooks,
-            context=context,
-            plugins=plugins,
-        )
+        turn = resolve_turn(tools, hooks=hooks, context=context, plugins=plugins)
         session = Session().add_user(f"MCP tools/call {tool_name}")
         call = ToolCall(f"mcp_{next(_IDS)}", tool_name, json.dumps(arguments))
         outcome = decode_reply(
@@ -270,6 +287,9 @@ def build_server(
         )
         if not isinstance(outcome, NeedsTools):  # pragma: no cover - a reply with one call
             return _error(f"the call to `{tool_name}` was not decoded as a tool call")
+        if any(isinstance(i, (UnknownTool, NotAvailable)) for i in outcome.round.issues):
+            # Not in this client's tools/list (unknown, off, hidden): refused alike.
+            return _error(f"unknown tool `{tool_name}`")
         # The turn carries the host's hook sets (resolved with them): applied once.
         plan = await outcome.round.aapply_hooks(context=context)
         asked: list[ApprovalRequest] = []
