@@ -212,6 +212,10 @@ class ToolMetadata:
     backend_options: Mapping[str, Mapping[str, Any]] = attrs.field(
         factory=dict, converter=_to_backend_options, hash=False
     )
+    #: Where the tool comes from, as the code that made it names it (not as the tool
+    #: says): ``"mcp:git"`` for a tool of the MCP server configured as ``git``. Policies
+    #: match ``SOURCE/NAME`` (``mcp:git/*``) and decide how far to trust its claims.
+    source: str | None = None
 
     def __attrs_post_init__(self) -> None:
         if self.retry_hint is not None and not isinstance(self.retry_hint, RetryHint):
@@ -227,6 +231,8 @@ class ToolMetadata:
             raise ToolDefinitionError(
                 f"idempotent must be a bool, got {type(self.idempotent).__name__}"
             )
+        if self.source is not None and (not isinstance(self.source, str) or not self.source):
+            raise ToolDefinitionError(f"source must be a non-empty string, got {self.source!r}")
         if self.version is not None and (not isinstance(self.version, str) or not self.version):
             raise ToolDefinitionError(f"version must be a non-empty string, got {self.version!r}")
 

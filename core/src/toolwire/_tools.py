@@ -127,6 +127,7 @@ class Tool(Generic[InT, OutT]):
         "_definition",
         "_input_schema",
         "_model_input",
+        "_mounted",
         "_origin",
         "_output_adapter",
         "_output_schema",
@@ -185,6 +186,7 @@ class Tool(Generic[InT, OutT]):
         self.is_async = fn is not None and inspect.iscoroutinefunction(fn)
         self._origin: Tool[Any, Any] = self
         self._aliases: tuple[str, ...] = ()
+        self._mounted: tuple[str, ...] = ()
         self._input_schema = dict(input_schema) if input_schema is not None else None
         self._schema_descriptions = schema_descriptions
         self._output_schema: Any = _MISSING
@@ -237,6 +239,14 @@ class Tool(Generic[InT, OutT]):
         Rules that match tools by name (a policy's deny globs) match any of them."""
         return tuple(dict.fromkeys((self.name, *self._aliases, self._origin.name)))
 
+    @property
+    def mounted_names(self) -> tuple[str, ...]:
+        """The names this tool is called by where it is mounted: its wire name and, when
+        that was shortened, the full mounted name; never the name a tool gave itself (an
+        MCP server's tool named ``read_file``, mounted as ``evil_read_file``, is not
+        ``read_file`` here). Allow-lists match these; deny-lists match :attr:`names`."""
+        return (self.name, *self._mounted)
+
     def renamed(self, name: str, *, also: Iterable[str] = ()) -> Tool[InT, OutT]:
         """A view of this tool under another wire name, sharing validator and implementation.
 
@@ -247,6 +257,7 @@ class Tool(Generic[InT, OutT]):
                 object.__setattr__(view, slot, getattr(self, slot))
         view.name = name
         view._aliases = tuple(n for n in dict.fromkeys((*self.names, *also)) if n != name)
+        view._mounted = tuple(n for n in dict.fromkeys(also) if n != name)
         view._definition = None
         view.cache = {}
         view._origin = self._origin

@@ -131,3 +131,11 @@ def test_a_malformed_trust_store_is_a_clear_error(
     specs, skipped = load_config_report()
     assert {} == specs
     assert "the MCP trust store is malformed" in skipped[0].reason
+
+
+def test_an_mcp_tool_says_which_configured_server_it_comes_from() -> None:
+    # The organisation policy matches `mcp:SERVER/*` and trusts only the servers it names
+    # (#25.6): the source is the name the configuration gives, not one the server chose.
+    from toolwire_mcp import metadata_for
+
+    assert "mcp:git" == metadata_for(None, trust=True, timeout=5.0, server="git").source

@@ -104,7 +104,7 @@ def test_an_unknown_top_level_key() -> None:
         (
             "deny_effect",
             "unknown key at the top level; allowed keys: allow, deny, deny_effects, approve, "
-            "approve_effects, effects, constraints, redact, audit",
+            "approve_effects, effects, trusted_mcp_servers, constraints, redact, audit",
         )
     ] == problems("deny_effect = ['destructive']\n")
 

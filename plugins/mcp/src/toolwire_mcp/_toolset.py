@@ -36,14 +36,21 @@ class MCPToolError(ToolwireError, RuntimeError):
 
 
 def metadata_for(
-    annotations: types.ToolAnnotations | None, *, trust: bool, timeout: float
+    annotations: types.ToolAnnotations | None,
+    *,
+    trust: bool,
+    timeout: float,
+    server: str | None = None,
 ) -> ToolMetadata:
     """ToolMetadata from MCP tool annotations, with the spec's defaults for what is missing.
 
     ``readOnlyHint`` (default false), ``destructiveHint`` (default true), ``idempotentHint``
     (default false), ``openWorldHint`` (default true): a tool without annotations is a
     destructive, non-idempotent tool that reaches the network, so approval gates it. With
-    ``trust=False`` the annotations are ignored and every tool is treated so.
+    ``trust=False`` the annotations are ignored and every tool is treated so. ``server``
+    (the name the configuration gives the server) becomes the metadata's ``source``,
+    ``mcp:SERVER``: an organisation policy matches ``mcp:SERVER/*`` and trusts the
+    annotations only of the servers it names.
     """
     a = annotations if trust else None
 
@@ -65,6 +72,7 @@ def metadata_for(
         idempotent=read_only or idempotent,
         capabilities=frozenset({Capability.NETWORK}) if open_world else frozenset(),
         timeout=timeout + 5.0,  # the connection's own deadline answers first, and says why
+        source=f"mcp:{server}" if server else None,
     )
 
 
@@ -96,7 +104,10 @@ def tools_from(conn: Connection, listed: Sequence[types.Tool]) -> list[Any]:
                 t.input_schema,
                 _body(conn, t.name),
                 metadata=metadata_for(
-                    t.annotations, trust=spec.annotations == "trust", timeout=spec.timeout
+                    t.annotations,
+                    trust=spec.annotations == "trust",
+                    timeout=spec.timeout,
+                    server=spec.name,
                 ),
                 output_schema=t.output_schema,
             )

@@ -149,6 +149,11 @@ class PolicyConfig(_Table):
     """Tool-name glob -> the effect this policy takes the tool to have, whatever it
     claims (an MCP server's annotations are hints, not facts): ``{"git_*" = "destructive"}``.
     The first matching glob, in file order, wins; deny_effects and approve_effects use it."""
+    trusted_mcp_servers: list[Glob] = []
+    """MCP servers (by their configured name) whose tool annotations this policy believes.
+    A tool of any other MCP server is taken to be destructive, whatever its
+    ``readOnlyHint`` says (what the MCP specification says to assume of an untrusted
+    server); ``effects`` still overrides both."""
     constraints: list[ConstraintRule] = []
     redact: list[RedactRule] = []
     audit: AuditConfig | None = None

@@ -83,8 +83,21 @@ def _matches(rx: re.Pattern[str] | None, names: Iterable[str]) -> bool:
 
 def _names(tool: Tool[Any, Any]) -> tuple[str, ...]:
     # Every name the tool is known by: the wire name, the full mounted name (a long one is
-    # shortened on the wire) and the name it was defined with.
-    return tool.names
+    # shortened on the wire), the name it was defined with, and SOURCE/NAME
+    # (``mcp:git/status``) for a tool whose maker named its source.
+    source = tool.metadata.source
+    if source is None:
+        return tool.names
+    return (*tool.names, f"{source}/{tool.origin.name}")
+
+
+def _mounted(tool: Tool[Any, Any]) -> tuple[str, ...]:
+    # The names an allow-list may match: those the tool is mounted and called by, and its
+    # source's (named by the code that made it, never by the tool itself).
+    source = tool.metadata.source
+    if source is None:
+        return tool.mounted_names
+    return (*tool.mounted_names, f"{source}/{tool.origin.name}")
 
 
 def call_arguments(call: TypedCall[Any]) -> dict[str, Any]:
@@ -197,6 +210,7 @@ class Policy:
         "_cache",
         "_deny",
         "_effects",
+        "_trusted_mcp",
         "audit_log",
         "config",
         "source",
@@ -215,8 +229,9 @@ class Policy:
         self._allow = _globs(config.allow)
         self._deny = _globs(config.deny)
         self._approve = _globs(config.approve)
+        self._trusted_mcp = _globs(config.trusted_mcp_servers)
         self._effects = [(_globs([glob]), str(effect)) for glob, effect in config.effects.items()]
-        self._cache: dict[tuple[str, ...], _Compiled] = {}
+        self._cache: dict[tuple[tuple[str, ...], tuple[str, ...], str], _Compiled] = {}
 
     def __repr__(self) -> str:
         src = str(self.source) if self.source is not None else "<config>"
@@ -257,13 +272,24 @@ class Policy:
 
     def _compiled(self, tool: Tool[Any, Any]) -> _Compiled:
         names = _names(tool)
-        effect = self._effect(names, tool.metadata.effect.value)
-        key = (*names, effect)
+        mounted = _mounted(tool)
+        effect = self._effect(names, self._claimed(tool))
+        key = (names, mounted, effect)
         hit = self._cache.get(key)
         if hit is None:
-            hit = self._compile(tool.name, names, effect)
+            hit = self._compile(tool.name, names, effect, mounted)
             self._cache[key] = hit
         return hit
+
+    def _claimed(self, tool: Tool[Any, Any]) -> str:
+        """The effect the tool claims, as far as this policy believes it: an MCP server's
+        tool is destructive unless the server is in ``trusted_mcp_servers``."""
+        source = tool.metadata.source
+        if source is not None and source.startswith("mcp:"):
+            server = source[len("mcp:") :]
+            if not _matches(self._trusted_mcp, (server,)):
+                return "destructive"
+        return tool.metadata.effect.value
 
     def _effect(self, names: tuple[str, ...], claimed: str) -> str:
         """The tool's effect for this policy: the first ``effects`` glob that matches, else
@@ -273,12 +299,16 @@ class Policy:
                 return effect
         return claimed
 
-    def _compile(self, wire: str, names: tuple[str, ...], effect: str) -> _Compiled:
+    def _compile(
+        self, wire: str, names: tuple[str, ...], effect: str, mounted: tuple[str, ...]
+    ) -> _Compiled:
         cfg = self.config
         hidden = None
         if _matches(self._deny, names):
             hidden = f"tool `{wire}` is denied by the organisation policy"
-        elif not _matches(self._allow, names):
+        elif not _matches(self._allow, mounted):
+            # Allowed only by the name it is mounted and called by: a tool cannot pass an
+            # allow-list with the name it chose for itself (deny matches every name).
             hidden = f"tool `{wire}` is not in the organisation policy's allow list"
         elif effect in cfg.deny_effects:
             hidden = f"tool `{wire}` is {effect}, and the organisation policy denies {effect} tools"
@@ -414,7 +444,8 @@ class Policy:
         record["reason"] = verdict.reason or None
         record["approval"] = verdict.approval
         claimed = call.tool.metadata.effect.value
-        record["effect"] = self._effect(_names(call.tool), claimed)  # as this policy took it
+        # As this policy took it (an untrusted MCP server's claim is not believed).
+        record["effect"] = self._effect(_names(call.tool), self._claimed(call.tool))
         if record["effect"] != claimed:
             record["claimed_effect"] = claimed
         if audit.arguments:
