@@ -365,3 +365,14 @@ def _sessions(draw: st.DrawFn) -> tw.Session:
 @given(_sessions())
 def test_any_valid_session_round_trips(session: tw.Session) -> None:
     assert session == tw.Session.from_json(session.to_json())
+
+
+def test_lone_surrogates_in_metadata_are_repaired_on_load() -> None:
+    # #25.18: lone surrogates in metadata keys or values loaded without repair, and
+    # to_json() could then not be written as UTF-8.
+    text = '{"format": "%s", "id": "s1", "metadata": {"k\\ud800": "v\\udfff"}, "messages": []}'
+    session = tw.Session.from_json(text % tw.Session().to_dict()["format"])
+    assert {"k\ufffd": "v\ufffd"} == session.metadata
+    session.to_json().encode("utf-8")  # writable
+    made = tw.Session(metadata={"a": ["\ud83d\ude00", "\ud83d"]})
+    assert {"a": ["\U0001f600", "\ufffd"]} == made.metadata

@@ -127,6 +127,11 @@ class Session:
                 json.dumps(self.metadata, allow_nan=False)
             except (TypeError, ValueError, RecursionError) as exc:
                 raise TranscriptError(f"session metadata must be JSON data: {exc}") from None
+            # Lone surrogates in keys or values (from JSON escapes) are repaired, as message
+            # text is: to_json() must be writable as UTF-8.
+            self.metadata = sendable_json(
+                self.metadata, lambda why: TranscriptError(f"session metadata: {why}")
+            )
         self._messages: list[Message] = []
         if system is not None:
             self.add_system(system)
