@@ -124,21 +124,44 @@ def test_a_tool_input_class_with_run_is_its_own_implementation() -> None:
     assert "A!" == shout.call(shout.validate_python({"word": "a"}))
 
 
+def test_a_tool_without_implementation_is_fine_when_a_hook_answers_its_calls() -> None:
+    # #25.19: the Agent refused @tool_input tools without an implementation when it was
+    # made, although a decision hook answering every call with Complete (the seed's own
+    # pattern) means none ever runs. Only a call that reaches execution is refused.
+    hooks = tw.HookSet()
+    hooks.on(Lookup, lambda call: tw.Complete("from the cache"))
+    provider = TestProvider(
+        script=[
+            {"tool_calls": [{"id": "c1", "name": "lookup", "arguments": {"key": "k"}}]},
+            {"text": "ok"},
+        ]
+    )
+    session = tw.Session().add_user("go")
+    agent = tw.Agent(provider, tw.Toolset("app", [Lookup]), hooks=[hooks], plugins=False)
+    agent.run(session)
+    [result] = session.messages[-2].results  # type: ignore[union-attr]
+    assert "from the cache" == result.content
+
+
 @pytest.mark.parametrize("make", ["agent", "executor"])
-def test_a_tool_that_cannot_run_is_refused_when_the_agent_or_executor_is_made(make: str) -> None:
+def test_a_call_that_reaches_execution_with_nothing_to_run_is_an_error_result(make: str) -> None:
     toolset = tw.Toolset("app", [Shout, Lookup])
-
-    def build() -> object:
-        if make == "agent":
-            return tw.Agent(TestProvider(), toolset, plugins=False)
-        return tw.Executor(tools=toolset, plugins=False)
-
-    with pytest.raises(tw.UsageError) as caught:
-        build()
-    text = str(caught.value)
-    assert "cannot run `lookup`" in text
-    assert "`run(self)` method" in text
-    assert "call.complete(output)" in text
+    call = tw.ToolCall("c1", "lookup", '{"key": "k"}')
+    if make == "executor":
+        result = tw.Executor(tools=toolset, plugins=False).execute(call)
+    else:
+        provider = TestProvider(
+            script=[
+                {"tool_calls": [{"id": "c1", "name": "lookup", "arguments": {"key": "k"}}]},
+                {"text": "ok"},
+            ]
+        )
+        session = tw.Session().add_user("go")
+        tw.Agent(provider, toolset, plugins=False).run(session)
+        [result] = session.messages[-2].results  # type: ignore[union-attr]
+    assert result.is_error
+    assert "tool `lookup` has no implementation" in result.content
+    assert "call.complete(output)" in result.content
 
 
 def test_your_own_loop_still_answers_a_tool_without_implementation() -> None:

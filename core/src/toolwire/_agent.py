@@ -39,7 +39,6 @@ from toolwire._round import (
     ToolRoundPlan,
     decode_reply,
 )
-from toolwire._tools import _unrunnable
 from toolwire._toolset import Toolset
 from toolwire._transcript import AssistantMessage, Session, ToolResultsMessage, Usage
 from toolwire._turn import Requirement, ResolvedTurn, Turn
@@ -238,7 +237,6 @@ class Agent:
         # Installed tool packs join the application's tools; plugins=False leaves them
         # out, and the policies apply all the same (host is then a PolicyHost).
         self.toolset = host.assemble(toolset)
-        _unrunnable(self.toolset.tools(), "this Agent")
         self.host = host
         self.executor = (
             executor if executor is not None else Executor(tracing=tracing, plugins=host)

@@ -94,7 +94,7 @@ from toolwire._round import (
     ToolRound,
     ToolRoundPlan,
 )
-from toolwire._tools import Tool, _unrunnable
+from toolwire._tools import Tool
 from toolwire._toolset import Toolset
 
 if TYPE_CHECKING:
@@ -185,7 +185,6 @@ class Executor:
                 # The same rule as a Toolset: two tools of one name is an error, not "the
                 # last one wins" (which would run a different tool than the one offered).
                 self._tools = {t.name: t for t in Toolset("executor", tools).tools()}
-            _unrunnable(self._tools.values(), "this Executor")
         self._toolset = tools if isinstance(tools, Toolset) else None
         self._allowed = (
             frozenset(Capability)
