@@ -8,6 +8,7 @@ and servers too slow.
 
 from __future__ import annotations
 
+import gzip
 import http.server
 import ipaddress
 import json
@@ -34,6 +35,9 @@ from toolwire_http import (
     policy_from_env,
 )
 from toolwire_http._policy import _not_public
+
+#: 64 MiB of zeros, gzipped: about 64 KiB on the wire.
+BOMB = gzip.compress(b"\0" * (64 * 1024 * 1024), compresslevel=9)
 
 PAGE = b"""<html><head><title>Notes</title><style>p{color:red}</style>
 <script>alert('x')</script></head>
@@ -83,6 +87,24 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._redirect("/loop")
         elif path == "/post-then-see":
             self._redirect("/echo", status=303)
+        elif path in ("/bomb", "/zstd"):
+            encoding = "gzip" if path == "/bomb" else "zstd"
+            body = BOMB if path == "/bomb" else b"(zstd frame)"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Encoding", encoding)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        elif path == "/drip":
+            # A header line every 0.3 s for 6 s: each read is quick, the whole is not.
+            self.send_response(200)
+            for i in range(20):
+                self.send_header(f"X-Drip-{i}", "x")
+                self.wfile.flush()
+                time.sleep(0.3)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
         else:
             self._send(404, "text/plain", b"no such page")
 
@@ -436,3 +458,107 @@ def test_html_to_text_survives_broken_markup() -> None:
     # html.parser raises on some malformed declarations: a hostile page must not break
     # the tool (the text read before it is kept).
     assert "before" == html_to_text("<p>before</p><![a broken")
+
+
+# -- #25.8 and #25.11: paths, redirects, addresses, bodies and deadlines -------------------
+
+
+def _mock(handler: Any) -> httpx.MockTransport:
+    return httpx.MockTransport(handler)
+
+
+PUBLIC = names({"api.example.com": "93.184.216.34"})
+
+
+def test_an_encoded_dot_segment_does_not_pass_a_url_glob() -> None:
+    # Attack (#25.8): /v1/public/%2e%2e/admin/users passed https://api.example.com/v1/public/*
+    policy = HttpPolicy(rules=(Rule("https://api.example.com/v1/public/*"),))
+    ok = _mock(lambda request: httpx.Response(200, text="fine"))
+    for url in (
+        "https://api.example.com/v1/public/%2e%2e/admin/users",
+        "https://api.example.com/v1/public/%2E%2E/admin/users",
+        "https://api.example.com/v1/public/..%2fadmin/users",
+        "https://api.example.com/v1/public/%5c..%5cadmin",
+    ):
+        with pytest.raises(HttpDenied, match="not on the allow-list"):
+            fetch(url, "GET", policy, resolver=PUBLIC, transport=ok)
+    assert (
+        b"fine"
+        == fetch(
+            "https://api.example.com/v1/public/./docs", "GET", policy, resolver=PUBLIC, transport=ok
+        ).body
+    )
+
+
+def test_a_credential_is_not_sent_after_a_redirect_from_https_to_http() -> None:
+    # Attack (#25.8): a host rule's Authorization header was re-sent in the clear after an
+    # https -> http redirect.
+    seen: list[httpx.Request] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if request.url.scheme == "https":
+            return httpx.Response(302, headers={"location": "http://api.example.com/plain"})
+        return httpx.Response(200, text="plain")
+
+    policy = HttpPolicy(rules=(Rule("api.example.com", headers={"Authorization": "Bearer s"}),))
+    fetch("https://api.example.com/x", "GET", policy, resolver=PUBLIC, transport=_mock(handler))
+    assert ["Bearer s", None] == [r.headers.get("authorization") for r in seen]
+
+
+@pytest.mark.parametrize(
+    ("address", "reason"),
+    [
+        ("64:ff9b::7f00:1", "loopback (inside IPv6)"),
+        ("64:ff9b::a9fe:a9fe", "cloud metadata (inside IPv6)"),
+        ("64:ff9b:1::a00:1", "private (inside IPv6)"),
+        ("::7f00:1", "loopback (inside IPv6)"),
+        ("::a00:1", "private (inside IPv6)"),
+    ],
+)
+def test_ipv4_inside_nat64_and_ipv4_compatible_addresses_is_checked(
+    address: str, reason: str
+) -> None:
+    # Attack (#25.11): these reached 127.0.0.1 and the private network through a NAT64
+    # gateway or a stack that still routes IPv4-compatible addresses.
+    assert reason == _not_public(ipaddress.ip_address(address))
+    assert _not_public(ipaddress.ip_address("64:ff9b::808:808")) is None  # public via NAT64
+
+
+def test_a_compressed_body_is_limited_as_it_is_decompressed(server: str) -> None:
+    # Attack (#25.11): a small gzip (or zstd) body was decompressed a whole chunk at a
+    # time before the limit applied: 32 KB of zstd grew the process by about 2 GiB.
+    policy = HttpPolicy(allow_private=("127.0.0.1",), timeout=10.0, max_bytes=1024 * 1024)
+    tracemalloc.start()
+    try:
+        result = fetch(f"{server}/bomb", "GET", policy)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert (1024 * 1024, True, b"\0" * 16) == (len(result.body), result.truncated, result.body[:16])
+    assert peak < 16 * 1024 * 1024
+    assert "gzip, deflate" == _Handler.seen[-1]["headers"]["Accept-Encoding"]
+    with pytest.raises(HttpError, match="encoded as zstd, which was not asked for"):
+        fetch(f"{server}/zstd", "GET", policy)
+
+
+def test_a_server_dripping_its_headers_hits_the_whole_deadline(server: str) -> None:
+    # Attack (#25.11): a header line every 0.5 s held a 2 s deadline for 20 s (each read
+    # was within its own timeout).
+    policy = HttpPolicy(allow_private=("127.0.0.1",), timeout=1.0)
+    start = time.monotonic()
+    with pytest.raises(HttpError, match=r"longer than 1 s"):
+        fetch(f"{server}/drip", "GET", policy)
+    assert time.monotonic() - start < 3.5  # the drip takes 6 s
+
+
+def test_a_gzip_body_under_the_limit_is_whole(server: str) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = gzip.compress(b"hello " * 1000)
+        return httpx.Response(
+            200, headers={"content-encoding": "gzip"}, stream=httpx.ByteStream(body)
+        )
+
+    result = fetch("https://api.example.com/x", "GET", HttpPolicy(), resolver=PUBLIC,
+                   transport=_mock(handler))  # fmt: skip
+    assert (b"hello " * 1000, False) == (result.body, result.truncated)

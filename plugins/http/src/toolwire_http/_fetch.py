@@ -9,10 +9,14 @@ Each hop (the first request and every redirect):
 3. the request goes to the checked address itself (``Host`` and TLS SNI carry the
    name), so a second DNS answer cannot redirect it (DNS rebinding);
 4. headers a rule grants (a credential) go only to URLs that rule matches: a
-   redirect to another host gets none of them.
+   redirect to another host gets none of them, nor does a hop that a redirect took
+   from https down to http.
 
-The body is read as a stream up to ``max_bytes``; the whole request (redirects
-included) has one deadline.
+The body is read as a stream up to ``max_bytes`` of *decoded* bytes (only gzip and
+deflate are asked for and accepted, and they are decompressed here with the output
+bounded, so a small compressed body cannot grow past the limit); the whole request
+(redirects and a server that drips its headers included) has one deadline, enforced by
+closing the connection when it passes.
 """
 
 from __future__ import annotations
@@ -21,7 +25,9 @@ import contextlib
 import html.parser
 import json
 import socket
+import threading
 import time
+import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -125,65 +131,114 @@ def fetch(
     except (httpx.InvalidURL, ValueError, TypeError) as exc:
         raise HttpDenied(f"not a valid URL: {exc}") from None
     origin_host = current.host
+    client = httpx.Client(transport=transport, follow_redirects=False, trust_env=False)
+    # The deadline bounds the whole request: httpx's timeouts bound each read, so a server
+    # sending a header line every half second would hold it for ever. Closing the client
+    # closes its connections, which ends a read in progress.
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()
+        with contextlib.suppress(Exception):  # the request's own thread reports it
+            client.close()
+
+    watchdog = threading.Timer(policy.timeout, expire)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        return _hops(client, current, method, policy, body, content_type, resolver, deadline)
+    except (httpx.HTTPError, RuntimeError) as exc:
+        if expired.is_set():
+            raise HttpError(f"the request took longer than {policy.timeout:g} s") from None
+        raise HttpError(f"the request to {origin_host} failed: {exc}") from None
+    except HttpError:
+        if expired.is_set():
+            raise HttpError(f"the request took longer than {policy.timeout:g} s") from None
+        raise
+    finally:
+        watchdog.cancel()
+        client.close()
+
+
+def _hops(
+    client: httpx.Client,
+    current: httpx.URL,
+    method: str,
+    policy: HttpPolicy,
+    body: bytes | None,
+    content_type: str | None,
+    resolver: Resolver,
+    deadline: float,
+) -> FetchResult:
+    import httpx  # here, not at the top: see the TYPE_CHECKING import
+
+    origin_host = current.host
     redirects: list[str] = []
-    with httpx.Client(transport=transport, follow_redirects=False, trust_env=False) as client:
-        for _ in range(policy.max_redirects + 1):
-            rule = policy.rule_for(current, method)
-            port = current.port or (443 if current.scheme == "https" else 80)
-            addresses = resolver(current.host, port)
-            if not addresses:
-                raise HttpError(f"{current.host} resolves to no address")
-            for address in addresses:  # every answer must be allowed, not just the first
-                policy.check_address(current.host, address)
-            pinned = addresses[0]
-            headers = {"User-Agent": _USER_AGENT, "Host": _host_header(current)}
-            if rule is not None:
-                headers.update(rule.headers)  # this rule's URLs only: never across hosts
-            if body is not None and content_type:
-                headers["Content-Type"] = content_type
-            target = current.copy_with(host=pinned)
-            extensions: dict[str, Any] = {}
-            if current.scheme == "https":
-                extensions["sni_hostname"] = current.host
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise HttpError(f"the request took longer than {policy.timeout:g} s")
-            request = client.build_request(
-                method,
-                target,
-                headers=headers,
-                content=body,
-                timeout=httpx.Timeout(remaining),
-                extensions=extensions,
+    was_secure = False
+    for _ in range(policy.max_redirects + 1):
+        rule = policy.rule_for(current, method)
+        port = current.port or (443 if current.scheme == "https" else 80)
+        addresses = resolver(current.host, port)
+        if not addresses:
+            raise HttpError(f"{current.host} resolves to no address")
+        for address in addresses:  # every answer must be allowed, not just the first
+            policy.check_address(current.host, address)
+        pinned = addresses[0]
+        headers = {
+            "User-Agent": _USER_AGENT,
+            "Host": _host_header(current),
+            "Accept-Encoding": "gzip, deflate",
+        }
+        was_secure = was_secure or current.scheme == "https"
+        if rule is not None and not (was_secure and current.scheme != "https"):
+            # This rule's URLs only (never across hosts), and never in the clear once
+            # a redirect took the request from https down to http.
+            headers.update(rule.headers)
+        if body is not None and content_type:
+            headers["Content-Type"] = content_type
+        target = current.copy_with(host=pinned)
+        extensions: dict[str, Any] = {}
+        if current.scheme == "https":
+            extensions["sni_hostname"] = current.host
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise HttpError(f"the request took longer than {policy.timeout:g} s")
+        request = client.build_request(
+            method,
+            target,
+            headers=headers,
+            content=body,
+            timeout=httpx.Timeout(remaining),
+            extensions=extensions,
+        )
+        try:
+            response = client.send(request, stream=True)
+        except httpx.TimeoutException:
+            raise HttpError(f"the request took longer than {policy.timeout:g} s") from None
+        except httpx.HTTPError as exc:
+            raise HttpError(f"the request to {current.host} failed: {exc}") from None
+        try:
+            location = response.headers.get("location")
+            if response.status_code in _REDIRECTS and location:
+                nxt = current.join(location)
+                redirects.append(str(nxt))
+                if response.status_code in (301, 302, 303) and method not in ("GET", "HEAD"):
+                    method, body, content_type = "GET", None, None
+                current = nxt
+                continue
+            data, truncated = _read(response, policy.max_bytes, deadline, policy.timeout)
+            return FetchResult(
+                str(current),
+                response.status_code,
+                response.reason_phrase,
+                response.headers.get("content-type", ""),
+                data,
+                truncated,
+                tuple(redirects),
             )
-            try:
-                response = client.send(request, stream=True)
-            except httpx.TimeoutException:
-                raise HttpError(f"the request took longer than {policy.timeout:g} s") from None
-            except httpx.HTTPError as exc:
-                raise HttpError(f"the request to {current.host} failed: {exc}") from None
-            try:
-                location = response.headers.get("location")
-                if response.status_code in _REDIRECTS and location:
-                    nxt = current.join(location)
-                    redirects.append(str(nxt))
-                    if response.status_code in (301, 302, 303) and method not in ("GET", "HEAD"):
-                        method, body, content_type = "GET", None, None
-                    current = nxt
-                    continue
-                data, truncated = _read(response, policy.max_bytes, deadline, policy.timeout)
-                return FetchResult(
-                    str(current),
-                    response.status_code,
-                    response.reason_phrase,
-                    response.headers.get("content-type", ""),
-                    data,
-                    truncated,
-                    tuple(redirects),
-                )
-            finally:
-                response.close()
-        raise HttpError(f"more than {policy.max_redirects} redirects from {origin_host}; stopped")
+        finally:
+            response.close()
+    raise HttpError(f"more than {policy.max_redirects} redirects from {origin_host}; stopped")
 
 
 def _host_header(url: httpx.URL) -> str:
@@ -191,19 +246,63 @@ def _host_header(url: httpx.URL) -> str:
     return f"{host}:{url.port}" if url.port is not None else host
 
 
+def _decoder(response: httpx.Response) -> Callable[[bytes, int], bytes] | None:
+    """``decode(raw, room)``: at most ``room`` bytes of decoded body from the next raw
+    chunk (None: the body is not encoded). HttpError for an encoding not asked for."""
+    encodings = [
+        e.strip().lower()
+        for e in response.headers.get("content-encoding", "").split(",")
+        if e.strip() and e.strip().lower() != "identity"
+    ]
+    if not encodings:
+        return None
+    if len(encodings) > 1 or encodings[0] not in ("gzip", "x-gzip", "deflate"):
+        raise HttpError(
+            f"the server sent a body encoded as {', '.join(encodings)}, which was not asked "
+            f"for (only gzip and deflate are accepted)"
+        )
+    gzip = encodings[0] != "deflate"
+    state: dict[str, Any] = {"d": zlib.decompressobj(31 if gzip else 15), "raw": not gzip}
+
+    def decode(raw: bytes, room: int) -> bytes:
+        d = state["d"]
+        try:
+            out = d.decompress(d.unconsumed_tail + raw, room + 1)
+        except zlib.error:
+            if state["raw"]:  # deflate sent without its zlib header, as some servers do
+                state["raw"] = False
+                state["d"] = zlib.decompressobj(-15)
+                return decode(raw, room)
+            raise HttpError("the response body is not valid gzip or deflate data") from None
+        state["raw"] = False
+        return bytes(out)
+
+    return decode
+
+
 def _read(
     response: httpx.Response, limit: int, deadline: float, timeout: float
 ) -> tuple[bytes, bool]:
     import httpx  # here, not at the top: see the TYPE_CHECKING import
 
+    try:
+        loaded = response.content  # a transport that read the body already (a mock)
+    except httpx.ResponseNotRead:
+        pass
+    else:
+        return loaded[:limit], len(loaded) >= limit
     chunks: list[bytes] = []
     size = 0
+    decode = _decoder(response)
     try:
-        for chunk in response.iter_bytes():
+        for raw in response.iter_raw():
             if time.monotonic() > deadline:
                 raise HttpError(f"the response took longer than {timeout:g} s to read")
             room = limit - size
-            if len(chunk) >= room:
+            # Decompressed here, at most room + 1 bytes per chunk: a small compressed body
+            # cannot grow past the limit in memory.
+            chunk = raw if decode is None else decode(raw, room)
+            if len(chunk) > room or (len(chunk) == room and decode is None):
                 chunks.append(chunk[:room])
                 return b"".join(chunks), True
             chunks.append(chunk)

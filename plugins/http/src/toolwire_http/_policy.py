@@ -18,6 +18,7 @@ from __future__ import annotations
 import fnmatch
 import ipaddress
 import os
+import re
 import tomllib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -81,9 +82,41 @@ class Rule:
     def matches(self, url: Any) -> bool:
         pattern = self.pattern.lower()
         if "://" in pattern:
-            text = f"{url.scheme}://{url.host}{_port_part(url)}{url.raw_path.decode('ascii')}"
+            path = _normal_path(url.raw_path.decode("ascii"))
+            if path is None:
+                return False  # an encoded slash or backslash: no URL glob can vouch for it
+            text = f"{url.scheme}://{url.host}{_port_part(url)}{path}"
             return fnmatch.fnmatchcase(text.lower(), pattern)
         return fnmatch.fnmatchcase(str(url.host).lower(), pattern)
+
+
+_ENCODED_SEPARATOR = re.compile(r"%(?:2f|5c)", re.IGNORECASE)
+_ENCODED_DOT = re.compile(r"%2e", re.IGNORECASE)
+
+
+def _normal_path(raw: str) -> str | None:
+    """The path (and query) as a server resolves it, for matching a URL glob: encoded
+    dots decoded and dot segments removed (RFC 3986 5.2.4), so
+    ``/v1/public/%2e%2e/admin`` is matched as ``/v1/admin``. None when the path holds an
+    encoded slash or backslash, which servers split on or not as they please."""
+    path, sep, query = raw.partition("?")
+    if _ENCODED_SEPARATOR.search(path):
+        return None
+    segments: list[str] = []
+    parts = _ENCODED_DOT.sub(".", path).split("/")
+    for i, part in enumerate(parts):
+        last = i == len(parts) - 1
+        if part == ".":
+            if last:
+                segments.append("")
+        elif part == "..":
+            if len(segments) > 1:
+                segments.pop()
+            if last:
+                segments.append("")
+        else:
+            segments.append(part)
+    return "/".join(segments) + sep + query
 
 
 def _port_part(url: Any) -> str:
@@ -184,10 +217,28 @@ def _private_entry(entry: str) -> str | Network:
         return text.lower()
 
 
+_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address a NAT64 address (``64:ff9b::/96``, RFC 6052; the local-use
+    ``64:ff9b:1::/48``, RFC 8215) or a deprecated IPv4-compatible one (``::a.b.c.d``)
+    reaches: the gateway translates it to that address."""
+    if any(ip in net for net in _NAT64) or (ip in _IPV4_COMPATIBLE and int(ip) > 1):
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
+
+
 def _not_public(ip: IPAddress) -> str | None:
     """Why ``ip`` may not be connected to by default, or None when it may."""
     if isinstance(ip, ipaddress.IPv6Address):
-        inner = ip.ipv4_mapped or ip.sixtofour or (ip.teredo[1] if ip.teredo else None)
+        inner = (
+            ip.ipv4_mapped
+            or ip.sixtofour
+            or (ip.teredo[1] if ip.teredo else None)
+            or _embedded_ipv4(ip)
+        )
         if inner is not None:
             reason = _not_public(inner)
             if reason is not None:
