@@ -105,6 +105,10 @@ class ToolwireRunner(Runner):
         import toolwire
 
         self.tw = toolwire
+        # Plugin discovery is part of starting the library, as imports are: resolving a
+        # turn reads the default host's policies, so it is made here, untimed (the
+        # discovery rows measure it on their own).
+        toolwire.get_host()
         self._provider: Any = None
         if importlib.util.find_spec("toolwire_openai") is not None:
             try:

@@ -598,6 +598,43 @@ async def test_a_tool_that_swallows_cancellation_still_times_out() -> None:
     await asyncio.sleep(0)
 
 
+@pytest.mark.parametrize("batch", [False, True])
+async def test_a_tool_that_ignores_cancellation_is_answered_at_its_timeout(batch: bool) -> None:
+    # Attack (#25.15): an async tool that kept running after its cancellation got its
+    # timeout result, but aexecute waited as long as it ran (4 s for a 0.5 s timeout).
+    ended = asyncio.Event()
+
+    @tw.tool_fn(timeout=0.2)
+    async def deaf() -> str:
+        """Ignore every cancellation for a while."""
+        for _ in range(40):
+            try:
+                await asyncio.sleep(0.1)
+            except asyncio.CancelledError:
+                pass
+        ended.set()
+        return "late success"
+
+    @tw.tool_fn(timeout=0.2)
+    async def quick() -> str:
+        return "done"
+
+    executor = tw.Executor(tools=[deaf, quick], plugins=False)
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    if batch:
+        results = await executor.aexecute_all(
+            [tw.ToolCall("c1", "deaf", "{}"), tw.ToolCall("c2", "quick", "{}")]
+        )
+    else:
+        results = [await executor.aexecute(tw.ToolCall("c1", "deaf", "{}"))]
+    waited = loop.time() - start
+    assert (True, "tool `deaf` timed out after 0.2 s") == (results[0].is_error, results[0].content)
+    assert waited < 2.0  # not the 4 s the tool keeps running for
+    assert not ended.is_set()
+    await asyncio.wait_for(ended.wait(), 10)  # it ends on its own, unwaited
+
+
 async def test_a_batch_shares_one_deadline_that_cuts_only_the_calls_still_running() -> None:
     from toolwire._execute.attempts import _deadlines
 

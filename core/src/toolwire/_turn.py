@@ -354,7 +354,8 @@ def policy_set(plugins: Any) -> HookSet | None:
         # its submodules) reaches it.
         found = sys.modules["toolwire"]._default_policies()
     else:
-        found = plugins.hook_sets()[0]
+        only = getattr(plugins, "policy_set", None)  # a PluginHost: no tool pack imported
+        found = only() if callable(only) else plugins.hook_sets()[0]
     return found if found else None
 
 

@@ -10,7 +10,7 @@ import itertools
 import math
 import threading
 import weakref
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from toolwire._errors import (
@@ -100,7 +100,7 @@ class _Deadline:
         """The deadline passed: cut the attempt."""
         self.fired = True
         if self.task is not None:
-            self.task.cancel()
+            _cut(self.task)
 
     def clear(self) -> None:
         self.task = None
@@ -129,7 +129,7 @@ class _Shared(_Deadline):
         for holder, task in self.members:
             if holder.timing == _SHARED:
                 holder.timing = _CUT
-                task.cancel()
+                _cut(task)
         self.members = []
 
     def clear(self) -> None:
@@ -215,6 +215,23 @@ def _deadlines(loop: asyncio.AbstractEventLoop) -> _Deadlines:
         clock = _CLOCKS[loop] = _Deadlines()
     _LAST.pair = (weakref.ref(loop), clock)
     return clock
+
+
+#: Seconds a cut attempt has to end after its cancellation before the executor stops
+#: waiting for it (a tool that swallows its cancellation keeps running, unwaited).
+ABANDON_GRACE = 0.1
+
+#: An attempt's task -> what to call (with the task) when its deadline cut it and it has
+#: not ended within ABANDON_GRACE. The executor registers the tasks it runs calls in, and
+#: removes each when it ends.
+_ON_STUCK: dict[asyncio.Task[Any], Callable[[asyncio.Task[Any]], None]] = {}
+
+
+def _cut(task: asyncio.Task[Any]) -> None:
+    task.cancel()
+    stuck = _ON_STUCK.get(task)
+    if stuck is not None:
+        task.get_loop().call_later(ABANDON_GRACE, stuck, task)
 
 
 async def _with_timeout(aw: Awaitable[Any], seconds: float) -> Any:

@@ -52,6 +52,7 @@ from toolwire._execute.approval import (
 )
 from toolwire._execute.attempts import (
     _CUT,
+    _ON_STUCK,
     _OVER,
     _SHARED,
     _ApprovalMismatch,
@@ -143,7 +144,9 @@ class Executor:
     Sync tools run inline on the event loop (no thread hop) unless declared
     ``blocking=True``. A timeout cannot preempt an inline sync tool: it applies
     to async tools and to blocking (threaded) tools, whose thread is left to
-    finish on its own once the call has timed out.
+    finish on its own once the call has timed out. An async tool that swallows
+    its cancellation is answered at its timeout all the same (after a 0.1 s
+    grace) and left to end on its own.
     """
 
     def __init__(
@@ -598,6 +601,8 @@ class Executor:
                 # the next one has not started, so nothing is left half done.
                 await self._sleep(delay)
                 attempt += 1
+        if job.abandoned:
+            return  # the executor answered it at its timeout and moved on
         job.result = result
         if self._on_result is not None or self._host_results:
             await self._observe(job, call)
@@ -695,9 +700,53 @@ class Executor:
     def _runner(self) -> Callable[[_Job], Coroutine[Any, Any, None]]:
         return self._run_job if self._tracing is None else self._run
 
+    @staticmethod
+    def _may_stick(job: _Job) -> bool:
+        """An async tool with a timeout, run here: it may swallow its cancellation."""
+        plan = job.plan
+        return (
+            plan is not None
+            and plan.is_async
+            and plan.timeout is not None
+            and not (plan.remote is not None)
+        )
+
+    async def _alone(self, job: _Job) -> None:
+        """One call: inline, or in a task that is not waited for past its timeout."""
+        if not self._may_stick(job):
+            await self._run(job)
+            return
+        loop = asyncio.get_running_loop()
+        await self._gather(loop, [job], [loop.create_task(self._run(job))])
+
+    async def _gather(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        jobs: Sequence[_Job],
+        tasks: Sequence[asyncio.Task[Any]],
+    ) -> None:
+        """Wait for the calls' tasks, as ``asyncio.gather`` does; a call whose deadline cut
+        it and that has not ended ABANDON_GRACE later (an async tool that swallowed its
+        cancellation) gets its timeout result then, and its task is left to end on its
+        own, unwaited."""
+        batch = _Batch(loop, dict(zip(tasks, jobs, strict=True)))
+        try:
+            await batch.done
+        except BaseException:
+            for t in tasks:
+                t.cancel()
+            raise
+        for job, task in zip(jobs, tasks, strict=True):
+            if job.abandoned:
+                if self._on_result is not None or self._host_results:
+                    assert job.call is not None
+                    await self._observe(job, job.call)
+            else:
+                task.result()  # what the call's task raised (a cancellation) propagates
+
     async def _parallel(self, jobs: list[_Job]) -> None:
         if len(jobs) == 1:
-            await self._run(jobs[0])
+            await self._alone(jobs[0])
             return
         bound = self.max_concurrency
         loop = asyncio.get_running_loop()
@@ -711,7 +760,10 @@ class Executor:
             queue = iter(jobs)
             tasks = [asyncio.ensure_future(self._worker(queue)) for _ in range(bound)]
         try:
-            await asyncio.gather(*tasks)
+            if bound is None or bound >= len(jobs):
+                await self._gather(loop, jobs, tasks)
+            else:
+                await asyncio.gather(*tasks)
         except BaseException:
             for t in tasks:
                 t.cancel()
@@ -731,7 +783,7 @@ class Executor:
         if not runnable:
             return
         if len(runnable) == 1:
-            await self._run(runnable[0])
+            await self._alone(runnable[0])
             return
         segment: list[_Job] = []
         for job in runnable:
@@ -740,7 +792,7 @@ class Executor:
                 if segment:
                     await self._parallel(segment)
                     segment = []
-                await self._run(job)
+                await self._alone(job)
             else:
                 segment.append(job)
         if segment:
@@ -1055,6 +1107,59 @@ def _audit_refusal(host: Any, job: _Job, context: HookContext | None) -> None:
         ),
         context,
     )
+
+
+#: Tasks of calls answered at their timeout that have not ended yet (see _abandon).
+_STUCK: set[asyncio.Task[Any]] = set()
+
+
+class _Batch:
+    """The calls of one batch on their way: ``done`` resolves when each has ended or been
+    answered at its timeout (see Executor._gather)."""
+
+    __slots__ = ("done", "jobs", "left")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, jobs: dict[asyncio.Task[Any], _Job]):
+        self.done: asyncio.Future[None] = loop.create_future()
+        self.jobs = jobs
+        self.left = len(jobs)
+        for task, job in jobs.items():
+            if Executor._may_stick(job):
+                _ON_STUCK[task] = self.stuck
+            task.add_done_callback(self.ended)
+
+    def ended(self, task: asyncio.Task[Any]) -> None:
+        _ON_STUCK.pop(task, None)
+        if not self.jobs[task].abandoned:  # (an abandoned one was counted then)
+            self._count()
+
+    def _count(self) -> None:
+        self.left -= 1
+        if not self.left and not self.done.done():
+            self.done.set_result(None)
+
+    def stuck(self, task: asyncio.Task[Any]) -> None:
+        """Its deadline cut it ABANDON_GRACE ago and it is still running."""
+        job = self.jobs[task]
+        if task.done() or job.abandoned or self.done.done():
+            return
+        call, plan = job.call, job.plan
+        assert call is not None
+        assert plan is not None
+        assert plan.timeout is not None
+        job.abandoned = True
+        job.result = call.error(f"tool `{call.name}` timed out after {float(plan.timeout)!r} s")
+        job.error_type = "timeout"
+        logger.warning(
+            "tool=%s call=%s ignored its cancellation at its %g s timeout; answered with a "
+            "timeout, and the tool is left to end on its own",
+            call.name,
+            call.id,
+            plan.timeout,
+        )
+        _STUCK.add(task)  # kept alive until it ends (the loop holds tasks weakly)
+        task.add_done_callback(_STUCK.discard)
+        self._count()
 
 
 def _resolve_host(plugins: Any) -> Any:

@@ -122,7 +122,17 @@ def _effect_of(job: _Job) -> ToolEffect | None:
 class _Job:
     """One call on its way through the executor (internal, mutable)."""
 
-    __slots__ = ("approved", "call", "context", "error_type", "plan", "raw", "result", "timing")
+    __slots__ = (
+        "abandoned",
+        "approved",
+        "call",
+        "context",
+        "error_type",
+        "plan",
+        "raw",
+        "result",
+        "timing",
+    )
 
     def __init__(self, raw: ToolCall, context: HookContext | None) -> None:
         self.raw = raw
@@ -133,6 +143,7 @@ class _Job:
         self.error_type: str | None = None
         self.approved: str | None = None
         self.timing = _UNSHARED  # see attempts._Shared: its first attempt's deadline
+        self.abandoned = False  # cut, and not waited for past the grace (see _ON_STUCK)
 
     def refuse(self, reason: str, kind: str) -> None:
         self.result = self.raw.result(rejection_content(reason), is_error=True)

@@ -164,6 +164,7 @@ class PluginHost:
         self._backends_of: set[str] = set()
         self._backend_instances: dict[str, Any] = {}  # one shared instance per name
         self._sets: tuple[HookSet, HookSet] | None = None
+        self._policy_set: HookSet | None = None
         self._result_hooks: tuple[_ResultHook, ...] | None = None
 
     def __repr__(self) -> str:
@@ -501,6 +502,7 @@ class PluginHost:
 
     def _invalidate(self) -> None:
         self._sets = None
+        self._policy_set = None
         self._result_hooks = None
 
     def _record_of(self, plugin_name: str) -> PluginRecord:
@@ -815,31 +817,55 @@ class PluginHost:
                 self._sets = self._build_sets()
             return self._sets
 
+    def policy_set(self) -> HookSet:
+        """The policies' hook set alone (``hook_sets()[0]``, the same object), without
+        importing the tool packs: what a turn needs to hide denied tools and decide calls."""
+        found = self._policy_set
+        if found is not None:
+            return found
+        with self._lock:
+            self.discover()
+            if self._policy_set is None:
+                self._policy_set = self._build_set(policies=True)
+            return self._policy_set
+
     def _build_sets(self) -> tuple[HookSet, HookSet]:
-        # A guard set: if a later hook (a tool pack's, the application's) edits an input
-        # after the policies approved it, the policies see the edited input too.
-        policies = HookSet("plugins:policies", guard=True)
-        packs = HookSet("plugins:toolsets")
-        for name, notice in self._notices.items():
-            policies.on(None, _blocker(notice), name=f"plugin:{name}")
+        if self._policy_set is None:
+            self._policy_set = self._build_set(policies=True)
+        return self._policy_set, self._build_set(policies=False)
+
+    def _build_set(self, *, policies: bool) -> HookSet:
+        """The policies' set (a guard set: if a later hook, a tool pack's or the
+        application's, edits an input after the policies approved it, the policies see
+        the edited input too), or the other plugins' set."""
+        target = (
+            HookSet("plugins:policies", guard=True) if policies else HookSet("plugins:toolsets")
+        )
+        if policies:
+            for name, notice in self._notices.items():
+                target.on(None, _blocker(notice), name=f"plugin:{name}")
+
+        def mine(impl: Any) -> bool:
+            return (self._kind.get(impl.plugin_name) == "policy") == policies
+
         budget = self.hook_timeout
         for impl in self._live_impls("toolwire_tool_decision"):
-            target = policies if self._kind.get(impl.plugin_name) == "policy" else packs
-            label = f"plugin:{impl.plugin_name}"
-            target._on_timed(_decision_hook(impl.function, impl.argnames), label, budget)
+            if mine(impl):
+                label = f"plugin:{impl.plugin_name}"
+                target._on_timed(_decision_hook(impl.function, impl.argnames), label, budget)
         for impl in self._live_impls("toolwire_tool_description"):
-            target = policies if self._kind.get(impl.plugin_name) == "policy" else packs
-            label = f"plugin:{impl.plugin_name}"
-            target.describe(
-                None, _description_hook(impl.function, impl.argnames, label), name=label
-            )
+            if mine(impl):
+                label = f"plugin:{impl.plugin_name}"
+                target.describe(
+                    None, _description_hook(impl.function, impl.argnames, label), name=label
+                )
         for impl in self._live_impls("toolwire_tool_availability"):
-            is_policy = self._kind.get(impl.plugin_name) == "policy"
-            target = policies if is_policy else packs
-            label = f"plugin:{impl.plugin_name}"
-            owns = None if is_policy else functools.partial(self._owns, impl.plugin_name)
-            target.hide(None, _availability_hook(impl.function, impl.argnames, owns), name=label)
-        return policies, packs
+            if mine(impl):
+                label = f"plugin:{impl.plugin_name}"
+                owns = None if policies else functools.partial(self._owns, impl.plugin_name)
+                hook = _availability_hook(impl.function, impl.argnames, owns)
+                target.hide(None, hook, name=label)
+        return target
 
     def _owns(self, plugin_name: str, tool: Tool[Any, Any]) -> bool:
         """True when ``tool`` is one of the tools the plugin registered."""
@@ -961,7 +987,10 @@ class PolicyHost:
 
     def hook_sets(self) -> tuple[HookSet, HookSet]:
         """``(policies, an empty set)``."""
-        return self.host.hook_sets()[0], _NO_PACKS
+        return self.host.policy_set(), _NO_PACKS
+
+    def policy_set(self) -> HookSet:
+        return self.host.policy_set()
 
     def assemble(self, toolset: Toolset | None = None) -> Toolset:
         """``toolset`` as it is: no tool pack joins it."""
