@@ -228,3 +228,35 @@ def test_a_link_swapped_in_after_the_check_is_not_followed(
     fs = fs_toolset(root)
     with pytest.raises(FsError, match="changed while it was being opened"):
         call_tool(fs, "read_file", path="sub/secret.txt")
+
+
+# -- #25.16: FIFOs and error texts -----------------------------------------------------------
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs named pipes")
+def test_reading_a_fifo_does_not_wait_for_a_writer(run: Run, root: Path) -> None:
+    # Attack (#25.16): read_file on a FIFO blocked until a writer appeared (for ever).
+    os.mkfifo(root / "pipe")
+
+    def attempt() -> str:
+        try:
+            run("read_file", path="pipe")
+        except FsError as exc:
+            return str(exc)
+        return "read"
+
+    assert "'pipe' is not a regular file" == _within(10, attempt)
+
+
+@pytest.mark.parametrize("tool", ["read_file", "list_dir", "write_file", "find", "grep"])
+@pytest.mark.parametrize("path", ["a" * 300, "a/" * 3000 + "b"])
+def test_errors_never_show_the_real_root(run: Run, root: Path, tool: str, path: str) -> None:
+    # Attack (#25.16): `File name too long` (and `Permission denied`) errors carried the
+    # real path, the root's location on the machine included.
+    extra: dict[str, Any] = {"write_file": {"content": "x"}, "find": {"pattern": "*"}}.get(
+        tool, {"pattern": "x"} if tool == "grep" else {}
+    )
+    with pytest.raises(FsError) as info:
+        run(tool, path=path, **extra)
+    assert str(root) not in str(info.value)
+    assert str(info.value).startswith("cannot ")

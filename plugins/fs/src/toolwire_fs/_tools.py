@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import secrets
 import stat
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Annotated, Any, BinaryIO
+from typing import TYPE_CHECKING, Annotated, Any, BinaryIO, TypeVar, cast
 
 from pydantic import Field
 
@@ -85,6 +86,28 @@ def _os_error(action: str, shown: str, exc: OSError) -> FsError:
     return FsError(f"cannot {action} {shown!r}: {reason}")
 
 
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_F = TypeVar("_F", bound=Callable[..., str])
+
+
+def _contained(action: str, where: int = 0) -> Callable[[_F], _F]:
+    """Any OSError out of a tool method as an FsError naming the path as the model gave it,
+    with the error's text only: str(exc) carries the real path (the root's location)."""
+
+    def wrap(fn: _F) -> _F:
+        @functools.wraps(fn)
+        def contained(self: Any, *args: Any, **kwargs: Any) -> str:
+            try:
+                return fn(self, *args, **kwargs)
+            except OSError as exc:
+                shown = args[where] if len(args) > where else "."
+                raise _os_error(action, str(shown), exc) from None
+
+        return cast(_F, contained)
+
+    return wrap
+
+
 def _is_binary(sample: bytes) -> bool:
     return b"\x00" in sample
 
@@ -115,13 +138,16 @@ class _FileTools:
         return real
 
     def _open(self, real: Path, path: str, action: str) -> int:
+        # Non-blocking: opening a FIFO for reading would wait for a writer (for ever). The
+        # file type is checked on the descriptor, then a regular file reads as usual.
         try:
-            return open_under(self.root.path, real, os.O_RDONLY, path)
+            return open_under(self.root.path, real, os.O_RDONLY | _NONBLOCK, path)
         except OSError as exc:
             raise _os_error(action, path, exc) from None
 
     # -- read_file ----------------------------------------------------------------------
 
+    @_contained("read")
     def read(self, path: str, offset: int, limit: int | None) -> str:
         real = self._resolve(path)
         if real == self.root.path:
@@ -137,6 +163,7 @@ class _FileTools:
             if stat.S_ISDIR(st.st_mode):
                 raise FsError(f"{path!r} is a directory; use list_dir to see what it holds")
             raise FsError(f"{path!r} is not a regular file")
+        os.set_blocking(fd, True)
         with os.fdopen(fd, "rb") as f:
             try:
                 if offset == 0 and limit is None:
@@ -183,6 +210,7 @@ class _FileTools:
 
     # -- list_dir -----------------------------------------------------------------------
 
+    @_contained("list")
     def list(self, path: str) -> str:
         real = self._resolve(path)
         if not real.is_dir():
@@ -215,6 +243,7 @@ class _FileTools:
 
     # -- find ---------------------------------------------------------------------------
 
+    @_contained("search", 1)
     def find(self, pattern: str, path: str) -> str:
         _check_pattern(pattern, "pattern")
         base = self._directory(path)
@@ -248,6 +277,7 @@ class _FileTools:
 
     # -- grep ---------------------------------------------------------------------------
 
+    @_contained("search", 1)
     def grep(self, pattern: str, path: str, glob: str | None) -> str:
         import regex  # here, not at the top: see the TYPE_CHECKING import
 
@@ -329,6 +359,7 @@ class _FileTools:
 
     # -- write_file ---------------------------------------------------------------------
 
+    @_contained("write")
     def write(self, path: str, content: str) -> str:
         data = content.encode("utf-8")
         if len(data) > self.max_write:
@@ -365,6 +396,7 @@ class _FileTools:
 
     # -- delete_file --------------------------------------------------------------------
 
+    @_contained("delete")
     def delete(self, path: str) -> str:
         real = self._resolve(path, follow_last=False)
         try:
