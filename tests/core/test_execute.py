@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from typing import Annotated, Any
 
@@ -608,10 +609,8 @@ async def test_a_tool_that_ignores_cancellation_is_answered_at_its_timeout(batch
     async def deaf() -> str:
         """Ignore every cancellation for a while."""
         for _ in range(40):
-            try:
+            with contextlib.suppress(asyncio.CancelledError):
                 await asyncio.sleep(0.1)
-            except asyncio.CancelledError:
-                pass
         ended.set()
         return "late success"
 

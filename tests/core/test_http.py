@@ -1009,6 +1009,21 @@ def test_retry_after_ms(server: ScriptedServer, transport: Transport, sleeps: Sl
     assert sleeps.delays == [1.25]
 
 
+@pytest.mark.parametrize("status", [200, 400, 429, 503])
+def test_a_header_value_outside_ascii_is_no_crash(
+    server: ScriptedServer, transport: Transport, sleeps: Sleeps, status: int
+) -> None:
+    # #25.14 (found by the decoder fuzzer): `retry-after: é` (any status) crashed with a
+    # bare UnicodeEncodeError instead of an answer or a ProviderError.
+    odd = {"retry-after": "\u00e9", "x-request-id": "\u00ff\u00fe"}
+    server.script(*[json_reply(status, OPENAI_429 if status != 200 else {"ok": 1}, odd)] * 3)
+    if status == 200:
+        assert {"ok": 1} == transport.post_json("x", {})
+        return
+    with pytest.raises(ProviderError):
+        transport.post_json("x", {})
+
+
 def test_retry_after_is_capped(server: ScriptedServer, sleeps: Sleeps) -> None:
     server.script(json_reply(429, OPENAI_429, {"retry-after": "3600"}), json_reply(200, {}))
     with make_transport(server, sleeps, retry=RetryPolicy(max_retry_after=5)) as transport:

@@ -751,10 +751,12 @@ class _KeyAuth(httpx.Auth):
 
 def _read_response(streamed: httpx.Response, content: bytes) -> httpx.Response:
     """A read response with ``content`` (already decoded) in place of the streamed body."""
+    # The raw bytes, as received: decoded values (Latin-1 for a byte outside ASCII, as
+    # in `retry-after: é`) could not be encoded back as ASCII header values.
     headers = [
         (k, v)
-        for k, v in streamed.headers.multi_items()
-        if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+        for k, v in streamed.headers.raw
+        if k.lower() not in (b"content-encoding", b"content-length", b"transfer-encoding")
     ]
     return httpx.Response(
         streamed.status_code,
