@@ -612,13 +612,33 @@ def test_a_policy_that_fails_in_strict_mode_raises_policy_error(strict_host: Plu
         strict_host.assemble()
 
 
-def test_a_pack_colliding_with_the_app_is_skipped(host: PluginHost) -> None:
+def test_a_pack_colliding_with_the_app_loses_only_the_colliding_tool(
+    host: PluginHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    # #25.13: a pack whose tool collided with the application's was dropped whole.
     host.register(Pack(), "pack")
     toolset = host.assemble(tw.Toolset("app", [echo]))
-    assert ["echo"] == [t.name for t in toolset.tools()]
-    assert host.failures[0].reason.startswith(
-        "was skipped: its tool `echo` (from `pack/basics`) collides with `echo` from `app`"
+    assert ["echo", "wipe"] == [t.name for t in toolset.tools()]
+    assert "app/app" == toolset.source("echo")  # the application's, kept
+    assert [] == list(host.failures)
+    assert (
+        "its tool `echo` (from `pack/basics`) collides with `echo` from `app` and was left "
+        "out; to keep it, mount the pack under a prefix: host.mount('pack', prefix='pack_')"
+    ) in caplog.text
+
+
+def test_the_application_mounts_any_pack_as_it_likes(host: PluginHost) -> None:
+    host.register(Pack(), "pack")
+    host.mount("pack", prefix="p_", only=["wipe", "echo"], exclude=["echo"], off=True)
+    toolset = host.assemble(tw.Toolset("app", [echo]))
+    assert (["echo", "p_wipe"], True) == (
+        [t.name for t in toolset.tools()],
+        toolset.is_off("p_wipe"),
     )
+    host.mount("pack", enabled=False)
+    assert ["echo"] == [t.name for t in host.assemble(tw.Toolset("app", [echo])).tools()]
+    with pytest.raises(tw.UsageError, match="only must be a list of tool names"):
+        host.mount("pack", only="echo")
 
 
 def test_unknown_provider_lists_the_known_ones(host: PluginHost) -> None:

@@ -261,3 +261,17 @@ def test_a_selector_serialises_as_its_tool_name() -> None:
     assert ts.selector_schema() == {"type": "string", "enum": ["a", "b"]}
     with pytest.raises(tw.exceptions.UsageError):
         tw.Selector(5)  # type: ignore[arg-type]
+
+
+def test_a_nested_toolset_can_be_mounted_with_only_some_of_its_tools(
+    weather: tw.Tool[Any, Any], search: Any
+) -> None:
+    inner = tw.Toolset("inner", [weather, search])
+    outer = tw.Toolset("outer").add(inner, prefix="x_", exclude=["search_docs"])
+    assert ["x_get_weather"] == [t.name for t in outer.tools()]
+    picked = tw.Toolset("outer").add(inner, only=["search_docs"])
+    assert ["search_docs"] == [t.name for t in picked.tools()]
+    with pytest.raises(tw.exceptions.ToolsetError, match="apply to a nested toolset"):
+        tw.Toolset("t").add(weather, only=["get_weather"])
+    with pytest.raises(tw.exceptions.ToolsetError, match="exclude must be a list of tool names"):
+        tw.Toolset("t").add(inner, exclude="get_weather")

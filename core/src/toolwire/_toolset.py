@@ -44,6 +44,15 @@ class _Member:
     item: Tool[Any, Any] | Toolset
     off: bool
     prefix: str
+    only: frozenset[str] | None = None  # a nested toolset's tools kept (None: all)
+    exclude: frozenset[str] = frozenset()  # ... and those left out
+
+
+def _names(value: Iterable[str], what: str) -> frozenset[str]:
+    items = () if isinstance(value, str) else tuple(value)
+    if isinstance(value, str) or not all(isinstance(n, str) for n in items):
+        raise ToolsetError(f"{what} must be a list of tool names, got {value!r}")
+    return frozenset(items)
 
 
 @attrs.frozen
@@ -102,15 +111,31 @@ class Toolset:
 
     # -- building -------------------------------------------------------------------
 
-    def add(self, item: Any, *, off: bool = False, prefix: str = "") -> Toolset:
-        """Add a tool (Tool, @tool_input class, function) or a nested toolset; returns self."""
+    def add(
+        self,
+        item: Any,
+        *,
+        off: bool = False,
+        prefix: str = "",
+        only: Iterable[str] | None = None,
+        exclude: Iterable[str] = (),
+    ) -> Toolset:
+        """Add a tool (Tool, @tool_input class, function) or a nested toolset; returns self.
+
+        For a nested toolset, ``only`` keeps just the tools of those names and
+        ``exclude`` leaves those out (names as the nested toolset exposes them, before
+        ``prefix``); the filter applies to whatever the toolset holds at each assembly.
+        """
         if not isinstance(item, Toolset):
             item = tool_of(item)
+            if only is not None or exclude:
+                raise ToolsetError("only and exclude apply to a nested toolset, not a tool")
         if item is self:
             raise ToolsetError(f"toolset `{self.name}` cannot contain itself")
         if not isinstance(prefix, str):
             raise ToolsetError(f"prefix must be a string, got {type(prefix).__name__}")
-        self._members.append(_Member(item, bool(off), prefix))
+        kept = _names(only, "only") if only is not None else None
+        self._members.append(_Member(item, bool(off), prefix, kept, _names(exclude, "exclude")))
         self._assembled = None
         _GENERATION[0] += 1
         return self
@@ -158,6 +183,8 @@ class Toolset:
             if isinstance(m.item, Toolset):
                 sub = f"{path}/{m.item.name}"
                 for name, tool, off, src in m.item._leaves(sub, seen):
+                    if (m.only is not None and name not in m.only) or name in m.exclude:
+                        continue
                     yield m.prefix + name, tool, off or m.off, src
             else:
                 yield m.prefix + m.item.name, m.item, m.off, path

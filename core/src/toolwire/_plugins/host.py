@@ -65,7 +65,7 @@ from toolwire._plugins.wrappers import (
 )
 from toolwire._provider import Provider
 from toolwire._tools import Tool
-from toolwire._toolset import Toolset
+from toolwire._toolset import Toolset, wire_name
 
 logger = logging.getLogger("toolwire.plugins")
 
@@ -163,6 +163,7 @@ class PluginHost:
         self._backends: dict[str, tuple[str, Callable[..., Any]]] = {}
         self._backends_of: set[str] = set()
         self._backend_instances: dict[str, Any] = {}  # one shared instance per name
+        self._mounts: dict[str, _Mount] = {}  # tool pack -> how assemble() mounts it
         self._sets: tuple[HookSet, HookSet] | None = None
         self._policy_set: HookSet | None = None
         self._result_hooks: tuple[_ResultHook, ...] | None = None
@@ -574,12 +575,39 @@ class PluginHost:
         if count:
             self._toolsets[plugin_name] = group
 
+    def mount(
+        self,
+        plugin: str,
+        *,
+        prefix: str = "",
+        off: bool = False,
+        only: Iterable[str] | None = None,
+        exclude: Iterable[str] = (),
+        enabled: bool = True,
+    ) -> PluginHost:
+        """How :meth:`assemble` mounts the tool pack ``plugin`` (its entry-point name):
+        under ``prefix``, ``off`` by default, ``only`` some of its tools or ``exclude``
+        some (names as the pack registers them), or not at all (``enabled=False``).
+        Returns the host. Nothing is checked against the pack here: it may not be
+        imported yet."""
+        if not isinstance(plugin, str) or not plugin:
+            raise UsageError(f"mount() takes a tool pack's name, got {plugin!r}")
+        if not isinstance(prefix, str):
+            raise UsageError(f"prefix must be a string, got {type(prefix).__name__}")
+        kept = None if only is None else _tool_names(only, "only")
+        with self._lock:
+            self._mounts[plugin] = _Mount(
+                prefix, bool(off), kept, _tool_names(exclude, "exclude"), bool(enabled)
+            )
+        return self
+
     def assemble(self, toolset: Toolset | None = None) -> Toolset:
         """The application's parent toolset: its tools, then each tool pack's, by plugin.
 
-        Tool packs are imported here (the first time). Each plugin's toolsets
-        are nested under a toolset named after the plugin. A plugin whose tool
-        names collide with tools already assembled is skipped and recorded.
+        Tool packs are imported here (the first time). Each plugin's toolsets are nested
+        under a toolset named after the plugin, mounted as :meth:`mount` says. A pack's
+        tool whose name collides with a tool already assembled is left out (that tool
+        only, with a warning that says how to keep it: mount the pack under a prefix).
         """
         with self._lock:
             self._ensure_toolsets()
@@ -594,18 +622,41 @@ class PluginHost:
                 group = self._toolsets[plugin_name]
                 if toolset is not None and _holds(toolset, group):
                     continue  # assembled already (assemble is idempotent)
-                clash = [s.name for s in group.all() if s.name in taken]
-                if clash:
-                    name = clash[0]
-                    self._fail(
-                        self._record_of(plugin_name),
-                        f"was skipped: its tool `{name}` (from `{group.source(name)}`) "
-                        f"collides with `{name}` from `{taken[name]}`; "
-                        f"register it with a prefix (register(toolset, prefix='x_'))",
-                    )
+                mount = self._mounts.get(plugin_name, _MOUNT)
+                if not mount.enabled:
                     continue
-                parent.add(group)
-                taken.update({s.name: f"{parent.name}/{group.source(s.name)}" for s in group.all()})
+                names = [
+                    s.name
+                    for s in group.all()
+                    if (mount.only is None or s.name in mount.only) and s.name not in mount.exclude
+                ]
+                clash = [n for n in names if wire_name(mount.prefix + n) in taken]
+                for name in clash:
+                    wire = wire_name(mount.prefix + name)
+                    logger.warning(
+                        "tool pack %s: its tool `%s` (from `%s`) collides with `%s` from `%s` "
+                        "and was left out; to keep it, mount the pack under a prefix: "
+                        "host.mount(%r, prefix='%s_')",
+                        self._record_of(plugin_name).label(),
+                        wire,
+                        group.source(name),
+                        wire,
+                        taken[wire],
+                        plugin_name,
+                        plugin_name,
+                    )
+                parent.add(
+                    group,
+                    off=mount.off,
+                    prefix=mount.prefix,
+                    only=mount.only,
+                    exclude=mount.exclude | frozenset(clash),
+                )
+                for name in names:
+                    if name not in clash:
+                        taken[wire_name(mount.prefix + name)] = (
+                            f"{parent.name}/{group.source(name)}"
+                        )
             return parent
 
     # -- providers -------------------------------------------------------------------
@@ -1032,6 +1083,25 @@ class PolicyHost:
 
     def backend(self, name: str, **options: Any) -> Any:
         return self.host.backend(name, **options)
+
+
+@attrs.frozen
+class _Mount:
+    prefix: str = ""
+    off: bool = False
+    only: frozenset[str] | None = None
+    exclude: frozenset[str] = frozenset()
+    enabled: bool = True
+
+
+_MOUNT = _Mount()
+
+
+def _tool_names(value: Iterable[str], what: str) -> frozenset[str]:
+    items = () if isinstance(value, str) else tuple(value)
+    if isinstance(value, str) or not all(isinstance(n, str) for n in items):
+        raise UsageError(f"{what} must be a list of tool names, got {value!r}")
+    return frozenset(items)
 
 
 def _inert(plugin: object) -> bool:
