@@ -65,6 +65,9 @@ def _tools() -> list[types.Tool]:
         types.Tool(name="hang", description="Never answers.", input_schema=OBJ, annotations=ro),
         types.Tool(name="die", description="Exits the server mid-call.", input_schema=OBJ),
         types.Tool(
+            name="huge", description="Answers `mib` MiB of text.", input_schema=OBJ, annotations=ro
+        ),
+        types.Tool(
             name="files.read", description="A dotted name.", input_schema=OBJ, annotations=ro
         ),
         types.Tool(
@@ -157,6 +160,8 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         return types.CallToolResult(content=_text(os.environ.get(str(args.get("name")), "<unset>")))
     if name == "hang":
         await anyio.sleep(3600)
+    if name == "huge":
+        return types.CallToolResult(content=_text("x" * (int(args.get("mib", 32)) << 20)))
     if name == "die":
         sys.stderr.write("dying now\n")
         sys.stderr.flush()

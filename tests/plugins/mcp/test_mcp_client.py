@@ -185,7 +185,7 @@ def test_a_command_that_does_not_exist_is_a_clear_error() -> None:
 def test_500_tools_over_several_pages(stdio_spec: Any) -> None:
     ts = mcp_toolset("big", stdio_spec(MCP_EXTRA_TOOLS="500", MCP_PAGE_SIZE="37"))
     names = [t.name for t in ts.tools()]
-    assert len(names) == 513
+    assert len(names) == 514
     assert names[-1] == "extra_499"
 
 
@@ -474,3 +474,23 @@ def test_a_server_that_died_while_idle_is_reconnected_before_the_next_call(
     os.kill(int(pidfile.read_text()), signal.SIGKILL)
     time.sleep(0.5)  # idle, and the server is gone
     assert _run(ts, "echo", {"text": "b"}).content == "echo: b"  # no error in between
+
+
+def test_a_message_over_the_limit_is_refused_while_it_arrives(stdio_spec: Any) -> None:
+    # Attack (#25.12): a 32 MiB answer was read whole before the size cap (the SDK's stdio
+    # reader rebuilt the line on every chunk: quadratic time, all of it in memory).
+    import tracemalloc
+
+    from toolwire_mcp._stdio import MAX_MESSAGE_BYTES
+
+    ts = mcp_toolset("srv", stdio_spec())
+    tracemalloc.start()
+    try:
+        result = _run(ts, "huge", {"mib": 32})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.is_error
+    assert peak < MAX_MESSAGE_BYTES + (8 << 20)  # the limit and a chunk, not 32 MiB
+    # The connection was closed, and the next call starts the server again.
+    assert "echo: hi" == _run(ts, "echo", {"text": "hi"}).content

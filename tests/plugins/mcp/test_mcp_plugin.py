@@ -80,7 +80,7 @@ def test_plugins_lists_each_server_with_its_status_and_tool_count(here: Path, re
     assert 0 == done.returncode, done.stderr
     by_name = {p["name"]: p for p in json.loads(done.stdout)["plugins"]}
     line = by_name["mcp"]["plugin_status"]
-    assert line.startswith("srv ok (13 tools, stdio); broken failed (stdio): could not connect")
+    assert line.startswith("srv ok (14 tools, stdio); broken failed (stdio): could not connect")
 
 
 def test_a_malformed_entry_skips_that_server_naming_the_file_and_key(
@@ -132,3 +132,16 @@ def test_the_agent_loop_calls_mcp_tools_with_the_offline_provider(here: Path, re
     assert "> srv_echo" in done.stdout
     assert "echo: hello there" in done.stdout
     assert [c["name"] for c in calls_in(record)] == ["echo"]
+
+
+def test_servers_whose_names_mangle_alike_lose_only_the_colliding_tools(
+    here: Path, record: Path
+) -> None:
+    # #25.12: one server's tool name colliding with another's after mangling removed every
+    # configured server.
+    _configure(here, record, **{"a.b": _server(record), "a_b": _server(record)})
+    done = _run(here, "tools", "--json")
+    assert 0 == done.returncode, done.stderr
+    names = [t["name"] for t in json.loads(done.stdout)["tools"]]
+    assert 1 == names.count("a_b_echo")  # one server's, the other's left out
+    assert "is `a_b_echo` once mounted, as a tool of server `a.b` is: left out" in done.stderr

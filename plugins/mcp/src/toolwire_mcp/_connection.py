@@ -35,12 +35,12 @@ from typing import Any, TypeVar
 import httpx2
 import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters
-from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
 
 from toolwire.exceptions import ToolwireError, UsageError
 from toolwire_mcp._config import ServerSpec
+from toolwire_mcp._stdio import bounded_stdio_client
 
 __all__ = [
     "Connection",
@@ -188,7 +188,7 @@ class Connection:
             )
             pipe = _StderrPipe(spec.name)
             try:
-                async with stdio_client(params, errlog=pipe.writer) as streams:
+                async with bounded_stdio_client(params, pipe.writer, name=spec.name) as streams:
                     yield streams
             finally:
                 pipe.close()

@@ -43,7 +43,8 @@ class ServerStatus:
 
     def line(self) -> str:
         if self.status == "ok":
-            return f"{self.name} ok ({self.tools} tools, {self.transport})"
+            note = f"; {self.reason}" if self.reason else ""
+            return f"{self.name} ok ({self.tools} tools, {self.transport}){note}"
         if self.status == "skipped":
             return f"{self.name} skipped: {self.reason}"
         return f"{self.name} failed ({self.transport}): {self.reason}"
@@ -106,8 +107,25 @@ def status() -> str:
 @hookimpl
 def toolwire_register_toolsets(register: RegisterToolset) -> None:
     """Register one toolset per configured MCP server, prefixed with the server's name."""
+    from toolwire import Toolset
     from toolwire.adapters import wire_name
 
     _load()
+    taken: dict[str, str] = {}  # wire name -> the server that has it
     for name, toolset in _TOOLSETS.items():
-        register(toolset, prefix=f"{wire_name(name)}_")
+        prefix = f"{wire_name(name)}_"
+        clash = [t.name for t in toolset.tools() if wire_name(prefix + t.name) in taken]
+        for tool in clash:
+            wire = wire_name(prefix + tool)
+            reason = (
+                f"its tool `{tool}` is `{wire}` once mounted, as a tool of server "
+                f"`{taken[wire]}` is: left out (rename one of the servers in the config)"
+            )
+            logger.warning("MCP server `%s`: %s", name, reason)
+            status = _STATUS.get(name)
+            if status is not None:
+                note = f"{status.reason}; {reason}" if status.reason else reason
+                _STATUS[name] = attrs.evolve(status, reason=note)
+        kept = Toolset(name).add(toolset, exclude=clash) if clash else toolset
+        register(kept, prefix=prefix)
+        taken.update({wire_name(prefix + t.name): name for t in kept.tools()})
