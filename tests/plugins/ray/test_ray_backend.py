@@ -258,3 +258,90 @@ def test_the_cli_runs_tools_on_ray(tmp_path: Path) -> None:
         base, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False
     )
     assert "  result: __main__.py" in here.stdout.splitlines()  # the command's own process
+
+
+# -- #25.17: the first thing a user writes ---------------------------------------------------
+
+SCRIPT = '''
+import asyncio, os, sys
+import toolwire as tw
+from toolwire_ray import RayBackend
+
+
+class Unloadable:
+    def __reduce__(self):
+        return (_rebuild, ())
+
+
+def _rebuild():
+    if os.environ.get("IN_DRIVER") == "1":
+        raise RuntimeError("this process cannot rebuild it")
+    return "rebuilt"
+
+
+@tw.tool_fn(timeout=60)
+def shout(text: str) -> str:
+    """Shout."""
+    return text.upper() + " from " + os.path.basename(sys.argv[0])
+
+
+@tw.tool_fn(timeout=60)
+async def whisper(text: str) -> str:
+    """Whisper."""
+    return text.lower()
+
+
+@tw.tool_fn(timeout=60)
+def odd() -> str:
+    """An output this process cannot unpickle."""
+    return Unloadable()
+
+
+os.environ["IN_DRIVER"] = "1"
+backend = RayBackend(num_cpus=1)
+executor = tw.Executor(tools=[shout, whisper, odd], plugins=False, backend=backend)
+for name, args in (("shout", '{"text": "hi"}'), ("whisper", '{"text": "HI"}'), ("odd", "{}")):
+    print(executor.execute(tw.ToolCall("c", name, args)).content)
+executor.close()
+backend.close()
+'''
+
+
+def test_a_tool_defined_in_the_script_being_run_runs_on_a_worker(tmp_path: Path) -> None:
+    # Attack (#25.17): a tool defined in the user's script (`__main__`) failed on every
+    # worker ("module '__main__' has no attribute ..."); it now goes by value. A result
+    # this process cannot unpickle fails at once, with its own kind, not at the timeout.
+    (tmp_path / "app.py").write_text(SCRIPT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    done = subprocess.run(
+        [sys.executable, "app.py"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        check=False,
+    )
+    assert 0 == done.returncode, done.stderr[-2000:]
+    assert [
+        "HI from default_worker.py",
+        "hi",
+        "tool `odd` could not run on the ray backend: its output came back from the Ray "
+        "worker but cannot be unpickled here (a class this process cannot import or build?)",
+    ] == done.stdout.splitlines()[-3:]
+
+
+def test_rays_uv_propagation_under_uv_run_is_detected(monkeypatch: pytest.MonkeyPatch) -> None:
+    # #25.17: an application's own ray.init() under `uv run` hangs in Ray's uv
+    # propagation; toolwire-ray says why and what to do when it joins such a cluster.
+    import importlib
+
+    from toolwire_ray import _backend
+
+    constants = importlib.import_module("ray._private.ray_constants")
+    monkeypatch.setenv("UV_RUN_RECURSION_DEPTH", "1")
+    monkeypatch.setattr(constants, "RAY_ENABLE_UV_RUN_RUNTIME_ENV", True)
+    assert _backend._uv_propagation()
+    assert "Set RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 in the environment" in _backend.UV_HINT
+    monkeypatch.setattr(constants, "RAY_ENABLE_UV_RUN_RUNTIME_ENV", False)
+    assert not _backend._uv_propagation()

@@ -85,7 +85,9 @@ def _portable(fn: Callable[..., Any]) -> Any:
     pack's module state would not live across calls), else the function itself."""
     module = getattr(fn, "__module__", None)
     name = getattr(fn, "__qualname__", "")
-    if not module or "." in name or "<" in name:
+    if not module or module == "__main__" or "." in name or "<" in name:
+        # The script being run is not a module a worker can import (its `__main__` is
+        # Ray's own): a tool defined there goes by value, as Ray sends such functions.
         return fn
     held = getattr(sys.modules.get(module), name, None)
     if held is fn or getattr(held, "fn", None) is fn:
@@ -104,6 +106,21 @@ def _named(module: str, name: str, is_async: bool) -> Callable[..., Any]:
         return out
 
     run.__name__ = run.__qualname__ = name  # what Ray's logs and dashboard show
+    return run
+
+
+def _by_value(fn: Callable[..., Any], is_async: bool) -> Callable[..., Any]:
+    """A task body carrying the implementation itself (pickled by value: a function of
+    the script being run, or one defined inside another). A plain function, not a
+    ``functools.partial``: ``ray.remote`` takes functions and classes only."""
+
+    def run(**kwargs: Any) -> Any:
+        out = fn(**kwargs)
+        if is_async:
+            out = asyncio.run(out)
+        return out
+
+    run.__name__ = run.__qualname__ = getattr(fn, "__name__", "tool")
     return run
 
 
@@ -182,6 +199,8 @@ class RayBackend(ToolBackend):
             if not ray.is_initialized():
                 ray.init(**self._init_kwargs())
                 self._owned = True
+            else:
+                _warn_uv_propagation()
             self._connected = True
 
     def _address(self) -> str | None:
@@ -266,6 +285,8 @@ class RayBackend(ToolBackend):
             return await asyncio.wait_for(future, call.timeout)
         except TimeoutError:
             self._stop(ref, actor, actor_key)
+            if not self._owned:
+                _warn_uv_propagation()  # the likely reason, when it applies
             raise ToolTimeoutError(call.timeout or 0.0) from None
         except asyncio.CancelledError:
             self._stop(ref, actor, actor_key)
@@ -289,7 +310,7 @@ class RayBackend(ToolBackend):
         if isinstance(target, tuple):
             body = _named(target[0], target[1], call.is_async)
         else:
-            body = functools.partial(_body, fn, is_async=call.is_async)
+            body = _by_value(fn, call.is_async)
         task = ray.remote(body).options(max_retries=0, retry_exceptions=False, **options)
         if key is not None:
             with self._lock:
@@ -376,7 +397,41 @@ class RayBackend(ToolBackend):
                 )
             if isinstance(cause, Exception):
                 return cause  # the tool's own failure, reported as in-process
+        if isinstance(exc, ray.exceptions.RaySystemError):
+            # Raised in this process, at once: the result came back and would not unpickle.
+            return ToolBackendError(
+                "its output came back from the Ray worker but cannot be unpickled here "
+                "(a class this process cannot import or build?)",
+                kind="unpicklable",
+            )
         return ToolBackendError(f"it failed on Ray ({type(exc).__name__})", kind="ray_error")
+
+
+UV_HINT = (
+    "this process runs under `uv run` and started Ray itself with Ray's `uv run` "
+    "propagation on (RAY_ENABLE_UV_RUN_RUNTIME_ENV is not 0): Ray re-runs `uv run` for "
+    "every worker, which can hang (offline, or on a project uv cannot resolve there), and "
+    "then every call waits out its timeout. Set RAY_ENABLE_UV_RUN_RUNTIME_ENV=0 in the "
+    "environment before Ray is imported (a local cluster runs this interpreter and its "
+    "packages already), or give ray.init() the runtime_env your workers need"
+)
+
+
+def _uv_propagation() -> bool:
+    """Whether Ray was imported under `uv run` with its uv propagation on."""
+    if not os.environ.get("UV_RUN_RECURSION_DEPTH") and not os.environ.get("UV"):
+        return False
+    constants = sys.modules.get("ray._private.ray_constants")
+    on = getattr(constants, "RAY_ENABLE_UV_RUN_RUNTIME_ENV", None)
+    if on is None:
+        raw = os.environ.get("RAY_ENABLE_UV_RUN_RUNTIME_ENV", "1").strip().lower()
+        on = raw not in ("0", "false", "no", "off")
+    return bool(on)
+
+
+def _warn_uv_propagation() -> None:
+    if _uv_propagation():
+        logger.warning("%s", UV_HINT)
 
 
 def _checked(options: dict[str, Any], where: str) -> dict[str, Any]:
