@@ -932,3 +932,22 @@ def test_an_executor_applies_its_toolsets_own_hooks_to_a_raw_call(host: PluginHo
     wiped = executor.execute(tw.ToolCall("c1", "wipe", '{"path": "/"}'))
     echoed = executor.execute(tw.ToolCall("c2", "echo", '{"text": "hi"}'))
     assert ("never wipe", "edited") == (tw.rejection_reason(wiped), echoed.content)
+
+
+def test_toolwire_audit_sees_a_result_withheld_while_a_policy_is_broken(
+    host: PluginHost,
+) -> None:
+    policy = Auditing()
+    host.register(policy, "corp", kind="policy")
+
+    class Broken:
+        @hookimpl
+        def toolwire_tool_decisoin(self, call: Any) -> None:  # a typo: fails validation
+            return None
+
+    host.register(Broken(), "broken", kind="policy")
+    round_ = _round(host, toolset=tw.Toolset("app", [echo]))
+    call = round_.calls[0]
+    result = host.tool_result(call, call.complete("hi"))
+    assert result.is_error
+    assert [("withheld", "c1", "toolwire", "")] == policy.events

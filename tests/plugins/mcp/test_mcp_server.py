@@ -535,3 +535,40 @@ def test_the_approval_question_shows_every_argument_sorted() -> None:
     assert refused.is_error
     assert "too long to show in full for approval" in refused.content[0].text
     assert 1 == len(asked)  # never asked with a part of the arguments
+
+
+def test_sync_policy_hooks_are_named_for_a_server_to_warn_about() -> None:
+    # #25 (known limits): a sync policy hook stalls every client's calls while it runs;
+    # `toolwire mcp serve` warns at start.
+    from toolwire_mcp._server import _warn_sync_policies
+
+    class SyncPolicy:
+        @tw.hookimpl
+        def toolwire_tool_decision(self, call: Any) -> Any:
+            return None
+
+    class AsyncPolicy:
+        @tw.hookimpl
+        async def toolwire_tool_decision(self, call: Any) -> Any:
+            return None
+
+    host = _host()
+    host.register(SyncPolicy(), "slowcorp", kind="policy")
+    host.register(AsyncPolicy(), "fastcorp", kind="policy")
+    assert ("slowcorp:toolwire_tool_decision",) == host.sync_policy_hooks()
+    records: list[str] = []
+    import logging
+
+    class Grab(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            records.append(record.getMessage())
+
+    grab = Grab()
+    logging.getLogger("toolwire.mcp.server").addHandler(grab)
+    try:
+        _warn_sync_policies(host)
+    finally:
+        logging.getLogger("toolwire.mcp.server").removeHandler(grab)
+    assert ["slowcorp:toolwire_tool_decision are sync"] == [
+        r[len("policy hooks ") : r.index(": while")] for r in records
+    ]

@@ -951,24 +951,47 @@ class PluginHost:
         with a warning (a policy's withholds the result): use :meth:`atool_result`.
         """
         if self._notices:
-            return _withheld(call, next(iter(self._notices.values())))
+            return self._withhold(call, context)
         hooks = self._result_pipeline()
         ctx = context or HookContext()
         for h in hooks:
             result = h.run(call, result, ctx, self.hook_timeout)
         return result
 
+    def _withhold(self, call: TypedCall[Any], context: HookContext | None) -> ToolResult:
+        """The result of a call made while a policy failed to load: withheld, and audited."""
+        notice = next(iter(self._notices.values()))
+        event = AuditEvent("withheld", notice, call.name, call.id, call.arguments)
+        self.audit(event, context)
+        return _withheld(call, notice)
+
     async def atool_result(
         self, call: TypedCall[Any], result: ToolResult, context: HookContext | None = None
     ) -> ToolResult:
         """As :meth:`tool_result`, awaiting async implementations (each within the budget)."""
         if self._notices:
-            return _withheld(call, next(iter(self._notices.values())))
+            return self._withhold(call, context)
         hooks = self._result_pipeline()
         ctx = context or HookContext()
         for h in hooks:
             result = await h.arun(call, result, ctx, self.hook_timeout)
         return result
+
+    def sync_policy_hooks(self) -> tuple[str, ...]:
+        """``plugin:hook`` for every sync decision or result hook of a policy in force.
+
+        A sync hook is held to its budget only when it returns, and it stalls the
+        event loop while it runs: a server (``toolwire mcp serve``) warns about them."""
+        with self._lock:
+            self.discover()
+            found = []
+            for hook in ("toolwire_tool_decision", "toolwire_tool_result"):
+                for impl in self._live_impls(hook):
+                    if self._kind.get(impl.plugin_name) != "policy":
+                        continue
+                    if not inspect.iscoroutinefunction(impl.function):
+                        found.append(f"{impl.plugin_name}:{hook}")
+            return tuple(found)
 
     # -- audit ---------------------------------------------------------------------
 
@@ -1060,7 +1083,7 @@ class PolicyHost:
         """The policies' result hooks over ``result`` (see :meth:`PluginHost.tool_result`)."""
         host = self.host
         if host._notices:
-            return _withheld(call, next(iter(host._notices.values())))
+            return host._withhold(call, context)
         ctx = context or HookContext()
         for h in self._result_pipeline():
             result = h.run(call, result, ctx, host.hook_timeout)
@@ -1072,7 +1095,7 @@ class PolicyHost:
         """As :meth:`tool_result`, awaiting async implementations."""
         host = self.host
         if host._notices:
-            return _withheld(call, next(iter(host._notices.values())))
+            return host._withhold(call, context)
         ctx = context or HookContext()
         for h in self._result_pipeline():
             result = await h.arun(call, result, ctx, host.hook_timeout)

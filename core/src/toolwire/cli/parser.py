@@ -31,9 +31,11 @@ approval:
   Policies decide first: --approve never overrides a policy's rejection.
 
 environment:
-  TOOLWIRE_PLUGINS           allow-list of plugin names (comma separated)
-  TOOLWIRE_DISABLE_PLUGINS   deny-list of plugin names
-  TOOLWIRE_AUTOLOAD_PLUGINS  0: load no installed plugin
+  TOOLWIRE_PLUGINS           allow-list of plugin names (comma separated; never a policy)
+  TOOLWIRE_DISABLE_PLUGINS   deny-list of plugin names (never a policy)
+  TOOLWIRE_AUTOLOAD_PLUGINS  0: load no installed tool pack, provider or backend
+  TOOLWIRE_DISABLE_POLICIES  policies to turn off (names, or *): warned and audited
+  TOOLWIRE_POLICY_REQUIRED   1: a policy must be in force; turning one off is refused
   TOOLWIRE_STRICT_PLUGINS    1: a plugin that fails to load is an error
   TOOLWIRE_HOOK_TIMEOUT      seconds a hook may take (default 5)
   TOOLWIRE_PLUGIN_IMPORT_TIMEOUT

@@ -329,6 +329,19 @@ def build_server(
     return Server(name, on_list_tools=on_list_tools, on_call_tool=on_call_tool)
 
 
+def _warn_sync_policies(host: PluginHost) -> None:
+    """A sync policy hook stalls every client's calls while it runs, and a hook that
+    blocks is rejected only when it returns: say so when the server starts."""
+    hooks = host.sync_policy_hooks()
+    if hooks:
+        logger.warning(
+            "policy hooks %s are sync: while one runs, this server serves no other call, "
+            "and one that blocks is rejected only when it returns. A policy that can block "
+            "(a network call, a prompt) should be written as async hooks",
+            ", ".join(hooks),
+        )
+
+
 def _error(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
@@ -403,6 +416,7 @@ def serve_mcp(
     from toolwire_mcp._connection import connected
 
     server = build_server(toolset, host=plugins, approve=approve, elicit=elicit)
+    _warn_sync_policies(plugins if plugins is not None else get_host())
     if transport == "stdio":
         from mcp.server.stdio import stdio_server
 
