@@ -68,6 +68,10 @@ def _tools() -> list[types.Tool]:
             name="huge", description="Answers `mib` MiB of text.", input_schema=OBJ, annotations=ro
         ),
         types.Tool(
+            name="pid", description="This server's process id.", input_schema=OBJ, annotations=ro
+        ),
+        types.Tool(name="nap", description="Sleeps `seconds`.", input_schema=OBJ, annotations=ro),
+        types.Tool(
             name="files.read", description="A dotted name.", input_schema=OBJ, annotations=ro
         ),
         types.Tool(
@@ -160,6 +164,11 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         return types.CallToolResult(content=_text(os.environ.get(str(args.get("name")), "<unset>")))
     if name == "hang":
         await anyio.sleep(3600)
+    if name == "pid":
+        return types.CallToolResult(content=_text(str(os.getpid())))
+    if name == "nap":
+        await anyio.sleep(float(args.get("seconds", 1)))
+        return types.CallToolResult(content=_text("rested"))
     if name == "huge":
         return types.CallToolResult(content=_text("x" * (int(args.get("mib", 32)) << 20)))
     if name == "die":

@@ -185,7 +185,7 @@ def test_a_command_that_does_not_exist_is_a_clear_error() -> None:
 def test_500_tools_over_several_pages(stdio_spec: Any) -> None:
     ts = mcp_toolset("big", stdio_spec(MCP_EXTRA_TOOLS="500", MCP_PAGE_SIZE="37"))
     names = [t.name for t in ts.tools()]
-    assert len(names) == 514
+    assert len(names) == 516
     assert names[-1] == "extra_499"
 
 
@@ -494,3 +494,25 @@ def test_a_message_over_the_limit_is_refused_while_it_arrives(stdio_spec: Any) -
     assert peak < MAX_MESSAGE_BYTES + (8 << 20)  # the limit and a chunk, not 32 MiB
     # The connection was closed, and the next call starts the server again.
     assert "echo: hi" == _run(ts, "echo", {"text": "hi"}).content
+
+
+def test_an_idle_2026_server_is_not_restarted_and_a_long_call_is_not_killed(
+    stdio_spec: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # #26: before a call the connection pinged a server idle for 5 s; a 2026-07-28 server
+    # (the SDK 2.x, as this one) answers "Method not found", and the client tore the
+    # connection down and restarted the process, killing a call in flight.
+    import concurrent.futures
+
+    from toolwire_mcp import _connection
+
+    monkeypatch.setattr(_connection, "_IDLE_CHECK", 0.3)
+    ts = mcp_toolset("srv", stdio_spec())
+    first = _run(ts, "pid", {}).content
+    time.sleep(0.6)  # idle past the check: the next call pings first
+    assert first == _run(ts, "pid", {}).content  # the same process: not restarted
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        long = pool.submit(_run, ts, "nap", {"seconds": 1.5})
+        time.sleep(0.6)  # the long call has run past the idle check
+        short = pool.submit(_run, ts, "pid", {})
+        assert (first, "rested") == (short.result(30).content, long.result(30).content)

@@ -60,6 +60,7 @@ _MAX_STDERR_LINE = 8192
 _CLOSE_TIMEOUT = 5.0
 _IDLE_CHECK = 5.0  # seconds without a call after which the next call pings first
 _PING_TIMEOUT = 5.0
+_NO_PING_SINCE = "2026-07-28"  # the protocol version that removed ping
 
 
 class MCPConnectError(ToolwireError, ConnectionError):
@@ -153,6 +154,7 @@ class Connection:
         self._lock: asyncio.Lock | None = None
         self._listeners: list[Callable[[], None]] = []
         self._last_used = time.monotonic()
+        self._in_flight = 0  # calls sent and not answered: no ping while there are any
         self.connects = 0
         # Set by connected(): the connection opened on the block's loop (``_home``), which
         # serves every call while the block lasts; ``_retired`` once the block has ended.
@@ -188,7 +190,13 @@ class Connection:
             )
             pipe = _StderrPipe(spec.name)
             try:
-                async with bounded_stdio_client(params, pipe.writer, name=spec.name) as streams:
+                closing = self._closing  # this connection's: a later one has its own
+                async with bounded_stdio_client(
+                    params,
+                    pipe.writer,
+                    name=spec.name,
+                    on_close=closing.set if closing is not None else None,
+                ) as streams:
                     yield streams
             finally:
                 pipe.close()
@@ -361,16 +369,36 @@ class Connection:
             seen.add(cursor)
         raise MCPCallError(f"MCP server `{self.spec.name}` lists tools over {_MAX_PAGES} pages")
 
+    def _busy(self) -> bool:
+        return self._in_flight > 0
+
     async def _fresh(self) -> Client:
         """The open client, checked with a ping first when it has been idle a while: a
         server that died while nobody used it is reconnected before a call is sent to it,
-        instead of the call failing."""
+        instead of the call failing.
+
+        Any answer means alive: servers on protocol 2026-07-28 removed ``ping`` and answer
+        "Method not found". Only no answer (the connection closed, or silence past the
+        ping's deadline) counts as dead, and no ping is sent while a call is in flight (a
+        long call is not a dead server)."""
         client = await self._ensure()
-        if time.monotonic() - self._last_used < _IDLE_CHECK:
+        if self._in_flight or time.monotonic() - self._last_used < _IDLE_CHECK:
+            return client
+        if _modern(client):
+            # No ping in this protocol: a server that died ended its connection (a stdio
+            # server's exit closes the stream, and _ensure reconnected above).
             return client
         try:
             await asyncio.wait_for(client.send_ping(), min(self.spec.timeout, _PING_TIMEOUT))
+        except MCPError as exc:
+            if exc.code != types.CONNECTION_CLOSED:
+                self._last_used = time.monotonic()
+                return client  # it answered (an error, "Method not found"): alive
+            await self._stop()
+            client = await self._ensure()
         except Exception:
+            if self._busy():  # a call started meanwhile: the server is in use
+                return client
             await self._stop()
             client = await self._ensure()
         return client
@@ -378,6 +406,16 @@ class Connection:
     async def _call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
         client = await self._fresh()
         self._last_used = time.monotonic()
+        self._in_flight += 1
+        try:
+            return await self._send(client, name, arguments)
+        finally:
+            self._in_flight -= 1
+            self._last_used = time.monotonic()
+
+    async def _send(
+        self, client: Client, name: str, arguments: dict[str, Any]
+    ) -> types.CallToolResult:
         timeout = self.spec.timeout
         server = self.spec.name
         try:
@@ -466,6 +504,15 @@ class Connection:
     def _deadline(self, *, pages: bool = False) -> float:
         per = self.spec.timeout + 1.0
         return self.spec.connect_timeout + (per * _MAX_PAGES if pages else per) + _CLOSE_TIMEOUT
+
+
+def _modern(client: Client) -> bool:
+    """Whether the protocol the server agreed on has no ``ping`` (2026-07-28 and later)."""
+    try:
+        version = client.protocol_version
+    except Exception:
+        return False
+    return isinstance(version, str) and version >= _NO_PING_SINCE
 
 
 def _list_op(conn: Connection) -> Coroutine[Any, Any, list[types.Tool]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import subprocess
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import IO, Any
 
 import anyio
@@ -52,11 +52,14 @@ async def bounded_stdio_client(
     *,
     name: str = "",
     max_bytes: int = MAX_MESSAGE_BYTES,
+    on_close: Callable[[], None] | None = None,
 ) -> AsyncIterator[Any]:
     """Start the server and yield the (read, write) streams an ``mcp.Client`` takes.
 
     The server gets only ``params.env`` over the SDK's short list of safe variables;
     on exit its stdin is closed, then its process group is terminated if it lingers.
+    ``on_close`` is called when the server's output ends (it exited, or was refused):
+    the connection is over, whatever the session still thinks.
     """
     process = await anyio.open_process(
         [params.command, *params.args],
@@ -95,7 +98,10 @@ async def bounded_stdio_client(
                         if line.strip():
                             await read_writer.send(_parse(line))
             except (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream):
-                return
+                pass
+            finally:
+                if on_close is not None:
+                    on_close()
 
     async def writer() -> None:
         assert process.stdin is not None
