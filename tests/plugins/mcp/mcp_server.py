@@ -70,6 +70,17 @@ def _tools() -> list[types.Tool]:
         types.Tool(
             name="pid", description="This server's process id.", input_schema=OBJ, annotations=ro
         ),
+        types.Tool(
+            name="typed",
+            description="Text that is not its structured content (as MCPServer's int).",
+            input_schema=OBJ,
+            output_schema={
+                "type": "object",
+                "properties": {"result": {"type": "integer"}},
+                "required": ["result"],
+            },
+            annotations=ro,
+        ),
         types.Tool(name="nap", description="Sleeps `seconds`.", input_schema=OBJ, annotations=ro),
         types.Tool(
             name="files.read", description="A dotted name.", input_schema=OBJ, annotations=ro
@@ -164,6 +175,8 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         return types.CallToolResult(content=_text(os.environ.get(str(args.get("name")), "<unset>")))
     if name == "hang":
         await anyio.sleep(3600)
+    if name == "typed":
+        return types.CallToolResult(content=_text("5"), structured_content={"result": 5})
     if name == "pid":
         return types.CallToolResult(content=_text(str(os.getpid())))
     if name == "nap":

@@ -314,6 +314,16 @@ def test_toolwire_mcp_serve_over_http_with_a_bearer_token(gateway: str) -> None:
     for headers in ({}, {"Authorization": "Bearer wrong"}):
         refused = httpx.post(gateway, json={}, headers=headers, timeout=30)
         assert refused.status_code == 401
+        # #26: the scheme is named (the Inspector assumed OAuth without it)
+        assert 'Bearer realm="toolwire-mcp"' == refused.headers["www-authenticate"]
+    # #26: the scheme is case-insensitive (RFC 7235)
+    lower = httpx.post(
+        gateway,
+        json={"jsonrpc": "2.0", "id": 1, "method": "nope"},
+        headers={"Authorization": "bearer gw-secret", "Accept": "application/json"},
+        timeout=30,
+    )
+    assert 401 != lower.status_code
 
 
 def test_the_http_gateway_refuses_oversized_requests(gateway: str) -> None:
@@ -572,3 +582,89 @@ def test_sync_policy_hooks_are_named_for_a_server_to_warn_about() -> None:
     assert ["slowcorp:toolwire_tool_decision are sync"] == [
         r[len("policy hooks ") : r.index(": while")] for r in records
     ]
+
+
+def test_the_gateway_passes_an_upstream_tools_structured_content_and_errors_through(
+    record: Path,
+) -> None:
+    # #26: the gateway advertised outputSchema and returned no structuredContent for an
+    # upstream tool whose text is not exactly its JSON (an MCPServer tool returning int),
+    # which the SDK client, the Inspector and pydantic-ai refuse; upstream errors were
+    # wrapped twice ("tool `x` failed: MCPToolError: ..."); serverInfo.version was empty;
+    # a tool whose execution.taskSupport is "required" was offered and every call failed.
+    from toolwire_mcp import ServerSpec, mcp_toolset
+
+    spec = ServerSpec(
+        "inner", command=sys.executable, args=(SERVER, "stdio"), env={"MCP_RECORD": str(record)}
+    )
+    upstream = mcp_toolset("inner", spec)
+    server = build_server(upstream, host=_host(), approve=True)
+
+    async def calls(client: Client) -> Any:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        typed = await client.call_tool("typed", {})
+        failed = await client.call_tool("fail", {})
+        return client.server_info, listed, typed, failed
+
+    info, listed, typed, failed = _in_process(server, calls)
+    assert (False, {"result": 5}) == (typed.is_error, typed.structured_content)
+    assert listed["typed"].output_schema["properties"]["result"]["type"] == "integer"
+    assert (True, "tool `fail` failed: the disk is on fire") == (
+        failed.is_error,
+        failed.content[0].text,
+    )
+    assert info.version
+    assert info.version[0].isdigit()
+
+
+def test_a_tool_that_must_run_as_a_task_is_not_offered(caplog: pytest.LogCaptureFixture) -> None:
+    # #26: a tool whose execution.taskSupport is "required" (a 2025-11-25 server) was
+    # offered, and every call failed.
+    import mcp_types as types
+
+    from toolwire_mcp import ServerSpec
+    from toolwire_mcp._toolset import tools_from
+
+    class Conn:
+        spec = ServerSpec("jobs", command="unused")
+
+    obj = {"type": "object", "properties": {}}
+    listed = [
+        types.Tool(name="quick", input_schema=obj),
+        types.Tool(
+            name="batch", input_schema=obj, execution=types.ToolExecution(task_support="required")
+        ),
+        types.Tool(
+            name="either", input_schema=obj, execution=types.ToolExecution(task_support="optional")
+        ),
+    ]
+    made = tools_from(Conn(), listed)  # type: ignore[arg-type]
+    assert ["quick", "either"] == [t.name for t in made]
+    assert "tools that must run as tasks are not offered: batch" in caplog.text
+
+
+def test_a_configured_server_whose_tools_carry_its_name_is_not_prefixed_twice(
+    tmp_path: Path, record: Path
+) -> None:
+    # #26: a server named `git` gave `git_git_status`.
+    config = tmp_path / "config" / "toolwire" / "mcp.json"
+    config.parent.mkdir(parents=True)
+    server = {
+        "command": sys.executable,
+        "args": [SERVER, "stdio"],
+        "env": {"MCP_RECORD": str(record), "MCP_TOOL_PREFIX": "git_"},
+    }
+    config.write_text(json.dumps({"mcpServers": {"git": server}}))
+    done = subprocess.run(
+        [sys.executable, "-m", "toolwire", "tools", "--json"],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert 0 == done.returncode, done.stderr
+    names = [t["name"] for t in json.loads(done.stdout)["tools"]]
+    assert "git_echo" in names
+    assert not [n for n in names if n.startswith("git_git_")]

@@ -648,6 +648,11 @@ class Executor:
         elif isinstance(exc, _NotRetryable):
             text = exc.message
             job.error_type = exc.kind
+        elif getattr(type(exc), "toolwire_plain", False) is True:
+            # The exception carries the tool's own words (an MCP server's isError text):
+            # its class name would only wrap them twice.
+            text = f"tool `{call.name}` failed: {exc}"
+            job.error_type = type(exc).__qualname__
         else:
             text = f"tool `{call.name}` failed: {type(exc).__name__}: {exc}"
             job.error_type = type(exc).__qualname__

@@ -74,6 +74,13 @@ def _annotations(tool: Any) -> types.ToolAnnotations:
     )
 
 
+def _advertised_output(tool: Any) -> bool:
+    """Whether the tool's output schema is advertised: MCP output schemas describe an
+    object (structuredContent is one)."""
+    output = tool.output_schema
+    return bool(output) and output.get("type") == "object"
+
+
 def _mcp_tool(name: str, description: str, tool: Any) -> types.Tool:
     output = tool.output_schema
     return types.Tool(
@@ -81,7 +88,7 @@ def _mcp_tool(name: str, description: str, tool: Any) -> types.Tool:
         description=description,
         input_schema=dict(tool.input_schema),
         # MCP output schemas describe an object (structuredContent is an object).
-        output_schema=dict(output) if output and output.get("type") == "object" else None,
+        output_schema=dict(output) if _advertised_output(tool) else None,
         annotations=_annotations(tool),
     )
 
@@ -313,12 +320,19 @@ def build_server(
         result = last.results[0]
         structured = None
         tool = tools.get(tool_name)
-        if not result.is_error and tool is not None and tool.output_schema:
+        if not result.is_error and tool is not None and _advertised_output(tool):
             try:
                 value = json.loads(result.content)
             except ValueError:
                 value = None
-            structured = value if isinstance(value, dict) else None
+            if not isinstance(value, dict):
+                # The schema was advertised: a result without conforming structured
+                # content is refused by every client, so it is an error result here.
+                return _error(
+                    f"tool `{tool_name}` returned output that does not match its output "
+                    f"schema (expected a JSON object)"
+                )
+            structured = value
         text, is_error = result.for_model()
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=text)],
@@ -326,7 +340,7 @@ def build_server(
             is_error=is_error,
         )
 
-    return Server(name, on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    return Server(name, version=_version(), on_list_tools=on_list_tools, on_call_tool=on_call_tool)
 
 
 def _warn_sync_policies(host: PluginHost) -> None:
@@ -342,6 +356,12 @@ def _warn_sync_policies(host: PluginHost) -> None:
         )
 
 
+def _version() -> str:
+    from toolwire_mcp import __version__
+
+    return __version__
+
+
 def _error(text: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=True)
 
@@ -353,17 +373,22 @@ _ASGI = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
 
 def _guarded(app: _ASGI, token: str | None, max_bytes: int) -> _ASGI:
     """The ASGI app behind a bearer-token check and a request-size bound."""
-    expected = f"Bearer {token}".encode() if token else None
+    expected = token.encode() if token else None
 
     async def guarded(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
-        if expected is not None and not hmac.compare_digest(
-            headers.get(b"authorization", b""), expected
-        ):
-            await _plain(send, 401, b"a bearer token is required")
+        if expected is not None and not _bearer_ok(headers.get(b"authorization", b""), expected):
+            # RFC 6750: say which scheme is wanted, so a client does not guess (the
+            # Inspector assumed OAuth without it).
+            await _plain(
+                send,
+                401,
+                b"a bearer token is required",
+                [(b"www-authenticate", b'Bearer realm="toolwire-mcp"')],
+            )
             return
         length = headers.get(b"content-length")
         if length is not None and (not length.isdigit() or int(length) > max_bytes):
@@ -374,12 +399,21 @@ def _guarded(app: _ASGI, token: str | None, max_bytes: int) -> _ASGI:
     return guarded
 
 
-async def _plain(send: Any, status: int, body: bytes) -> None:
+def _bearer_ok(header: bytes, expected: bytes) -> bool:
+    """``Authorization: Bearer <token>``, the scheme matched case-insensitively (RFC 7235)
+    and the token in constant time."""
+    scheme, _, given = header.strip().partition(b" ")
+    return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), expected)
+
+
+async def _plain(
+    send: Any, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"text/plain")],
+            "headers": [(b"content-type", b"text/plain"), *(headers or [])],
         }
     )
     await send({"type": "http.response.body", "body": body})

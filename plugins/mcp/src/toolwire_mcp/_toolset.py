@@ -11,6 +11,7 @@ MCP tools exactly as they see local ones: a call they reject never reaches the s
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
@@ -33,6 +34,10 @@ _REFRESHING: set[asyncio.Task[None]] = set()
 
 class MCPToolError(ToolwireError, RuntimeError):
     """The MCP tool answered with ``isError``; the message is what it said."""
+
+    #: The executor's error result says the message alone, not the class name: it is the
+    #: server's own text (a gateway passes it on wrapped once, not twice).
+    toolwire_plain = True
 
 
 def metadata_for(
@@ -76,16 +81,26 @@ def metadata_for(
     )
 
 
-def _body(conn: Connection, mcp_name: str) -> Callable[..., Any]:
+def _body(conn: Connection, mcp_name: str, structured: bool = False) -> Callable[..., Any]:
     async def call_mcp_tool(**arguments: Any) -> str:
         result = await conn.call(mcp_name, arguments)
-        text = result_text(result)
         if result.is_error:
+            text = result_text(result)
             raise MCPToolError(text or f"MCP tool `{mcp_name}` failed (no message)")
-        return text
+        if structured and isinstance(result.structured_content, dict):
+            # The tool has an output schema: its output is the structured content the SDK
+            # checked against it (the text blocks are a rendering of it), so a gateway
+            # serving it returns conforming structuredContent.
+            return json.dumps(result.structured_content, ensure_ascii=False)
+        return result_text(result)
 
     call_mcp_tool.__qualname__ = f"mcp:{conn.spec.name}:{mcp_name}"
     return call_mcp_tool
+
+
+def _task_required(tool: types.Tool) -> bool:
+    execution = getattr(tool, "execution", None)
+    return getattr(execution, "task_support", None) == "required"
 
 
 def tools_from(conn: Connection, listed: Sequence[types.Tool]) -> list[Any]:
@@ -93,6 +108,15 @@ def tools_from(conn: Connection, listed: Sequence[types.Tool]) -> list[Any]:
     name, an invalid schema) is skipped with a warning, as a tool pack that fails is."""
     spec = conn.spec
     usable = [t for t in listed if isinstance(t.name, str) and t.name]
+    required = [t.name for t in usable if _task_required(t)]
+    if required:
+        # A call without a task would fail every time: not offered (tasks: see docs/mcp.md).
+        logger.warning(
+            "MCP server `%s`: tools that must run as tasks are not offered: %s",
+            spec.name,
+            ", ".join(required),
+        )
+        usable = [t for t in usable if not _task_required(t)]
     names = local_names(t.name for t in usable)
     tools = []
     for t in usable:
@@ -102,7 +126,7 @@ def tools_from(conn: Connection, listed: Sequence[types.Tool]) -> list[Any]:
                 names[t.name],
                 description,
                 t.input_schema,
-                _body(conn, t.name),
+                _body(conn, t.name, structured=bool(t.output_schema)),
                 metadata=metadata_for(
                     t.annotations,
                     trust=spec.annotations == "trust",

@@ -114,9 +114,9 @@ def toolwire_register_toolsets(register: RegisterToolset) -> None:
     taken: dict[str, str] = {}  # wire name -> the server that has it
     for name, toolset in _TOOLSETS.items():
         prefix = f"{wire_name(name)}_"
-        clash = [t.name for t in toolset.tools() if wire_name(prefix + t.name) in taken]
+        clash = [t.name for t in toolset.tools() if _mounted(t.name, prefix) in taken]
         for tool in clash:
-            wire = wire_name(prefix + tool)
+            wire = _mounted(tool, prefix)
             reason = (
                 f"its tool `{tool}` is `{wire}` once mounted, as a tool of server "
                 f"`{taken[wire]}` is: left out (rename one of the servers in the config)"
@@ -126,6 +126,27 @@ def toolwire_register_toolsets(register: RegisterToolset) -> None:
             if status is not None:
                 note = f"{status.reason}; {reason}" if status.reason else reason
                 _STATUS[name] = attrs.evolve(status, reason=note)
-        kept = Toolset(name).add(toolset, exclude=clash) if clash else toolset
-        register(kept, prefix=prefix)
-        taken.update({wire_name(prefix + t.name): name for t in kept.tools()})
+        # A tool that already carries the server's name (`git_status` of the server
+        # `git`) is mounted as it is, not as `git_git_status`.
+        named = [t.name for t in toolset.tools() if t.name.startswith(prefix)]
+        prefixed = {_mounted(t.name, prefix) for t in toolset.tools() if t.name not in named}
+        kept = Toolset(name).add(toolset, prefix=prefix, exclude=[*clash, *named])
+        as_is = [n for n in named if n not in clash and n not in prefixed]
+        for tool in sorted(set(named) - set(clash) - set(as_is)):
+            logger.warning(
+                "MCP server `%s`: its tool `%s` is left out: the server also has a tool "
+                "mounted under that name with the server's prefix",
+                name,
+                tool,
+            )
+        if as_is:
+            kept.add(toolset, only=as_is)
+        register(kept)
+        taken.update({t.name: name for t in kept.tools()})
+
+
+def _mounted(tool: str, prefix: str) -> str:
+    """The name a server's tool is mounted as: its own when it carries the prefix already."""
+    from toolwire.adapters import wire_name
+
+    return tool if tool.startswith(prefix) else wire_name(prefix + tool)
