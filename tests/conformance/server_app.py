@@ -1,0 +1,75 @@
+"""The tools the MCP conformance suite's server scenarios call, as a toolwire toolset.
+
+``toolwire mcp serve --transport http --app server_app:tools`` serves them, through the
+same policies, executor and gateway as any application's tools. What toolwire cannot
+express yet (image and audio results, progress, logging, sampling, elicitation from a
+tool) is answered as toolwire can, and the scenario is listed in ``baseline.yml`` with
+the reason until it passes.
+"""
+
+from __future__ import annotations
+
+import toolwire as tw
+
+
+@tw.tool_fn
+def test_simple_text() -> str:
+    """Returns simple text content."""
+    return "This is a simple text response for testing."
+
+
+@tw.tool_fn
+def test_error_handling() -> str:
+    """Always fails, so the client sees an error result."""
+    raise RuntimeError("This tool intentionally returns an error for testing")
+
+
+@tw.tool_fn
+def test_image_content() -> str:
+    """Returns an image (toolwire results are text until multimodal results land)."""
+    return "[image: image/png]"
+
+
+@tw.tool_fn
+def test_audio_content() -> str:
+    """Returns audio (text until multimodal results land)."""
+    return "[audio: audio/wav]"
+
+
+@tw.tool_fn
+def test_embedded_resource() -> str:
+    """Returns an embedded resource (text until multimodal results land)."""
+    return "[resource: test://embedded-resource]"
+
+
+@tw.tool_fn
+def test_multiple_content_types() -> str:
+    """Returns text, an image and a resource (text until multimodal results land)."""
+    return "Multiple content types test"
+
+
+@tw.tool_fn
+def test_tool_with_logging() -> str:
+    """Sends log messages while it runs (not yet: the gateway sends none)."""
+    return "Tool with logging executed successfully"
+
+
+@tw.tool_fn
+def test_tool_with_progress() -> str:
+    """Reports progress while it runs (not yet: the gateway sends none)."""
+    return "Tool with progress executed successfully"
+
+
+tools = tw.Toolset(
+    "conformance",
+    [
+        test_simple_text,
+        test_error_handling,
+        test_image_content,
+        test_audio_content,
+        test_embedded_resource,
+        test_multiple_content_types,
+        test_tool_with_logging,
+        test_tool_with_progress,
+    ],
+)
