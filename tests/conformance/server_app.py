@@ -9,7 +9,10 @@ the reason until it passes.
 
 from __future__ import annotations
 
+import asyncio
+
 import toolwire as tw
+from toolwire_mcp import MCPCallContext
 
 
 @tw.tool_fn
@@ -48,15 +51,27 @@ def test_multiple_content_types() -> str:
     return "Multiple content types test"
 
 
-@tw.tool_fn
-def test_tool_with_logging() -> str:
-    """Sends log messages while it runs (not yet: the gateway sends none)."""
+@tw.tool_fn(injected=["mcp"])
+async def test_tool_with_logging(mcp: MCPCallContext | None = None) -> str:  # noqa: PT028
+    """Sends three log messages while it runs."""
+    for i, text in enumerate(
+        ("Tool execution started", "Tool processing data", "Tool execution completed")
+    ):
+        if i:
+            await asyncio.sleep(0.05)
+        if mcp is not None:
+            await mcp.log(text)
     return "Tool with logging executed successfully"
 
 
-@tw.tool_fn
-def test_tool_with_progress() -> str:
-    """Reports progress while it runs (not yet: the gateway sends none)."""
+@tw.tool_fn(injected=["mcp"])
+async def test_tool_with_progress(mcp: MCPCallContext | None = None) -> str:  # noqa: PT028
+    """Reports progress 0, 50 and 100 of 100 while it runs."""
+    for i, done in enumerate((0, 50, 100)):
+        if i:
+            await asyncio.sleep(0.05)
+        if mcp is not None:
+            await mcp.progress(done, 100)
     return "Tool with progress executed successfully"
 
 

@@ -668,3 +668,52 @@ def test_a_configured_server_whose_tools_carry_its_name_is_not_prefixed_twice(
     names = [t["name"] for t in json.loads(done.stdout)["tools"]]
     assert "git_echo" in names
     assert not [n for n in names if n.startswith("git_git_")]
+
+
+# -- what a served tool sends its caller while it runs (#26) -------------------------------
+
+
+@tw.tool_fn(injected=["mcp"])
+async def chatty(steps: int, mcp: Any = None) -> str:
+    """Reports progress and logs as it works."""
+    for i in range(steps):
+        if mcp is not None:
+            await mcp.log(f"step {i}", level="debug" if i % 2 else "warning")
+            await mcp.progress(i + 1, steps, f"step {i + 1}")
+    return "done"
+
+
+# The client side of logging is deprecated from 2026-07-28 on: this test uses it on purpose.
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_a_served_tool_logs_and_reports_progress_to_its_caller(mode: str) -> None:
+    server = build_server(tw.Toolset("app", [chatty]), host=_host())
+    logs: list[tuple[str, Any]] = []
+    progress: list[tuple[float, float | None]] = []
+
+    async def on_log(params: Any) -> None:
+        logs.append((params.level, params.data))
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total))
+
+    async def main() -> Any:
+        options: dict[str, Any] = {"logging_callback": on_log, "mode": mode}
+        if mode == "auto":
+            options["log_level"] = "info"  # 2026-07-28: each request opts in
+        async with Client(server, **options) as client:
+            if mode == "legacy":
+                await client.session.set_logging_level("info")  # before 2026-07-28
+            return await client.call_tool("chatty", {"steps": 4}, progress_callback=on_progress)
+
+    result = anyio.run(main)
+    assert "done" == result.content[0].text
+    assert [(1, 4), (2, 4), (3, 4), (4, 4)] == progress
+    assert [("warning", "step 0"), ("warning", "step 2")] == logs  # debug filtered out
+
+
+async def test_the_call_context_refuses_an_unknown_level() -> None:
+    from toolwire_mcp import MCPCallContext
+
+    with pytest.raises(ValueError, match="level must be one of debug, info"):
+        await MCPCallContext(object()).log("x", level="loud")

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
         untrust_file,
     )
     from toolwire_mcp._connection import MCPCallError, MCPConnectError, close_all, connected
-    from toolwire_mcp._server import build_server, serve_mcp
+    from toolwire_mcp._server import MCPCallContext, build_server, serve_mcp
     from toolwire_mcp._toolset import MCPToolError, mcp_toolset, metadata_for
 
 # The plugin module (imported at discovery) must stay cheap: nothing here imports the SDK
@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 _LAZY = {
     "CONFIG_ENV": "toolwire_mcp._config",
     "ConfigError": "toolwire_mcp._config",
+    "MCPCallContext": "toolwire_mcp._server",
     "MCPCallError": "toolwire_mcp._connection",
     "MCPConnectError": "toolwire_mcp._connection",
     "MCPToolError": "toolwire_mcp._toolset",
@@ -60,6 +61,7 @@ __getattr__, __dir__ = _lazy_exports("toolwire_mcp", _LAZY, globals())
 __all__ = [
     "CONFIG_ENV",
     "ConfigError",
+    "MCPCallContext",
     "MCPCallError",
     "MCPConnectError",
     "MCPToolError",

@@ -26,11 +26,14 @@ import logging
 import os
 import secrets
 import signal
+import warnings
+import weakref
 from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from typing import Any, Literal
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from toolwire import (
     Allow,
@@ -54,11 +57,59 @@ from toolwire import (
 from toolwire.adapters import AssistantReply, decode_reply
 from toolwire.exceptions import UsageError
 
-__all__ = ["build_server", "serve_mcp"]
+__all__ = ["MCPCallContext", "build_server", "serve_mcp"]
 
 logger = logging.getLogger("toolwire.mcp.server")
 
 APP = "toolwire-mcp"
+LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
+#: Each client session's logging/setLevel (protocols before 2026-07-28; from 2026-07-28
+#: each request opts in with its own level, and the SDK filters).
+_SESSION_LEVELS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+
+class MCPCallContext:
+    """What a tool served by the gateway can send its caller while it runs.
+
+    Declare it as an injected parameter named ``mcp`` (``@tool_fn(injected=["mcp"])``):
+    the gateway passes one per call; the application's own loops pass nothing, so give
+    the parameter a default of None to run the tool elsewhere too. Both methods are
+    async (a sync tool cannot wait for the network) and never raise: a client that is
+    gone, or did not ask for logs or progress, is not the tool's failure.
+    """
+
+    __slots__ = ("_ctx",)
+
+    def __init__(self, ctx: Any) -> None:
+        self._ctx = ctx
+
+    async def log(self, message: Any, level: str = "info", logger: str | None = None) -> None:
+        """Send a log message (``notifications/message``) at ``level``, if the client's
+        level lets it through."""
+        if level not in LEVELS:
+            raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
+        session = self._ctx.session
+        wanted = _SESSION_LEVELS.get(_connection_of(session))
+        if wanted is not None and LEVELS.index(level) < LEVELS.index(wanted):
+            return
+        with warnings.catch_warnings():
+            # Logging is deprecated from 2026-07-28 on (still in the protocol, and what
+            # earlier clients use): the call is made on purpose. No await in this block.
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            sending = session.send_log_message(
+                level, message, logger=logger, related_request_id=self._ctx.request_id
+            )
+        with contextlib.suppress(Exception):
+            await sending
+
+    async def progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Report progress (``notifications/progress``), when the call asked for it."""
+        with contextlib.suppress(Exception):  # a no-op when the caller asked for none
+            await self._ctx.session.report_progress(progress, total, message)
+
+
 MAX_REQUEST_BYTES = 1 << 20
 _IDS = itertools.count(1)
 
@@ -304,6 +355,7 @@ def build_server(
             approval=approver_for(ctx, params, asked),
             approval_gate=ApprovalGate.MUTATING_AND_ABOVE,
             plugins=plugins,
+            injected={"mcp": MCPCallContext(ctx)},
         )
         try:
             run = await executor.aexecute_and_commit(plan)
@@ -340,7 +392,34 @@ def build_server(
             is_error=is_error,
         )
 
-    return Server(name, version=_version(), on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+    async def on_set_logging_level(
+        ctx: Any, params: types.SetLevelRequestParams
+    ) -> types.EmptyResult:
+        _SESSION_LEVELS[_connection_of(ctx.session)] = params.level
+        return types.EmptyResult()
+
+    async def on_completion(ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
+        # No prompts or resource templates are served yet: nothing to complete.
+        return types.CompleteResult(completion=types.Completion(values=[], total=0, has_more=False))
+
+    with warnings.catch_warnings():
+        # logging/setLevel is deprecated from 2026-07-28 on; clients of earlier versions
+        # still use it, and the gateway serves them.
+        warnings.simplefilter("ignore", MCPDeprecationWarning)
+        return Server(
+            name,
+            version=_version(),
+            on_list_tools=on_list_tools,
+            on_call_tool=on_call_tool,
+            on_set_logging_level=on_set_logging_level,
+            on_completion=on_completion,
+        )
+
+
+def _connection_of(session: Any) -> Any:
+    """The client connection a (per-request) session belongs to: where a level set by
+    ``logging/setLevel`` lives."""
+    return getattr(session, "_connection", session)
 
 
 def _warn_sync_policies(host: PluginHost) -> None:
