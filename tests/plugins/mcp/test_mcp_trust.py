@@ -84,15 +84,21 @@ def test_trust_refuses_a_file_that_does_not_load(tmp_path: Path) -> None:
     assert "unknown key `comand`" in done.stderr
 
 
+def _user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, cwd: Path) -> Path:
+    """This process's config home (``tmp_path/config/toolwire``), run from ``cwd``."""
+    config = tmp_path / "config"
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
+    monkeypatch.chdir(cwd)
+    (config / "toolwire").mkdir(parents=True)
+    return config / "toolwire"
+
+
 def test_the_users_config_wins_over_the_projects(
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config = tmp_path / "config"
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
-    monkeypatch.chdir(project)
-    (config / "toolwire").mkdir(parents=True)
     mine = {"evil": {"command": "my-own-server"}, "git": {"command": "uvx"}}
-    (config / "toolwire" / "mcp.json").write_text(json.dumps({"mcpServers": mine}))
+    home = _user_config(monkeypatch, tmp_path, project)
+    (home / "mcp.json").write_text(json.dumps({"mcpServers": mine}))
     trust_file()
     specs, skipped = load_config_report()
     assert ({"evil": "my-own-server", "git": "uvx"}, ()) == (
@@ -108,12 +114,9 @@ def test_one_malformed_server_skips_only_that_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # #25.12: one typo in one server's entry removed every configured server.
-    config = tmp_path / "config"
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
-    monkeypatch.chdir(tmp_path)
-    (config / "toolwire").mkdir(parents=True)
     servers = {"good": {"command": "a"}, "typo": {"comand": "b"}, "also": {"url": "http://h"}}
-    (config / "toolwire" / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
+    home = _user_config(monkeypatch, tmp_path, tmp_path)
+    (home / "mcp.json").write_text(json.dumps({"mcpServers": servers}))
     specs, skipped = load_config_report()
     assert ["good", "also"] == list(specs)
     [bad] = skipped
@@ -123,11 +126,7 @@ def test_one_malformed_server_skips_only_that_server(
 def test_a_malformed_trust_store_is_a_clear_error(
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    config = tmp_path / "config"
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
-    monkeypatch.chdir(project)
-    (config / "toolwire").mkdir(parents=True)
-    (config / "toolwire" / "mcp-trust.json").write_text("[1, 2]")
+    (_user_config(monkeypatch, tmp_path, project) / "mcp-trust.json").write_text("[1, 2]")
     specs, skipped = load_config_report()
     assert {} == specs
     assert "the MCP trust store is malformed" in skipped[0].reason

@@ -950,12 +950,34 @@ class PluginHost:
         Tool packs first, then policies. An async implementation is skipped
         with a warning (a policy's withholds the result): use :meth:`atool_result`.
         """
+        return self._results(self._result_pipeline(), call, result, context)
+
+    def _results(
+        self,
+        hooks: tuple[_ResultHook, ...],
+        call: TypedCall[Any],
+        result: ToolResult,
+        context: HookContext | None,
+    ) -> ToolResult:
         if self._notices:
             return self._withhold(call, context)
-        hooks = self._result_pipeline()
         ctx = context or HookContext()
         for h in hooks:
             result = h.run(call, result, ctx, self.hook_timeout)
+        return result
+
+    async def _aresults(
+        self,
+        hooks: tuple[_ResultHook, ...],
+        call: TypedCall[Any],
+        result: ToolResult,
+        context: HookContext | None,
+    ) -> ToolResult:
+        if self._notices:
+            return self._withhold(call, context)
+        ctx = context or HookContext()
+        for h in hooks:
+            result = await h.arun(call, result, ctx, self.hook_timeout)
         return result
 
     def _withhold(self, call: TypedCall[Any], context: HookContext | None) -> ToolResult:
@@ -969,13 +991,7 @@ class PluginHost:
         self, call: TypedCall[Any], result: ToolResult, context: HookContext | None = None
     ) -> ToolResult:
         """As :meth:`tool_result`, awaiting async implementations (each within the budget)."""
-        if self._notices:
-            return self._withhold(call, context)
-        hooks = self._result_pipeline()
-        ctx = context or HookContext()
-        for h in hooks:
-            result = await h.arun(call, result, ctx, self.hook_timeout)
-        return result
+        return await self._aresults(self._result_pipeline(), call, result, context)
 
     def sync_policy_hooks(self) -> tuple[str, ...]:
         """``plugin:hook`` for every sync decision or result hook of a policy in force.
@@ -1081,25 +1097,13 @@ class PolicyHost:
         self, call: TypedCall[Any], result: ToolResult, context: HookContext | None = None
     ) -> ToolResult:
         """The policies' result hooks over ``result`` (see :meth:`PluginHost.tool_result`)."""
-        host = self.host
-        if host._notices:
-            return host._withhold(call, context)
-        ctx = context or HookContext()
-        for h in self._result_pipeline():
-            result = h.run(call, result, ctx, host.hook_timeout)
-        return result
+        return self.host._results(self._result_pipeline(), call, result, context)
 
     async def atool_result(
         self, call: TypedCall[Any], result: ToolResult, context: HookContext | None = None
     ) -> ToolResult:
         """As :meth:`tool_result`, awaiting async implementations."""
-        host = self.host
-        if host._notices:
-            return host._withhold(call, context)
-        ctx = context or HookContext()
-        for h in self._result_pipeline():
-            result = await h.arun(call, result, ctx, host.hook_timeout)
-        return result
+        return await self.host._aresults(self._result_pipeline(), call, result, context)
 
     def audit(self, event: AuditEvent, context: HookContext | None = None) -> None:
         self.host.audit(event, context)
