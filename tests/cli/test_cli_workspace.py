@@ -330,3 +330,38 @@ def test_check_exits_6_for_a_tool_the_target_cannot_carry(here: Path) -> None:
     bad = _run(here, *app, "--target", "nope", TOOLWIRE_PLUGINS="gemini")
     assert 2 == bad.returncode
     assert 'must be "auto", "parameters" or "parametersJsonSchema"' in bad.stderr
+
+
+# -- an MCP server's question, asked on the terminal (#26) ----------------------------------
+
+
+def test_the_terminal_asks_each_field_and_declines_at_the_end_of_input() -> None:
+    import io
+
+    from toolwire.cli.ask import install_terminal_handler, terminal_handler
+    from toolwire_mcp import ElicitationRequest
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "approve": {"type": "boolean", "title": "Allow this call"},
+            "size": {"type": "integer", "default": 3},
+            "color": {"type": "string", "enum": ["red", "blue"]},
+        },
+    }
+    request = ElicitationRequest("gw", "Allow `wipe`?", schema=schema)
+    typed = iter(["y", "", "blue"])
+    shown = io.StringIO()
+    assert {"approve": True, "color": "blue"} == terminal_handler(
+        lambda prompt: next(typed), shown
+    )(request)
+    assert "MCP server `gw` asks:\nAllow `wipe`?" in shown.getvalue()
+
+    def closed(prompt: str) -> str:
+        raise EOFError
+
+    assert terminal_handler(closed, io.StringIO())(request) is None
+    wrong = iter(["y", "many"])
+    assert terminal_handler(lambda p: next(wrong), io.StringIO())(request) is None
+    # a run that is not interactive installs nothing: every request is declined
+    assert install_terminal_handler(io.StringIO()) is False

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 import toolwire as tw
-from toolwire_mcp import close_all, mcp_toolset
+from toolwire_mcp import close_all, mcp_toolset, set_elicitation_handler
 
 
 def example(schema: Any) -> Any:
@@ -48,6 +48,8 @@ def example(schema: Any) -> Any:
 def main() -> int:
     url = sys.argv[-1]
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    # A user who accepts every form as it comes (the schema's defaults filled in).
+    set_elicitation_handler(lambda request: True)
     tools = mcp_toolset("conformance", url, annotations="trust", timeout=20)
     print(f"scenario {scenario}: {len(tools.tools())} tools")
     if scenario != "initialize":

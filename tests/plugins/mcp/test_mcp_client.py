@@ -516,3 +516,102 @@ def test_an_idle_2026_server_is_not_restarted_and_a_long_call_is_not_killed(
         time.sleep(0.6)  # the long call has run past the idle check
         short = pool.submit(_run, ts, "pid", {})
         assert (first, "rested") == (short.result(30).content, long.result(30).content)
+
+
+# -- answering a server's elicitation (#26) -------------------------------------------------
+
+GATED = '''
+import toolwire as tw
+
+
+@tw.tool_fn(effect="destructive")
+def wipe(target: str) -> str:
+    """Wipe a target."""
+    return f"wiped {target}"
+
+
+tools = tw.Toolset("gated", [wipe])
+'''
+
+
+def test_a_toolwire_client_answers_a_toolwire_gateways_approval_question(
+    tmp_path: Path,
+) -> None:
+    # #26: toolwire -> toolwire denied every mutating call, whatever the client approved:
+    # the client declined every elicitation. The application's handler now answers.
+    from toolwire_mcp import ElicitationRequest, ServerSpec, set_elicitation_handler
+
+    (tmp_path / "gated_app.py").write_text(GATED)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    env.update(PYTHONPATH=str(tmp_path), XDG_CONFIG_HOME=str(tmp_path / "config"))
+    spec = ServerSpec(
+        "gw",
+        command=sys.executable,
+        args=("-m", "toolwire", "mcp", "serve", "--app", "gated_app:tools"),
+        env=env,
+        cwd=str(tmp_path),
+        connect_timeout=60.0,
+    )
+    asked: list[ElicitationRequest] = []
+
+    def approve(request: ElicitationRequest) -> dict[str, Any]:
+        asked.append(request)
+        return {"approve": "wipe" in request.message}
+
+    ts = mcp_toolset("gw", spec)
+    try:
+        declined = _run(ts, "wipe", {"target": "db"})  # no handler: declined
+        set_elicitation_handler(approve)
+        approved = _run(ts, "wipe", {"target": "db"})
+    finally:
+        set_elicitation_handler(None)
+    assert (True, "the user declined `wipe`") == (
+        declined.is_error,
+        declined.content[declined.content.index("the user") :][: len("the user declined `wipe`")],
+    )
+    assert (False, "wiped db") == (approved.is_error, approved.content)
+    [request] = asked
+    assert ("gw", "form", '"target": "db"') == (
+        request.server,
+        request.mode,
+        request.message[request.message.index('"target"') :][: len('"target": "db"')],
+    )
+
+
+async def test_an_elicitation_answer_takes_the_schemas_defaults() -> None:
+    from toolwire_mcp import ElicitationRequest, set_elicitation_handler
+    from toolwire_mcp._elicit import answer
+
+    schema = {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "default": "ada"},
+            "count": {"type": "integer", "default": 3},
+            "ok": {"type": "boolean"},
+        },
+    }
+    request = ElicitationRequest("srv", "Fill this in", schema=schema)
+    outcomes = []
+    for handler in (lambda r: True, lambda r: {"ok": True, "extra": 1}, lambda r: None):
+        set_elicitation_handler(handler)
+        outcomes.append(await answer(request))
+
+    async def broken(r: ElicitationRequest) -> Any:
+        raise RuntimeError("the terminal is gone")
+
+    set_elicitation_handler(broken)
+    outcomes.append(await answer(request))
+    set_elicitation_handler(lambda r: 42)
+    outcomes.append(await answer(request))
+    set_elicitation_handler(None)
+    outcomes.append(await answer(request))
+    assert [
+        ("accept", {"name": "ada", "count": 3}),
+        ("accept", {"name": "ada", "count": 3, "ok": True}),
+        ("decline", None),
+        ("cancel", None),
+        ("decline", None),
+        ("decline", None),
+    ] == outcomes
+    with pytest.raises(TypeError, match="must be callable"):
+        set_elicitation_handler("yes")  # type: ignore[arg-type]

@@ -32,6 +32,7 @@ from toolwire._schema.reports import format_report
 from toolwire._toolset import Toolset
 from toolwire._transcript import Session
 from toolwire._turn import Availability, Turn, resolve_turn
+from toolwire.cli.ask import install_terminal_handler
 from toolwire.cli.parser import (
     APP,
     EXIT_OK,
@@ -346,6 +347,7 @@ def _status(host: PluginHost, events: _Events) -> int:
 
 
 def _cmd_call(args: argparse.Namespace) -> int:
+    install_terminal_handler()  # an MCP server's question is asked here, when interactive
     host = _host()
     toolset = host.assemble(_app_toolset(args.app))
     if args.name not in toolset:
@@ -393,6 +395,7 @@ def _cmd_call(args: argparse.Namespace) -> int:
 def _cmd_chat(args: argparse.Namespace) -> int:
     if args.max_rounds < 1:
         raise CliError(f"--max-rounds must be at least 1, got {args.max_rounds}", EXIT_USAGE)
+    install_terminal_handler()  # an MCP server's question is asked here, when interactive
     host = _host()
     toolset = host.assemble(_app_toolset(args.app))
     provider = _provider(

@@ -30,6 +30,11 @@ if TYPE_CHECKING:
         untrust_file,
     )
     from toolwire_mcp._connection import MCPCallError, MCPConnectError, close_all, connected
+    from toolwire_mcp._elicit import (
+        ElicitationRequest,
+        elicitation_handler,
+        set_elicitation_handler,
+    )
     from toolwire_mcp._server import MCPCallContext, build_server, serve_mcp
     from toolwire_mcp._toolset import MCPToolError, mcp_toolset, metadata_for
 
@@ -38,6 +43,9 @@ if TYPE_CHECKING:
 _LAZY = {
     "CONFIG_ENV": "toolwire_mcp._config",
     "ConfigError": "toolwire_mcp._config",
+    "ElicitationRequest": "toolwire_mcp._elicit",
+    "elicitation_handler": "toolwire_mcp._elicit",
+    "set_elicitation_handler": "toolwire_mcp._elicit",
     "MCPCallContext": "toolwire_mcp._server",
     "MCPCallError": "toolwire_mcp._connection",
     "MCPConnectError": "toolwire_mcp._connection",
@@ -61,6 +69,7 @@ __getattr__, __dir__ = _lazy_exports("toolwire_mcp", _LAZY, globals())
 __all__ = [
     "CONFIG_ENV",
     "ConfigError",
+    "ElicitationRequest",
     "MCPCallContext",
     "MCPCallError",
     "MCPConnectError",
@@ -70,11 +79,13 @@ __all__ = [
     "close_all",
     "config_paths",
     "connected",
+    "elicitation_handler",
     "load_config",
     "load_config_report",
     "mcp_toolset",
     "metadata_for",
     "serve_mcp",
+    "set_elicitation_handler",
     "trust_file",
     "untrust_file",
 ]

@@ -40,6 +40,7 @@ from mcp.client.subscriptions import ListenNotSupportedError
 
 from toolwire.exceptions import ToolwireError, UsageError
 from toolwire_mcp._config import ServerSpec
+from toolwire_mcp._elicit import ElicitationRequest, answer
 from toolwire_mcp._stdio import bounded_stdio_client
 
 __all__ = [
@@ -235,6 +236,20 @@ class Connection:
         ):
             self._tools_changed()
 
+    async def _on_elicit(self, context: Any, params: Any) -> types.ElicitResult:
+        """A server's ``elicitation/create``: answered by the application's handler
+        (:func:`toolwire_mcp.set_elicitation_handler`), declined without one."""
+        mode = getattr(params, "mode", "form")
+        request = ElicitationRequest(
+            self.spec.name,
+            str(getattr(params, "message", "")),
+            "url" if mode == "url" else "form",
+            dict(getattr(params, "requested_schema", None) or {}),
+            getattr(params, "url", None),
+        )
+        action, content = await answer(request)
+        return types.ElicitResult(action=action, content=content)
+
     async def _listen(self, client: Client) -> None:
         """2026-07-28 servers announce changes on a subscriptions/listen stream instead."""
         try:
@@ -254,6 +269,7 @@ class Connection:
                 self._transport(),
                 read_timeout_seconds=self.spec.timeout,
                 message_handler=self._on_message,
+                elicitation_callback=self._on_elicit,
             )
             async with client:
                 if not ready.done():

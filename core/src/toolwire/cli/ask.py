@@ -1,0 +1,107 @@
+"""Asking the person at the terminal what an MCP server wants to know (elicitation).
+
+``toolwire call`` and ``toolwire chat`` install :func:`terminal_handler` when toolwire-mcp
+is installed and stdin is a terminal; a run that is not interactive keeps no handler,
+so every request is declined.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any, TextIO
+
+__all__ = ["install_terminal_handler", "terminal_handler"]
+
+_YES = frozenset({"y", "yes", "true", "1"})
+_NO = frozenset({"n", "no", "false", "0"})
+
+
+def terminal_handler(
+    read: Callable[[str], str] = input, write: TextIO | None = None
+) -> Callable[[Any], Any]:
+    """A handler that asks for each field of the form, one line each (an empty line takes
+    the default); end of input or Ctrl-C declines."""
+
+    def ask(request: Any) -> Any:
+        out = write if write is not None else sys.stderr
+        out.write(f"\nMCP server `{request.server}` asks:\n{request.message}\n")
+        out.flush()
+        try:
+            if request.mode == "url":
+                out.write(f"It wants you to open: {request.url}\n")
+                return _boolean(read("Go ahead? [y/N] ")) is True
+            answers: dict[str, Any] = {}
+            props = request.schema.get("properties")
+            for name, spec in (props if isinstance(props, Mapping) else {}).items():
+                value = _field(read, name, spec if isinstance(spec, Mapping) else {})
+                if value is _DECLINED:
+                    return None
+                if value is not _DEFAULT:
+                    answers[name] = value
+            return answers
+        except (EOFError, KeyboardInterrupt):
+            out.write("\n(declined)\n")
+            return None
+
+    return ask
+
+
+_DEFAULT: Any = object()
+_DECLINED: Any = object()
+
+
+def _field(read: Callable[[str], str], name: str, spec: Mapping[str, Any]) -> Any:
+    kind = spec.get("type")
+    label = spec.get("title") or spec.get("description") or name
+    choices = spec.get("enum")
+    hint = ""
+    if kind == "boolean":
+        hint = " [y/n]"
+    elif isinstance(choices, list) and choices:
+        hint = " (" + " | ".join(str(c) for c in choices) + ")"
+    default = f" [default: {spec['default']}]" if "default" in spec else ""
+    text = read(f"{label}{hint}{default}: ").strip()
+    if not text:
+        return _DEFAULT
+    try:
+        if kind == "boolean":
+            value = _boolean(text)
+            return _DECLINED if value is None else value
+        if kind == "integer":
+            return int(text)
+        if kind == "number":
+            return float(text)
+    except ValueError:
+        return _DECLINED
+    if isinstance(choices, list) and choices and text not in [str(c) for c in choices]:
+        return _DECLINED
+    return text
+
+
+def _boolean(text: str) -> bool | None:
+    word = text.strip().lower()
+    if word in _YES:
+        return True
+    if word in _NO or not word:
+        return False
+    return None
+
+
+def install_terminal_handler(stdin: TextIO | None = None) -> bool:
+    """Answer MCP elicitation on this terminal, when toolwire-mcp is installed and stdin
+    is a terminal; True when it was installed."""
+    stream = stdin if stdin is not None else sys.stdin
+    try:
+        interactive = stream.isatty()
+    except (AttributeError, ValueError):
+        interactive = False
+    if not interactive:
+        return False
+    try:
+        toolwire_mcp = importlib.import_module("toolwire_mcp")
+    except ImportError:
+        return False
+    toolwire_mcp.set_elicitation_handler(terminal_handler())
+    return True
