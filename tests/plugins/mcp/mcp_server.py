@@ -70,6 +70,7 @@ def _tools() -> list[types.Tool]:
         types.Tool(
             name="pid", description="This server's process id.", input_schema=OBJ, annotations=ro
         ),
+        types.Tool(name="warn", description="Logs a warning to the client.", input_schema=OBJ),
         types.Tool(
             name="typed",
             description="Text that is not its structured content (as MCPServer's int).",
@@ -177,6 +178,9 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         await anyio.sleep(3600)
     if name == "typed":
         return types.CallToolResult(content=_text("5"), structured_content={"result": 5})
+    if name == "warn":
+        await ctx.session.send_log_message("warning", "the disk is almost full", logger="disk")
+        return types.CallToolResult(content=_text("warned"))
     if name == "pid":
         return types.CallToolResult(content=_text(str(os.getpid())))
     if name == "nap":

@@ -185,7 +185,7 @@ def test_a_command_that_does_not_exist_is_a_clear_error() -> None:
 def test_500_tools_over_several_pages(stdio_spec: Any) -> None:
     ts = mcp_toolset("big", stdio_spec(MCP_EXTRA_TOOLS="500", MCP_PAGE_SIZE="37"))
     names = [t.name for t in ts.tools()]
-    assert len(names) == 517
+    assert len(names) == 518
     assert names[-1] == "extra_499"
 
 
@@ -615,3 +615,15 @@ async def test_an_elicitation_answer_takes_the_schemas_defaults() -> None:
     ] == outcomes
     with pytest.raises(TypeError, match="must be callable"):
         set_elicitation_handler("yes")  # type: ignore[arg-type]
+
+
+def test_a_servers_log_messages_reach_its_logger(
+    stdio_spec: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # #26: server log notifications go to the `toolwire.mcp.<server>` logger.
+    ts = mcp_toolset("srv", stdio_spec())
+    with caplog.at_level(logging.INFO, logger="toolwire.mcp.srv"):
+        assert "warned" == _run(ts, "warn", {}).content
+        assert _wait(lambda: "[disk] the disk is almost full" in caplog.text)
+    [record] = [r for r in caplog.records if r.getMessage().startswith("[disk]")]
+    assert ("toolwire.mcp.srv", logging.WARNING) == (record.name, record.levelno)

@@ -25,6 +25,7 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
+import json
 import logging
 import os
 import threading
@@ -62,6 +63,16 @@ _CLOSE_TIMEOUT = 5.0
 _IDLE_CHECK = 5.0  # seconds without a call after which the next call pings first
 _PING_TIMEOUT = 5.0
 _NO_PING_SINCE = "2026-07-28"  # the protocol version that removed ping
+_LOG_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
 
 
 class MCPConnectError(ToolwireError, ConnectionError):
@@ -236,6 +247,19 @@ class Connection:
         ):
             self._tools_changed()
 
+    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        """A server's log message, to the ``toolwire.mcp.<server>`` logger (as its stderr).
+        The server's own logger name goes in the text, not in the logger's name: Python
+        keeps every logger it ever made, and the server chooses the names."""
+        level = _LOG_LEVELS.get(str(params.level), logging.INFO)
+        data = params.data
+        text = data if isinstance(data, str) else json.dumps(data, default=str)
+        if params.logger:
+            text = f"[{str(params.logger)[:64]}] {text}"
+        logging.getLogger(f"toolwire.mcp.{self.spec.name}").log(
+            level, "%s", text[:_MAX_STDERR_LINE]
+        )
+
     async def _on_elicit(self, context: Any, params: Any) -> types.ElicitResult:
         """A server's ``elicitation/create``: answered by the application's handler
         (:func:`toolwire_mcp.set_elicitation_handler`), declined without one."""
@@ -270,6 +294,8 @@ class Connection:
                 read_timeout_seconds=self.spec.timeout,
                 message_handler=self._on_message,
                 elicitation_callback=self._on_elicit,
+                logging_callback=self._on_log,
+                log_level="info",  # 2026-07-28 servers log only to requests that opt in
             )
             async with client:
                 if not ready.done():
