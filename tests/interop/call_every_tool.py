@@ -1,0 +1,74 @@
+"""List a real MCP server's tools through toolwire-mcp and call every one of them.
+
+``python call_every_tool.py NAME [options] -- COMMAND ARGS...``: the server is started over stdio
+as an application's config would start it; every tool is called through the executor
+with arguments made from its input schema (``--args TOOL=JSON`` gives a tool its own).
+Prints one line per tool; exits non-zero when a call fails for a reason on toolwire's
+side (a transport error, a result the client refuses), not when the server answers a
+made-up argument with a tool error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import toolwire as tw
+from toolwire_mcp import ServerSpec, close_all, mcp_toolset, set_elicitation_handler
+
+sys.path.insert(0, __file__.rsplit("/", 2)[0] + "/conformance")
+from client import example
+
+#: Texts that mean toolwire, not the server, failed the call.
+OURS = ("closed the connection", "did not answer", "failed during the call", "could not run")
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    cut = argv.index("--")
+    ap = argparse.ArgumentParser()
+    ap.add_argument("name")
+    ap.add_argument("--args", action="append", default=[], metavar="TOOL=JSON")
+    ap.add_argument("--skip", action="append", default=[], metavar="TOOL")
+    ap.add_argument(
+        "--value",
+        action="append",
+        default=[],
+        metavar="FIELD=JSON",
+        help="the value of an argument of that name, in every tool that has one",
+    )
+    ap.add_argument("--idle", type=float, default=0.0, help="seconds idle before the calls")
+    opts = ap.parse_args(argv[:cut])
+    command = argv[cut + 1 :]
+    given = dict(a.split("=", 1) for a in opts.args)
+    values = {k: json.loads(v) for k, v in (a.split("=", 1) for a in opts.value)}
+    set_elicitation_handler(lambda request: True)
+    spec = ServerSpec(opts.name, command=command[0], args=tuple(command[1:]), timeout=60)
+    tools = mcp_toolset(opts.name, spec, annotations="trust")
+    print(f"{opts.name}: {len(tools.tools())} tools")
+    if opts.idle:
+        time.sleep(opts.idle)  # a gap longer than any keep-alive
+    executor = tw.Executor(tools=tools, plugins=False, approval=lambda request: tw.Allow())
+    failed = 0
+    for i, tool in enumerate(tools.tools()):
+        if tool.name in opts.skip:
+            print(f"  {tool.name}: skipped")
+            continue
+        made = example(tool.input_schema) or {}
+        if isinstance(made, dict):
+            made.update({k: v for k, v in values.items() if k in made})
+        arguments = given.get(tool.name) or json.dumps(made)
+        result = executor.execute(tw.ToolCall(f"c{i}", tool.name, arguments))
+        ours = result.is_error and any(text in result.content for text in OURS)
+        failed += ours
+        state = "FAILED" if ours else ("tool error" if result.is_error else "ok")
+        print(f"  {tool.name}: {state}: {result.content[:120]!r}")
+    executor.close()
+    close_all()
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
