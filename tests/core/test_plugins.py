@@ -951,3 +951,29 @@ def test_toolwire_audit_sees_a_result_withheld_while_a_policy_is_broken(
     result = host.tool_result(call, call.complete("hi"))
     assert result.is_error
     assert [("withheld", "c1", "toolwire", "")] == policy.events
+
+
+def test_the_new_switches_refuse_malformed_values(host: PluginHost) -> None:
+    with pytest.raises(tw.exceptions.PluginError, match="disable_policies must be True, False"):
+        PluginHost(autoload=False, disable_policies="corp")  # type: ignore[arg-type]
+    with pytest.raises(tw.exceptions.PluginError, match="name policies as non-empty strings"):
+        PluginHost(autoload=False, disable_policies=[""])
+    with pytest.raises(tw.UsageError, match="mount\\(\\) takes a tool pack's name"):
+        host.mount("")
+    with pytest.raises(tw.UsageError, match="prefix must be a string"):
+        host.mount("pack", prefix=3)  # type: ignore[arg-type]
+    with pytest.raises(tw.UsageError, match="audit\\(\\) takes an AuditEvent"):
+        host.audit("unknown_tool")  # type: ignore[arg-type]
+
+
+def test_an_audit_hook_that_answers_something_is_logged(
+    host: PluginHost, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Chatty:
+        @hookimpl
+        def toolwire_audit(self, event: tw.AuditEvent) -> str:
+            return "noted"
+
+    host.register(Chatty(), "corp", kind="policy")
+    host.audit(tw.AuditEvent("unknown_tool", "no such tool", "nope", "c1"))
+    assert "audit hook of plugin `corp` returned str; it returns None" in caplog.text
