@@ -198,6 +198,7 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
 BUS = InMemorySubscriptionBus()
 server = Server(
     "toolwire-test",
+    instructions="Echo with `echo`; `add` adds two integers.",
     on_list_tools=list_tools,
     on_call_tool=call_tool,
     on_subscriptions_listen=ListenHandler(BUS),

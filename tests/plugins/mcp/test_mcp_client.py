@@ -627,3 +627,9 @@ def test_a_servers_log_messages_reach_its_logger(
         assert _wait(lambda: "[disk] the disk is almost full" in caplog.text)
     [record] = [r for r in caplog.records if r.getMessage().startswith("[disk]")]
     assert ("toolwire.mcp.srv", logging.WARNING) == (record.name, record.levelno)
+
+
+def test_a_servers_instructions_are_the_toolsets_description(stdio_spec: Any) -> None:
+    # #26: server `instructions` available to the application (for its system prompt).
+    ts = mcp_toolset("srv", stdio_spec())
+    assert "Echo with `echo`; `add` adds two integers." == ts.description

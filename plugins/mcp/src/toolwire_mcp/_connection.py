@@ -63,6 +63,7 @@ _CLOSE_TIMEOUT = 5.0
 _IDLE_CHECK = 5.0  # seconds without a call after which the next call pings first
 _PING_TIMEOUT = 5.0
 _NO_PING_SINCE = "2026-07-28"  # the protocol version that removed ping
+_MAX_INSTRUCTIONS = 16_000  # characters of a server's instructions kept
 _LOG_LEVELS = {
     "debug": logging.DEBUG,
     "info": logging.INFO,
@@ -167,6 +168,8 @@ class Connection:
         self._listeners: list[Callable[[], None]] = []
         self._last_used = time.monotonic()
         self._in_flight = 0  # calls sent and not answered: no ping while there are any
+        #: The server's ``instructions`` from its last ``initialize`` (None: it gave none).
+        self.instructions: str | None = None
         self.connects = 0
         # Set by connected(): the connection opened on the block's loop (``_home``), which
         # serves every call while the block lasts; ``_retired`` once the block has ended.
@@ -357,6 +360,11 @@ class Connection:
                 ) from None
             self._client = client
             self.connects += 1
+            try:
+                found = client.instructions
+            except Exception:  # a session that cannot say: no instructions
+                found = None
+            self.instructions = found[:_MAX_INSTRUCTIONS] if isinstance(found, str) else None
             return client
 
     async def _stop(self) -> None:

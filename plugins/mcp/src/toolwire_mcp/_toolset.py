@@ -169,6 +169,10 @@ def mcp_toolset(
     conn = connection_for(spec)
     toolset = Toolset(name, description=f"tools of the MCP server `{name}`")
     toolset.reset(tools_from(conn, conn.list_tools_sync()))
+    if conn.instructions:
+        # What the server says about using its tools: for the application to show the
+        # model (a system prompt); toolwire sends it nowhere by itself.
+        toolset.description = conn.instructions
 
     def refresh() -> None:
         async def again() -> None:
