@@ -717,3 +717,68 @@ async def test_the_call_context_refuses_an_unknown_level() -> None:
 
     with pytest.raises(ValueError, match="level must be one of debug, info"):
         await MCPCallContext(object()).log("x", level="loud")
+
+
+def test_the_gateway_tells_its_clients_when_an_upstream_list_changes(
+    tmp_path: Path, record: Path
+) -> None:
+    # #26: tools.listChanged was false although upstream lists change. A toolwire client
+    # in front of `toolwire mcp serve`, in front of a server whose `grow` adds a tool:
+    # the new tool reaches the client's toolset without a reconnect.
+    import time
+
+    from toolwire_mcp import ServerSpec, close_all, mcp_toolset
+
+    config = _gateway_config(tmp_path, record)
+    env = _env(tmp_path, TOOLWIRE_MCP_CONFIG=str(config))
+    spec = ServerSpec(
+        "gw",
+        command=sys.executable,
+        args=("-m", "toolwire", "mcp", "serve", "--approve"),
+        env=env,
+        cwd=str(tmp_path),
+        connect_timeout=60.0,
+    )
+    tools = mcp_toolset("gw", spec)
+    try:
+        assert "inner_grown" not in [t.name for t in tools.tools()]
+        executor = tw.Executor(tools=tools, plugins=False)
+        assert "grown" == executor.execute(tw.ToolCall("c1", "inner_grow", "{}")).content
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and "inner_grown" not in [t.name for t in tools.tools()]:
+            time.sleep(0.1)
+        assert "inner_grown" in [t.name for t in tools.tools()]
+    finally:
+        close_all()
+
+
+def test_a_handshake_era_client_is_told_too(tmp_path: Path, record: Path) -> None:
+    config = _gateway_config(tmp_path, record)
+    env = _env(tmp_path, TOOLWIRE_MCP_CONFIG=str(config))
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "toolwire", "mcp", "serve", "--approve"],
+        env=env,
+        cwd=str(tmp_path),
+    )
+    seen: list[str] = []
+
+    async def on_message(message: Any) -> None:
+        seen.append(type(getattr(message, "root", message)).__name__)
+
+    async def main() -> Any:
+        async with Client(
+            params, read_timeout_seconds=60, mode="legacy", message_handler=on_message
+        ) as client:
+            listed = client.server_capabilities.tools
+            await client.list_tools()
+            await client.call_tool("inner_grow", {})
+            with anyio.move_on_after(20):
+                while "ToolListChangedNotification" not in seen:
+                    await anyio.sleep(0.1)
+            return listed
+
+    capability = anyio.run(main)
+    assert capability is not None
+    assert capability.list_changed is True
+    assert "ToolListChangedNotification" in seen

@@ -17,6 +17,7 @@ Streamable HTTP binds 127.0.0.1 unless told otherwise, takes an optional bearer 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hashlib
 import hmac
@@ -32,8 +33,10 @@ from collections.abc import Awaitable, Callable, Iterator, MutableMapping
 from typing import Any, Literal
 
 import mcp_types as types
-from mcp.server.lowlevel import Server
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.subscriptions import ToolsListChanged
 
 from toolwire import (
     Allow,
@@ -56,6 +59,7 @@ from toolwire import (
 )
 from toolwire.adapters import AssistantReply, decode_reply
 from toolwire.exceptions import UsageError
+from toolwire_mcp._toolset import on_toolsets_changed
 
 __all__ = ["MCPCallContext", "build_server", "serve_mcp"]
 
@@ -302,6 +306,8 @@ def build_server(
 
         return approver
 
+    announcer = _Announcer()
+
     # A listed tool is rebuilt only when its name, description or tool changes: a list of
     # 500 tools costs a dict lookup per tool, not 500 pydantic models.
     made: dict[tuple[str, str, int], tuple[Any, types.Tool]] = {}
@@ -320,6 +326,7 @@ def build_server(
     async def on_list_tools(
         ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        announcer.remember(ctx)
         return types.ListToolsResult(tools=listed())
 
     async def on_call_tool(
@@ -330,6 +337,7 @@ def build_server(
     async def _call(
         ctx: Any, params: types.CallToolRequestParams
     ) -> types.CallToolResult | types.InputRequiredResult:
+        announcer.remember(ctx)
         tool_name, arguments = params.name, params.arguments or {}
         # The call takes the path a model's call takes in the agent loop: the turn is
         # resolved as tools/list resolves it (a tool that is off or hidden is not
@@ -406,14 +414,55 @@ def build_server(
         # logging/setLevel is deprecated from 2026-07-28 on; clients of earlier versions
         # still use it, and the gateway serves them.
         warnings.simplefilter("ignore", MCPDeprecationWarning)
-        return Server(
+        server = Server(
             name,
             version=_version(),
             on_list_tools=on_list_tools,
             on_call_tool=on_call_tool,
             on_set_logging_level=on_set_logging_level,
             on_completion=on_completion,
+            on_subscriptions_listen=ListenHandler(announcer.bus),
         )
+        on_toolsets_changed(announcer)  # held weakly: as long as this server's handlers
+        return server
+
+
+class _Announcer:
+    """Tells a gateway's clients that its tools changed (an upstream server's list did):
+    2026-07-28 clients listen on ``subscriptions/listen`` (the bus); earlier ones get
+    ``notifications/tools/list_changed`` on their connection. Called from whatever loop
+    refreshed the upstream toolset; it announces on the loop serving the clients."""
+
+    def __init__(self) -> None:
+        self.bus = InMemorySubscriptionBus()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.legacy: weakref.WeakSet[Any] = weakref.WeakSet()  # clients' connections
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    def remember(self, ctx: Any) -> None:
+        self.loop = asyncio.get_running_loop()
+        session = getattr(ctx, "session", None)
+        if session is not None and str(getattr(ctx, "protocol_version", "")) < "2026-07-28":
+            with contextlib.suppress(TypeError):  # a connection that cannot be held weakly
+                self.legacy.add(_connection_of(session))
+
+    def __call__(self) -> None:
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            return  # no client has come yet: the next tools/list is fresh anyway
+        loop.call_soon_threadsafe(self._start)
+
+    def _start(self) -> None:
+        task = asyncio.get_running_loop().create_task(self._announce())
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def _announce(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.bus.publish(ToolsListChanged())
+        for connection in list(self.legacy):
+            with contextlib.suppress(Exception):
+                await connection.send_tool_list_changed()
 
 
 def _connection_of(session: Any) -> Any:
@@ -522,7 +571,6 @@ def serve_mcp(
     from the serving event loop while it runs (:func:`connected`): a proxied call goes
     straight to its server, with no hop to the connection thread.
     """
-    import asyncio
 
     import anyio
 
@@ -535,7 +583,12 @@ def serve_mcp(
 
         async def run_stdio() -> None:
             async with connected(), stdio_server() as (read, write):
-                await server.run(read, write, server.create_initialization_options())
+                # Handshake-era clients are told the tool list may change (it does when
+                # an upstream server's does; 2026-07-28 ones learn it from listen).
+                options = server.create_initialization_options(
+                    NotificationOptions(tools_changed=True)
+                )
+                await server.run(read, write, options)
 
         anyio.run(run_stdio)
         return

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -180,6 +181,12 @@ def mcp_toolset(
                 toolset.reset(tools_from(conn, await conn.list_tools()))
             except Exception as exc:
                 logger.warning("MCP server `%s`: refreshing its tools failed: %s", name, exc)
+                return
+            for listener in list(_RESET_LISTENERS):
+                try:
+                    listener()
+                except Exception as exc:
+                    logger.warning("a tools-changed listener failed: %r", exc)
 
         task = asyncio.get_running_loop().create_task(again())
         _REFRESHING.add(task)  # a running task needs a reference, or it may be collected
@@ -187,6 +194,18 @@ def mcp_toolset(
 
     conn.on_tools_changed(refresh)
     return toolset
+
+
+#: Called (on the loop that refreshed it) after an MCP toolset took a server's new tool
+#: list: a gateway tells its own clients (tools/list_changed). Held weakly: a listener
+#: lives as long as whatever holds it (a gateway's server).
+_RESET_LISTENERS: weakref.WeakSet[Callable[[], None]] = weakref.WeakSet()
+
+
+def on_toolsets_changed(listener: Callable[[], None]) -> None:
+    """Call ``listener`` after any MCP toolset refreshed its tools (held weakly: keep a
+    reference to it, and it goes away with its holder)."""
+    _RESET_LISTENERS.add(listener)
 
 
 def _spec(
