@@ -93,7 +93,10 @@ class MCPCallContext:
         if level not in LEVELS:
             raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
         session = self._ctx.session
-        wanted = _SESSION_LEVELS.get(_connection_of(session))
+        try:
+            wanted = _SESSION_LEVELS.get(_connection_of(session))
+        except TypeError:
+            wanted = None
         if wanted is not None and LEVELS.index(level) < LEVELS.index(wanted):
             return
         with warnings.catch_warnings():
@@ -403,7 +406,8 @@ def build_server(
     async def on_set_logging_level(
         ctx: Any, params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
-        _SESSION_LEVELS[_connection_of(ctx.session)] = params.level
+        with contextlib.suppress(TypeError):  # a connection that cannot be held weakly
+            _SESSION_LEVELS[_connection_of(ctx.session)] = params.level
         return types.EmptyResult()
 
     async def on_completion(ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
