@@ -1024,6 +1024,21 @@ def test_a_header_value_outside_ascii_is_no_crash(
         transport.post_json("x", {})
 
 
+def test_only_bounded_encodings_are_asked_for_and_accepted(
+    server: ScriptedServer, transport: Transport
+) -> None:
+    # The pattern of #25.11 in the provider transport: httpx decodes a whole raw chunk at a
+    # time, and a zstd chunk of 32 KiB can grow to gigabytes before the size limit sees it.
+    server.script(
+        Reply(
+            200, b"(zstd frame)", {"content-type": "application/json", "content-encoding": "zstd"}
+        )
+    )
+    with pytest.raises(ProviderError, match="encoded as zstd, which was not asked for"):
+        transport.post_json("x", {})
+    assert "gzip, deflate" == server.requests[-1].headers["accept-encoding"]
+
+
 def test_retry_after_is_capped(server: ScriptedServer, sleeps: Sleeps) -> None:
     server.script(json_reply(429, OPENAI_429, {"retry-after": "3600"}), json_reply(200, {}))
     with make_transport(server, sleeps, retry=RetryPolicy(max_retry_after=5)) as transport:

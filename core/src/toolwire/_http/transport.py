@@ -233,7 +233,9 @@ class Transport:
             with self._lock:
                 client = self._client
                 if client is None:
-                    client = self._client = httpx.Client(timeout=self._client_timeout)
+                    client = self._client = httpx.Client(
+                        timeout=self._client_timeout, headers=_ACCEPT_ENCODING
+                    )
         return client
 
     def _aclient(self) -> httpx.AsyncClient:
@@ -242,7 +244,9 @@ class Transport:
             with self._lock:
                 client = self._async_client
                 if client is None:
-                    client = self._async_client = httpx.AsyncClient(timeout=self._client_timeout)
+                    client = self._async_client = httpx.AsyncClient(
+                        timeout=self._client_timeout, headers=_ACCEPT_ENCODING
+                    )
         return client
 
     def close(self) -> None:
@@ -466,11 +470,30 @@ class Transport:
         parts.append(chunk)
         return size, False
 
+    def _check_encoding(self, response: httpx.Response, shown: str) -> None:
+        """Only gzip and deflate are asked for: a body encoded otherwise (zstd, br) is
+        refused unread. httpx decodes a whole raw chunk at a time, and gzip cannot grow a
+        chunk past about 1,000 times (64 KiB -> 64 MiB) where zstd can grow 32 KiB to
+        gigabytes before any size check sees it."""
+        found = [
+            e.strip().lower()
+            for e in response.headers.get("content-encoding", "").split(",")
+            if e.strip() and e.strip().lower() != "identity"
+        ]
+        if any(e not in _ENCODINGS for e in found):
+            raise ProviderError(
+                f"the response to POST {shown} is encoded as {', '.join(found)}, which was "
+                f"not asked for (only gzip and deflate are accepted)",
+                provider=self._provider,
+                status=response.status_code,
+            )
+
     def _read_capped(
         self, streamed: httpx.Response, shown: str, end: float | None
     ) -> httpx.Response:
         """The whole body of a streamed response, under the size limit and the deadline
         (an error body is cut at 1 MiB instead), as a response that is read."""
+        self._check_encoding(streamed, shown)
         parts: list[bytes] = []
         size = 0
         error_body = not streamed.is_success
@@ -484,6 +507,7 @@ class Transport:
     async def _aread_capped(
         self, streamed: httpx.Response, shown: str, end: float | None
     ) -> httpx.Response:
+        self._check_encoding(streamed, shown)
         parts: list[bytes] = []
         size = 0
         error_body = not streamed.is_success
@@ -637,6 +661,7 @@ class Transport:
                     elif _is_json_content(response):
                         raise self._not_a_stream(self._read_capped(response, shown, end), shown)
                     else:
+                        self._check_encoding(response, shown)
                         decoder = SSEDecoder()
                         size = 0
                         for chunk in response.iter_bytes():
@@ -704,6 +729,7 @@ class Transport:
                         full = await self._aread_capped(response, shown, end)
                         raise self._not_a_stream(full, shown)
                     else:
+                        self._check_encoding(response, shown)
                         decoder = SSEDecoder()
                         size = 0
                         async for chunk in response.aiter_bytes():
@@ -747,6 +773,11 @@ class _KeyAuth(httpx.Auth):
         else:
             request.url = request.url.copy_merge_params({self._style.name: self._key.get()})
         yield request
+
+
+#: What every request accepts: encodings whose expansion per chunk is bounded.
+_ENCODINGS = frozenset({"gzip", "x-gzip", "deflate"})
+_ACCEPT_ENCODING = {"Accept-Encoding": "gzip, deflate"}
 
 
 def _read_response(streamed: httpx.Response, content: bytes) -> httpx.Response:
