@@ -36,15 +36,7 @@ WORK=$2
 # Out of the repository: its example toolwire-policy.toml (found in the working directory)
 # denies destructive tools, and the suite's tools carry no annotations.
 cd "$WORK"
-"$PY" - <<'PYEOF'
-# Bring the namespace's loopback interface up (ip(8) may not be installed).
-import fcntl, socket, struct
-SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
-with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-    req = struct.pack("16sH14s", b"lo", 0, b"")
-    flags = struct.unpack("16sH14s", fcntl.ioctl(s, SIOCGIFFLAGS, req))[1]
-    fcntl.ioctl(s, SIOCSIFFLAGS, struct.pack("16sH14s", b"lo", flags | IFF_UP, b""))
-PYEOF
+"$PY" "$HERE/loopback_up.py"
 SUITE=("node" "$WORK/node_modules/.bin/conformance")
 GATEWAY=
 cleanup() {

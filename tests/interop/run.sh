@@ -27,13 +27,7 @@ fi
 
 WORK=$2
 cd "$WORK"
-"$PY" - <<'PYEOF'
-import fcntl, socket, struct
-with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-    req = struct.pack("16sH14s", b"lo", 0, b"")
-    flags = struct.unpack("16sH14s", fcntl.ioctl(s, 0x8913, req))[1]
-    fcntl.ioctl(s, 0x8914, struct.pack("16sH14s", b"lo", flags | 1, b""))
-PYEOF
+"$PY" "$HERE/../conformance/loopback_up.py"
 export XDG_CONFIG_HOME="$WORK/config"
 mkdir -p files repo
 echo "a note" > files/notes.txt
