@@ -2,9 +2,8 @@
 
 ``toolwire mcp serve --transport http --app server_app:tools`` serves them, through the
 same policies, executor and gateway as any application's tools. What toolwire cannot
-express yet (image and audio results, progress, logging, sampling, elicitation from a
-tool) is answered as toolwire can, and the scenario is listed in ``baseline.yml`` with
-the reason until it passes.
+express yet (image and audio results) is answered as toolwire can, and the scenario is
+listed in ``baseline.yml`` with the reason until it passes.
 """
 
 from __future__ import annotations
@@ -75,6 +74,100 @@ async def test_tool_with_progress(mcp: MCPCallContext | None = None) -> str:  # 
     return "Tool with progress executed successfully"
 
 
+@tw.tool_fn(injected=["mcp"])
+async def test_elicitation(message: str, mcp: MCPCallContext | None = None) -> str:  # noqa: PT028
+    """Asks the client's user for a user name and an e-mail address."""
+    assert mcp is not None, "served over MCP only"
+    answer = await mcp.elicit(
+        message,
+        {
+            "type": "object",
+            "properties": {
+                "username": {"type": "string", "description": "User's response"},
+                "email": {"type": "string", "description": "User's email address"},
+            },
+            "required": ["username", "email"],
+        },
+    )
+    return f"User response: action={answer.action}, content={answer.content}"
+
+
+@tw.tool_fn(injected=["mcp"])
+async def test_elicitation_sep1034_defaults(mcp: MCPCallContext | None = None) -> str:  # noqa: PT028
+    """Asks for a form whose every field has a default (SEP-1034)."""
+    assert mcp is not None, "served over MCP only"
+    answer = await mcp.elicit(
+        "Please review your profile",
+        {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "default": "John Doe"},
+                "age": {"type": "integer", "default": 30},
+                "score": {"type": "number", "default": 95.5},
+                "status": {
+                    "type": "string",
+                    "enum": ["active", "inactive", "pending"],
+                    "default": "active",
+                },
+                "verified": {"type": "boolean", "default": True},
+            },
+        },
+    )
+    return f"Elicitation completed: action={answer.action}, content={answer.content}"
+
+
+def _choices(*pairs: tuple[str, str]) -> list[dict[str, str]]:
+    return [{"const": value, "title": title} for value, title in pairs]
+
+
+@tw.tool_fn(injected=["mcp"])
+async def test_elicitation_sep1330_enums(mcp: MCPCallContext | None = None) -> str:  # noqa: PT028
+    """Asks for a form with every enum shape (SEP-1330)."""
+    assert mcp is not None, "served over MCP only"
+    options = ["option1", "option2", "option3"]
+    answer = await mcp.elicit(
+        "Please choose",
+        {
+            "type": "object",
+            "properties": {
+                "untitledSingle": {"type": "string", "enum": options},
+                "titledSingle": {
+                    "type": "string",
+                    "oneOf": _choices(
+                        ("value1", "First Option"),
+                        ("value2", "Second Option"),
+                        ("value3", "Third Option"),
+                    ),
+                },
+                "legacyEnum": {
+                    "type": "string",
+                    "enum": ["opt1", "opt2", "opt3"],
+                    "enumNames": ["Option One", "Option Two", "Option Three"],
+                },
+                "untitledMulti": {"type": "array", "items": {"type": "string", "enum": options}},
+                "titledMulti": {
+                    "type": "array",
+                    "items": {
+                        "anyOf": _choices(
+                            ("value1", "First Choice"),
+                            ("value2", "Second Choice"),
+                            ("value3", "Third Choice"),
+                        )
+                    },
+                },
+            },
+        },
+    )
+    return f"Elicitation completed: action={answer.action}, content={answer.content}"
+
+
+@tw.tool_fn(injected=["mcp"])
+async def test_sampling(prompt: str, mcp: MCPCallContext | None = None) -> str:  # noqa: PT028
+    """Asks the client's model to answer the prompt."""
+    assert mcp is not None, "served over MCP only"
+    return f"LLM response: {await mcp.sample(prompt, max_tokens=100)}"
+
+
 tools = tw.Toolset(
     "conformance",
     [
@@ -86,5 +179,9 @@ tools = tw.Toolset(
         test_multiple_content_types,
         test_tool_with_logging,
         test_tool_with_progress,
+        test_elicitation,
+        test_elicitation_sep1034_defaults,
+        test_elicitation_sep1330_enums,
+        test_sampling,
     ],
 )

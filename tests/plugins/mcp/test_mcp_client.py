@@ -538,7 +538,9 @@ def test_a_toolwire_client_answers_a_toolwire_gateways_approval_question(
     tmp_path: Path,
 ) -> None:
     # #26: toolwire -> toolwire denied every mutating call, whatever the client approved:
-    # the client declined every elicitation. The application's handler now answers.
+    # the client declined every elicitation. The client's own decision now answers the
+    # gateway's question about the call it is making; the application's form handler
+    # is not asked (the user was asked once, by the client's approver).
     from toolwire_mcp import ElicitationRequest, ServerSpec, set_elicitation_handler
 
     (tmp_path / "gated_app.py").write_text(GATED)
@@ -552,30 +554,20 @@ def test_a_toolwire_client_answers_a_toolwire_gateways_approval_question(
         cwd=str(tmp_path),
         connect_timeout=60.0,
     )
-    asked: list[ElicitationRequest] = []
-
-    def approve(request: ElicitationRequest) -> dict[str, Any]:
-        asked.append(request)
-        return {"approve": "wipe" in request.message}
-
+    forms: list[ElicitationRequest] = []
+    set_elicitation_handler(lambda request: forms.append(request) or False)
     ts = mcp_toolset("gw", spec)
     try:
-        declined = _run(ts, "wipe", {"target": "db"})  # no handler: declined
-        set_elicitation_handler(approve)
         approved = _run(ts, "wipe", {"target": "db"})
+        denied = tw.Executor(tools=ts, plugins=False, approval=lambda r: tw.Deny("no")).execute(
+            tw.ToolCall("c2", "wipe", json.dumps({"target": "db"}))
+        )
     finally:
         set_elicitation_handler(None)
-    assert (True, "the user declined `wipe`") == (
-        declined.is_error,
-        declined.content[declined.content.index("the user") :][: len("the user declined `wipe`")],
-    )
     assert (False, "wiped db") == (approved.is_error, approved.content)
-    [request] = asked
-    assert ("gw", "form", '"target": "db"') == (
-        request.server,
-        request.mode,
-        request.message[request.message.index('"target"') :][: len('"target": "db"')],
-    )
+    assert denied.is_error
+    assert "no" in denied.content
+    assert [] == forms
 
 
 async def test_an_elicitation_answer_takes_the_schemas_defaults() -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import IO, Any
 
 import anyio
+import mcp_types
 import pytest
 from _mcp_support import SERVER, calls_in
 from mcp import Client, StdioServerParameters
@@ -782,3 +783,173 @@ def test_a_handshake_era_client_is_told_too(tmp_path: Path, record: Path) -> Non
     assert capability is not None
     assert capability.list_changed is True
     assert "ToolListChangedNotification" in seen
+
+
+# -- a served tool asks its caller: elicitation and sampling (#26) ----------------------------
+
+
+@tw.tool_fn(injected=["mcp"])
+async def survey(question: str, mcp: Any = None) -> str:
+    """Asks the user a question."""
+    answer = await mcp.elicit(
+        question,
+        {"type": "object", "properties": {"name": {"type": "string", "default": "Ada"}}},
+        timeout=0.5,
+    )
+    return f"{answer.action}: {answer.content}"
+
+
+@tw.tool_fn(injected=["mcp"])
+async def summarise(text: str, mcp: Any = None) -> str:
+    """Asks the caller's model to summarise."""
+    return await mcp.sample(f"Summarise: {text}", max_tokens=20, system="Be brief.")
+
+
+def _ask_tool(mode: str, tool: str, arguments: dict[str, Any], **callbacks: Any) -> Any:
+    server = build_server(tw.Toolset("app", [survey, summarise]), host=_host())
+
+    async def main() -> Any:
+        async with Client(server, mode=mode, **callbacks) as client:
+            return await client.call_tool(tool, arguments)
+
+    return anyio.run(main)
+
+
+def test_a_served_tool_asks_the_user_and_gets_the_answer_as_given() -> None:
+    asked: list[Any] = []
+    result = _ask_tool(
+        "legacy",
+        "survey",
+        {"question": "Your name?"},
+        elicitation_callback=_asking(("accept", {"name": "Grace"}), asked),
+    )
+    assert "accept: {'name': 'Grace'}" == result.content[0].text
+    [params] = asked
+    assert "Your name?" == params.message
+    assert "Ada" == params.requested_schema["properties"]["name"]["default"]
+
+
+@pytest.mark.parametrize(
+    ("answer", "shown"),
+    [(("decline", None), "decline: None"), ("hang", "cancel: None")],
+)
+def test_a_declined_or_unanswered_question_is_the_tools_to_handle(answer: Any, shown: str) -> None:
+    result = _ask_tool(
+        "legacy", "survey", {"question": "?"}, elicitation_callback=_asking(answer, [])
+    )
+    assert (False, shown) == (result.is_error, result.content[0].text)
+
+
+@pytest.mark.parametrize(
+    ("mode", "callbacks", "said"),
+    [
+        ("legacy", {}, "declared no elicitation capability"),
+        # 2026-07-28 without a back-channel: a tool cannot wait mid-call for an answer.
+        ("auto", {"elicitation_callback": _asking(("accept", {}), [])}, "during a call"),
+    ],
+)
+def test_a_question_the_client_cannot_be_asked_fails_the_call(
+    mode: str, callbacks: dict[str, Any], said: str
+) -> None:
+    result = _ask_tool(mode, "survey", {"question": "?"}, **callbacks)
+    assert result.is_error
+    assert said in result.content[0].text
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_a_served_tool_samples_the_callers_model() -> None:
+    import mcp_types
+
+    seen: list[Any] = []
+
+    async def on_sample(context: Any, params: Any) -> Any:
+        seen.append(params)
+        return mcp_types.CreateMessageResult(
+            role="assistant",
+            content=mcp_types.TextContent(type="text", text="short"),
+            model="test",
+        )
+
+    result = _ask_tool("legacy", "summarise", {"text": "long"}, sampling_callback=on_sample)
+    assert (False, "short") == (result.is_error, result.content[0].text)
+    [params] = seen
+    assert (20, "Be brief.") == (params.max_tokens, params.system_prompt)
+    assert "Summarise: long" == params.messages[0].content.text
+    refused = _ask_tool("legacy", "summarise", {"text": "long"})
+    assert refused.is_error
+    assert "declared no sampling capability" in refused.content[0].text
+
+
+# -- toolwire client -> toolwire gateway: the client's approval is the answer (#26) ------------
+
+
+@pytest.mark.parametrize(("approve", "ran"), [(True, ["delete_all"]), (False, [])])
+def test_a_toolwire_client_answers_its_gateways_approval_with_its_own_decision(
+    tmp_path: Path, record: Path, approve: bool, ran: list[str]
+) -> None:
+    from toolwire_mcp import elicitation_handler, mcp_toolset
+
+    assert elicitation_handler() is None  # nobody answers forms: the approver decides
+    config = _gateway_config(tmp_path, record)
+    env = _env(tmp_path, TOOLWIRE_MCP_CONFIG=str(config))
+    tools = mcp_toolset(
+        "gw",
+        [sys.executable, "-m", "toolwire", "mcp", "serve"],
+        env=env,
+        cwd=str(tmp_path),
+        timeout=30,
+        connect_timeout=60,
+    )
+    asked: list[str] = []
+
+    def approver(request: tw.ApprovalRequest) -> tw.Allow | tw.Deny:
+        asked.append(request.tool_name)
+        return tw.Allow() if approve else tw.Deny("no")
+
+    executor = tw.Executor(tools=tools, plugins=False, approval=approver)
+    try:
+        result = executor.execute(tw.ToolCall("c1", "inner_delete_all", "{}"))
+    finally:
+        executor.close()
+    assert ["inner_delete_all"] == asked  # asked once, by the client
+    assert result.is_error is not approve, result.content
+    assert ran == [c["name"] for c in calls_in(record)]
+
+
+def test_only_an_approval_of_a_call_in_flight_is_answered_by_the_client() -> None:
+    from toolwire_mcp import ServerSpec
+    from toolwire_mcp._connection import Connection
+    from toolwire_mcp._elicit import APPROVAL_META, APPROVE_SCHEMA, approval_question
+
+    conn = Connection(ServerSpec("s", command="true"))
+    conn._calls[("wipe", '{"a":1,"b":[2]}')] = 1
+
+    def approved(tool: str, arguments: Any, via: str) -> bool:
+        """Answered yes, when the question came in its _meta or in its text alone."""
+        if via == "meta":
+            meta = {APPROVAL_META: {"tool": tool, "arguments": arguments}}
+            params = mcp_types.ElicitRequestFormParams(
+                message="?", requested_schema=APPROVE_SCHEMA, _meta=meta
+            )
+        else:
+            text = approval_question("destructive", tool, json.dumps(arguments))
+            params = mcp_types.ElicitRequestFormParams(
+                message=text, requested_schema=APPROVE_SCHEMA
+            )
+        answer = anyio.run(conn._on_elicit, None, params)
+        return answer.action == "accept"
+
+    for via in ("meta", "text"):
+        assert approved("wipe", {"b": [2], "a": 1}, via)  # key order is not meaning
+        assert not approved("wipe", {"a": 2, "b": [2]}, via)  # other arguments
+        assert not approved("other", {"a": 1, "b": [2]}, via)  # another tool
+        assert not approved("wipe", "{}", via)
+    text = approval_question("destructive", "wipe", '{"a": 1, "b": [2]}')
+    for schema in ({}, {**APPROVE_SCHEMA, "required": []}):  # not the approval form
+        params = mcp_types.ElicitRequestFormParams(message=text, requested_schema=schema)
+        assert "decline" == anyio.run(conn._on_elicit, None, params).action
+    for bad in (None, {}, {APPROVAL_META: "wipe"}, {APPROVAL_META: {"tool": 1}}):
+        params = mcp_types.ElicitRequestFormParams(
+            message=text, requested_schema={"type": "object"}, _meta=bad
+        )
+        assert "decline" == anyio.run(conn._on_elicit, None, params).action

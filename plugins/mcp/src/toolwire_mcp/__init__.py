@@ -35,7 +35,7 @@ if TYPE_CHECKING:
         elicitation_handler,
         set_elicitation_handler,
     )
-    from toolwire_mcp._server import MCPCallContext, build_server, serve_mcp
+    from toolwire_mcp._server import Elicited, MCPCallContext, build_server, serve_mcp
     from toolwire_mcp._toolset import MCPToolError, mcp_toolset, metadata_for
 
 # The plugin module (imported at discovery) must stay cheap: nothing here imports the SDK
@@ -44,6 +44,7 @@ _LAZY = {
     "CONFIG_ENV": "toolwire_mcp._config",
     "ConfigError": "toolwire_mcp._config",
     "ElicitationRequest": "toolwire_mcp._elicit",
+    "Elicited": "toolwire_mcp._server",
     "elicitation_handler": "toolwire_mcp._elicit",
     "set_elicitation_handler": "toolwire_mcp._elicit",
     "MCPCallContext": "toolwire_mcp._server",
@@ -70,6 +71,7 @@ __all__ = [
     "CONFIG_ENV",
     "ConfigError",
     "ElicitationRequest",
+    "Elicited",
     "MCPCallContext",
     "MCPCallError",
     "MCPConnectError",

@@ -41,7 +41,7 @@ from mcp.client.subscriptions import ListenNotSupportedError
 
 from toolwire.exceptions import ToolwireError, UsageError
 from toolwire_mcp._config import ServerSpec
-from toolwire_mcp._elicit import ElicitationRequest, answer
+from toolwire_mcp._elicit import ElicitationRequest, answer, approval_asked
 from toolwire_mcp._stdio import bounded_stdio_client
 
 __all__ = [
@@ -168,6 +168,9 @@ class Connection:
         self._listeners: list[Callable[[], None]] = []
         self._last_used = time.monotonic()
         self._in_flight = 0  # calls sent and not answered: no ping while there are any
+        #: The calls in flight, by (tool, canonical arguments): a toolwire gateway's
+        #: approval question about one of them is answered yes (see _on_elicit).
+        self._calls: dict[tuple[str, str], int] = {}
         #: The server's ``instructions`` from its last ``initialize`` (None: it gave none).
         self.instructions: str | None = None
         self.connects = 0
@@ -265,7 +268,20 @@ class Connection:
 
     async def _on_elicit(self, context: Any, params: Any) -> types.ElicitResult:
         """A server's ``elicitation/create``: answered by the application's handler
-        (:func:`toolwire_mcp.set_elicitation_handler`), declined without one."""
+        (:func:`toolwire_mcp.set_elicitation_handler`), declined without one.
+
+        One question is answered here: a toolwire gateway's approval of a call this
+        client is making now, with those very arguments. The call runs here only after
+        this application decided it runs (its approver, its policies), so that decision
+        is the answer: the user is not asked twice. Saying yes to the server about its
+        own tool grants it nothing it could not do anyway."""
+        asked = approval_asked(
+            getattr(params, "message", None),
+            getattr(params, "requested_schema", None),
+            getattr(params, "meta", None) or getattr(context, "meta", None),
+        )
+        if asked is not None and self._in_flight_call(*asked):
+            return types.ElicitResult(action="accept", content={"approve": True})
         mode = getattr(params, "mode", "form")
         request = ElicitationRequest(
             self.spec.name,
@@ -276,6 +292,10 @@ class Connection:
         )
         action, content = await answer(request)
         return types.ElicitResult(action=action, content=content)
+
+    def _in_flight_call(self, tool: str, arguments: Any) -> bool:
+        """Whether this connection is calling ``tool`` with ``arguments`` now."""
+        return isinstance(arguments, dict) and (tool, _canonical(arguments)) in self._calls
 
     async def _listen(self, client: Client) -> None:
         """2026-07-28 servers announce changes on a subscriptions/listen stream instead."""
@@ -457,10 +477,15 @@ class Connection:
         client = await self._fresh()
         self._last_used = time.monotonic()
         self._in_flight += 1
+        key = (name, _canonical(arguments))
+        self._calls[key] = self._calls.get(key, 0) + 1
         try:
             return await self._send(client, name, arguments)
         finally:
             self._in_flight -= 1
+            left = self._calls.pop(key, 1) - 1
+            if left:
+                self._calls[key] = left
             self._last_used = time.monotonic()
 
     async def _send(
@@ -554,6 +579,10 @@ class Connection:
     def _deadline(self, *, pages: bool = False) -> float:
         per = self.spec.timeout + 1.0
         return self.spec.connect_timeout + (per * _MAX_PAGES if pages else per) + _CLOSE_TIMEOUT
+
+
+def _canonical(arguments: Any) -> str:
+    return json.dumps(arguments, sort_keys=True, separators=(",", ":"), default=str)
 
 
 def _modern(client: Client) -> bool:

@@ -10,7 +10,9 @@ server that nobody was asked about.
 from __future__ import annotations
 
 import inspect
+import json
 import logging
+import re
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal, Union
@@ -25,6 +27,59 @@ __all__ = [
 ]
 
 logger = logging.getLogger("toolwire.mcp")
+
+# -- a toolwire gateway's approval question, as it asks it and as its clients read it ------
+
+#: The ``_meta`` key a toolwire gateway puts on an approval question, with the call it
+#: is about (``{"tool": name, "arguments": {...}}``). Protocol 2026-07-28 carries no
+#: ``_meta`` on a question returned in a result: the question's text says it too.
+APPROVAL_META = "io.toolwire/approval"
+
+APPROVE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "approve": {
+            "type": "boolean",
+            "title": "Allow this call",
+            "description": "Run the tool call with the arguments shown",
+        }
+    },
+    "required": ["approve"],
+}
+
+_QUESTION = re.compile(
+    r"Allow the (?:mutating|destructive|read_only) tool `([^`\n]+)` to run with these "
+    r"arguments\?\n(.*)",
+    re.DOTALL,
+)
+
+
+def approval_question(effect: str, tool: str, arguments_json: str) -> str:
+    """The approval question: every argument, keys sorted (the model chooses the order it
+    sends them in, so a long value first cannot push another out of view), in full."""
+    try:
+        shown = json.dumps(json.loads(arguments_json), indent=2, sort_keys=True, ensure_ascii=False)
+    except ValueError:
+        shown = arguments_json
+    return f"Allow the {effect} tool `{tool}` to run with these arguments?\n{shown}"
+
+
+def approval_asked(message: Any, schema: Any, meta: Any) -> tuple[str, Any] | None:
+    """``(tool, arguments)`` when a request is a toolwire gateway's approval question: from
+    its ``_meta`` when there is one, else from its text (with the approval form)."""
+    asked = meta.get(APPROVAL_META) if isinstance(meta, Mapping) else None
+    if isinstance(asked, Mapping):
+        tool = asked.get("tool")
+        return (tool, asked.get("arguments")) if isinstance(tool, str) else None
+    if schema != APPROVE_SCHEMA or not isinstance(message, str):
+        return None
+    match = _QUESTION.fullmatch(message)
+    if match is None:
+        return None
+    try:
+        return match.group(1), json.loads(match.group(2))
+    except ValueError:
+        return None
 
 
 @attrs.frozen

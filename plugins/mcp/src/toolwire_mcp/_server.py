@@ -29,13 +29,14 @@ import secrets
 import signal
 import warnings
 import weakref
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping, Sequence
 from typing import Any, Literal
 
+import attrs
 import mcp_types as types
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
-from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.subscriptions import ToolsListChanged
 
 from toolwire import (
@@ -59,9 +60,12 @@ from toolwire import (
 )
 from toolwire.adapters import AssistantReply, decode_reply
 from toolwire.exceptions import UsageError
+from toolwire_mcp._connection import MCPCallError
+from toolwire_mcp._elicit import APPROVAL_META, approval_question
+from toolwire_mcp._elicit import APPROVE_SCHEMA as _APPROVE_SCHEMA
 from toolwire_mcp._toolset import on_toolsets_changed
 
-__all__ = ["MCPCallContext", "build_server", "serve_mcp"]
+__all__ = ["Elicited", "MCPCallContext", "build_server", "serve_mcp"]
 
 logger = logging.getLogger("toolwire.mcp.server")
 
@@ -70,6 +74,9 @@ LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "e
 #: Each client session's logging/setLevel (protocols before 2026-07-28; from 2026-07-28
 #: each request opts in with its own level, and the SDK filters).
 _SESSION_LEVELS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+#: Seconds the client has to answer a request the gateway sends it during a call (an
+#: approval, a tool's elicitation or sampling).
+ELICIT_TIMEOUT = 120.0
 
 
 class MCPCallContext:
@@ -77,9 +84,11 @@ class MCPCallContext:
 
     Declare it as an injected parameter named ``mcp`` (``@tool_fn(injected=["mcp"])``):
     the gateway passes one per call; the application's own loops pass nothing, so give
-    the parameter a default of None to run the tool elsewhere too. Both methods are
-    async (a sync tool cannot wait for the network) and never raise: a client that is
-    gone, or did not ask for logs or progress, is not the tool's failure.
+    the parameter a default of None to run the tool elsewhere too. Every method is async
+    (a sync tool cannot wait for the network). ``log`` and ``progress`` never raise: a
+    client that is gone, or did not ask for logs or progress, is not the tool's failure.
+    ``elicit`` and ``sample`` ask the client something and wait for the answer; they
+    raise when the client cannot be asked.
     """
 
     __slots__ = ("_ctx",)
@@ -115,6 +124,115 @@ class MCPCallContext:
         """Report progress (``notifications/progress``), when the call asked for it."""
         with contextlib.suppress(Exception):  # a no-op when the caller asked for none
             await self._ctx.session.report_progress(progress, total, message)
+
+    async def elicit(
+        self,
+        message: str,
+        schema: Mapping[str, Any],
+        *,
+        timeout: float = ELICIT_TIMEOUT,
+    ) -> Elicited:
+        """Ask the client's user for input (``elicitation/create``, form mode): ``schema``
+        is the answer's JSON Schema, a flat object of strings, numbers, booleans and enums
+        (defaults allowed). The answer comes back as it was given: ``action`` is
+        ``"accept"`` (with ``content``), ``"decline"`` or ``"cancel"``; no answer within
+        ``timeout`` seconds is ``"cancel"``.
+
+        Raises :class:`MCPCallError` when the client cannot ask (it declared no
+        elicitation capability, or the connection has no back-channel during a call):
+        the call fails with that reason instead of going on without the answer.
+        """
+        import anyio
+
+        if not isinstance(message, str) or not isinstance(schema, Mapping):
+            raise TypeError("elicit(message, schema): a string and a JSON Schema mapping")
+        if not _can_elicit(self._ctx):
+            raise _cannot("ask its user for input (it declared no elicitation capability)")
+        if not self._ctx.session.can_send_request:
+            raise _cannot("ask its user during a call over this connection")
+        request = types.ElicitRequest(
+            params=types.ElicitRequestFormParams(message=message, requested_schema=dict(schema))
+        )
+        try:
+            with anyio.fail_after(timeout):
+                answer = await self._ctx.session.send_request(
+                    request, types.ElicitResult, metadata=self._related()
+                )
+        except TimeoutError:
+            return Elicited("cancel")
+        return Elicited(answer.action, dict(answer.content) if answer.content else None)
+
+    async def sample(
+        self,
+        prompt: str | Sequence[Any],
+        *,
+        max_tokens: int,
+        system: str | None = None,
+        temperature: float | None = None,
+        timeout: float = ELICIT_TIMEOUT,
+    ) -> str:
+        """Ask the client's model for a completion (``sampling/createMessage``) and return
+        its text. ``prompt`` is the user's text, or a list of the SDK's
+        ``SamplingMessage``. The client decides what runs (its user may review it, its
+        policy limits it); a refusal, or no answer within ``timeout`` seconds, raises
+        :class:`MCPCallError`, as does a client without the sampling capability."""
+        import anyio
+
+        caps = getattr(self._ctx.session, "client_capabilities", None)
+        if getattr(caps, "sampling", None) is None:
+            raise _cannot("sample its model (it declared no sampling capability)")
+        if not self._ctx.session.can_send_request:
+            raise _cannot("sample its model during a call over this connection")
+        messages: list[types.SamplingMessage]
+        if isinstance(prompt, str):
+            messages = [
+                types.SamplingMessage(
+                    role="user", content=types.TextContent(type="text", text=prompt)
+                )
+            ]
+        else:
+            messages = [types.SamplingMessage.model_validate(m) for m in prompt]
+        request = types.CreateMessageRequest(
+            params=types.CreateMessageRequestParams(
+                messages=messages,
+                max_tokens=max_tokens,
+                system_prompt=system,
+                temperature=temperature,
+            )
+        )
+        try:
+            with anyio.fail_after(timeout):
+                answer = await self._ctx.session.send_request(
+                    request, types.CreateMessageResult, metadata=self._related()
+                )
+        except TimeoutError:
+            raise _cannot(f"answer the sampling request within {timeout:g} s") from None
+        except MCPError as exc:
+            raise MCPCallError(f"the MCP client refused to sample: {exc.error.message}") from None
+        content = answer.content
+        blocks = content if isinstance(content, list) else [content]
+        return "".join(b.text for b in blocks if isinstance(b, types.TextContent))
+
+    def _related(self) -> Any:
+        from mcp.shared.message import ServerMessageMetadata
+
+        return ServerMessageMetadata(related_request_id=getattr(self._ctx, "request_id", None))
+
+
+@attrs.frozen
+class Elicited:
+    """A user's answer to :meth:`MCPCallContext.elicit`."""
+
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.action == "accept"
+
+
+def _cannot(what: str) -> MCPCallError:
+    return MCPCallError(f"the MCP client cannot {what}")
 
 
 MAX_REQUEST_BYTES = 1 << 20
@@ -153,21 +271,6 @@ def _mcp_tool(name: str, description: str, tool: Any) -> types.Tool:
 
 # -- approval through the client -----------------------------------------------------------
 
-#: Seconds the user has to answer an approval request sent through the client.
-ELICIT_TIMEOUT = 120.0
-
-_APPROVE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "approve": {
-            "type": "boolean",
-            "title": "Allow this call",
-            "description": "Run the tool call with the arguments shown",
-        }
-    },
-    "required": ["approve"],
-}
-
 
 def _can_elicit(ctx: Any) -> bool:
     """Whether the client said it can ask its user (form elicitation)."""
@@ -189,18 +292,7 @@ MAX_QUESTION_CHARS = 16_000
 
 
 def _question(request: ApprovalRequest) -> str:
-    """The approval question: every argument, keys sorted (the model chooses the order it
-    sends them in, so a long value first cannot push another out of view), in full."""
-    try:
-        shown = json.dumps(
-            json.loads(request.arguments_json), indent=2, sort_keys=True, ensure_ascii=False
-        )
-    except ValueError:
-        shown = request.arguments_json
-    return (
-        f"Allow the {request.effect.value} tool `{request.tool_name}` to run with these "
-        f"arguments?\n{shown}"
-    )
+    return approval_question(request.effect.value, request.tool_name, request.arguments_json)
 
 
 def _too_long(request: ApprovalRequest) -> Deny | None:
@@ -214,9 +306,15 @@ def _too_long(request: ApprovalRequest) -> Deny | None:
 
 
 def _approval_request(request: ApprovalRequest) -> types.ElicitRequest:
+    try:
+        arguments: Any = json.loads(request.arguments_json)
+    except ValueError:
+        arguments = None
     return types.ElicitRequest(
         params=types.ElicitRequestFormParams(
-            message=_question(request), requested_schema=_APPROVE_SCHEMA
+            message=_question(request),
+            requested_schema=_APPROVE_SCHEMA,
+            _meta={APPROVAL_META: {"tool": request.tool_name, "arguments": arguments}},
         )
     )
 
@@ -234,13 +332,14 @@ def _decided(answer: Any, request: ApprovalRequest) -> Allow | Deny:
 async def _ask(ctx: Any, request: ApprovalRequest, timeout: float) -> Allow | Deny:
     """Ask the client's user now, over the back-channel, within ``timeout`` seconds."""
     import anyio
+    from mcp.shared.message import ServerMessageMetadata
 
     try:
         with anyio.fail_after(timeout):
-            answer = await ctx.session.elicit_form(
-                _question(request),
-                _APPROVE_SCHEMA,
-                related_request_id=getattr(ctx, "request_id", None),
+            answer = await ctx.session.send_request(
+                _approval_request(request),
+                types.ElicitResult,
+                metadata=ServerMessageMetadata(related_request_id=getattr(ctx, "request_id", None)),
             )
     except TimeoutError:
         return Deny(
