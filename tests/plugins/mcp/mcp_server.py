@@ -4,7 +4,8 @@ Run as ``python mcp_server.py stdio`` or ``python mcp_server.py http PORT``. The
 environment shapes it: ``MCP_RECORD`` (a file; every tools/call received is appended as a
 JSON line, so a test can prove a call never reached the server), ``MCP_EXTRA_TOOLS`` (that
 many more tools, ``extra_N``), ``MCP_PAGE_SIZE`` (tools/list page size; 0 = one page),
-``MCP_TOOL_PREFIX`` (put before every tool name, to make two servers' names meet).
+``MCP_TOOL_PREFIX`` (put before every tool name, to make two servers' names meet),
+``MCP_RESOURCES`` (1: serve resources, a template, prompts and completions too).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 import anyio
 import mcp_types as types
+from mcp import MCPError
 from mcp.server.lowlevel import Server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.subscriptions import ToolsListChanged
@@ -195,13 +197,98 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
     return types.CallToolResult(content=_text(f"called {params.name}"))
 
 
+# -- resources and prompts (MCP_RESOURCES=1) -------------------------------------------------
+
+NOTES = {"note://readme": "read me first", "note://todo": "buy milk"}
+LOGO = "iVBORw0KGgo="  # the PNG signature, base64
+
+
+async def list_resources(
+    ctx: Any, params: types.PaginatedRequestParams | None
+) -> types.ListResourcesResult:
+    listed = [types.Resource(uri=u, name=u.split("//")[1], mime_type="text/plain") for u in NOTES]
+    listed.append(types.Resource(uri="note://logo", name="logo", mime_type="image/png"))
+    return types.ListResourcesResult(resources=listed)
+
+
+async def list_templates(
+    ctx: Any, params: types.PaginatedRequestParams | None
+) -> types.ListResourceTemplatesResult:
+    template = types.ResourceTemplate(uri_template="note://item/{id}", name="item")
+    return types.ListResourceTemplatesResult(resource_templates=[template])
+
+
+async def read_resource(
+    ctx: Any, params: types.ReadResourceRequestParams
+) -> types.ReadResourceResult:
+    uri = str(params.uri)
+    _record("resources/read", {"uri": uri})
+    if uri == "note://logo":
+        blob = types.BlobResourceContents(uri=uri, mime_type="image/png", blob=LOGO)
+        return types.ReadResourceResult(contents=[blob])
+    if uri.startswith("note://item/"):
+        text = f"item {uri.rsplit('/', 1)[1]}"
+    elif uri in NOTES:
+        text = NOTES[uri]
+    else:
+        raise MCPError(-32002, f"no resource {uri}")
+    return types.ReadResourceResult(
+        contents=[types.TextResourceContents(uri=uri, mime_type="text/plain", text=text)]
+    )
+
+
+async def list_prompts(
+    ctx: Any, params: types.PaginatedRequestParams | None
+) -> types.ListPromptsResult:
+    greet = types.Prompt(
+        name="greet",
+        description="Greet someone.",
+        arguments=[types.PromptArgument(name="who", required=True)],
+    )
+    return types.ListPromptsResult(prompts=[greet])
+
+
+async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    who = (params.arguments or {}).get("who")
+    if params.name != "greet" or not who:
+        raise MCPError(types.INVALID_PARAMS, "greet needs `who`")
+    return types.GetPromptResult(
+        messages=[
+            types.PromptMessage(
+                role="user", content=types.TextContent(type="text", text=f"Hi {who}")
+            ),
+            types.PromptMessage(
+                role="assistant", content=types.TextContent(type="text", text="Hello!")
+            ),
+        ]
+    )
+
+
+async def complete(ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
+    names = [n for n in ("ada", "alan", "grace") if n.startswith(params.argument.value)]
+    return types.CompleteResult(completion=types.Completion(values=names))
+
+
 BUS = InMemorySubscriptionBus()
+_WITH_RESOURCES: dict[str, Any] = (
+    {
+        "on_list_resources": list_resources,
+        "on_list_resource_templates": list_templates,
+        "on_read_resource": read_resource,
+        "on_list_prompts": list_prompts,
+        "on_get_prompt": get_prompt,
+        "on_completion": complete,
+    }
+    if os.environ.get("MCP_RESOURCES") == "1"
+    else {}
+)
 server = Server(
     "toolwire-test",
     instructions="Echo with `echo`; `add` adds two integers.",
     on_list_tools=list_tools,
     on_call_tool=call_tool,
     on_subscriptions_listen=ListenHandler(BUS),
+    **_WITH_RESOURCES,
 )
 
 

@@ -30,7 +30,8 @@ import logging
 import os
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Coroutine
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 import httpx2
@@ -403,41 +404,126 @@ class Connection:
     # -- requests (on the loop thread) -------------------------------------------------------
 
     async def _list_tools(self) -> list[types.Tool]:
+        return await self._paged(
+            "tools/list",
+            lambda client, cursor: client.list_tools(cursor=cursor, cache_mode="refresh"),
+            "tools",
+        )
+
+    async def _paged(
+        self,
+        method: str,
+        fetch: Callable[[Client, str | None], Awaitable[Any]],
+        field: str,
+    ) -> list[Any]:
+        """Every item of a paged list (``tools/list``, ``resources/list``, ...), following
+        ``nextCursor``: each page within the call timeout, at most ``_MAX_PAGES`` pages
+        and ``_MAX_TOOLS`` items, a repeated cursor refused."""
         client = await self._ensure()
-        tools: list[types.Tool] = []
+        items: list[Any] = []
         cursor: str | None = None
         seen: set[str] = set()
+        server = self.spec.name
         for _ in range(_MAX_PAGES):
-            try:
-                page = await asyncio.wait_for(
-                    client.list_tools(cursor=cursor, cache_mode="refresh"), self.spec.timeout
+            page: Any = await self._request(method, fetch(client, cursor))
+            items.extend(getattr(page, field, None) or ())
+            if len(items) > _MAX_TOOLS:
+                raise MCPCallError(
+                    f"MCP server `{server}` lists over {_MAX_TOOLS} items in {method}"
                 )
-            except TimeoutError:
-                raise MCPCallError(
-                    f"MCP server `{self.spec.name}` did not answer tools/list within "
-                    f"{self.spec.timeout:g} s"
-                ) from None
-            except MCPError as exc:
-                raise MCPCallError(
-                    f"MCP server `{self.spec.name}` refused tools/list: {exc.error.message}"
-                ) from None
-            except Exception as exc:
-                await self._stop()
-                raise MCPCallError(
-                    f"MCP server `{self.spec.name}`: tools/list failed: {_describe(exc)}"
-                ) from None
-            tools.extend(page.tools)
-            if len(tools) > _MAX_TOOLS:
-                raise MCPCallError(f"MCP server `{self.spec.name}` lists over {_MAX_TOOLS} tools")
             cursor = page.next_cursor
             if not cursor:
-                return tools
+                return items
             if cursor in seen:
                 raise MCPCallError(
-                    f"MCP server `{self.spec.name}` returned the tools/list cursor {cursor!r} twice"
+                    f"MCP server `{server}` returned the {method} cursor {cursor!r} twice"
                 )
             seen.add(cursor)
-        raise MCPCallError(f"MCP server `{self.spec.name}` lists tools over {_MAX_PAGES} pages")
+        raise MCPCallError(f"MCP server `{server}` answers {method} over {_MAX_PAGES} pages")
+
+    async def _request(self, method: str, sending: Awaitable[_T]) -> _T:
+        """One request to the server within the call timeout; every failure an
+        :class:`MCPCallError` that says which server and what."""
+        server = self.spec.name
+        try:
+            return await asyncio.wait_for(sending, self.spec.timeout)
+        except TimeoutError:
+            raise MCPCallError(
+                f"MCP server `{server}` did not answer {method} within {self.spec.timeout:g} s"
+            ) from None
+        except MCPError as exc:
+            raise MCPCallError(
+                f"MCP server `{server}` refused {method}: {exc.error.message}"
+            ) from None
+        except Exception as exc:
+            await self._stop()
+            raise MCPCallError(
+                f"MCP server `{server}`: {method} failed: {_describe(exc)}"
+            ) from None
+
+    def _has(self, client: Client, capability: str) -> bool:
+        """Whether the server declared ``capability`` (``resources``, ``prompts``, ...)."""
+        try:
+            caps = client.server_capabilities
+        except Exception:
+            return False
+        return getattr(caps, capability, None) is not None
+
+    async def _capabilities(self) -> frozenset[str]:
+        client = await self._ensure()
+        return frozenset(
+            c for c in ("resources", "prompts", "completions", "logging") if self._has(client, c)
+        )
+
+    async def _list(self, what: str) -> list[Any]:
+        client = await self._ensure()
+        capability = "prompts" if what == "prompts" else "resources"
+        if not self._has(client, capability):
+            return []
+        if what == "resources":
+            return await self._paged(
+                "resources/list",
+                lambda c, cursor: c.list_resources(cursor=cursor, cache_mode="refresh"),
+                "resources",
+            )
+        if what == "templates":
+            return await self._paged(
+                "resources/templates/list",
+                lambda c, cursor: c.list_resource_templates(cursor=cursor, cache_mode="refresh"),
+                "resource_templates",
+            )
+        return await self._paged(
+            "prompts/list",
+            lambda c, cursor: c.list_prompts(cursor=cursor, cache_mode="refresh"),
+            "prompts",
+        )
+
+    async def _read(self, uri: str) -> types.ReadResourceResult:
+        client = await self._ensure()
+        self._last_used = time.monotonic()
+        return await self._request(
+            f"resources/read of {uri!r}", client.read_resource(uri, cache_mode="refresh")
+        )
+
+    async def _prompt(self, name: str, arguments: dict[str, str]) -> types.GetPromptResult:
+        client = await self._ensure()
+        self._last_used = time.monotonic()
+        return await self._request(f"prompts/get of `{name}`", client.get_prompt(name, arguments))
+
+    async def _complete(
+        self, ref: Any, argument: dict[str, str], context: dict[str, str] | None
+    ) -> types.CompleteResult:
+        client = await self._ensure()
+        if not self._has(client, "completions"):
+            return types.CompleteResult(completion=types.Completion(values=[]))
+        return await self._request("completion/complete", client.complete(ref, argument, context))
+
+    async def _subscribe(self, uri: str, on: bool) -> None:
+        client = await self._ensure()
+        with warnings.catch_warnings():  # deprecated from 2026-07-28 on, still served
+            warnings.simplefilter("ignore", DeprecationWarning)
+            sending = client.subscribe_resource(uri) if on else client.unsubscribe_resource(uri)
+        await self._request("resources/subscribe" if on else "resources/unsubscribe", sending)
 
     def _busy(self) -> bool:
         return self._in_flight > 0
@@ -568,6 +654,44 @@ class Connection:
         if local is not None and local._home is asyncio.get_running_loop():
             return await local._call(name, arguments)
         return await self._routed(lambda conn: conn._call(name, arguments))
+
+    # resources, prompts, completion: the same routing as calls.
+
+    async def capabilities(self) -> frozenset[str]:
+        """What the server offers beyond tools: ``resources``, ``prompts``,
+        ``completions``, ``logging``."""
+        return await self._routed(lambda conn: conn._capabilities())
+
+    def capabilities_sync(self) -> frozenset[str]:
+        return self._routed_sync(lambda conn: conn._capabilities(), self._deadline())
+
+    async def listing(self, what: str) -> list[Any]:
+        """``resources``, ``templates`` or ``prompts``: every one the server lists ([]
+        when it declared no such capability)."""
+        return await self._routed(lambda conn: conn._list(what))
+
+    def listing_sync(self, what: str) -> list[Any]:
+        return self._routed_sync(lambda conn: conn._list(what), self._deadline(pages=True))
+
+    async def read(self, uri: str) -> types.ReadResourceResult:
+        return await self._routed(lambda conn: conn._read(uri))
+
+    def read_sync(self, uri: str) -> types.ReadResourceResult:
+        return self._routed_sync(lambda conn: conn._read(uri), self._deadline())
+
+    async def prompt(self, name: str, arguments: dict[str, str]) -> types.GetPromptResult:
+        return await self._routed(lambda conn: conn._prompt(name, arguments))
+
+    def prompt_sync(self, name: str, arguments: dict[str, str]) -> types.GetPromptResult:
+        return self._routed_sync(lambda conn: conn._prompt(name, arguments), self._deadline())
+
+    async def complete(
+        self, ref: Any, argument: dict[str, str], context: dict[str, str] | None = None
+    ) -> types.CompleteResult:
+        return await self._routed(lambda conn: conn._complete(ref, argument, context))
+
+    async def subscribe(self, uri: str, on: bool = True) -> None:
+        await self._routed(lambda conn: conn._subscribe(uri, on))
 
     def close(self) -> None:
         """Close the connection (a stdio server's process ends); the next use reopens it."""

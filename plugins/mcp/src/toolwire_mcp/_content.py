@@ -23,7 +23,7 @@ from typing import Any
 
 import mcp_types as types
 
-__all__ = ["MAX_RESULT_CHARS", "result_text"]
+__all__ = ["MAX_RESULT_CHARS", "block_text", "contents_text", "result_text"]
 
 MAX_RESULT_CHARS = 1_000_000
 
@@ -36,7 +36,8 @@ def _size(data: str) -> str:
     return f"{n:,} bytes"
 
 
-def _block(block: Any) -> str:
+def block_text(block: Any) -> str:
+    """One content block as text: text as it is, anything else as a line saying what."""
     if isinstance(block, types.TextContent):
         return block.text
     if isinstance(block, types.ImageContent):
@@ -59,10 +60,26 @@ def _block(block: Any) -> str:
 
 def result_text(result: types.CallToolResult) -> str:
     """The result's content as one text (see the module docstring)."""
-    parts = [_block(b) for b in result.content]
+    parts = [block_text(b) for b in result.content]
     if not parts and result.structured_content is not None:
         parts = [json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))]
-    text = "\n\n".join(parts)
+    return _bounded("\n\n".join(parts))
+
+
+def contents_text(result: types.ReadResourceResult) -> str:
+    """A resource's contents as one text: text as it is, binary as a line that says what
+    it is (its media type and size) until results carry media (#27)."""
+    parts = []
+    for item in result.contents:
+        if isinstance(item, types.TextResourceContents):
+            parts.append(item.text)
+        elif isinstance(item, types.BlobResourceContents):
+            mime = f", {item.mime_type}" if item.mime_type else ""
+            parts.append(f"[binary resource {item.uri}{mime}, {_size(item.blob)}]")
+    return _bounded("\n\n".join(parts))
+
+
+def _bounded(text: str) -> str:
     if len(text) > MAX_RESULT_CHARS:
         cut = len(text) - MAX_RESULT_CHARS
         text = f"{text[:MAX_RESULT_CHARS]}\n[... {cut:,} more characters cut]"

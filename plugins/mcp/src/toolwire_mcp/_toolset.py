@@ -11,6 +11,7 @@ MCP tools exactly as they see local ones: a call they reject never reaches the s
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import weakref
@@ -20,11 +21,11 @@ from typing import Any, Literal
 import attrs
 import mcp_types as types
 
-from toolwire import Capability, ToolEffect, ToolMetadata, Toolset, raw_tool
+from toolwire import Capability, Tool, ToolEffect, ToolMetadata, Toolset, raw_tool
 from toolwire.exceptions import ToolDefinitionError, ToolwireError
 from toolwire_mcp._config import ServerSpec, spec_from_entry
-from toolwire_mcp._connection import Connection, connection_for
-from toolwire_mcp._content import result_text
+from toolwire_mcp._connection import Connection, MCPCallError, connection_for
+from toolwire_mcp._content import contents_text, result_text
 from toolwire_mcp._names import local_names
 
 __all__ = ["MCPToolError", "mcp_toolset", "metadata_for", "tools_from"]
@@ -96,6 +97,7 @@ def _body(conn: Connection, mcp_name: str, structured: bool = False) -> Callable
         return result_text(result)
 
     call_mcp_tool.__qualname__ = f"mcp:{conn.spec.name}:{mcp_name}"
+    call_mcp_tool.toolwire_mcp_conn = conn  # type: ignore[attr-defined]  # mcp_server(toolset)
     return call_mcp_tool
 
 
@@ -104,19 +106,24 @@ def _task_required(tool: types.Tool) -> bool:
     return getattr(execution, "task_support", None) == "required"
 
 
+_WARNED_TASKS: dict[str, list[str]] = {}
+
+
 def tools_from(conn: Connection, listed: Sequence[types.Tool]) -> list[Any]:
     """The toolwire tools for a server's listed tools; a tool that cannot be used (a bad
     name, an invalid schema) is skipped with a warning, as a tool pack that fails is."""
     spec = conn.spec
     usable = [t for t in listed if isinstance(t.name, str) and t.name]
     required = [t.name for t in usable if _task_required(t)]
-    if required:
+    if required and _WARNED_TASKS.get(spec.name) != required:
+        _WARNED_TASKS[spec.name] = required  # said once, not at every refresh
         # A call without a task would fail every time: not offered (tasks: see docs/mcp.md).
         logger.warning(
             "MCP server `%s`: tools that must run as tasks are not offered: %s",
             spec.name,
             ", ".join(required),
         )
+    if required:
         usable = [t for t in usable if not _task_required(t)]
     names = local_names(t.name for t in usable)
     tools = []
@@ -141,6 +148,137 @@ def tools_from(conn: Connection, listed: Sequence[types.Tool]) -> list[Any]:
             continue
         tools.append(tool)
     return tools
+
+
+#: The tool an MCP toolset adds when its server has resources: a resource link in a
+#: result is not a dead end, and a policy decides each read as it decides any call.
+READ_TOOL = "read_resource"
+_MAX_LISTED = 25  # resources named in the read tool's description
+_MAX_LINE = 200
+
+
+def _line(uri: str, name: str | None, description: str | None) -> str:
+    text = f"- {uri}"
+    if name and name != uri:
+        text += f" ({name})"
+    if description:
+        text += f": {' '.join(description.split())}"
+    return text[:_MAX_LINE]
+
+
+def resource_tool(
+    conn: Connection, resources: Sequence[Any], templates: Sequence[Any]
+) -> Tool[Any, Any]:
+    """The ``read_resource`` tool of a server with resources: reads one by URI."""
+    server = conn.spec.name
+    lines = [_line(str(r.uri), r.name, r.description) for r in resources[:_MAX_LISTED]]
+    if len(resources) > _MAX_LISTED:
+        lines.append(f"- ... and {len(resources) - _MAX_LISTED} more")
+    lines += [_line(str(t.uri_template), t.name, t.description) for t in templates[:_MAX_LISTED]]
+    listed = ("\nResources:\n" + "\n".join(lines)) if lines else ""
+    description = (
+        f"Read a resource of the MCP server `{server}` by its URI: one listed here, one a "
+        f"tool result links to, or a template's URI with its parameters filled in.{listed}"
+    )
+
+    async def read_mcp_resource(uri: str) -> str:
+        result = await conn.read(uri)
+        box = RAW_READS.get()
+        if box is not None:  # a gateway serving this read: it passes the contents on as given
+            box[uri] = result
+        return contents_text(result)
+
+    read_mcp_resource.__qualname__ = f"mcp:{server}:{READ_TOOL}"
+    # What marks it (a server's own tool may be called read_resource too): a gateway
+    # finds the server's resources by it.
+    read_mcp_resource.toolwire_mcp_reads = conn  # type: ignore[attr-defined]
+    read_mcp_resource.toolwire_mcp_conn = conn  # type: ignore[attr-defined]
+    return raw_tool(
+        READ_TOOL,
+        description,
+        {
+            "type": "object",
+            "properties": {"uri": {"type": "string", "description": "The resource's URI"}},
+            "required": ["uri"],
+            "additionalProperties": False,
+        },
+        read_mcp_resource,
+        # resources/read reads (the protocol has no side effect for it): not gated.
+        metadata=ToolMetadata(
+            effect=ToolEffect.READ_ONLY,
+            idempotent=True,
+            timeout=conn.spec.timeout + 5.0,
+            source=f"mcp:{server}",
+        ),
+    )
+
+
+#: Set by a gateway around a read it serves: the read tool leaves the server's own
+#: contents there (the model gets text; the gateway's client gets what the server gave).
+RAW_READS: contextvars.ContextVar[dict[str, types.ReadResourceResult] | None] = (
+    contextvars.ContextVar("toolwire_mcp_raw_reads", default=None)
+)
+#: The connection behind each server name an MCP toolset was made for (the gateway finds
+#: an upstream server's resources and prompts by the ``mcp:NAME`` source of its tools).
+_BY_SERVER: dict[str, Connection] = {}
+
+
+def connection_named(server: str) -> Connection | None:
+    return _BY_SERVER.get(server)
+
+
+def _with_resources(
+    conn: Connection, tools: list[Any], resources: Sequence[Any] | None, templates: Sequence[Any]
+) -> list[Any]:
+    if resources is None:
+        return tools
+    if any(getattr(t, "name", None) == READ_TOOL for t in tools):
+        logger.info(
+            "MCP server `%s` has a tool named %s: its resources are read through it",
+            conn.spec.name,
+            READ_TOOL,
+        )
+        return tools
+    return [*tools, resource_tool(conn, resources, templates)]
+
+
+def members_sync(conn: Connection) -> list[Any]:
+    """A server's tools, and the read tool when it has resources."""
+    _BY_SERVER[conn.spec.name] = conn
+    tools = tools_from(conn, conn.list_tools_sync())
+    if "resources" not in conn.capabilities_sync():
+        return tools
+    resources = _or_none(conn.listing_sync, "resources")
+    templates = _or_none(conn.listing_sync, "templates") or []
+    return _with_resources(conn, tools, resources if resources is not None else [], templates)
+
+
+async def members(conn: Connection) -> list[Any]:
+    _BY_SERVER[conn.spec.name] = conn
+    tools = tools_from(conn, await conn.list_tools())
+    if "resources" not in await conn.capabilities():
+        return tools
+    resources = await _or_none_async(conn.listing, "resources")
+    templates = await _or_none_async(conn.listing, "templates") or []
+    return _with_resources(conn, tools, resources if resources is not None else [], templates)
+
+
+def _or_none(fetch: Callable[[str], list[Any]], what: str) -> list[Any] | None:
+    """A listing the read tool's description shows; a server that fails it still has its
+    resources readable (and the failure is logged)."""
+    try:
+        return fetch(what)
+    except MCPCallError as exc:
+        logger.warning("%s", exc)
+        return None
+
+
+async def _or_none_async(fetch: Callable[[str], Any], what: str) -> list[Any] | None:
+    try:
+        return list(await fetch(what))
+    except MCPCallError as exc:
+        logger.warning("%s", exc)
+        return None
 
 
 def mcp_toolset(
@@ -169,7 +307,7 @@ def mcp_toolset(
     )
     conn = connection_for(spec)
     toolset = Toolset(name, description=f"tools of the MCP server `{name}`")
-    toolset.reset(tools_from(conn, conn.list_tools_sync()))
+    toolset.reset(members_sync(conn))
     if conn.instructions:
         # What the server says about using its tools: for the application to show the
         # model (a system prompt); toolwire sends it nowhere by itself.
@@ -178,7 +316,7 @@ def mcp_toolset(
     def refresh() -> None:
         async def again() -> None:
             try:
-                toolset.reset(tools_from(conn, await conn.list_tools()))
+                toolset.reset(await members(conn))
             except Exception as exc:
                 logger.warning("MCP server `%s`: refreshing its tools failed: %s", name, exc)
                 return
