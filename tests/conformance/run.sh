@@ -47,7 +47,8 @@ trap cleanup EXIT
 # -- server scenarios: the gateway serving server_app.py -------------------------------------
 PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 env XDG_CONFIG_HOME="$WORK/config" PYTHONPATH="$HERE" \
-  "$PY" -m toolwire mcp serve --transport http --port "$PORT" --app server_app:tools --approve \
+  "$PY" -m toolwire mcp serve --transport http --port "$PORT" --app server_app:tools \
+  --resources server_app:resources --prompts server_app:prompts --approve \
   >"$WORK/gateway.log" 2>&1 &
 GATEWAY=$!
 "$PY" - "$PORT" <<'PYEOF'

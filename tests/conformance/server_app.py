@@ -9,9 +9,18 @@ listed in ``baseline.yml`` with the reason until it passes.
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
+
+import mcp_types as types
 
 import toolwire as tw
-from toolwire_mcp import MCPCallContext
+from toolwire_mcp import MCPCallContext, prompt, resource
+
+# A 1x1 PNG, the image the resource and prompt scenarios want.
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+)
 
 
 @tw.tool_fn
@@ -185,3 +194,71 @@ tools = tw.Toolset(
         test_sampling,
     ],
 )
+
+
+@resource("test://static-text", mime_type="text/plain")
+def static_text() -> str:
+    """A static text resource."""
+    return "This is the content of the static text resource."
+
+
+@resource("test://static-binary", mime_type="image/png")
+def static_binary() -> bytes:
+    """A static binary resource (a PNG image)."""
+    return PNG
+
+
+@resource("test://watched-resource", mime_type="text/plain")
+def watched_resource() -> str:
+    """A resource clients subscribe to."""
+    return "Watched resource content."
+
+
+@resource("test://template/{id}/data", mime_type="application/json")
+def template_data(id: str) -> str:
+    """Data for an ID, from a resource template."""
+    return json.dumps({"id": id, "templateTest": True, "data": f"Data for ID: {id}"})
+
+
+resources = [static_text, static_binary, watched_resource, template_data]
+
+
+@prompt
+def test_simple_prompt() -> str:
+    """A simple prompt without arguments."""
+    return "This is a simple prompt for testing."
+
+
+@prompt
+def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
+    """A prompt with two required arguments."""
+    return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+
+@prompt
+def test_prompt_with_embedded_resource(resourceUri: str) -> list[object]:
+    """A prompt that embeds a resource."""
+    embedded = types.EmbeddedResource(
+        type="resource",
+        resource=types.TextResourceContents(
+            uri=resourceUri, mime_type="text/plain", text="Embedded resource content for testing."
+        ),
+    )
+    return [("user", embedded), "Please process the embedded resource above."]
+
+
+@prompt
+def test_prompt_with_image() -> list[object]:
+    """A prompt with an image."""
+    image = types.ImageContent(
+        type="image", data=base64.b64encode(PNG).decode("ascii"), mime_type="image/png"
+    )
+    return [("user", image), "Please analyze the image above."]
+
+
+prompts = [
+    test_simple_prompt,
+    test_prompt_with_arguments,
+    test_prompt_with_embedded_resource,
+    test_prompt_with_image,
+]

@@ -61,21 +61,28 @@ def _host() -> PluginHost:
     return get_host()
 
 
-def _app_toolset(spec: str | None) -> Toolset | None:
-    if not spec:
-        return None
+def _imported(spec: str, option: str) -> Any:
+    """The object ``MODULE:ATTR`` names, for ``option``."""
     module_name, _, attr = spec.partition(":")
     if not module_name or not attr:
-        raise CliError(f"--app takes MODULE:ATTR (like `myapp.tools:toolset`), got {spec!r}", 2)
+        raise CliError(
+            f"{option} takes MODULE:ATTR (like `myapp.tools:toolset`), got {spec!r}", EXIT_USAGE
+        )
     # As `python -m toolwire` does: the current directory is importable, so `--app
     # app:tools` finds ./app.py from the `toolwire` script too.
     here = os.getcwd()
     if here not in sys.path and "" not in sys.path:
         sys.path.insert(0, here)
     try:
-        obj = getattr(importlib.import_module(module_name), attr)
+        return getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
-        raise CliError(f"--app {spec}: {exc}", EXIT_USAGE) from exc
+        raise CliError(f"{option} {spec}: {exc}", EXIT_USAGE) from exc
+
+
+def _app_toolset(spec: str | None) -> Toolset | None:
+    if not spec:
+        return None
+    obj = _imported(spec, "--app")
     if not isinstance(obj, Toolset):
         raise CliError(f"--app {spec} is a {type(obj).__name__}, not a toolwire.Toolset", 2)
     return obj
@@ -502,17 +509,33 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         return _mcp_trust(toolwire_mcp, args)
     host = _host()
     toolset = _app_toolset(args.app)
+    served = {
+        kind: _imported(spec, f"--{kind}") if spec else ()
+        for kind, spec in (("resources", args.resources), ("prompts", args.prompts))
+    }
+    for kind, value in served.items():
+        if not isinstance(value, (list, tuple)):
+            raise CliError(
+                f"--{kind} names a {type(value).__name__}; expected a list of toolwire_mcp "
+                f"{kind[:-1]} definitions",
+                EXIT_USAGE,
+            )
     _warn_blocked(host)
-    toolwire_mcp.serve_mcp(
-        toolset,
-        transport=args.transport,
-        host=args.host,
-        port=args.port,
-        token_env=args.token_env,
-        approve=args.approve,
-        plugins=host,
-        elicit=not args.no_elicit,
-    )
+    try:
+        toolwire_mcp.serve_mcp(
+            toolset,
+            transport=args.transport,
+            host=args.host,
+            port=args.port,
+            token_env=args.token_env,
+            approve=args.approve,
+            plugins=host,
+            elicit=not args.no_elicit,
+            resources=served["resources"],
+            prompts=served["prompts"],
+        )
+    except UsageError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
     return EXIT_OK
 
 

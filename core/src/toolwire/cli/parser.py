@@ -167,6 +167,16 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--token-env", metavar="VAR", help="HTTP: environment variable with the bearer token"
     )
+    serve.add_argument(
+        "--resources",
+        metavar="MODULE:ATTR",
+        help="also serve these resources (a list of toolwire_mcp.resource definitions)",
+    )
+    serve.add_argument(
+        "--prompts",
+        metavar="MODULE:ATTR",
+        help="also serve these prompts (a list of toolwire_mcp.prompt definitions)",
+    )
     _approve_switch(serve)
     serve.add_argument(
         "--no-elicit",

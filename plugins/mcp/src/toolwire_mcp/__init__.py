@@ -7,7 +7,9 @@ any toolwire toolset served over MCP.
 - :class:`ServerSpec`, :func:`load_config`: servers from code or from the ``mcpServers``
   JSON the MCP clients use; with this distribution installed, every configured server's
   tools appear in every toolwire application (entry point ``toolwire.toolsets: mcp``);
-- :func:`serve_mcp` (and ``toolwire mcp serve``): the assembled toolset as an MCP server.
+- :func:`serve_mcp` (and ``toolwire mcp serve``): the assembled toolset as an MCP server,
+  with the application's :func:`resource` and :func:`prompt` definitions and the
+  upstream servers' resources and prompts.
 
 Built on the official ``mcp`` SDK, imported only when a server is used. See docs/mcp.md.
 """
@@ -35,6 +37,8 @@ if TYPE_CHECKING:
         elicitation_handler,
         set_elicitation_handler,
     )
+    from toolwire_mcp._handle import MCPServerHandle, mcp_server
+    from toolwire_mcp._served import Prompt, Resource, prompt, resource
     from toolwire_mcp._server import Elicited, MCPCallContext, build_server, serve_mcp
     from toolwire_mcp._toolset import MCPToolError, mcp_toolset, metadata_for
 
@@ -51,7 +55,13 @@ _LAZY = {
     "MCPCallError": "toolwire_mcp._connection",
     "MCPConnectError": "toolwire_mcp._connection",
     "MCPToolError": "toolwire_mcp._toolset",
+    "MCPServerHandle": "toolwire_mcp._handle",
+    "mcp_server": "toolwire_mcp._handle",
     "ServerSpec": "toolwire_mcp._config",
+    "Prompt": "toolwire_mcp._served",
+    "Resource": "toolwire_mcp._served",
+    "prompt": "toolwire_mcp._served",
+    "resource": "toolwire_mcp._served",
     "build_server": "toolwire_mcp._server",
     "close_all": "toolwire_mcp._connection",
     "connected": "toolwire_mcp._connection",
@@ -75,7 +85,10 @@ __all__ = [
     "MCPCallContext",
     "MCPCallError",
     "MCPConnectError",
+    "MCPServerHandle",
     "MCPToolError",
+    "Prompt",
+    "Resource",
     "ServerSpec",
     "build_server",
     "close_all",
@@ -84,8 +97,11 @@ __all__ = [
     "elicitation_handler",
     "load_config",
     "load_config_report",
+    "mcp_server",
     "mcp_toolset",
     "metadata_for",
+    "prompt",
+    "resource",
     "serve_mcp",
     "set_elicitation_handler",
     "trust_file",

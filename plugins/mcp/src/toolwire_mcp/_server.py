@@ -29,7 +29,15 @@ import secrets
 import signal
 import warnings
 import weakref
-from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    MutableMapping,
+    Sequence,
+)
 from typing import Any, Literal
 
 import attrs
@@ -60,10 +68,11 @@ from toolwire import (
 )
 from toolwire.adapters import AssistantReply, decode_reply
 from toolwire.exceptions import UsageError
-from toolwire_mcp._connection import MCPCallError
+from toolwire_mcp._connection import Connection, MCPCallError
 from toolwire_mcp._elicit import APPROVAL_META, approval_question
 from toolwire_mcp._elicit import APPROVE_SCHEMA as _APPROVE_SCHEMA
-from toolwire_mcp._toolset import on_toolsets_changed
+from toolwire_mcp._served import Prompt, Resource, check_served
+from toolwire_mcp._toolset import RAW_READS, connection_named, on_toolsets_changed
 
 __all__ = ["Elicited", "MCPCallContext", "build_server", "serve_mcp"]
 
@@ -359,8 +368,12 @@ def build_server(
     name: str = "toolwire",
     elicit: bool = True,
     elicit_timeout: float = ELICIT_TIMEOUT,
+    resources: Iterable[Resource] = (),
+    prompts: Iterable[Prompt] = (),
 ) -> Server[Any]:
-    """The MCP server (the SDK's low-level ``Server``) for the assembled toolset.
+    """The MCP server (the SDK's low-level ``Server``) for the assembled toolset, with the
+    application's ``resources`` and ``prompts`` (:func:`toolwire_mcp.resource`,
+    :func:`toolwire_mcp.prompt`) and those of the upstream MCP servers it fronts.
 
     A mutating or destructive call needs an approval: ``approve=True`` gives it to
     every call; otherwise, when the client supports MCP elicitation (and ``elicit``),
@@ -370,6 +383,10 @@ def build_server(
     """
     if not elicit_timeout > 0:
         raise UsageError(f"elicit_timeout must be a positive number, got {elicit_timeout!r}")
+    try:
+        own_resources, own_prompts = check_served(resources, prompts)
+    except (TypeError, ValueError) as exc:
+        raise UsageError(str(exc)) from None
     plugins = get_host() if host is None else host
     tools = plugins.assemble(toolset)
     context = HookContext(app=APP, provider="mcp")
@@ -509,9 +526,90 @@ def build_server(
             _SESSION_LEVELS[_connection_of(ctx.session)] = params.level
         return types.EmptyResult()
 
+    catalogue = _Catalogue(own_resources, own_prompts, tools, plugins, context)
+
+    async def on_list_resources(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=await catalogue.resources())
+
+    async def on_list_resource_templates(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=await catalogue.templates())
+
+    async def on_read_resource(
+        ctx: Any, params: types.ReadResourceRequestParams
+    ) -> types.ReadResourceResult:
+        uri = str(params.uri)
+        own = catalogue.own_resource(uri)
+        if own is not None:
+            resource, parts = own
+            try:
+                return await resource.contents(uri, parts)
+            except Exception as exc:
+                logger.warning("resource %r failed: %r", uri, exc)
+                raise MCPError(types.INTERNAL_ERROR, f"reading {uri!r} failed: {exc}") from None
+        upstream = await catalogue.upstream_of(uri)
+        if upstream is None or upstream.read_tool is None:
+            raise MCPError(RESOURCE_NOT_FOUND, f"no resource {uri!r}")
+        # A read of an upstream server's resource is a call of that server's read tool,
+        # decided as any call is (policies, hooks, the audit log); the client gets the
+        # contents as the server gave them.
+        box: dict[str, types.ReadResourceResult] = {}
+        token = RAW_READS.set(box)
+        try:
+            result = await _call(
+                ctx,
+                types.CallToolRequestParams(name=upstream.read_tool, arguments={"uri": uri}),
+            )
+        finally:
+            RAW_READS.reset(token)
+        if isinstance(result, types.InputRequiredResult) or result.is_error:
+            said = "" if isinstance(result, types.InputRequiredResult) else _said(result)
+            raise MCPError(types.INVALID_REQUEST, said or f"the read of {uri!r} needs an approval")
+        raw = box.get(uri)
+        if raw is None:  # pragma: no cover - the read tool ran and left nothing
+            raise MCPError(types.INTERNAL_ERROR, f"the read of {uri!r} gave no contents")
+        return raw
+
+    async def on_subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        await catalogue.subscribe(ctx, str(params.uri), True)
+        return types.EmptyResult()
+
+    async def on_unsubscribe(ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        await catalogue.subscribe(ctx, str(params.uri), False)
+        return types.EmptyResult()
+
+    async def on_list_prompts(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=await catalogue.prompts())
+
+    async def on_get_prompt(
+        ctx: Any, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
+        arguments = dict(params.arguments or {})
+        own = catalogue.own_prompts.get(params.name)
+        if own is not None:
+            try:
+                return await own.messages(arguments)
+            except ValueError as exc:
+                raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+            except Exception as exc:
+                logger.warning("prompt %s failed: %r", params.name, exc)
+                raise MCPError(types.INTERNAL_ERROR, f"prompt `{params.name}` failed") from None
+        found = await catalogue.upstream_prompt(params.name)
+        if found is None:
+            raise MCPError(types.INVALID_PARAMS, f"no prompt `{params.name}`")
+        upstream, original = found
+        try:
+            return await upstream.conn.prompt(original, arguments)
+        except MCPCallError as exc:
+            raise MCPError(types.INTERNAL_ERROR, str(exc)) from None
+
     async def on_completion(ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
-        # No prompts or resource templates are served yet: nothing to complete.
-        return types.CompleteResult(completion=types.Completion(values=[], total=0, has_more=False))
+        return await catalogue.complete(params)
 
     with warnings.catch_warnings():
         # logging/setLevel is deprecated from 2026-07-28 on; clients of earlier versions
@@ -525,6 +623,13 @@ def build_server(
             on_set_logging_level=on_set_logging_level,
             on_completion=on_completion,
             on_subscriptions_listen=ListenHandler(announcer.bus),
+            on_list_resources=on_list_resources,
+            on_list_resource_templates=on_list_resource_templates,
+            on_read_resource=on_read_resource,
+            on_subscribe_resource=on_subscribe,
+            on_unsubscribe_resource=on_unsubscribe,
+            on_list_prompts=on_list_prompts,
+            on_get_prompt=on_get_prompt,
         )
         on_toolsets_changed(announcer)  # held weakly: as long as this server's handlers
         return server
@@ -566,6 +671,240 @@ class _Announcer:
         for connection in list(self.legacy):
             with contextlib.suppress(Exception):
                 await connection.send_tool_list_changed()
+
+
+#: MCP's error code for a resource that does not exist.
+RESOURCE_NOT_FOUND = -32002
+_MAX_COMPLETIONS = 100
+
+
+@attrs.define
+class _Upstream:
+    """An upstream MCP server the gateway fronts, as its clients see it: under the prefix
+    its tools are mounted with; its resources readable when its read tool is served."""
+
+    server: str
+    conn: Connection
+    prefix: str = ""
+    read_tool: str | None = None
+
+
+class _Catalogue:
+    """The resources and prompts a gateway serves: the application's own, then those of
+    every upstream server with a tool in the gateway's ``tools/list`` (a server a policy
+    hides is hidden whole). Upstream resources keep their URIs (a link in a result must
+    still resolve); upstream prompts are named with the server's tool prefix."""
+
+    def __init__(
+        self,
+        resources: list[Resource],
+        prompts: list[Prompt],
+        tools: Toolset,
+        plugins: PluginHost,
+        context: HookContext,
+    ) -> None:
+        self.own_static = {r.uri: r for r in resources if not r.is_template}
+        self.own_templates = [r for r in resources if r.is_template]
+        self.own_prompts = {p.name: p for p in prompts}
+        self._tools, self._plugins, self._context = tools, plugins, context
+        self._uri_owner: dict[str, str] = {}  # upstream resource URI -> server
+        self._templates: list[tuple[Any, str]] = []  # (UriTemplate, server)
+        self._prompt_owner: dict[str, tuple[str, str]] = {}  # name -> (server, its name)
+        self._subscribed: dict[str, weakref.WeakSet[Any]] = {}
+
+    def upstreams(self) -> dict[str, _Upstream]:
+        turn = resolve_turn(
+            self._tools,
+            hooks=self._plugins.hook_sets(),
+            context=self._context,
+            plugins=self._plugins,
+        )
+        found: dict[str, _Upstream] = {}
+        for rt in turn.tools:
+            source = rt.tool.metadata.source or ""
+            if not source.startswith("mcp:"):
+                continue
+            server = source[4:]
+            conn = connection_named(server)
+            if conn is None:
+                continue
+            up = found.setdefault(server, _Upstream(server, conn))
+            own = rt.tool.origin.name  # as the server named it, before any prefix
+            prefix = rt.name[: -len(own)] if rt.name.endswith(own) else ""
+            if len(prefix) > len(up.prefix):
+                up.prefix = prefix
+            if getattr(rt.tool.origin.fn, "toolwire_mcp_reads", None) is conn:
+                up.read_tool = rt.name
+        return found
+
+    async def _each(self, what: str, only_readable: bool) -> list[tuple[_Upstream, Any]]:
+        out: list[tuple[_Upstream, Any]] = []
+        for up in self.upstreams().values():
+            if only_readable and up.read_tool is None:
+                continue
+            try:
+                items = await up.conn.listing(what)
+            except MCPCallError as exc:  # one server failing leaves the others listed
+                logger.warning("%s", exc)
+                continue
+            out.extend((up, item) for item in items)
+        return out
+
+    async def resources(self) -> list[types.Resource]:
+        listed = [r.listed() for r in self.own_static.values()]
+        seen = set(self.own_static)
+        owners: dict[str, str] = {}
+        for up, item in await self._each("resources", True):
+            uri = str(item.uri)
+            if uri in seen:
+                continue
+            seen.add(uri)
+            owners[uri] = up.server
+            listed.append(item.model_copy(update={"name": _named(up.prefix, item.name)}))
+        self._uri_owner = owners
+        return listed
+
+    async def templates(self) -> list[types.ResourceTemplate]:
+        listed = [r.listed_template() for r in self.own_templates]
+        kept: list[tuple[Any, str]] = []
+        for up, item in await self._each("templates", True):
+            try:
+                kept.append((_parse_template(str(item.uri_template)), up.server))
+            except ValueError:
+                continue  # a template we cannot match cannot route a read
+            listed.append(item.model_copy(update={"name": _named(up.prefix, item.name)}))
+        self._templates = kept
+        return listed
+
+    def own_resource(self, uri: str) -> tuple[Resource, dict[str, Any]] | None:
+        static = self.own_static.get(uri)
+        if static is not None:
+            return static, {}
+        for r in self.own_templates:
+            parts = r.match(uri)
+            if parts is not None:
+                return r, parts
+        return None
+
+    async def upstream_of(self, uri: str) -> _Upstream | None:
+        ups = self.upstreams()
+        for attempt in range(2):
+            server = self._uri_owner.get(uri)
+            if server is None:
+                server = next((s for t, s in self._templates if t.match(uri) is not None), None)
+            if server is not None and server in ups:
+                return ups[server]
+            if attempt == 0:  # not seen yet: list again, once
+                await self.resources()
+                await self.templates()
+        return None
+
+    async def prompts(self) -> list[types.Prompt]:
+        listed = [p.listed() for p in self.own_prompts.values()]
+        owners: dict[str, tuple[str, str]] = {}
+        for up, item in await self._each("prompts", False):
+            name = _named(up.prefix, item.name)
+            if name in self.own_prompts or name in owners:
+                continue
+            owners[name] = (up.server, item.name)
+            listed.append(item.model_copy(update={"name": name}))
+        self._prompt_owner = owners
+        return listed
+
+    async def upstream_prompt(self, name: str) -> tuple[_Upstream, str] | None:
+        if name not in self._prompt_owner:
+            await self.prompts()
+        found = self._prompt_owner.get(name)
+        ups = self.upstreams()
+        if found is None or found[0] not in ups:
+            return None
+        return ups[found[0]], found[1]
+
+    async def complete(self, params: types.CompleteRequestParams) -> types.CompleteResult:
+        ref, argument = params.ref, params.argument
+        typed = str(argument.value or "")
+        context = dict(params.context.arguments or {}) if params.context else None
+        if isinstance(ref, types.PromptReference):
+            own = self.own_prompts.get(ref.name)
+            if own is not None:
+                values = [v for v in own.choices.get(argument.name, ()) if v.startswith(typed)]
+                return _completion(values)
+            found = await self.upstream_prompt(ref.name)
+            if found is not None:
+                up, original = found
+                with contextlib.suppress(MCPCallError):
+                    return await up.conn.complete(
+                        types.PromptReference(type="ref/prompt", name=original),
+                        {"name": argument.name, "value": typed},
+                        context,
+                    )
+        elif isinstance(ref, types.ResourceTemplateReference):
+            uri = str(ref.uri)
+            if not any(r.uri == uri for r in self.own_templates):
+                if not self._templates:
+                    await self.templates()
+                owner = next(
+                    (s for t, s in self._templates if str(getattr(t, "template", "")) == uri),
+                    None,
+                )
+                ups = self.upstreams()
+                if owner in ups:
+                    with contextlib.suppress(MCPCallError):
+                        return await ups[owner].conn.complete(
+                            ref, {"name": argument.name, "value": typed}, context
+                        )
+        return _completion([])
+
+    async def subscribe(self, ctx: Any, uri: str, on: bool) -> None:
+        """Remember (or forget) the client's interest in ``uri``; an upstream server's
+        resource is subscribed to (or not) upstream while anyone here wants it."""
+        try:
+            connection = _connection_of(ctx.session)
+        except AttributeError:
+            connection = None
+        watchers = self._subscribed.setdefault(uri, weakref.WeakSet())
+        with contextlib.suppress(TypeError):
+            if on and connection is not None:
+                watchers.add(connection)
+            elif connection is not None:
+                watchers.discard(connection)
+        if uri in self.own_static or self.own_resource(uri) is not None:
+            return
+        up = await self.upstream_of(uri)
+        if up is None:
+            if on:
+                raise MCPError(RESOURCE_NOT_FOUND, f"no resource {uri!r}")
+            return
+        if not on and watchers:
+            return  # another client still wants it
+        try:
+            await up.conn.subscribe(uri, on)
+        except MCPCallError as exc:
+            logger.info("%s", exc)  # a server that cannot subscribe: nothing to relay
+
+
+def _parse_template(text: str) -> Any:
+    from mcp.shared.uri_template import UriTemplate
+
+    return UriTemplate.parse(text)
+
+
+def _named(prefix: str, name: str) -> str:
+    return name if not prefix or name.startswith(prefix) else f"{prefix}{name}"
+
+
+def _completion(values: list[str]) -> types.CompleteResult:
+    return types.CompleteResult(
+        completion=types.Completion(
+            values=values[:_MAX_COMPLETIONS],
+            total=len(values),
+            has_more=len(values) > _MAX_COMPLETIONS,
+        )
+    )
+
+
+def _said(result: types.CallToolResult) -> str:
+    return " ".join(b.text for b in result.content if isinstance(b, types.TextContent))
 
 
 def _connection_of(session: Any) -> Any:
@@ -661,6 +1000,8 @@ def serve_mcp(
     plugins: PluginHost | None = None,
     max_request_bytes: int = MAX_REQUEST_BYTES,
     elicit: bool = True,
+    resources: Iterable[Resource] = (),
+    prompts: Iterable[Prompt] = (),
 ) -> None:
     """Serve ``toolset`` (assembled with the installed plugins) over MCP until stopped.
 
@@ -669,6 +1010,8 @@ def serve_mcp(
     ``token_env`` names an environment variable holding the bearer token HTTP clients
     must send. ``elicit``: ask the client's user to approve mutating and destructive
     calls when the client supports MCP elicitation (see :func:`build_server`).
+    ``resources`` and ``prompts``: the application's own, served beside those of the
+    upstream MCP servers (:func:`toolwire_mcp.resource`, :func:`toolwire_mcp.prompt`).
 
     The upstream MCP servers (the configured ones, and any in ``toolset``) are served
     from the serving event loop while it runs (:func:`connected`): a proxied call goes
@@ -679,7 +1022,14 @@ def serve_mcp(
 
     from toolwire_mcp._connection import connected
 
-    server = build_server(toolset, host=plugins, approve=approve, elicit=elicit)
+    server = build_server(
+        toolset,
+        host=plugins,
+        approve=approve,
+        elicit=elicit,
+        resources=resources,
+        prompts=prompts,
+    )
     _warn_sync_policies(plugins if plugins is not None else get_host())
     if transport == "stdio":
         from mcp.server.stdio import stdio_server
