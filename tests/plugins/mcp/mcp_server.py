@@ -86,6 +86,12 @@ def _tools() -> list[types.Tool]:
         ),
         types.Tool(name="nap", description="Sleeps `seconds`.", input_schema=OBJ, annotations=ro),
         types.Tool(
+            name="slow",
+            description="Works `seconds`, reporting progress every `every` seconds.",
+            input_schema=OBJ,
+            annotations=ro,
+        ),
+        types.Tool(
             name="files.read", description="A dotted name.", input_schema=OBJ, annotations=ro
         ),
         types.Tool(
@@ -185,6 +191,13 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         return types.CallToolResult(content=_text("warned"))
     if name == "pid":
         return types.CallToolResult(content=_text(str(os.getpid())))
+    if name == "slow":
+        seconds, every = float(args.get("seconds", 1)), float(args.get("every", 0.2))
+        steps = max(1, int(seconds / every))
+        for i in range(steps):
+            await anyio.sleep(every)
+            await ctx.session.report_progress(i + 1, steps, f"step {i + 1}")
+        return types.CallToolResult(content=_text("worked"))
     if name == "nap":
         await anyio.sleep(float(args.get("seconds", 1)))
         return types.CallToolResult(content=_text("rested"))

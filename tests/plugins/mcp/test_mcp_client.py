@@ -185,7 +185,7 @@ def test_a_command_that_does_not_exist_is_a_clear_error() -> None:
 def test_500_tools_over_several_pages(stdio_spec: Any) -> None:
     ts = mcp_toolset("big", stdio_spec(MCP_EXTRA_TOOLS="500", MCP_PAGE_SIZE="37"))
     names = [t.name for t in ts.tools()]
-    assert len(names) == 518
+    assert len(names) == 519
     assert names[-1] == "extra_499"
 
 
@@ -625,3 +625,66 @@ def test_a_servers_instructions_are_the_toolsets_description(stdio_spec: Any) ->
     # #26: server `instructions` available to the application (for its system prompt).
     ts = mcp_toolset("srv", stdio_spec())
     assert "Echo with `echo`; `add` adds two integers." == ts.description
+
+
+# -- progress: the idle deadline, the application's handler (#26) ----------------------------
+
+
+def test_progress_keeps_a_long_call_alive_and_reaches_the_application(
+    stdio_spec: Callable[..., ServerSpec],
+) -> None:
+    from toolwire_mcp import ProgressEvent, set_progress_handler
+
+    seen: list[ProgressEvent] = []
+    set_progress_handler(seen.append)
+    try:
+        ts = mcp_toolset("prog", stdio_spec("prog", timeout=1.0))
+        # 2 s of work, a progress notification every 0.2 s: past the 1 s idle deadline.
+        worked = _run(ts, "slow", {"seconds": 2, "every": 0.2})
+        silent = _run(ts, "nap", {"seconds": 2})  # the same 2 s in silence
+    finally:
+        set_progress_handler(None)
+    assert (False, "worked") == (worked.is_error, worked.content)
+    assert silent.is_error
+    assert "did not answer the call to `nap` within 1 s" in silent.content
+    assert [(i + 1, 10) for i in range(10)] == [(e.progress, e.total) for e in seen]
+    assert ("prog", "slow", "step 10") == (seen[-1].server, seen[-1].tool, seen[-1].message)
+
+
+def test_a_call_that_reports_progress_still_ends_at_max_call_time(
+    stdio_spec: Callable[..., ServerSpec],
+) -> None:
+    import attrs
+
+    spec = attrs.evolve(stdio_spec("bounded", timeout=1.0), max_call_time=1.5)
+    result = _run(mcp_toolset("bounded", spec), "slow", {"seconds": 5, "every": 0.2})
+    assert result.is_error
+    assert "did not finish the call to `slow` within 1.5 s (max_call_time)" in result.content
+
+
+def test_a_failing_progress_handler_is_not_the_calls_failure(
+    stdio_spec: Callable[..., ServerSpec], caplog: pytest.LogCaptureFixture
+) -> None:
+    from toolwire_mcp import set_progress_handler
+
+    def broken(event: Any) -> None:
+        raise RuntimeError("the screen is gone")
+
+    set_progress_handler(broken)
+    try:
+        result = _run(mcp_toolset("p2", stdio_spec("p2")), "slow", {"seconds": 0.4, "every": 0.2})
+    finally:
+        set_progress_handler(None)
+    assert (False, "worked") == (result.is_error, result.content)
+    assert "the progress handler failed" in caplog.text
+    with pytest.raises(TypeError, match="must be callable"):
+        set_progress_handler("print")  # type: ignore[arg-type]
+
+
+def test_max_call_time_is_configurable_and_checked(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    path.write_text(json.dumps({"mcpServers": {"s": {"command": "x", "maxCallTime": 30}}}))
+    assert 30.0 == load_config([path])["s"].max_call_time
+    path.write_text(json.dumps({"mcpServers": {"s": {"command": "x", "maxCallTime": "1h"}}}))
+    with pytest.raises(ConfigError, match="maxCallTime must be a positive number"):
+        load_config([path])

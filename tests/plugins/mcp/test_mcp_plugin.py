@@ -80,7 +80,7 @@ def test_plugins_lists_each_server_with_its_status_and_tool_count(here: Path, re
     assert 0 == done.returncode, done.stderr
     by_name = {p["name"]: p for p in json.loads(done.stdout)["plugins"]}
     line = by_name["mcp"]["plugin_status"]
-    assert line.startswith("srv ok (18 tools, stdio); broken failed (stdio): could not connect")
+    assert line.startswith("srv ok (19 tools, stdio); broken failed (stdio): could not connect")
 
 
 def test_a_malformed_entry_skips_that_server_naming_the_file_and_key(
@@ -145,3 +145,21 @@ def test_servers_whose_names_mangle_alike_lose_only_the_colliding_tools(
     names = [t["name"] for t in json.loads(done.stdout)["tools"]]
     assert 1 == names.count("a_b_echo")  # one server's, the other's left out
     assert "is `a_b_echo` once mounted, as a tool of server `a.b` is: left out" in done.stderr
+
+
+def test_toolwire_call_shows_an_mcp_servers_progress(here: Path, record: Path) -> None:
+    _configure(here, record, srv=_server(record))
+    done = _run(here, "call", "srv_slow", '{"seconds": 0.4, "every": 0.2}')
+    assert 0 == done.returncode, done.stdout + done.stderr
+    assert "worked" in done.stdout
+    assert "[srv] slow: 1/2 step 1\n[srv] slow: 2/2 step 2\n" in done.stderr
+
+
+def test_a_policy_decides_reads_of_an_mcp_servers_resources(here: Path, record: Path) -> None:
+    pytest.importorskip("toolwire_policy", reason="needs the toolwire-policy plugin installed")
+    _configure(here, record, srv=_server(record, MCP_RESOURCES="1"))
+    _policy(here, 'deny = ["srv_read_resource"]\n')
+    done = _run(here, "call", "srv_read_resource", '{"uri": "note://readme"}')
+    assert 1 == done.returncode
+    assert "not available" in done.stdout
+    assert [] == calls_in(record)

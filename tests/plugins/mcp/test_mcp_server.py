@@ -953,3 +953,25 @@ def test_only_an_approval_of_a_call_in_flight_is_answered_by_the_client() -> Non
             message=text, requested_schema={"type": "object"}, _meta=bad
         )
         assert "decline" == anyio.run(conn._on_elicit, None, params).action
+
+
+def test_an_upstream_servers_progress_reaches_the_gateways_client(
+    stdio_spec: Any,
+) -> None:
+    from toolwire_mcp import mcp_toolset
+
+    app = tw.Toolset("app").add(mcp_toolset("up", stdio_spec("up")), prefix="up_")
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total, message))
+
+    async def main() -> Any:
+        async with Client(build_server(app, host=_host())) as client:
+            return await client.call_tool(
+                "up_slow", {"seconds": 0.8, "every": 0.2}, progress_callback=on_progress
+            )
+
+    result = anyio.run(main)
+    assert "worked" == result.content[0].text
+    assert [(i, 4, f"step {i}") for i in range(1, 5)] == progress

@@ -1,8 +1,9 @@
-"""Asking the person at the terminal what an MCP server wants to know (elicitation).
+"""Asking the person at the terminal what an MCP server wants to know (elicitation),
+and showing them what it reports of its progress.
 
 ``toolwire call`` and ``toolwire chat`` install :func:`terminal_handler` when toolwire-mcp
 is installed and stdin is a terminal; a run that is not interactive keeps no handler,
-so every request is declined.
+so every request is declined. Progress goes to stderr either way (one line each).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
-__all__ = ["install_terminal_handler", "terminal_handler"]
+__all__ = ["install_terminal_handler", "progress_printer", "terminal_handler"]
 
 _YES = frozenset({"y", "yes", "true", "1"})
 _NO = frozenset({"n", "no", "false", "0"})
@@ -89,19 +90,34 @@ def _boolean(text: str) -> bool | None:
     return None
 
 
+def progress_printer(write: TextIO | None = None) -> Callable[[Any], None]:
+    """A progress handler that prints ``[server] tool: 3/10 message`` to stderr."""
+
+    def show(event: Any) -> None:
+        out = write if write is not None else sys.stderr
+        done = f"{event.progress:g}" + (f"/{event.total:g}" if event.total is not None else "")
+        message = " ".join(str(event.message or "").split())[:200]
+        out.write(f"[{event.server}] {event.tool}: {done}{' ' + message if message else ''}\n")
+        out.flush()
+
+    return show
+
+
 def install_terminal_handler(stdin: TextIO | None = None) -> bool:
-    """Answer MCP elicitation on this terminal, when toolwire-mcp is installed and stdin
-    is a terminal; True when it was installed."""
+    """Show MCP servers' progress on stderr, and answer their elicitation on this
+    terminal when stdin is one (toolwire-mcp installed); True when the questions are
+    asked here."""
+    try:
+        toolwire_mcp = importlib.import_module("toolwire_mcp")
+    except ImportError:
+        return False
+    toolwire_mcp.set_progress_handler(progress_printer())
     stream = stdin if stdin is not None else sys.stdin
     try:
         interactive = stream.isatty()
     except (AttributeError, ValueError):
         interactive = False
     if not interactive:
-        return False
-    try:
-        toolwire_mcp = importlib.import_module("toolwire_mcp")
-    except ImportError:
         return False
     toolwire_mcp.set_elicitation_handler(terminal_handler())
     return True

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         set_elicitation_handler,
     )
     from toolwire_mcp._handle import MCPServerHandle, mcp_server
+    from toolwire_mcp._progress import ProgressEvent, progress_handler, set_progress_handler
     from toolwire_mcp._served import Prompt, Resource, prompt, resource
     from toolwire_mcp._server import Elicited, MCPCallContext, build_server, serve_mcp
     from toolwire_mcp._toolset import MCPToolError, mcp_toolset, metadata_for
@@ -56,6 +57,9 @@ _LAZY = {
     "MCPConnectError": "toolwire_mcp._connection",
     "MCPToolError": "toolwire_mcp._toolset",
     "MCPServerHandle": "toolwire_mcp._handle",
+    "ProgressEvent": "toolwire_mcp._progress",
+    "progress_handler": "toolwire_mcp._progress",
+    "set_progress_handler": "toolwire_mcp._progress",
     "mcp_server": "toolwire_mcp._handle",
     "ServerSpec": "toolwire_mcp._config",
     "Prompt": "toolwire_mcp._served",
@@ -87,6 +91,7 @@ __all__ = [
     "MCPConnectError",
     "MCPServerHandle",
     "MCPToolError",
+    "ProgressEvent",
     "Prompt",
     "Resource",
     "ServerSpec",
@@ -100,10 +105,12 @@ __all__ = [
     "mcp_server",
     "mcp_toolset",
     "metadata_for",
+    "progress_handler",
     "prompt",
     "resource",
     "serve_mcp",
     "set_elicitation_handler",
+    "set_progress_handler",
     "trust_file",
     "untrust_file",
 ]

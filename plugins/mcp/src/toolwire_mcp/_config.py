@@ -43,6 +43,7 @@ _TRUST_FILE = "mcp-trust.json"
 _MAX_CONFIG_BYTES = 1 << 20  # a config file is small; a bigger one is a mistake
 _DEFAULT_TIMEOUT = 60.0
 _DEFAULT_CONNECT_TIMEOUT = 30.0
+_DEFAULT_MAX_CALL_TIME = 600.0
 
 
 class ConfigError(PluginError):
@@ -60,8 +61,10 @@ class ServerSpec:
     Either ``command`` (a stdio server: ``args``, ``env`` added to this process's
     environment, ``cwd``) or ``url`` (Streamable HTTP: ``headers``; ``bearer_token_env``
     names an environment variable holding a token sent as ``Authorization: Bearer``,
-    read when the connection opens). ``timeout`` bounds each tool call and each
-    ``tools/list`` page; ``connect_timeout`` bounds start-up and ``initialize``.
+    read when the connection opens). ``timeout`` bounds each request and each
+    ``tools/list`` page, and a tool call's silence: each progress notification the
+    server sends restarts it, up to ``max_call_time`` for the whole call (600 s);
+    ``connect_timeout`` bounds start-up and ``initialize``.
     ``annotations``: ``"trust"`` maps the server's tool annotations to effect,
     idempotency and the network capability; ``"ignore"`` treats every tool as a
     destructive, non-idempotent, open-world tool (what the spec says to assume of a
@@ -79,6 +82,7 @@ class ServerSpec:
     timeout: float = _DEFAULT_TIMEOUT
     connect_timeout: float = _DEFAULT_CONNECT_TIMEOUT
     annotations: Literal["trust", "ignore"] = "trust"
+    max_call_time: float = _DEFAULT_MAX_CALL_TIME
 
     def __attrs_post_init__(self) -> None:
         where = f"MCP server `{self.name}`"
@@ -88,7 +92,11 @@ class ServerSpec:
             raise ConfigError(f"{where}: give exactly one of `command` (stdio) or `url` (HTTP)")
         if self.url is not None and not self.url.startswith(("http://", "https://")):
             raise ConfigError(f"{where}: `url` must start with http:// or https://")
-        for value, what in ((self.timeout, "timeout"), (self.connect_timeout, "connect_timeout")):
+        for value, what in (
+            (self.timeout, "timeout"),
+            (self.connect_timeout, "connect_timeout"),
+            (self.max_call_time, "max_call_time"),
+        ):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise ConfigError(f"{where}: `{what}` must be a positive number of seconds")
         if self.annotations not in ("trust", "ignore"):
@@ -267,6 +275,7 @@ _KEYS = frozenset(
         "bearerTokenEnv",
         "timeout",
         "connectTimeout",
+        "maxCallTime",
         "annotations",
         "disabled",
         "description",
@@ -304,7 +313,11 @@ def spec_from_entry(name: str, entry: Any, source: str) -> ServerSpec | None:
         fields["env"] = _strs(entry["env"], f"{where}.env", kind="map")
     if "headers" in entry:
         fields["headers"] = _strs(entry["headers"], f"{where}.headers", kind="map")
-    for key, attr in (("timeout", "timeout"), ("connectTimeout", "connect_timeout")):
+    for key, attr in (
+        ("timeout", "timeout"),
+        ("connectTimeout", "connect_timeout"),
+        ("maxCallTime", "max_call_time"),
+    ):
         if key in entry:
             value = entry[key]
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:

@@ -43,6 +43,7 @@ from mcp.client.subscriptions import ListenNotSupportedError
 from toolwire.exceptions import ToolwireError, UsageError
 from toolwire_mcp._config import ServerSpec
 from toolwire_mcp._elicit import ElicitationRequest, answer, approval_asked
+from toolwire_mcp._progress import CALL_PROGRESS, ProgressEvent, report
 from toolwire_mcp._stdio import bounded_stdio_client
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
 logger = logging.getLogger("toolwire.mcp")
 
 _T = TypeVar("_T")
+Relay = Callable[[float, float | None, str | None], Awaitable[None]]
 _MAX_PAGES = 200  # tools/list pages; a server that pages forever is a broken server
 _MAX_TOOLS = 10_000
 _MAX_STDERR_LINE = 8192
@@ -559,14 +561,16 @@ class Connection:
             client = await self._ensure()
         return client
 
-    async def _call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    async def _call(
+        self, name: str, arguments: dict[str, Any], relay: Relay | None = None
+    ) -> types.CallToolResult:
         client = await self._fresh()
         self._last_used = time.monotonic()
         self._in_flight += 1
         key = (name, _canonical(arguments))
         self._calls[key] = self._calls.get(key, 0) + 1
         try:
-            return await self._send(client, name, arguments)
+            return await self._send(client, name, arguments, relay)
         finally:
             self._in_flight -= 1
             left = self._calls.pop(key, 1) - 1
@@ -575,21 +579,52 @@ class Connection:
             self._last_used = time.monotonic()
 
     async def _send(
-        self, client: Client, name: str, arguments: dict[str, Any]
+        self, client: Client, name: str, arguments: dict[str, Any], relay: Relay | None = None
     ) -> types.CallToolResult:
         timeout = self.spec.timeout
+        limit = self.spec.max_call_time
         server = self.spec.name
+        started = heard = time.monotonic()
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            nonlocal heard
+            heard = time.monotonic()  # a server that reports progress is working
+            self._last_used = heard
+            await report(ProgressEvent(server, name, progress, total, message), relay)
+
+        # A progress token on every call (the SDK adds one with the callback). The SDK
+        # holds the call to the overall limit; the idle deadline, moved on by each
+        # progress notification, is kept here. (The call runs as a task of its own: a
+        # deadline that cancels this task, asyncio.timeout, is absorbed by the SDK's
+        # anyio cancel scopes.)
+        sending = asyncio.ensure_future(
+            client.call_tool(
+                name, arguments, read_timeout_seconds=limit, progress_callback=on_progress
+            )
+        )
         try:
-            # The SDK holds the call to read_timeout_seconds (REQUEST_TIMEOUT below); the
-            # outer deadline of call_sync/_result covers a connection that stops answering.
-            result = await client.call_tool(name, arguments, read_timeout_seconds=timeout)
+            while not sending.done():
+                now = time.monotonic()
+                left = min(heard + timeout, started + limit) - now
+                if left <= 0:
+                    if now >= started + limit:
+                        raise MCPCallError(
+                            f"MCP server `{server}` did not finish the call to `{name}` within "
+                            f"{limit:g} s (max_call_time)"
+                        )
+                    raise MCPCallError(
+                        f"MCP server `{server}` did not answer the call to `{name}` within "
+                        f"{timeout:g} s" + (" of its last progress" if heard > started else "")
+                    )
+                await asyncio.wait({sending}, timeout=left)
+            result = sending.result()
             self._last_used = time.monotonic()
             return result
         except MCPError as exc:
             if exc.code == types.REQUEST_TIMEOUT:
                 raise MCPCallError(
-                    f"MCP server `{server}` did not answer the call to `{name}` within "
-                    f"{timeout:g} s"
+                    f"MCP server `{server}` did not finish the call to `{name}` within "
+                    f"{limit:g} s (max_call_time)"
                 ) from None
             if exc.code == types.CONNECTION_CLOSED:
                 await self._stop()
@@ -600,6 +635,8 @@ class Connection:
             raise MCPCallError(
                 f"MCP server `{server}` refused the call to `{name}`: {exc.error.message}"
             ) from None
+        except MCPCallError:
+            raise  # a deadline above: it says so already
         except RuntimeError as exc:
             # The SDK checks structuredContent against the tool's outputSchema and raises this.
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -610,6 +647,11 @@ class Connection:
                 f"MCP server `{server}` failed during the call to `{name}` ({_describe(exc)}); "
                 f"it is reconnected on the next call"
             ) from None
+        finally:
+            if not sending.done():
+                sending.cancel()  # the SDK tells the server (notifications/cancelled)
+                with contextlib.suppress(BaseException):
+                    await sending
 
     # -- the API for any thread or loop --------------------------------------------------------
 
@@ -647,13 +689,16 @@ class Connection:
         return await self._routed(_list_op)
 
     def call_sync(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        return self._routed_sync(lambda conn: conn._call(name, arguments), self._deadline())
+        return self._routed_sync(
+            lambda conn: conn._call(name, arguments), self._deadline(call=True)
+        )
 
     async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+        relay = CALL_PROGRESS.get()  # read here: the call may go on to another loop
         local = self._local  # inline, not _routed: this is every tool call's path
         if local is not None and local._home is asyncio.get_running_loop():
-            return await local._call(name, arguments)
-        return await self._routed(lambda conn: conn._call(name, arguments))
+            return await local._call(name, arguments, relay)
+        return await self._routed(lambda conn: conn._call(name, arguments, relay))
 
     # resources, prompts, completion: the same routing as calls.
 
@@ -700,8 +745,8 @@ class Connection:
         with contextlib.suppress(Exception):
             self._submit(self._stop()).result(_CLOSE_TIMEOUT * 2 + 1)
 
-    def _deadline(self, *, pages: bool = False) -> float:
-        per = self.spec.timeout + 1.0
+    def _deadline(self, *, pages: bool = False, call: bool = False) -> float:
+        per = (self.spec.max_call_time if call else self.spec.timeout) + 1.0
         return self.spec.connect_timeout + (per * _MAX_PAGES if pages else per) + _CLOSE_TIMEOUT
 
 

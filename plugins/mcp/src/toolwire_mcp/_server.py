@@ -71,6 +71,7 @@ from toolwire.exceptions import UsageError
 from toolwire_mcp._connection import Connection, MCPCallError
 from toolwire_mcp._elicit import APPROVAL_META, approval_question
 from toolwire_mcp._elicit import APPROVE_SCHEMA as _APPROVE_SCHEMA
+from toolwire_mcp._progress import CALL_PROGRESS
 from toolwire_mcp._served import Prompt, Resource, check_served
 from toolwire_mcp._toolset import RAW_READS, connection_named, on_toolsets_changed
 
@@ -484,9 +485,13 @@ def build_server(
             plugins=plugins,
             injected={"mcp": MCPCallContext(ctx)},
         )
+        # An upstream server's progress on the call goes on to this client, as progress
+        # of its own call.
+        relay = CALL_PROGRESS.set(MCPCallContext(ctx).progress)
         try:
             run = await executor.aexecute_and_commit(plan)
         finally:
+            CALL_PROGRESS.reset(relay)
             executor.close()
         last = session.last
         if run.pending and asked:

@@ -138,7 +138,8 @@ def tools_from(conn: Connection, listed: Sequence[types.Tool]) -> list[Any]:
                 metadata=metadata_for(
                     t.annotations,
                     trust=spec.annotations == "trust",
-                    timeout=spec.timeout,
+                    # The connection's own deadlines answer first (idle, then the whole).
+                    timeout=spec.max_call_time,
                     server=spec.name,
                 ),
                 output_schema=t.output_schema,
