@@ -409,3 +409,15 @@ def test_the_cli_serves_resources_and_prompts_and_refuses_a_wrong_attribute(
             return read.contents[0].text, got.messages[0].content.text
 
     assert ("hi", "Tell me about MCP") == anyio.run(main)
+
+
+def test_a_server_with_the_capability_and_no_resource_gets_no_read_tool() -> None:
+    # The SDK's MCPServer declares resources always (mcp-server-time, mcp-server-git).
+    from toolwire_mcp._toolset import _known, _with_resources
+
+    conn = object()
+    assert [] == _with_resources(conn, [], [], [])  # type: ignore[arg-type]
+    # A listing that failed: the tool stays (reads may work), saying the list is unknown.
+    resources, templates = _known(None, [])
+    assert [] == resources
+    assert "could not be read" in templates[0].uri_template

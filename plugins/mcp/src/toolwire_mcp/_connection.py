@@ -87,6 +87,10 @@ class MCPCallError(ToolwireError, RuntimeError):
     """A call to the MCP server failed: no answer in time, the connection broke, or the
     server answered with a protocol error (the message says which)."""
 
+    #: The message names the server and says what happened: an error result shows it
+    #: alone, not the class name.
+    toolwire_plain = True
+
 
 def _leaf(exc: BaseException) -> BaseException:
     """The first real exception inside anyio's exception groups."""

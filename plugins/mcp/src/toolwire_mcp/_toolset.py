@@ -158,6 +158,16 @@ _MAX_LISTED = 25  # resources named in the read tool's description
 _MAX_LINE = 200
 
 
+@attrs.frozen
+class _Unlisted:
+    uri_template: str = "(the server's list could not be read)"
+    name: str | None = None
+    description: str | None = None
+
+
+_UNLISTED = _Unlisted()
+
+
 def _line(uri: str, name: str | None, description: str | None) -> str:
     text = f"- {uri}"
     if name and name != uri:
@@ -233,6 +243,10 @@ def _with_resources(
 ) -> list[Any]:
     if resources is None:
         return tools
+    if not resources and not templates:
+        # The capability without a resource (the SDK's MCPServer always declares it):
+        # a tool that can read nothing is only noise for the model.
+        return tools
     if any(getattr(t, "name", None) == READ_TOOL for t in tools):
         logger.info(
             "MCP server `%s` has a tool named %s: its resources are read through it",
@@ -250,8 +264,8 @@ def members_sync(conn: Connection) -> list[Any]:
     if "resources" not in conn.capabilities_sync():
         return tools
     resources = _or_none(conn.listing_sync, "resources")
-    templates = _or_none(conn.listing_sync, "templates") or []
-    return _with_resources(conn, tools, resources if resources is not None else [], templates)
+    templates = _or_none(conn.listing_sync, "templates")
+    return _with_resources(conn, tools, *_known(resources, templates))
 
 
 async def members(conn: Connection) -> list[Any]:
@@ -260,8 +274,16 @@ async def members(conn: Connection) -> list[Any]:
     if "resources" not in await conn.capabilities():
         return tools
     resources = await _or_none_async(conn.listing, "resources")
-    templates = await _or_none_async(conn.listing, "templates") or []
-    return _with_resources(conn, tools, resources if resources is not None else [], templates)
+    templates = await _or_none_async(conn.listing, "templates")
+    return _with_resources(conn, tools, *_known(resources, templates))
+
+
+def _known(resources: list[Any] | None, templates: list[Any] | None) -> tuple[list[Any], list[Any]]:
+    """What the read tool's description lists. A listing that failed leaves the tool
+    (the server has resources, and reads may work) with a note in place of the list."""
+    if resources is None or templates is None:
+        return [*(resources or [])], [*(templates or []), _UNLISTED]
+    return resources, templates
 
 
 def _or_none(fetch: Callable[[str], list[Any]], what: str) -> list[Any] | None:
