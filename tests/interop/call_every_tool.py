@@ -16,7 +16,7 @@ import sys
 import time
 
 import toolwire as tw
-from toolwire_mcp import ServerSpec, close_all, mcp_toolset, set_elicitation_handler
+from toolwire_mcp import ServerSpec, close_all, mcp_server, mcp_toolset, set_elicitation_handler
 
 sys.path.insert(0, __file__.rsplit("/", 2)[0] + "/conformance")
 from client import example
@@ -45,9 +45,18 @@ def main() -> int:
     given = dict(a.split("=", 1) for a in opts.args)
     values = {k: json.loads(v) for k, v in (a.split("=", 1) for a in opts.value)}
     set_elicitation_handler(lambda request: True)
-    spec = ServerSpec(opts.name, command=command[0], args=tuple(command[1:]), timeout=60)
+    if len(command) == 1 and command[0].startswith("http://"):  # Streamable HTTP
+        spec = ServerSpec(opts.name, url=command[0], timeout=60)
+    else:
+        spec = ServerSpec(opts.name, command=command[0], args=tuple(command[1:]), timeout=60)
     tools = mcp_toolset(opts.name, spec, annotations="trust")
     print(f"{opts.name}: {len(tools.tools())} tools")
+    if tools.get("read_resource") is not None and "read_resource" not in given:
+        # The model reads a resource the server lists: the first one.
+        listed = mcp_server(tools).resources()
+        print(f"{opts.name}: {len(listed)} resources")
+        if listed:
+            given["read_resource"] = json.dumps({"uri": str(listed[0].uri)})
     if opts.idle:
         time.sleep(opts.idle)  # a gap longer than any keep-alive
     executor = tw.Executor(tools=tools, plugins=False, approval=lambda request: tw.Allow())

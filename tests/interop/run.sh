@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Real MCP servers nobody here wrote, each listed and every tool called through
-# toolwire-mcp: @modelcontextprotocol/server-everything and server-filesystem (npm),
+# toolwire-mcp: @modelcontextprotocol/server-everything (stdio and Streamable HTTP) and
+# server-filesystem (npm),
 # mcp-server-time and mcp-server-git (PyPI), installed here into a temporary directory.
+# Then real MCP clients nobody here wrote against the toolwire gateway (clients.py): the
+# MCP Inspector's CLI, the TypeScript SDK's client (npm) and pydantic-ai (PyPI, in a
+# virtual environment of its own).
 # The calls run in a network namespace holding only loopback: no server reaches out.
 # mcp-server-time is called after an idle gap longer than the client's keep-alive check.
 set -euo pipefail
@@ -18,9 +22,12 @@ if [ "${1:-}" != "--inside" ]; then
   trap 'rm -rf "$WORK"' EXIT
   node "$NODE_HOME/lib/node_modules/npm/bin/npm-cli.js" install --no-audit --no-fund --silent \
     --prefix "$WORK" "@modelcontextprotocol/server-everything@2026.8.31" \
-    "@modelcontextprotocol/server-filesystem"
+    "@modelcontextprotocol/server-filesystem" "@modelcontextprotocol/inspector@2.12.0" \
+    "@modelcontextprotocol/sdk@1.32.2"
   "${UV[@]}" venv -q "$WORK/servers"
   "${UV[@]}" pip install -q -p "$WORK/servers/bin/python" mcp-server-time mcp-server-git
+  "${UV[@]}" venv -q "$WORK/clients"
+  "${UV[@]}" pip install -q -p "$WORK/clients/bin/python" "pydantic-ai-slim[mcp]==2.68.0"
   unshare --net -- bash "$HERE/run.sh" --inside "$WORK"
   exit $?
 fi
@@ -39,6 +46,24 @@ status=0
 run() { "$PY" "$HERE/call_every_tool.py" "$@" || status=1; }
 # gzip-file-as-resource fetches a URL from the internet by default: not called offline.
 run everything --skip gzip-file-as-resource -- node "$WORK/node_modules/.bin/mcp-server-everything" stdio
+# The same server over Streamable HTTP (it listens on every interface: this namespace
+# holds only loopback).
+PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+PORT=$PORT node "$WORK/node_modules/.bin/mcp-server-everything" streamableHttp >"$WORK/everything-http.log" 2>&1 &
+EVERYTHING=$!
+"$PY" - "$PORT" <<'PYEOF'
+import socket, sys, time
+deadline = time.monotonic() + 60
+while time.monotonic() < deadline:
+    try:
+        socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1).close()
+        sys.exit(0)
+    except OSError:
+        time.sleep(0.2)
+sys.exit("server-everything (HTTP) did not start within 60 s")
+PYEOF
+run everything-http --skip gzip-file-as-resource -- "http://127.0.0.1:$PORT/mcp"
+kill "$EVERYTHING" 2>/dev/null || true
 run filesystem --value path='"'"$WORK"'/files/notes.txt"' \
   --value paths='["'"$WORK"'/files/notes.txt"]' --value source='"'"$WORK"'/files/notes.txt"' \
   --value destination='"'"$WORK"'/files/moved.txt"' --value pattern='"*.txt"' \
@@ -53,4 +78,5 @@ run time --idle 6 --value timezone='"UTC"' --value source_timezone='"UTC"' \
 run git --value repo_path='"'"$WORK"'/repo"' --value files='["README.md"]' \
   --value branch_name='"feature"' --value target='"HEAD"' --value revision='"HEAD"' \
   -- "$WORK/servers/bin/mcp-server-git" --repository "$WORK/repo"
+"$PY" "$HERE/clients.py" "$WORK" "$WORK/node_modules" "$WORK/clients/bin/python" || status=1
 exit $status

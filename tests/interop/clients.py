@@ -1,0 +1,178 @@
+"""MCP clients nobody here wrote against the toolwire gateway (#26): the MCP Inspector's
+CLI, the official TypeScript SDK's client and pydantic-ai's MCPToolset, each listing
+tools, calling one with structured output, one the user approves through elicitation
+(where the client can ask) and one the organisation's policy denies, and reading a
+resource and a prompt. The Python SDK's own Client is the gateway's test suite's.
+
+Usage: clients.py WORKDIR NODE_MODULES PAI_PYTHON; run by run.sh, offline.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+FAILED: list[str] = []
+
+
+def check(what: str, ok: bool, seen: Any) -> None:
+    print(f"  {'ok ' if ok else 'FAIL'} {what}" + ("" if ok else f": saw {seen!r}"))
+    if not ok:
+        FAILED.append(what)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_gateway(work: Path) -> tuple[subprocess.Popen[bytes], str]:
+    config = work / "client-config"
+    (config / "toolwire").mkdir(parents=True, exist_ok=True)
+    (config / "toolwire" / "policy.toml").write_text('deny = ["shred"]\n')
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    env.update(XDG_CONFIG_HOME=str(config), PYTHONPATH=str(HERE))
+    log = (work / "gateway-clients.log").open("wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toolwire", "mcp", "serve", "--transport", "http",
+         "--port", str(port), "--app", "gateway_app:tools",
+         "--resources", "gateway_app:resources", "--prompts", "gateway_app:prompts"],
+        cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return proc, f"http://127.0.0.1:{port}/mcp"
+        except OSError:
+            time.sleep(0.2)
+    proc.kill()
+    sys.exit("the gateway did not start within 60 s")
+
+
+def run(args: list[str], cwd: Path) -> str:
+    done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0 and not done.stdout.strip():
+        return f"<exit {done.returncode}: {done.stderr.strip()[:800]}>"
+    return done.stdout
+
+
+def as_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return {"unparsed": text[-500:]}
+
+
+def inspector(modules: Path, url: str) -> None:
+    print("MCP Inspector CLI:")
+    base = ["node", str(modules / ".bin" / "mcp-inspector"), "--cli", url]
+    listed = as_json(run([*base, "--method", "tools/list"], modules.parent))
+    tools = {t["name"]: t for t in listed.get("tools", [])}
+    check(
+        "tools/list shows add with its output schema",
+        "outputSchema" in tools.get("add", {}),
+        sorted(tools),
+    )
+    check("the policy-denied tool is not listed", "shred" not in tools, sorted(tools))
+    added = as_json(
+        run(
+            [*base, "--method", "tools/call", "--tool-name", "add", "--tool-arg", "a=2", "b=3"],
+            modules.parent,
+        )
+    )
+    check("add returns structuredContent", added.get("structuredContent") == {"total": 5}, added)
+    # The CLI cannot ask a user: the destructive call is denied, not run.
+    wiped = run(
+        [*base, "--method", "tools/call", "--tool-name", "wipe", "--tool-arg", "target=db"],
+        modules.parent,
+    )
+    check(
+        "wipe, with nobody to ask, is denied",
+        "approval denied" in wiped and "wiped db" not in wiped,
+        wiped[-300:],
+    )
+    read = as_json(
+        run([*base, "--method", "resources/read", "--uri", "app://readme"], modules.parent)
+    )
+    check("resources/read", read.get("contents", [{}])[0].get("text") == "read me first", read)
+    got = as_json(
+        run(
+            [
+                *base,
+                "--method",
+                "prompts/get",
+                "--prompt-name",
+                "greet",
+                "--prompt-args",
+                "who=Ada",
+            ],
+            modules.parent,
+        )
+    )
+    text = got.get("messages", [{}])[0].get("content", {}).get("text")
+    check("prompts/get", text == "Say hello to Ada", got)
+
+
+def client_report(name: str, out: str) -> None:
+    print(f"{name}:")
+    seen = as_json(out.strip().splitlines()[-1] if out.strip() else out)
+    if "unparsed" in seen:
+        print(f"  (its output: {out[-1500:]!r})")
+    tools = dict(seen.get("tools", []))
+    check("tools/list shows add with its output schema", tools.get("add") is True, tools)
+    check(
+        "add returns structuredContent", seen.get("add") == [False, {"total": 5}], seen.get("add")
+    )
+    check(
+        "wipe runs once the user approves (elicitation)",
+        seen.get("wipe") == [False, "wiped db"] and seen.get("asked") == 1,
+        (seen.get("wipe"), seen.get("asked")),
+    )
+    shred = seen.get("shred") or [False, ""]
+    check(
+        "the policy-denied call is an error and does not run",
+        shred[0] is True and "shredded" not in str(shred[1]),
+        shred,
+    )
+    check("resources/read", "read me first" in str(seen.get("resource")), seen.get("resource"))
+    check("prompts/get", seen.get("prompt") == "Say hello to Ada", seen.get("prompt"))
+
+
+def main() -> int:
+    work, modules, pai_python = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+    gateway, url = start_gateway(work)
+    try:
+        inspector(modules, url)
+        # Beside node_modules: node resolves the SDK from the script's own directory.
+        script = modules.parent / "ts_client.mjs"
+        script.write_text((HERE / "ts_client.mjs").read_text())
+        client_report("TypeScript SDK client", run(["node", str(script), url], modules.parent))
+        client_report(
+            "pydantic-ai MCPToolset", run([pai_python, str(HERE / "pai_client.py"), url], work)
+        )
+    finally:
+        gateway.terminate()
+        try:
+            gateway.wait(15)
+        except subprocess.TimeoutExpired:
+            gateway.kill()
+    if FAILED:
+        print(f"real clients: {len(FAILED)} check(s) failed; the gateway's log:")
+        print((work / "gateway-clients.log").read_text()[-3000:])
+        return 1
+    print("real clients: every check passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
