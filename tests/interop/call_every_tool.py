@@ -12,11 +12,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 
 import toolwire as tw
-from toolwire_mcp import ServerSpec, close_all, mcp_server, mcp_toolset, set_elicitation_handler
+from toolwire.providers.test import TestProvider
+from toolwire_mcp import (
+    ServerSpec,
+    close_all,
+    enable_sampling,
+    mcp_server,
+    mcp_toolset,
+    set_elicitation_handler,
+    set_roots,
+)
 
 sys.path.insert(0, __file__.rsplit("/", 2)[0] + "/conformance")
 from client import example
@@ -45,6 +55,9 @@ def main() -> int:
     given = dict(a.split("=", 1) for a in opts.args)
     values = {k: json.loads(v) for k, v in (a.split("=", 1) for a in opts.value)}
     set_elicitation_handler(lambda request: True)
+    # Sampling answered offline, under the (absent) policy; roots: the working directory.
+    enable_sampling(TestProvider(), max_tokens=1000, plugins=tw.PluginHost(autoload=False))
+    set_roots([os.getcwd()])
     if len(command) == 1 and command[0].startswith("http://"):  # Streamable HTTP
         spec = ServerSpec(opts.name, url=command[0], timeout=60)
     else:

@@ -86,6 +86,12 @@ def _tools() -> list[types.Tool]:
         ),
         types.Tool(name="nap", description="Sleeps `seconds`.", input_schema=OBJ, annotations=ro),
         types.Tool(
+            name="ask_model",
+            description="Asks the client's model (sampling) and the client's roots.",
+            input_schema=OBJ,
+            annotations=ro,
+        ),
+        types.Tool(
             name="slow",
             description="Works `seconds`, reporting progress every `every` seconds.",
             input_schema=OBJ,
@@ -191,6 +197,8 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         return types.CallToolResult(content=_text("warned"))
     if name == "pid":
         return types.CallToolResult(content=_text(str(os.getpid())))
+    if name == "ask_model":
+        return await _ask_model(ctx, params, args)
     if name == "slow":
         seconds, every = float(args.get("seconds", 1)), float(args.get("every", 0.2))
         steps = max(1, int(seconds / every))
@@ -208,6 +216,38 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         sys.stderr.flush()
         os._exit(3)
     return types.CallToolResult(content=_text(f"called {params.name}"))
+
+
+async def _ask_model(
+    ctx: Any, params: types.CallToolRequestParams, args: dict[str, Any]
+) -> types.CallToolResult | types.InputRequiredResult:
+    """Sampling, as each protocol allows: mid-call over a back-channel (before
+    2026-07-28), else as an input request in the result, answered on the retry."""
+    question = types.SamplingMessage(
+        role="user", content=types.TextContent(type="text", text=str(args.get("q", "hi")))
+    )
+    tokens = int(args.get("max_tokens", 50))
+    answered = (params.input_responses or {}).get("sample")
+    if answered is None and ctx.session.can_send_request:
+        try:
+            answered = await ctx.session.create_message(
+                [question], max_tokens=tokens, system_prompt="Be brief."
+            )
+        except MCPError as exc:
+            return types.CallToolResult(content=_text(f"refused: {exc.error.message}"))
+        roots = await ctx.session.list_roots() if args.get("roots") else None
+        listed = [str(r.uri) for r in roots.roots] if roots else []
+        return types.CallToolResult(content=_text(f"model said: {answered.content.text} {listed}"))
+    if answered is None:
+        request = types.CreateMessageRequest(
+            params=types.CreateMessageRequestParams(
+                messages=[question], max_tokens=tokens, system_prompt="Be brief."
+            )
+        )
+        return types.InputRequiredResult(input_requests={"sample": request}, request_state="s")
+    content = answered.get("content") if isinstance(answered, dict) else answered.content
+    text = content.get("text") if isinstance(content, dict) else content.text
+    return types.CallToolResult(content=_text(f"model said: {text}"))
 
 
 # -- resources and prompts (MCP_RESOURCES=1) -------------------------------------------------

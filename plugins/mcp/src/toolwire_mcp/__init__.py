@@ -21,6 +21,13 @@ from toolwire.adapters import lazy_exports as _lazy_exports
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from toolwire_mcp._client_features import (
+        disable_sampling,
+        enable_sampling,
+        roots,
+        sampling_enabled,
+        set_roots,
+    )
     from toolwire_mcp._config import (
         CONFIG_ENV,
         ConfigError,
@@ -46,6 +53,11 @@ if TYPE_CHECKING:
 # The plugin module (imported at discovery) must stay cheap: nothing here imports the SDK
 # until one of these names is read.
 _LAZY = {
+    "disable_sampling": "toolwire_mcp._client_features",
+    "enable_sampling": "toolwire_mcp._client_features",
+    "roots": "toolwire_mcp._client_features",
+    "sampling_enabled": "toolwire_mcp._client_features",
+    "set_roots": "toolwire_mcp._client_features",
     "CONFIG_ENV": "toolwire_mcp._config",
     "ConfigError": "toolwire_mcp._config",
     "ElicitationRequest": "toolwire_mcp._elicit",
@@ -99,7 +111,9 @@ __all__ = [
     "close_all",
     "config_paths",
     "connected",
+    "disable_sampling",
     "elicitation_handler",
+    "enable_sampling",
     "load_config",
     "load_config_report",
     "mcp_server",
@@ -108,9 +122,12 @@ __all__ = [
     "progress_handler",
     "prompt",
     "resource",
+    "roots",
+    "sampling_enabled",
     "serve_mcp",
     "set_elicitation_handler",
     "set_progress_handler",
+    "set_roots",
     "trust_file",
     "untrust_file",
 ]

@@ -41,6 +41,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
 
 from toolwire.exceptions import ToolwireError, UsageError
+from toolwire_mcp._client_features import answer_sampling, roots, sampling_enabled
 from toolwire_mcp._config import ServerSpec
 from toolwire_mcp._elicit import ElicitationRequest, answer, approval_asked
 from toolwire_mcp._progress import CALL_PROGRESS, ProgressEvent, report
@@ -300,6 +301,14 @@ class Connection:
         action, content = await answer(request)
         return types.ElicitResult(action=action, content=content)
 
+    async def _on_sample(
+        self, context: Any, params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.ErrorData:
+        return await answer_sampling(self.spec.name, params)
+
+    async def _on_roots(self, context: Any) -> types.ListRootsResult:
+        return types.ListRootsResult(roots=list(roots()))
+
     def _in_flight_call(self, tool: str, arguments: Any) -> bool:
         """Whether this connection is calling ``tool`` with ``arguments`` now."""
         return isinstance(arguments, dict) and (tool, _canonical(arguments)) in self._calls
@@ -319,6 +328,13 @@ class Connection:
 
     async def _run(self, ready: asyncio.Future[Client], closing: asyncio.Event) -> None:
         try:
+            # Sampling and roots are offered only when the application set them up
+            # (a capability declared is a promise to answer).
+            offered: dict[str, Any] = {}
+            if sampling_enabled(self.spec.name):
+                offered["sampling_callback"] = self._on_sample
+            if roots():
+                offered["list_roots_callback"] = self._on_roots
             client = Client(
                 self._transport(),
                 read_timeout_seconds=self.spec.timeout,
@@ -326,6 +342,7 @@ class Connection:
                 elicitation_callback=self._on_elicit,
                 logging_callback=self._on_log,
                 log_level="info",  # 2026-07-28 servers log only to requests that opt in
+                **offered,
             )
             async with client:
                 if not ready.done():
