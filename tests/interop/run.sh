@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Real MCP servers nobody here wrote, each listed and every tool called through
-# toolwire-mcp: @modelcontextprotocol/server-everything (stdio and Streamable HTTP) and
+# toolwire-mcp: @modelcontextprotocol/server-everything (stdio, Streamable HTTP and SSE) and
 # server-filesystem (npm),
 # mcp-server-time and mcp-server-git (PyPI), installed here into a temporary directory.
 # Then real MCP clients nobody here wrote against the toolwire gateway (clients.py): the
@@ -46,12 +46,14 @@ status=0
 run() { "$PY" "$HERE/call_every_tool.py" "$@" || status=1; }
 # gzip-file-as-resource fetches a URL from the internet by default: not called offline.
 run everything --skip gzip-file-as-resource -- node "$WORK/node_modules/.bin/mcp-server-everything" stdio
-# The same server over Streamable HTTP (it listens on every interface: this namespace
-# holds only loopback).
-PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-PORT=$PORT node "$WORK/node_modules/.bin/mcp-server-everything" streamableHttp >"$WORK/everything-http.log" 2>&1 &
-EVERYTHING=$!
-"$PY" - "$PORT" <<'PYEOF'
+# The same server over Streamable HTTP and over the legacy HTTP+SSE transport (it listens
+# on every interface: this namespace holds only loopback).
+over_http() {  # MODE PATH
+  local port pid
+  port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  PORT=$port node "$WORK/node_modules/.bin/mcp-server-everything" "$1" >"$WORK/everything-$1.log" 2>&1 &
+  pid=$!
+  "$PY" - "$port" <<'PYEOF'
 import socket, sys, time
 deadline = time.monotonic() + 60
 while time.monotonic() < deadline:
@@ -60,10 +62,13 @@ while time.monotonic() < deadline:
         sys.exit(0)
     except OSError:
         time.sleep(0.2)
-sys.exit("server-everything (HTTP) did not start within 60 s")
+sys.exit("server-everything over HTTP did not start within 60 s")
 PYEOF
-run everything-http --skip gzip-file-as-resource -- "http://127.0.0.1:$PORT/mcp"
-kill "$EVERYTHING" 2>/dev/null || true
+  run "everything-$1" --skip gzip-file-as-resource -- "http://127.0.0.1:$port$2"
+  kill "$pid" 2>/dev/null || true
+}
+over_http streamableHttp /mcp
+over_http sse /sse
 run filesystem --value path='"'"$WORK"'/files/notes.txt"' \
   --value paths='["'"$WORK"'/files/notes.txt"]' --value source='"'"$WORK"'/files/notes.txt"' \
   --value destination='"'"$WORK"'/files/moved.txt"' --value pattern='"*.txt"' \

@@ -16,6 +16,7 @@ import toolwire as tw
 from toolwire.providers.test import TestProvider
 from toolwire_mcp import (
     ServerSpec,
+    close_all,
     disable_sampling,
     enable_sampling,
     mcp_toolset,
@@ -194,3 +195,65 @@ def test_roots_are_offered_as_the_application_sets_them(tmp_path: Path) -> None:
     conn = Connection(ServerSpec("r", command="true"))
     listed = anyio.run(conn._on_roots, None)
     assert [tmp_path.as_uri(), "file:///srv/data/"] == [str(r.uri) for r in listed.roots]
+
+
+# -- the legacy HTTP+SSE transport -----------------------------------------------------------
+
+SSE_SERVER = """
+import sys
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("old")
+
+
+@server.tool()
+def shout(text: str) -> str:
+    return text.upper()
+
+
+server.run("sse", host="127.0.0.1", port=int(sys.argv[1]))
+"""
+
+
+def test_a_server_on_the_legacy_sse_transport_works(tmp_path: Path) -> None:
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from toolwire_mcp import load_config
+
+    (tmp_path / "old_server.py").write_text(SSE_SERVER)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, str(tmp_path / "old_server.py"), str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        url = f"http://127.0.0.1:{port}/sse"
+        assert "sse" == ServerSpec("old", url=url).transport  # told by the path
+        ts = mcp_toolset("old", url)
+        result = tw.Executor(tools=ts, plugins=False).execute(
+            tw.ToolCall("c1", "shout", '{"text": "hi"}')
+        )
+        # MCPServer gives a str result an output schema: its structured content is the output.
+        assert (False, '{"result": "HI"}') == (result.is_error, result.content)
+    finally:
+        close_all()  # before the server goes: no broken stream to report
+        proc.terminate()
+        proc.wait(10)
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"a": {"url": "http://h/x", "type": "sse"}}}))
+    assert "sse" == load_config([config])["a"].transport
+    config.write_text(json.dumps({"mcpServers": {"a": {"url": "http://h/sse", "type": "http"}}}))
+    assert "http" == load_config([config])["a"].transport  # said: not guessed

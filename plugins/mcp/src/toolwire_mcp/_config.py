@@ -83,6 +83,9 @@ class ServerSpec:
     connect_timeout: float = _DEFAULT_CONNECT_TIMEOUT
     annotations: Literal["trust", "ignore"] = "trust"
     max_call_time: float = _DEFAULT_MAX_CALL_TIME
+    #: The legacy HTTP+SSE transport (2024-11-05: a GET ``/sse`` stream and POSTed
+    #: messages) instead of Streamable HTTP; None: when the URL's path ends in ``/sse``.
+    sse: bool | None = None
 
     def __attrs_post_init__(self) -> None:
         where = f"MCP server `{self.name}`"
@@ -103,8 +106,15 @@ class ServerSpec:
             raise ConfigError(f"{where}: `annotations` must be 'trust' or 'ignore'")
 
     @property
-    def transport(self) -> Literal["stdio", "http"]:
-        return "stdio" if self.command is not None else "http"
+    def transport(self) -> Literal["stdio", "http", "sse"]:
+        if self.command is not None:
+            return "stdio"
+        legacy = self.sse
+        if legacy is None:
+            from urllib.parse import urlsplit
+
+            legacy = urlsplit(self.url or "").path.rstrip("/").endswith("/sse")
+        return "sse" if legacy else "http"
 
     def identity(self) -> tuple[Any, ...]:
         """What makes two specs the same server (one connection per server per process)."""
@@ -116,6 +126,7 @@ class ServerSpec:
             self.url,
             tuple(sorted(self.headers.items())),
             self.bearer_token_env,
+            self.transport,
         )
 
 
@@ -283,6 +294,9 @@ _KEYS = frozenset(
 )
 
 
+_TYPES = ("stdio", "http", "streamable-http", "streamableHttp", "sse")
+
+
 def spec_from_entry(name: str, entry: Any, source: str) -> ServerSpec | None:
     """One ``mcpServers`` entry as a ServerSpec (None when ``"disabled": true``)."""
     where = f"{source}: mcpServers.{name}"
@@ -328,8 +342,22 @@ def spec_from_entry(name: str, entry: Any, source: str) -> ServerSpec | None:
             raise ConfigError(f"{where}.annotations must be 'trust' or 'ignore'")
         fields["annotations"] = entry["annotations"]
     kind = entry.get("type", entry.get("transport"))
-    if kind is not None and kind not in ("stdio", "http", "streamable-http", "streamableHttp"):
-        raise ConfigError(f"{where}.type must be 'stdio' or 'http' (Streamable HTTP), got {kind!r}")
+    if kind is not None and kind not in (
+        "stdio",
+        "http",
+        "streamable-http",
+        "streamableHttp",
+        "sse",
+    ):
+        raise ConfigError(
+            f"{where}.type must be 'stdio', 'http' (Streamable HTTP) or 'sse' (the legacy "
+            f"HTTP+SSE transport), got {kind!r}"
+        )
+    if kind is not None and (kind == "stdio") != ("command" in entry):
+        wanted = "'stdio' for a command" if "command" in entry else "'http' or 'sse' for a url"
+        raise ConfigError(f"{where}.type must be {wanted}, got {kind!r}")
+    if kind is not None and kind != "stdio":
+        fields["sse"] = kind == "sse"
     try:
         return ServerSpec(**fields)
     except ConfigError as exc:

@@ -241,6 +241,19 @@ class Connection:
             headers=headers,
             timeout=httpx2.Timeout(spec.connect_timeout, read=max(spec.timeout, 30.0)),
         )
+        if spec.transport == "sse":
+            await http.aclose()
+            from mcp.client.sse import sse_client
+
+            # The legacy transport's own client; the same headers, token and deadlines.
+            async with sse_client(
+                spec.url,
+                headers=headers,
+                timeout=spec.connect_timeout,
+                sse_read_timeout=max(spec.max_call_time, 300.0),
+            ) as streams:
+                yield streams
+            return
         try:
             async with streamable_http_client(spec.url, http_client=http) as streams:
                 yield streams
