@@ -177,6 +177,15 @@ async def test_sampling(prompt: str, mcp: MCPCallContext | None = None) -> str: 
     return f"LLM response: {await mcp.sample(prompt, max_tokens=100)}"
 
 
+@tw.tool_fn(injected=["mcp"])
+async def test_reconnection(mcp: MCPCallContext | None = None) -> str:  # noqa: PT028
+    """Closes its stream mid-call; the client resumes it and gets the result (SEP-1699)."""
+    if mcp is not None:
+        await mcp.close_stream()
+    await asyncio.sleep(0.3)
+    return "Reconnection test completed"
+
+
 tools = tw.Toolset(
     "conformance",
     [
@@ -192,6 +201,7 @@ tools = tw.Toolset(
         test_elicitation_sep1034_defaults,
         test_elicitation_sep1330_enums,
         test_sampling,
+        test_reconnection,
     ],
 )
 

@@ -213,7 +213,9 @@ def test_the_stdio_gateway_serves_its_upstream_servers_from_its_own_loop_and_lea
 _Gateway = tuple[subprocess.Popen[bytes], str, IO[bytes]]
 
 
-def _start_http_gateway(tmp_path: Path, env: dict[str, str]) -> _Gateway:
+def _start_http_gateway(
+    tmp_path: Path, env: dict[str, str], extra: tuple[str, ...] = ()
+) -> _Gateway:
     """``toolwire mcp serve --transport http`` in a subprocess, once it accepts connections:
     the process, its URL and its log file."""
     with socket.socket() as s:
@@ -232,6 +234,7 @@ def _start_http_gateway(tmp_path: Path, env: dict[str, str]) -> _Gateway:
             "--port",
             str(port),
             *(["--token-env", "GW_TOKEN"] if "GW_TOKEN" in env else []),
+            *extra,
         ],
         env=env,
         cwd=tmp_path,
@@ -975,3 +978,68 @@ def test_an_upstream_servers_progress_reaches_the_gateways_client(
     result = anyio.run(main)
     assert "worked" == result.content[0].text
     assert [(i, 4, f"step {i}") for i in range(1, 5)] == progress
+
+
+# -- resumable streams (#26) ----------------------------------------------------------------
+
+RESUMING = """
+import asyncio
+
+import toolwire as tw
+
+
+@tw.tool_fn(injected=["mcp"])
+async def long_job(mcp=None) -> str:
+    \"\"\"Drops its stream mid-call, as a proxy cutting an idle stream would.\"\"\"
+    if mcp is not None:
+        await mcp.close_stream()
+    await asyncio.sleep(0.5)
+    return "done after the drop"
+
+
+tools = tw.Toolset("resuming", [long_job])
+"""
+
+
+def test_a_dropped_stream_is_resumed_and_the_result_arrives(tmp_path: Path) -> None:
+    from mcp.client.streamable_http import streamable_http_client
+
+    (tmp_path / "resuming.py").write_text(RESUMING)
+    env = _env(tmp_path, PYTHONPATH=str(tmp_path))
+    started = _start_http_gateway(tmp_path, env, ("--app", "resuming:tools"))
+
+    async def call() -> Any:
+        async with Client(streamable_http_client(started[1]), mode="legacy") as client:
+            return await client.call_tool("long_job", {})
+
+    try:
+        result = anyio.run(call)
+    finally:
+        _stop_http_gateway(started)
+    assert (False, "done after the drop") == (result.is_error, result.content[0].text)
+
+
+async def test_the_event_store_replays_only_what_was_missed_and_stays_bounded() -> None:
+    import mcp_types as t
+
+    from toolwire_mcp._events import BoundedEventStore
+
+    def note(n: int) -> Any:
+        return t.JSONRPCNotification(jsonrpc="2.0", method="n", params={"i": n})
+
+    store = BoundedEventStore(per_stream=3, max_streams=2)
+    ids = [await store.store_event("a", note(i)) for i in range(5)]
+    replayed: list[Any] = []
+
+    async def send(event: Any) -> None:
+        replayed.append((event.event_id, event.message.params["i"]))
+
+    assert "a" == await store.replay_events_after(ids[2], send)
+    assert [(ids[3], 3), (ids[4], 4)] == replayed  # after the last seen; the oldest dropped
+    key = ids[0].rsplit(".", 1)[0]
+    assert len(key) >= 16  # unguessable: another session cannot name this stream
+    for bad in ("", "nope", f"{key}.x", "other.1"):
+        assert await store.replay_events_after(bad, send) is None
+    await store.store_event("b", note(0))
+    await store.store_event("c", note(0))  # a third stream: the oldest ("a") forgotten
+    assert await store.replay_events_after(ids[4], send) is None

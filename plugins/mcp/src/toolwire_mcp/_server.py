@@ -128,6 +128,16 @@ class MCPCallContext:
         with contextlib.suppress(Exception):
             await sending
 
+    async def close_stream(self) -> None:
+        """Close this call's SSE stream now; the client reconnects and resumes it (the
+        result comes on the resumed stream). For a long call over a connection that
+        proxies cut idle streams (SEP-1699). Nothing happens where the transport cannot
+        resume (stdio, clients before 2025-11-25)."""
+        close = getattr(self._ctx, "close_sse_stream", None)
+        if close is not None:
+            with contextlib.suppress(Exception):
+                await close()
+
     async def progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
@@ -246,6 +256,8 @@ def _cannot(what: str) -> MCPCallError:
 
 
 MAX_REQUEST_BYTES = 1 << 20
+#: Milliseconds a client waits before reconnecting a dropped stream (the SSE `retry`).
+RETRY_MS = 1000
 _IDS = itertools.count(1)
 
 
@@ -1059,7 +1071,16 @@ def serve_mcp(
             raise UsageError(f"the environment variable {token_env} (the bearer token) is not set")
     import uvicorn
 
-    app = server.streamable_http_app(host=host, max_request_body_size=max_request_bytes)
+    from toolwire_mcp._events import BoundedEventStore
+
+    # Resumable streams: a client whose connection dropped comes back with Last-Event-ID
+    # and gets what it missed (a priming event, and `retry` says when to reconnect).
+    app = server.streamable_http_app(
+        host=host,
+        max_request_body_size=max_request_bytes,
+        event_store=BoundedEventStore(),
+        retry_interval=RETRY_MS,
+    )
     config = uvicorn.Config(
         _guarded(app, token, max_request_bytes), host=host, port=port, log_level="warning"
     )
