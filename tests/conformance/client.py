@@ -12,9 +12,18 @@ import json
 import os
 import sys
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx2
 
 import toolwire as tw
-from toolwire_mcp import close_all, mcp_toolset, set_elicitation_handler
+from toolwire_mcp import (
+    ServerSpec,
+    close_all,
+    mcp_toolset,
+    set_elicitation_handler,
+    set_login_handler,
+)
 
 
 def example(schema: Any) -> Any:
@@ -45,12 +54,43 @@ def example(schema: Any) -> Any:
     return None
 
 
+async def headless_login(server: str, url: str) -> tuple[str, str | None] | None:
+    """A user who logs in at once: the suite's authorization endpoint answers with the
+    redirect to our callback; its code and state are what the browser would bring."""
+    async with httpx2.AsyncClient(follow_redirects=False, timeout=20) as http:
+        answer = await http.get(url)
+    target = answer.headers.get("location")
+    if not target:
+        return None
+    query = parse_qs(urlsplit(target).query)
+    code = query.get("code", [None])[0]
+    return (code, query.get("state", [None])[0]) if code else None
+
+
+def spec_for(url: str, scenario: str) -> ServerSpec:
+    if not scenario.startswith("auth/"):
+        return ServerSpec("conformance", url=url, annotations="trust", timeout=20)
+    set_login_handler(headless_login)
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    extra: dict[str, Any] = {}
+    if context.get("client_id"):  # a client registered beforehand
+        extra["oauth_client_id"] = context["client_id"]
+        if context.get("client_secret"):
+            os.environ["CONFORMANCE_CLIENT_SECRET"] = context["client_secret"]
+            extra["oauth_client_secret_env"] = "CONFORMANCE_CLIENT_SECRET"
+    if scenario == "auth/basic-cimd":  # an application that hosts its metadata document
+        extra["oauth_client_metadata_url"] = "https://conformance-test.local/client-metadata.json"
+    return ServerSpec(
+        "conformance", url=url, annotations="trust", timeout=20, auth="oauth", **extra
+    )
+
+
 def main() -> int:
     url = sys.argv[-1]
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
     # A user who accepts every form as it comes (the schema's defaults filled in).
     set_elicitation_handler(lambda request: True)
-    tools = mcp_toolset("conformance", url, annotations="trust", timeout=20)
+    tools = mcp_toolset("conformance", spec_for(url, scenario))
     print(f"scenario {scenario}: {len(tools.tools())} tools")
     if scenario != "initialize":
         executor = tw.Executor(tools=tools, plugins=False, approval=lambda request: tw.Allow())

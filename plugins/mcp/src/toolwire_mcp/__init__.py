@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         set_elicitation_handler,
     )
     from toolwire_mcp._handle import MCPServerHandle, mcp_server
+    from toolwire_mcp._oauth import login_handler, set_login_handler, token_path
     from toolwire_mcp._progress import ProgressEvent, progress_handler, set_progress_handler
     from toolwire_mcp._served import Prompt, Resource, prompt, resource
     from toolwire_mcp._server import Elicited, MCPCallContext, build_server, serve_mcp
@@ -69,6 +70,9 @@ _LAZY = {
     "MCPConnectError": "toolwire_mcp._connection",
     "MCPToolError": "toolwire_mcp._toolset",
     "MCPServerHandle": "toolwire_mcp._handle",
+    "login_handler": "toolwire_mcp._oauth",
+    "set_login_handler": "toolwire_mcp._oauth",
+    "token_path": "toolwire_mcp._oauth",
     "ProgressEvent": "toolwire_mcp._progress",
     "progress_handler": "toolwire_mcp._progress",
     "set_progress_handler": "toolwire_mcp._progress",
@@ -116,6 +120,7 @@ __all__ = [
     "enable_sampling",
     "load_config",
     "load_config_report",
+    "login_handler",
     "mcp_server",
     "mcp_toolset",
     "metadata_for",
@@ -126,8 +131,10 @@ __all__ = [
     "sampling_enabled",
     "serve_mcp",
     "set_elicitation_handler",
+    "set_login_handler",
     "set_progress_handler",
     "set_roots",
+    "token_path",
     "trust_file",
     "untrust_file",
 ]

@@ -86,6 +86,16 @@ class ServerSpec:
     #: The legacy HTTP+SSE transport (2024-11-05: a GET ``/sse`` stream and POSTed
     #: messages) instead of Streamable HTTP; None: when the URL's path ends in ``/sse``.
     sse: bool | None = None
+    #: ``"oauth"``: log in with OAuth 2.1 when the server asks (see ``_oauth``); the
+    #: scope to ask for, and a client registered beforehand (its ID, and the variable
+    #: holding its secret, for a confidential client), instead of dynamic registration.
+    auth: Literal["oauth"] | None = None
+    oauth_scope: str | None = None
+    oauth_client_id: str | None = None
+    oauth_client_secret_env: str | None = None
+    #: The HTTPS URL of this client's metadata document (SEP-991): its client ID where
+    #: the authorization server takes one, instead of registering.
+    oauth_client_metadata_url: str | None = None
 
     def __attrs_post_init__(self) -> None:
         where = f"MCP server `{self.name}`"
@@ -104,6 +114,20 @@ class ServerSpec:
                 raise ConfigError(f"{where}: `{what}` must be a positive number of seconds")
         if self.annotations not in ("trust", "ignore"):
             raise ConfigError(f"{where}: `annotations` must be 'trust' or 'ignore'")
+        if self.auth not in (None, "oauth"):
+            raise ConfigError(f"{where}: `auth` must be 'oauth' (or left out)")
+        if self.auth is not None and self.url is None:
+            raise ConfigError(f"{where}: `auth` applies to a server reached by `url`")
+        if self.auth is not None and self.bearer_token_env:
+            raise ConfigError(f"{where}: give `auth` or `bearer_token_env`, not both")
+        oauth = (
+            self.oauth_scope,
+            self.oauth_client_id,
+            self.oauth_client_secret_env,
+            self.oauth_client_metadata_url,
+        )
+        if any(oauth) and self.auth is None:
+            raise ConfigError(f"{where}: the oauth settings need `auth` set to 'oauth'")
 
     @property
     def transport(self) -> Literal["stdio", "http", "sse"]:
@@ -127,6 +151,8 @@ class ServerSpec:
             tuple(sorted(self.headers.items())),
             self.bearer_token_env,
             self.transport,
+            self.auth,
+            self.oauth_client_id,
         )
 
 
@@ -288,6 +314,11 @@ _KEYS = frozenset(
         "connectTimeout",
         "maxCallTime",
         "annotations",
+        "auth",
+        "oauthScope",
+        "oauthClientId",
+        "oauthClientSecretEnv",
+        "oauthClientMetadataUrl",
         "disabled",
         "description",
     }
@@ -321,6 +352,17 @@ def spec_from_entry(name: str, entry: Any, source: str) -> ServerSpec | None:
         fields["cwd"] = entry["cwd"]
     if "bearerTokenEnv" in entry:
         fields["bearer_token_env"] = entry["bearerTokenEnv"]
+    for key, attr in (
+        ("auth", "auth"),
+        ("oauthScope", "oauth_scope"),
+        ("oauthClientId", "oauth_client_id"),
+        ("oauthClientSecretEnv", "oauth_client_secret_env"),
+        ("oauthClientMetadataUrl", "oauth_client_metadata_url"),
+    ):
+        if key in entry:
+            if not isinstance(entry[key], str) or not entry[key]:
+                raise ConfigError(f"{where}.{key} must be a non-empty string")
+            fields[attr] = entry[key]
     if "args" in entry:
         fields["args"] = _strs(entry["args"], f"{where}.args", kind="list")
     if "env" in entry:

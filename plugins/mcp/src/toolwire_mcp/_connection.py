@@ -237,12 +237,12 @@ class Connection:
                     f"{spec.bearer_token_env} (its bearer token) is not set"
                 )
             headers["Authorization"] = f"Bearer {token}"
-        http = httpx2.AsyncClient(
-            headers=headers,
-            timeout=httpx2.Timeout(spec.connect_timeout, read=max(spec.timeout, 30.0)),
-        )
+        auth = None
+        if spec.auth == "oauth":
+            from toolwire_mcp._oauth import auth_for
+
+            auth = auth_for(spec)  # logs in when the server first answers 401
         if spec.transport == "sse":
-            await http.aclose()
             from mcp.client.sse import sse_client
 
             # The legacy transport's own client; the same headers, token and deadlines.
@@ -251,9 +251,15 @@ class Connection:
                 headers=headers,
                 timeout=spec.connect_timeout,
                 sse_read_timeout=max(spec.max_call_time, 300.0),
+                auth=auth,
             ) as streams:
                 yield streams
             return
+        http = httpx2.AsyncClient(
+            headers=headers,
+            timeout=httpx2.Timeout(spec.connect_timeout, read=max(spec.timeout, 30.0)),
+            auth=auth,
+        )
         try:
             async with streamable_http_client(spec.url, http_client=http) as streams:
                 yield streams

@@ -1,0 +1,308 @@
+"""OAuth 2.1 for remote MCP servers, through the SDK's OAuth client.
+
+A server configured with ``auth="oauth"`` (``"auth": "oauth"`` in ``mcpServers``) is
+reached the way the MCP authorization spec says: on its 401 the SDK discovers the
+protected resource's and the authorization server's metadata, registers this client
+(dynamic client registration, or the client ID the configuration gives), sends the user
+to log in (authorization code with PKCE), exchanges the code for tokens and refreshes
+them when they expire.
+
+What toolwire adds: where the user logs in (:func:`set_login_handler`; by default a
+browser opened on the authorization URL, with the answer taken by a one-shot server on
+127.0.0.1), and where the tokens live: one file per server URL under
+``$XDG_CONFIG_HOME/toolwire/mcp-oauth/`` (directory 0700, files 0600, written
+atomically; a file that is not ours, is too large or is malformed is ignored, never
+trusted), never in a log, a repr or an error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import inspect
+import json
+import logging
+import os
+import secrets
+import socket
+import sys
+import threading
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, Union
+from urllib.parse import parse_qs, urlsplit
+
+from toolwire_mcp._config import ConfigError, ServerSpec, _user_dir
+
+__all__ = ["login_handler", "set_login_handler", "token_path"]
+
+logger = logging.getLogger("toolwire.mcp")
+
+_MAX_FILE = 64 << 10
+LOGIN_TIMEOUT = 300.0
+
+LoginAnswer = Union[tuple[str, Union[str, None]], str, None]
+"""The authorization code and the state the server sent back (or just the code);
+None: the user did not log in."""
+LoginHandler = Callable[[str, str], Union[LoginAnswer, Awaitable[LoginAnswer]]]
+"""``handler(server, authorization_url)``: send the user there and return what came back
+to the redirect URI (sync or async)."""
+
+_LOCK = threading.Lock()
+_HANDLER: list[LoginHandler | None] = [None]
+
+
+def set_login_handler(handler: LoginHandler | None) -> None:
+    """Send users to log in with ``handler`` (None: the browser, the default)."""
+    if handler is not None and not callable(handler):
+        raise TypeError(f"the login handler must be callable, got {type(handler).__name__}")
+    with _LOCK:
+        _HANDLER[0] = handler
+
+
+def login_handler() -> LoginHandler | None:
+    return _HANDLER[0]
+
+
+def token_path(url: str) -> Path:
+    """Where the tokens of the server at ``url`` are kept."""
+    digest = hashlib.sha256(url.encode("utf-8")).hexdigest()[:32]
+    return _user_dir() / "mcp-oauth" / f"{digest}.json"
+
+
+class FileTokenStorage:
+    """The SDK's ``TokenStorage`` on one 0600 file per server (see the module docstring)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.path = token_path(url)
+
+    def __repr__(self) -> str:
+        return f"<FileTokenStorage for {self.url!r}>"
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            with open(self.path, "rb") as f:
+                raw = f.read(_MAX_FILE + 1)
+                st = os.fstat(f.fileno())
+        except FileNotFoundError:
+            return {}
+        except OSError as exc:
+            logger.warning("MCP OAuth: cannot read %s: %s", self.path, exc.strerror)
+            return {}
+        if len(raw) > _MAX_FILE or (st.st_mode & 0o077) or st.st_uid != os.getuid():
+            logger.warning("MCP OAuth: %s is not a token file of ours: ignored", self.path)
+            return {}
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            logger.warning("MCP OAuth: %s is malformed: ignored", self.path)
+            return {}
+        if not isinstance(data, dict) or data.get("url") != self.url:
+            return {}
+        return data
+
+    def _write(self, **changes: Any) -> None:
+        data = self._read()
+        data.update(changes, url=self.url)
+        folder = self.path.parent
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        folder.chmod(0o700)  # one made earlier, or under a loose umask: private again
+        tmp = folder / f".{self.path.name}.{secrets.token_hex(6)}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(data, f)
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    async def get_tokens(self) -> Any:
+        from mcp.shared.auth import OAuthToken
+
+        raw = self._read().get("tokens")
+        try:
+            return OAuthToken.model_validate(raw) if raw else None
+        except ValueError:
+            return None
+
+    async def set_tokens(self, tokens: Any) -> None:
+        self._write(tokens=tokens.model_dump(mode="json", exclude_none=True))
+
+    async def get_client_info(self) -> Any:
+        from mcp.shared.auth import OAuthClientInformationFull
+
+        raw = self._read().get("client")
+        try:
+            return OAuthClientInformationFull.model_validate(raw) if raw else None
+        except ValueError:
+            return None
+
+    async def set_client_info(self, client_info: Any) -> None:
+        self._write(client=client_info.model_dump(mode="json", exclude_none=True))
+
+    def redirect_port(self) -> int | None:
+        port = self._read().get("port")
+        return port if isinstance(port, int) and 0 < port < 65536 else None
+
+    def set_redirect_port(self, port: int) -> None:
+        self._write(port=port)
+
+
+class _PresetClient(FileTokenStorage):
+    """A client registered beforehand (``oauth_client_id``): no dynamic registration."""
+
+    def __init__(self, url: str, client_id: str, secret: str | None, redirect: str) -> None:
+        super().__init__(url)
+        self._client = (client_id, secret, redirect)
+
+    async def get_client_info(self) -> Any:
+        from mcp.shared.auth import OAuthClientInformationFull
+
+        client_id, secret, redirect = self._client
+        return OAuthClientInformationFull(
+            client_id=client_id,
+            client_secret=secret,
+            redirect_uris=[redirect],
+            token_endpoint_auth_method="client_secret_basic" if secret else "none",
+        )
+
+    async def set_client_info(self, client_info: Any) -> None:
+        return None
+
+
+def _free_port(preferred: int | None) -> int:
+    for port in (preferred, 0):
+        if port is None:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return int(s.getsockname()[1])
+    raise OSError("no free port on 127.0.0.1 for the OAuth redirect")
+
+
+def auth_for(spec: ServerSpec) -> Any:
+    """The ``httpx`` auth of an ``auth="oauth"`` server: the SDK's OAuth client provider."""
+    from mcp.client.auth import OAuthClientProvider
+    from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
+
+    assert spec.url is not None
+    storage = FileTokenStorage(spec.url)
+    port = _free_port(storage.redirect_port())
+    if port != storage.redirect_port():
+        storage.set_redirect_port(port)
+    redirect = f"http://127.0.0.1:{port}/callback"
+    if spec.oauth_client_id:
+        secret = os.environ.get(spec.oauth_client_secret_env or "") or None
+        if spec.oauth_client_secret_env and secret is None:
+            raise ConfigError(
+                f"MCP server `{spec.name}`: the environment variable "
+                f"{spec.oauth_client_secret_env} (its OAuth client secret) is not set"
+            )
+        storage = _PresetClient(spec.url, spec.oauth_client_id, secret, redirect)
+    metadata = OAuthClientMetadata(
+        client_name="toolwire",
+        redirect_uris=[redirect],
+        grant_types=["authorization_code", "refresh_token"],
+        response_types=["code"],
+        token_endpoint_auth_method="none",  # a public client: no secret to keep
+        scope=spec.oauth_scope,
+    )
+    asked: list[str] = []
+
+    async def redirect_handler(url: str) -> None:
+        asked.append(url)
+
+    async def callback_handler() -> AuthorizationCodeResult:
+        if not asked:
+            raise RuntimeError("no authorization URL to send the user to")
+        answer = await _login(spec.name, asked.pop(), port)
+        if answer is None:
+            raise RuntimeError(f"MCP server `{spec.name}`: the login was not completed")
+        code, state = answer
+        return AuthorizationCodeResult(code=code, state=state)
+
+    try:
+        return OAuthClientProvider(
+            spec.url,
+            metadata,
+            storage,
+            redirect_handler=redirect_handler,
+            callback_handler=callback_handler,
+            client_metadata_url=spec.oauth_client_metadata_url,
+        )
+    except ValueError as exc:  # the metadata URL is not an HTTPS URL with a path
+        raise ConfigError(f"MCP server `{spec.name}`: {exc}") from None
+
+
+async def _login(server: str, url: str, port: int) -> tuple[str, str | None] | None:
+    handler = _HANDLER[0]
+    if handler is None:
+        return await browser_login(server, url, port)
+    out: Any = handler(server, url)
+    if inspect.isawaitable(out):
+        out = await out
+    if out is None:
+        return None
+    if isinstance(out, str):
+        return out, None
+    if isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], str):
+        return out[0], out[1] if isinstance(out[1], str) else None
+    raise TypeError(f"the login handler returned {type(out).__name__}; expected (code, state)")
+
+
+def _first(query: dict[str, list[str]], key: str) -> str | None:
+    values = query.get(key)
+    return values[0] if values else None
+
+
+async def browser_login(
+    server: str, url: str, port: int, timeout: float = LOGIN_TIMEOUT
+) -> tuple[str, str | None] | None:
+    """Open ``url`` in a browser (and print it) and wait up to ``timeout`` seconds for the
+    redirect to ``http://127.0.0.1:PORT/callback``, served once and then closed."""
+    import webbrowser
+
+    got: asyncio.Future[tuple[str, str | None] | None] = asyncio.get_running_loop().create_future()
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            line = await asyncio.wait_for(reader.readline(), 10)
+            target = line.split(b" ")[1].decode("ascii", "replace") if b" " in line else ""
+            query = parse_qs(urlsplit(target).query)
+            code = _first(query, "code")
+            ok = urlsplit(target).path == "/callback" and code is not None
+            body = b"Logged in: you can close this window." if ok else b"Not a login answer."
+            writer.write(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\nconnection: close\r\n"
+                + f"content-length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            await writer.drain()
+            if ok and not got.done():
+                got.set_result((str(code), _first(query, "state")))
+            elif "error" in query and not got.done():
+                got.set_result(None)
+        except (TimeoutError, OSError, IndexError):
+            pass
+        finally:
+            writer.close()
+
+    listener = await asyncio.start_server(answer, "127.0.0.1", port)
+    try:
+        sys.stderr.write(f"MCP server `{server}` needs you to log in: opening\n  {url}\n")
+        sys.stderr.flush()
+        with contextlib.suppress(Exception):
+            webbrowser.open(url)
+        return await asyncio.wait_for(got, timeout)
+    except TimeoutError:
+        logger.warning("MCP server `%s`: no login within %g s", server, timeout)
+        return None
+    finally:
+        listener.close()

@@ -1,0 +1,181 @@
+"""OAuth for remote MCP servers (#26): the token file, the login, the settings. The whole
+flow (discovery, registration, PKCE, tokens, step-up, refresh) is proven against the
+official conformance suite's authorization servers (tests/conformance, 17 auth
+scenarios); these are the parts toolwire adds."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import stat
+import threading
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+
+from toolwire_mcp import ConfigError, ServerSpec, load_config, set_login_handler, token_path
+from toolwire_mcp._oauth import FileTokenStorage, _login, browser_login
+
+URL = "https://mcp.example.com/mcp"
+
+
+@pytest.fixture(autouse=True)
+def _config_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    yield
+    set_login_handler(None)
+
+
+async def test_tokens_and_the_registration_are_kept_in_a_private_file() -> None:
+    store = FileTokenStorage(URL)
+    assert await store.get_tokens() is None
+    await store.set_tokens(OAuthToken(access_token="s3cret-token", refresh_token="r1"))
+    await store.set_client_info(
+        OAuthClientInformationFull(client_id="cid", redirect_uris=["http://127.0.0.1:9/cb"])
+    )
+    again = FileTokenStorage(URL)
+    assert ("s3cret-token", "r1") == (
+        (await again.get_tokens()).access_token,
+        (await again.get_tokens()).refresh_token,
+    )
+    assert "cid" == (await again.get_client_info()).client_id
+    path = token_path(URL)
+    assert 0o600 == stat.S_IMODE(path.stat().st_mode)
+    assert 0o700 == stat.S_IMODE(path.parent.stat().st_mode)
+    assert "s3cret" not in repr(store)
+    assert token_path("https://other.example.com/mcp") != path  # one file per server
+
+
+@pytest.mark.parametrize(
+    "spoil",
+    [
+        lambda p: p.chmod(0o644),  # readable by others: not ours to trust
+        lambda p: p.write_text("{not json"),
+        lambda p: p.write_text(json.dumps({"url": "https://evil/", "tokens": {}})),
+        lambda p: p.write_text(json.dumps({"url": URL, "pad": "x" * (70 << 10)})),
+    ],
+)
+async def test_a_token_file_that_is_not_ours_is_ignored(spoil: Any) -> None:
+    store = FileTokenStorage(URL)
+    await store.set_tokens(OAuthToken(access_token="t"))
+    path = token_path(URL)
+    spoil(path)
+    if stat.S_IMODE(path.stat().st_mode) != 0o644:
+        path.chmod(0o600)
+    assert await FileTokenStorage(URL).get_tokens() is None
+
+
+def _visit(url: str) -> None:
+    def go() -> None:
+        with contextlib.suppress(OSError):  # the login server may be gone: fine
+            urllib.request.urlopen(url, timeout=5).read()
+
+    threading.Thread(target=go, daemon=True).start()
+
+
+async def test_the_browser_login_takes_the_code_from_the_redirect(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import socket
+    import webbrowser
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    opened: list[str] = []
+
+    def browser(url: str) -> bool:
+        opened.append(url)
+        _visit(f"http://127.0.0.1:{port}/favicon.ico")  # not the answer: ignored
+        _visit(f"http://127.0.0.1:{port}/callback?code=abc&state=xyz")
+        return True
+
+    monkeypatch.setattr(webbrowser, "open", browser)
+    got = await browser_login("srv", "https://auth.example.com/authorize?x=1", port, timeout=10)
+    assert ("abc", "xyz") == got
+    assert ["https://auth.example.com/authorize?x=1"] == opened
+
+    def refuse(url: str) -> bool:
+        _visit(f"http://127.0.0.1:{port}/callback?error=access_denied")
+        return True
+
+    monkeypatch.setattr(webbrowser, "open", refuse)
+    assert await browser_login("srv", "https://a/", port, timeout=10) is None
+    monkeypatch.setattr(webbrowser, "open", lambda url: True)
+    assert await browser_login("srv", "https://a/", port, timeout=0.3) is None  # nobody came
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [("code1", ("code1", None)), (("c", "s"), ("c", "s")), (None, None)],
+)
+async def test_a_login_handler_answers_for_the_user(answer: Any, expected: Any) -> None:
+    async def handler(server: str, url: str) -> Any:
+        await asyncio.sleep(0)
+        return answer
+
+    set_login_handler(handler)
+    assert expected == await _login("srv", "https://a/", 1)
+
+
+async def test_a_login_handler_that_answers_nonsense_is_an_error() -> None:
+    set_login_handler(lambda server, url: 42)
+    with pytest.raises(TypeError, match="expected \\(code, state\\)"):
+        await _login("srv", "https://a/", 1)
+    with pytest.raises(TypeError, match="must be callable"):
+        set_login_handler("browser")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"command": "x", "auth": "oauth"}, "applies to a server reached by `url`"),
+        ({"url": URL, "auth": "basic"}, "`auth` must be 'oauth'"),
+        ({"url": URL, "auth": "oauth", "bearer_token_env": "T"}, "not both"),
+        ({"url": URL, "oauth_scope": "read"}, "need `auth` set to 'oauth'"),
+    ],
+)
+def test_oauth_settings_are_checked(fields: dict[str, Any], said: str) -> None:
+    with pytest.raises(ConfigError, match=said):
+        ServerSpec("s", **fields)
+
+
+def test_oauth_is_configured_in_the_mcp_servers_file(tmp_path: Path) -> None:
+    path = tmp_path / "mcp.json"
+    entry = {
+        "url": URL,
+        "auth": "oauth",
+        "oauthScope": "tools:read",
+        "oauthClientId": "registered",
+        "oauthClientSecretEnv": "MY_SECRET",
+    }
+    path.write_text(json.dumps({"mcpServers": {"hosted": entry}}))
+    spec = load_config([path])["hosted"]
+    assert ("oauth", "tools:read", "registered", "MY_SECRET") == (
+        spec.auth,
+        spec.oauth_scope,
+        spec.oauth_client_id,
+        spec.oauth_client_secret_env,
+    )
+    path.write_text(json.dumps({"mcpServers": {"hosted": {"url": URL, "auth": 1}}}))
+    with pytest.raises(ConfigError, match="auth must be a non-empty string"):
+        load_config([path])
+
+
+def test_a_missing_client_secret_or_a_bad_metadata_url_is_said_at_connect() -> None:
+    from toolwire_mcp._oauth import auth_for
+
+    os.environ.pop("NO_SUCH_SECRET", None)
+    spec = ServerSpec(
+        "s", url=URL, auth="oauth", oauth_client_id="c", oauth_client_secret_env="NO_SUCH_SECRET"
+    )
+    with pytest.raises(ConfigError, match="NO_SUCH_SECRET"):
+        auth_for(spec)
+    bad = ServerSpec("s", url=URL, auth="oauth", oauth_client_metadata_url="http://x/")
+    with pytest.raises(ConfigError, match="client_metadata_url must be a valid HTTPS URL"):
+        auth_for(bad)
