@@ -86,6 +86,12 @@ def _tools() -> list[types.Tool]:
         ),
         types.Tool(name="nap", description="Sleeps `seconds`.", input_schema=OBJ, annotations=ro),
         types.Tool(
+            name="ask_user",
+            description="Asks the client's user for a colour (elicitation).",
+            input_schema=OBJ,
+            annotations=ro,
+        ),
+        types.Tool(
             name="ask_model",
             description="Asks the client's model (sampling) and the client's roots.",
             input_schema=OBJ,
@@ -197,6 +203,8 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         return types.CallToolResult(content=_text("warned"))
     if name == "pid":
         return types.CallToolResult(content=_text(str(os.getpid())))
+    if name == "ask_user":
+        return await _ask_user(ctx, params)
     if name == "ask_model":
         return await _ask_model(ctx, params, args)
     if name == "slow":
@@ -216,6 +224,32 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         sys.stderr.flush()
         os._exit(3)
     return types.CallToolResult(content=_text(f"called {params.name}"))
+
+
+COLOUR = {
+    "type": "object",
+    "properties": {"colour": {"type": "string"}},
+    "required": ["colour"],
+}
+
+
+async def _ask_user(
+    ctx: Any, params: types.CallToolRequestParams
+) -> types.CallToolResult | types.InputRequiredResult:
+    """Elicitation, as each protocol allows (see _ask_model)."""
+    answered: Any = (params.input_responses or {}).get("colour")
+    if answered is None and ctx.session.can_send_request:
+        answered = await ctx.session.elicit_form("Your favourite colour?", COLOUR)
+    if answered is None:
+        request = types.ElicitRequest(
+            params=types.ElicitRequestFormParams(
+                message="Your favourite colour?", requested_schema=COLOUR
+            )
+        )
+        return types.InputRequiredResult(input_requests={"colour": request}, request_state="c")
+    action = answered.get("action") if isinstance(answered, dict) else answered.action
+    content = answered.get("content") if isinstance(answered, dict) else answered.content
+    return types.CallToolResult(content=_text(f"{action}: {content}"))
 
 
 async def _ask_model(

@@ -1043,3 +1043,45 @@ async def test_the_event_store_replays_only_what_was_missed_and_stays_bounded() 
     await store.store_event("b", note(0))
     await store.store_event("c", note(0))  # a third stream: the oldest ("a") forgotten
     assert await store.replay_events_after(ids[4], send) is None
+
+
+# -- an upstream server's question, passed on to the gateway's client (#26) ------------------
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_an_upstream_servers_question_reaches_the_gateways_client(
+    stdio_spec: Any, mode: str
+) -> None:
+    from toolwire_mcp import mcp_toolset
+
+    app = tw.Toolset("app").add(mcp_toolset("up", stdio_spec("up")), prefix="up_")
+    asked: list[Any] = []
+
+    async def main() -> Any:
+        # The gateway can ask its own client mid-call only over a back-channel (legacy).
+        async with Client(
+            build_server(app, host=_host()),
+            mode="legacy",
+            elicitation_callback=_asking(("accept", {"colour": "teal"}), asked),
+        ) as client:
+            return await client.call_tool("up_ask_user", {})
+
+    result = anyio.run(main)
+    assert "accept: {'colour': 'teal'}" == result.content[0].text
+    [params] = asked
+    assert "Your favourite colour?" == params.message
+    assert ["colour"] == params.requested_schema["required"]
+
+
+def test_an_upstream_question_is_declined_when_the_gateways_client_cannot_answer(
+    stdio_spec: Any,
+) -> None:
+    from toolwire_mcp import mcp_toolset
+
+    app = tw.Toolset("app").add(mcp_toolset("up2", stdio_spec("up2")), prefix="up_")
+
+    async def main() -> Any:
+        async with Client(build_server(app, host=_host()), mode="legacy") as client:
+            return await client.call_tool("up_ask_user", {})  # no elicitation capability
+
+    assert "decline: None" == anyio.run(main).content[0].text

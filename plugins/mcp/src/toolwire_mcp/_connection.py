@@ -25,13 +25,14 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
+import contextvars
 import json
 import logging
 import os
 import threading
 import time
 import warnings
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 import httpx2
@@ -44,7 +45,7 @@ from toolwire.exceptions import ToolwireError, UsageError
 from toolwire_mcp._client_features import answer_sampling, roots, sampling_enabled
 from toolwire_mcp._config import ServerSpec
 from toolwire_mcp._elicit import ElicitationRequest, answer, approval_asked
-from toolwire_mcp._progress import CALL_PROGRESS, ProgressEvent, report
+from toolwire_mcp._progress import CALL_ASKER, CALL_PROGRESS, ProgressEvent, report
 from toolwire_mcp._stdio import bounded_stdio_client
 
 __all__ = [
@@ -60,6 +61,7 @@ logger = logging.getLogger("toolwire.mcp")
 
 _T = TypeVar("_T")
 Relay = Callable[[float, float | None, str | None], Awaitable[None]]
+Asker = Callable[[str, dict[str, Any]], Awaitable[tuple[str, dict[str, Any] | None]]]
 _MAX_PAGES = 200  # tools/list pages; a server that pages forever is a broken server
 _MAX_TOOLS = 10_000
 _MAX_STDERR_LINE = 8192
@@ -179,6 +181,8 @@ class Connection:
         #: The calls in flight, by (tool, canonical arguments): a toolwire gateway's
         #: approval question about one of them is answered yes (see _on_elicit).
         self._calls: dict[tuple[str, str], int] = {}
+        #: For calls a gateway makes for its client: how to ask that client (see _on_elicit).
+        self._askers: dict[object, Asker] = {}
         #: The server's ``instructions`` from its last ``initialize`` (None: it gave none).
         self.instructions: str | None = None
         self.connects = 0
@@ -309,6 +313,20 @@ class Connection:
         )
         if asked is not None and self._in_flight_call(*asked):
             return types.ElicitResult(action="accept", content={"approve": True})
+        asker = self._asker()
+        if asker is not None:
+            # A gateway serving a client's call: the question is that client's to answer.
+            try:
+                action, content = await asker(
+                    str(getattr(params, "message", "")),
+                    dict(getattr(params, "requested_schema", None) or {}),
+                )
+            except MCPCallError as exc:
+                logger.info("MCP server `%s` asked; not passed on: %s", self.spec.name, exc)
+                return types.ElicitResult(action="decline")
+            if action not in ("accept", "decline", "cancel"):
+                action, content = "cancel", None
+            return types.ElicitResult(action=action, content=content)
         mode = getattr(params, "mode", "form")
         request = ElicitationRequest(
             self.spec.name,
@@ -327,6 +345,19 @@ class Connection:
 
     async def _on_roots(self, context: Any) -> types.ListRootsResult:
         return types.ListRootsResult(roots=list(roots()))
+
+    def _asker(self) -> Asker | None:
+        """Who answers a question asked now: the gateway's client whose call it is. A
+        question returned in a call's result (2026-07-28) is asked in that call's own
+        context; one sent over the back-channel is not, and is passed on only when one
+        client's calls are all that is in flight (never to a client it may not be for)."""
+        mine = CALL_ASKER_NOW.get()
+        if mine is not None:
+            return mine
+        askers = set(self._askers.values())
+        if len(askers) == 1 and len(self._askers) == self._in_flight:
+            return next(iter(askers))
+        return None
 
     def _in_flight_call(self, tool: str, arguments: Any) -> bool:
         """Whether this connection is calling ``tool`` with ``arguments`` now."""
@@ -602,16 +633,25 @@ class Connection:
         return client
 
     async def _call(
-        self, name: str, arguments: dict[str, Any], relay: Relay | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any],
+        relay: Relay | None = None,
+        asker: Asker | None = None,
     ) -> types.CallToolResult:
         client = await self._fresh()
         self._last_used = time.monotonic()
         self._in_flight += 1
         key = (name, _canonical(arguments))
         self._calls[key] = self._calls.get(key, 0) + 1
+        token = object()
+        if asker is not None:
+            self._askers[token] = asker
         try:
-            return await self._send(client, name, arguments, relay)
+            with _asking(asker):
+                return await self._send(client, name, arguments, relay)
         finally:
+            self._askers.pop(token, None)
             self._in_flight -= 1
             left = self._calls.pop(key, 1) - 1
             if left:
@@ -734,11 +774,15 @@ class Connection:
         )
 
     async def call(self, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
-        relay = CALL_PROGRESS.get()  # read here: the call may go on to another loop
+        # Read here: the call may go on to another loop.
+        relay, asker = CALL_PROGRESS.get(), CALL_ASKER.get()
         local = self._local  # inline, not _routed: this is every tool call's path
         if local is not None and local._home is asyncio.get_running_loop():
-            return await local._call(name, arguments, relay)
-        return await self._routed(lambda conn: conn._call(name, arguments, relay))
+            return await local._call(name, arguments, relay, asker)
+        # Served from another loop: the gateway's relay and asker belong to this one, and
+        # are called back here.
+        relay, asker = _on_this_loop(relay), _on_this_loop(asker)
+        return await self._routed(lambda conn: conn._call(name, arguments, relay, asker))
 
     # resources, prompts, completion: the same routing as calls.
 
@@ -788,6 +832,38 @@ class Connection:
     def _deadline(self, *, pages: bool = False, call: bool = False) -> float:
         per = (self.spec.max_call_time if call else self.spec.timeout) + 1.0
         return self.spec.connect_timeout + (per * _MAX_PAGES if pages else per) + _CLOSE_TIMEOUT
+
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _on_this_loop(fn: _F | None) -> _F | None:
+    """``fn``, run on the current loop whichever loop awaits it."""
+    if fn is None:
+        return None
+    home = asyncio.get_running_loop()
+
+    async def hop(*args: Any) -> Any:
+        if asyncio.get_running_loop() is home:
+            return await fn(*args)
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(fn(*args), home))
+
+    return hop  # type: ignore[return-value]
+
+
+#: The asker of the call this task is sending (see Connection._asker).
+CALL_ASKER_NOW: contextvars.ContextVar[Asker | None] = contextvars.ContextVar(
+    "toolwire_mcp_asker_now", default=None
+)
+
+
+@contextlib.contextmanager
+def _asking(asker: Asker | None) -> Iterator[None]:
+    token = CALL_ASKER_NOW.set(asker)
+    try:
+        yield
+    finally:
+        CALL_ASKER_NOW.reset(token)
 
 
 def _canonical(arguments: Any) -> str:

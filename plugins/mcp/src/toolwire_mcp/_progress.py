@@ -46,6 +46,12 @@ CALL_PROGRESS: contextvars.ContextVar[
     Callable[[float, float | None, str | None], Awaitable[None]] | None
 ] = contextvars.ContextVar("toolwire_mcp_call_progress", default=None)
 
+#: How a gateway serving the current call asks its own client what an upstream server
+#: asks (elicitation): ``ask(message, schema) -> (action, content)``.
+CALL_ASKER: contextvars.ContextVar[
+    Callable[[str, dict[str, Any]], Awaitable[tuple[str, dict[str, Any] | None]]] | None
+] = contextvars.ContextVar("toolwire_mcp_call_asker", default=None)
+
 _MAX_MESSAGE = 1000
 
 

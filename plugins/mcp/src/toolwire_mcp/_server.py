@@ -71,7 +71,7 @@ from toolwire.exceptions import UsageError
 from toolwire_mcp._connection import Connection, MCPCallError
 from toolwire_mcp._elicit import APPROVAL_META, approval_question
 from toolwire_mcp._elicit import APPROVE_SCHEMA as _APPROVE_SCHEMA
-from toolwire_mcp._progress import CALL_PROGRESS
+from toolwire_mcp._progress import CALL_ASKER, CALL_PROGRESS
 from toolwire_mcp._served import Prompt, Resource, check_served
 from toolwire_mcp._toolset import RAW_READS, connection_named, on_toolsets_changed
 
@@ -232,6 +232,11 @@ class MCPCallContext:
         content = answer.content
         blocks = content if isinstance(content, list) else [content]
         return "".join(b.text for b in blocks if isinstance(b, types.TextContent))
+
+    async def ask(self, message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+        """An upstream server's question, passed on to this client: ``(action, content)``."""
+        answer = await self.elicit(message, schema)
+        return answer.action, answer.content
 
     def _related(self) -> Any:
         from mcp.shared.message import ServerMessageMetadata
@@ -499,10 +504,14 @@ def build_server(
         )
         # An upstream server's progress on the call goes on to this client, as progress
         # of its own call.
-        relay = CALL_PROGRESS.set(MCPCallContext(ctx).progress)
+        caller = MCPCallContext(ctx)
+        relay = CALL_PROGRESS.set(caller.progress)
+        # An upstream server's question (elicitation) is this client's to answer.
+        asker = CALL_ASKER.set(caller.ask)
         try:
             run = await executor.aexecute_and_commit(plan)
         finally:
+            CALL_ASKER.reset(asker)
             CALL_PROGRESS.reset(relay)
             executor.close()
         last = session.last
