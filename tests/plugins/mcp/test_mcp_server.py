@@ -925,7 +925,7 @@ def test_only_an_approval_of_a_call_in_flight_is_answered_by_the_client() -> Non
     from toolwire_mcp._elicit import APPROVAL_META, APPROVE_SCHEMA, approval_question
 
     conn = Connection(ServerSpec("s", command="true"))
-    conn._calls[("wipe", '{"a":1,"b":[2]}')] = 1
+    conn._calls[object()] = ("wipe", {"a": 1, "b": [2]})
 
     def approved(tool: str, arguments: Any, via: str) -> bool:
         """Answered yes, when the question came in its _meta or in its text alone."""

@@ -35,6 +35,7 @@ import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
+import anyio
 import httpx2
 import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters
@@ -180,7 +181,7 @@ class Connection:
         self._in_flight = 0  # calls sent and not answered: no ping while there are any
         #: The calls in flight, by (tool, canonical arguments): a toolwire gateway's
         #: approval question about one of them is answered yes (see _on_elicit).
-        self._calls: dict[tuple[str, str], int] = {}
+        self._calls: dict[object, tuple[str, dict[str, Any]]] = {}
         #: For calls a gateway makes for its client: how to ask that client (see _on_elicit).
         self._askers: dict[object, Asker] = {}
         #: The server's ``instructions`` from its last ``initialize`` (None: it gave none).
@@ -361,7 +362,12 @@ class Connection:
 
     def _in_flight_call(self, tool: str, arguments: Any) -> bool:
         """Whether this connection is calling ``tool`` with ``arguments`` now."""
-        return isinstance(arguments, dict) and (tool, _canonical(arguments)) in self._calls
+        if not isinstance(arguments, dict):
+            return False
+        asked = _canonical(arguments)
+        return any(
+            name == tool and _canonical(given) == asked for name, given in self._calls.values()
+        )
 
     async def _listen(self, client: Client) -> None:
         """2026-07-28 servers announce changes on a subscriptions/listen stream instead."""
@@ -642,20 +648,24 @@ class Connection:
         client = await self._fresh()
         self._last_used = time.monotonic()
         self._in_flight += 1
-        key = (name, _canonical(arguments))
-        self._calls[key] = self._calls.get(key, 0) + 1
+        # Kept as they are: compared (canonically) only when an approval question comes.
         token = object()
-        if asker is not None:
-            self._askers[token] = asker
+        self._calls[token] = (name, arguments)
+        if asker is None:
+            try:
+                return await self._send(client, name, arguments, relay)
+            finally:
+                del self._calls[token]
+                self._in_flight -= 1
+                self._last_used = time.monotonic()
+        self._askers[token] = asker
         try:
             with _asking(asker):
                 return await self._send(client, name, arguments, relay)
         finally:
-            self._askers.pop(token, None)
+            del self._calls[token]
+            del self._askers[token]
             self._in_flight -= 1
-            left = self._calls.pop(key, 1) - 1
-            if left:
-                self._calls[key] = left
             self._last_used = time.monotonic()
 
     async def _send(
@@ -666,38 +676,35 @@ class Connection:
         server = self.spec.name
         started = heard = time.monotonic()
 
+        scope: anyio.CancelScope | None = None
+
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
             nonlocal heard
             heard = time.monotonic()  # a server that reports progress is working
             self._last_used = heard
+            if scope is not None:  # the idle deadline moves on
+                scope.deadline = anyio.current_time() + min(timeout, started + limit - heard)
             await report(ProgressEvent(server, name, progress, total, message), relay)
 
         # A progress token on every call (the SDK adds one with the callback). The SDK
         # holds the call to the overall limit; the idle deadline, moved on by each
-        # progress notification, is kept here. (The call runs as a task of its own: a
-        # deadline that cancels this task, asyncio.timeout, is absorbed by the SDK's
-        # anyio cancel scopes.)
-        sending = asyncio.ensure_future(
-            client.call_tool(
-                name, arguments, read_timeout_seconds=limit, progress_callback=on_progress
-            )
-        )
+        # progress notification, is an anyio cancel scope's (the SDK's own mechanism: an
+        # asyncio.timeout around it is absorbed by its scopes, and a task per call costs).
         try:
-            while not sending.done():
-                now = time.monotonic()
-                left = min(heard + timeout, started + limit) - now
-                if left <= 0:
-                    if now >= started + limit:
-                        raise MCPCallError(
-                            f"MCP server `{server}` did not finish the call to `{name}` within "
-                            f"{limit:g} s (max_call_time)"
-                        )
+            with anyio.CancelScope(deadline=anyio.current_time() + min(timeout, limit)) as scope:
+                result = await client.call_tool(
+                    name, arguments, read_timeout_seconds=limit, progress_callback=on_progress
+                )
+            if scope.cancelled_caught:
+                if time.monotonic() >= started + limit:
                     raise MCPCallError(
-                        f"MCP server `{server}` did not answer the call to `{name}` within "
-                        f"{timeout:g} s" + (" of its last progress" if heard > started else "")
+                        f"MCP server `{server}` did not finish the call to `{name}` within "
+                        f"{limit:g} s (max_call_time)"
                     )
-                await asyncio.wait({sending}, timeout=left)
-            result = sending.result()
+                raise MCPCallError(
+                    f"MCP server `{server}` did not answer the call to `{name}` within "
+                    f"{timeout:g} s" + (" of its last progress" if heard > started else "")
+                )
             self._last_used = time.monotonic()
             return result
         except MCPError as exc:
@@ -727,11 +734,6 @@ class Connection:
                 f"MCP server `{server}` failed during the call to `{name}` ({_describe(exc)}); "
                 f"it is reconnected on the next call"
             ) from None
-        finally:
-            if not sending.done():
-                sending.cancel()  # the SDK tells the server (notifications/cancelled)
-                with contextlib.suppress(BaseException):
-                    await sending
 
     # -- the API for any thread or loop --------------------------------------------------------
 
