@@ -78,6 +78,21 @@ def spec_for(url: str, scenario: str) -> ServerSpec:
         if context.get("client_secret"):
             os.environ["CONFORMANCE_CLIENT_SECRET"] = context["client_secret"]
             extra["oauth_client_secret_env"] = "CONFORMANCE_CLIENT_SECRET"
+    if scenario.startswith("auth/client-credentials-"):  # a service, no user
+        extra["oauth_client_id"] = context["client_id"]
+        if context.get("private_key_pem"):
+            os.environ["CONFORMANCE_PRIVATE_KEY"] = context["private_key_pem"]
+            extra["oauth_private_key_env"] = "CONFORMANCE_PRIVATE_KEY"
+            extra["oauth_signing_algorithm"] = context.get("signing_algorithm", "RS256")
+            extra.pop("oauth_client_secret_env", None)
+        return ServerSpec(
+            "conformance",
+            url=url,
+            annotations="trust",
+            timeout=20,
+            auth="client_credentials",
+            **extra,
+        )
     if scenario == "auth/basic-cimd":  # an application that hosts its metadata document
         extra["oauth_client_metadata_url"] = "https://conformance-test.local/client-metadata.json"
     return ServerSpec(

@@ -137,7 +137,7 @@ async def test_a_login_handler_that_answers_nonsense_is_an_error() -> None:
         ({"command": "x", "auth": "oauth"}, "applies to a server reached by `url`"),
         ({"url": URL, "auth": "basic"}, "`auth` must be 'oauth'"),
         ({"url": URL, "auth": "oauth", "bearer_token_env": "T"}, "not both"),
-        ({"url": URL, "oauth_scope": "read"}, "need `auth` set to 'oauth'"),
+        ({"url": URL, "oauth_scope": "read"}, "need `auth` set"),
     ],
 )
 def test_oauth_settings_are_checked(fields: dict[str, Any], said: str) -> None:
@@ -179,3 +179,37 @@ def test_a_missing_client_secret_or_a_bad_metadata_url_is_said_at_connect() -> N
     bad = ServerSpec("s", url=URL, auth="oauth", oauth_client_metadata_url="http://x/")
     with pytest.raises(ConfigError, match="client_metadata_url must be a valid HTTPS URL"):
         auth_for(bad)
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({"url": URL, "auth": "client_credentials"}, "needs the client's ID"),
+        ({"url": URL, "auth": "client_credentials", "oauth_client_id": "c"}, "its secret or"),
+    ],
+)
+def test_client_credentials_need_an_id_and_a_secret_or_key(
+    fields: dict[str, Any], said: str
+) -> None:
+    with pytest.raises(ConfigError, match=said):
+        ServerSpec("s", **fields)
+
+
+def test_a_service_logs_in_with_its_secret_or_its_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp.client.auth.extensions.client_credentials import (
+        ClientCredentialsOAuthProvider,
+        PrivateKeyJWTOAuthProvider,
+    )
+
+    from toolwire_mcp._oauth import auth_for
+
+    base = {"url": URL, "auth": "client_credentials", "oauth_client_id": "svc"}
+    monkeypatch.setenv("SVC_SECRET", "s")
+    monkeypatch.setenv("SVC_KEY", "-----BEGIN PRIVATE KEY-----\n...")
+    by_secret = auth_for(ServerSpec("s", oauth_client_secret_env="SVC_SECRET", **base))
+    by_key = auth_for(ServerSpec("s", oauth_private_key_env="SVC_KEY", **base))
+    assert isinstance(by_secret, ClientCredentialsOAuthProvider)
+    assert isinstance(by_key, PrivateKeyJWTOAuthProvider)
+    monkeypatch.delenv("SVC_KEY")
+    with pytest.raises(ConfigError, match="SVC_KEY \\(its OAuth private key\\) is not set"):
+        auth_for(ServerSpec("s", oauth_private_key_env="SVC_KEY", **base))

@@ -89,13 +89,20 @@ class ServerSpec:
     #: ``"oauth"``: log in with OAuth 2.1 when the server asks (see ``_oauth``); the
     #: scope to ask for, and a client registered beforehand (its ID, and the variable
     #: holding its secret, for a confidential client), instead of dynamic registration.
-    auth: Literal["oauth"] | None = None
+    auth: Literal["oauth", "client_credentials"] | None = None
     oauth_scope: str | None = None
     oauth_client_id: str | None = None
     oauth_client_secret_env: str | None = None
     #: The HTTPS URL of this client's metadata document (SEP-991): its client ID where
     #: the authorization server takes one, instead of registering.
     oauth_client_metadata_url: str | None = None
+    #: ``auth="client_credentials"`` (a service, no user): the variable holding the PEM
+    #: private key that signs its assertions (private_key_jwt), and their algorithm.
+    oauth_private_key_env: str | None = None
+    oauth_signing_algorithm: str = "RS256"
+    #: The authorization server the client's credentials belong to: a token is asked of
+    #: that server only (discovery leading elsewhere stops the flow).
+    oauth_issuer: str | None = None
 
     def __attrs_post_init__(self) -> None:
         where = f"MCP server `{self.name}`"
@@ -114,8 +121,17 @@ class ServerSpec:
                 raise ConfigError(f"{where}: `{what}` must be a positive number of seconds")
         if self.annotations not in ("trust", "ignore"):
             raise ConfigError(f"{where}: `annotations` must be 'trust' or 'ignore'")
-        if self.auth not in (None, "oauth"):
-            raise ConfigError(f"{where}: `auth` must be 'oauth' (or left out)")
+        if self.auth not in (None, "oauth", "client_credentials"):
+            raise ConfigError(
+                f"{where}: `auth` must be 'oauth' or 'client_credentials' (or left out)"
+            )
+        if self.auth == "client_credentials" and not (
+            self.oauth_client_id and (self.oauth_client_secret_env or self.oauth_private_key_env)
+        ):
+            raise ConfigError(
+                f"{where}: `client_credentials` needs the client's ID and its secret or "
+                f"private key (oauth_client_id, oauth_client_secret_env or oauth_private_key_env)"
+            )
         if self.auth is not None and self.url is None:
             raise ConfigError(f"{where}: `auth` applies to a server reached by `url`")
         if self.auth is not None and self.bearer_token_env:
@@ -125,9 +141,11 @@ class ServerSpec:
             self.oauth_client_id,
             self.oauth_client_secret_env,
             self.oauth_client_metadata_url,
+            self.oauth_private_key_env,
+            self.oauth_issuer,
         )
         if any(oauth) and self.auth is None:
-            raise ConfigError(f"{where}: the oauth settings need `auth` set to 'oauth'")
+            raise ConfigError(f"{where}: the oauth settings need `auth` set")
 
     @property
     def transport(self) -> Literal["stdio", "http", "sse"]:
@@ -319,6 +337,9 @@ _KEYS = frozenset(
         "oauthClientId",
         "oauthClientSecretEnv",
         "oauthClientMetadataUrl",
+        "oauthPrivateKeyEnv",
+        "oauthSigningAlgorithm",
+        "oauthIssuer",
         "disabled",
         "description",
     }
@@ -358,6 +379,9 @@ def spec_from_entry(name: str, entry: Any, source: str) -> ServerSpec | None:
         ("oauthClientId", "oauth_client_id"),
         ("oauthClientSecretEnv", "oauth_client_secret_env"),
         ("oauthClientMetadataUrl", "oauth_client_metadata_url"),
+        ("oauthPrivateKeyEnv", "oauth_private_key_env"),
+        ("oauthSigningAlgorithm", "oauth_signing_algorithm"),
+        ("oauthIssuer", "oauth_issuer"),
     ):
         if key in entry:
             if not isinstance(entry[key], str) or not entry[key]:

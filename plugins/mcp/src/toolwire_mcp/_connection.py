@@ -41,6 +41,7 @@ import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from toolwire.exceptions import ToolwireError, UsageError
 from toolwire_mcp._client_features import answer_sampling, roots, sampling_enabled
@@ -243,7 +244,7 @@ class Connection:
                 )
             headers["Authorization"] = f"Bearer {token}"
         auth = None
-        if spec.auth == "oauth":
+        if spec.auth is not None:
             from toolwire_mcp._oauth import auth_for
 
             auth = auth_for(spec)  # logs in when the server first answers 401
@@ -600,7 +601,7 @@ class Connection:
     async def _subscribe(self, uri: str, on: bool) -> None:
         client = await self._ensure()
         with warnings.catch_warnings():  # deprecated from 2026-07-28 on, still served
-            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
             sending = client.subscribe_resource(uri) if on else client.unsubscribe_resource(uri)
         await self._request("resources/subscribe" if on else "resources/unsubscribe", sending)
 

@@ -28,10 +28,13 @@ import secrets
 import socket
 import sys
 import threading
+import warnings
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Union
 from urllib.parse import parse_qs, urlsplit
+
+from mcp.shared.exceptions import MCPDeprecationWarning
 
 from toolwire_mcp._config import ConfigError, ServerSpec, _user_dir
 
@@ -193,6 +196,8 @@ def auth_for(spec: ServerSpec) -> Any:
     from mcp.shared.auth import AuthorizationCodeResult, OAuthClientMetadata
 
     assert spec.url is not None
+    if spec.auth == "client_credentials":
+        return _service_auth(spec)
     storage = FileTokenStorage(spec.url)
     port = _free_port(storage.redirect_port())
     if port != storage.redirect_port():
@@ -239,6 +244,72 @@ def auth_for(spec: ServerSpec) -> Any:
         )
     except ValueError as exc:  # the metadata URL is not an HTTPS URL with a path
         raise ConfigError(f"MCP server `{spec.name}`: {exc}") from None
+
+
+def _secret(spec: ServerSpec, variable: str | None, what: str) -> str | None:
+    if not variable:
+        return None
+    value = os.environ.get(variable)
+    if not value:
+        raise ConfigError(
+            f"MCP server `{spec.name}`: the environment variable {variable} ({what}) is not set"
+        )
+    return value
+
+
+def _service_auth(spec: ServerSpec) -> Any:
+    """The client-credentials grant (a service logging in as itself, no user): with a
+    secret (client_secret_basic) or a private key signing JWT assertions (private_key_jwt,
+    RFC 7523)."""
+    assert spec.url is not None
+    assert spec.oauth_client_id is not None
+    if spec.oauth_issuer is None:
+        logger.warning(
+            "MCP server `%s`: no oauthIssuer: the server decides which authorization "
+            "server receives this client's credentials; name it to send them there only",
+            spec.name,
+        )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", MCPDeprecationWarning)  # said above, in our terms
+        return _service_provider(spec)
+
+
+def _service_provider(spec: ServerSpec) -> Any:
+    from mcp.client.auth.extensions.client_credentials import (
+        ClientCredentialsOAuthProvider,
+        PrivateKeyJWTOAuthProvider,
+        SignedJWTParameters,
+    )
+
+    assert spec.url is not None
+    assert spec.oauth_client_id is not None
+    storage = FileTokenStorage(spec.url)
+    key = _secret(spec, spec.oauth_private_key_env, "its OAuth private key")
+    if key is not None:
+        signer = SignedJWTParameters(
+            issuer=spec.oauth_client_id,
+            subject=spec.oauth_client_id,
+            signing_key=key,
+            signing_algorithm=spec.oauth_signing_algorithm,
+        )
+        return PrivateKeyJWTOAuthProvider(
+            spec.url,
+            storage,
+            spec.oauth_client_id,
+            signer.create_assertion_provider(),
+            scope=spec.oauth_scope,
+            issuer=spec.oauth_issuer,
+        )
+    secret = _secret(spec, spec.oauth_client_secret_env, "its OAuth client secret")
+    assert secret is not None
+    return ClientCredentialsOAuthProvider(
+        spec.url,
+        storage,
+        spec.oauth_client_id,
+        secret,
+        scope=spec.oauth_scope,
+        issuer=spec.oauth_issuer,
+    )
 
 
 async def _login(server: str, url: str, port: int) -> tuple[str, str | None] | None:
