@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
 from _mcp_support import SERVER, calls_in
 
@@ -494,6 +495,71 @@ def test_a_message_over_the_limit_is_refused_while_it_arrives(stdio_spec: Any) -
     assert peak < MAX_MESSAGE_BYTES + (8 << 20)  # the limit and a chunk, not 32 MiB
     # The connection was closed, and the next call starts the server again.
     assert "echo: hi" == _run(ts, "echo", {"text": "hi"}).content
+
+
+def test_an_oversized_answer_over_http_is_cut_without_being_read_whole(
+    http_server: Callable[..., str],
+) -> None:
+    # The same attack over Streamable HTTP: the answer (an SSE event, or a JSON body) was
+    # read whole by httpx and the SDK, whatever its size.
+    import tracemalloc
+
+    from toolwire_mcp._bounded_http import MAX_MESSAGE
+
+    ts = mcp_toolset("big", http_server(), timeout=60)
+    tracemalloc.start()
+    try:
+        result = _run(ts, "huge", {"mib": 40})
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert result.is_error
+    assert peak < 3 * MAX_MESSAGE  # the limit (and its parts being joined), not 40 MiB
+    assert "echo: hi" == _run(ts, "echo", {"text": "hi"}).content
+
+
+async def test_the_http_bound_cuts_a_long_event_and_a_long_body() -> None:
+    from toolwire_mcp._bounded_http import BoundedTransport, MessageTooLarge
+
+    def serve(request: httpx2.Request) -> httpx2.Response:
+        if request.url.path == "/events":
+            ok = b"data: " + b"x" * 60 + b"\n\n"
+            return httpx2.Response(
+                200,
+                headers={"content-type": "text/event-stream"},
+                stream=_Chunks([ok, ok, ok, b"data: " + b"y" * 200]),  # the last: too long
+            )
+        if request.url.path == "/announced":
+            return httpx2.Response(200, headers={"content-length": "500"}, content=b"z" * 500)
+        return httpx2.Response(200, stream=_Chunks([b"{" + b"a" * 150]))
+
+    bounded = BoundedTransport(limit=100, inner=httpx2.MockTransport(serve))
+    async with httpx2.AsyncClient(transport=bounded) as http:
+        got: list[bytes] = []
+
+        async def read_events() -> None:
+            async with http.stream("GET", "http://mcp.test/events") as events:
+                async for chunk in events.aiter_raw():
+                    got.append(chunk)
+
+        with pytest.raises(MessageTooLarge, match="over 100 bytes"):
+            await read_events()
+        assert b"".join(got).count(b"\n\n") == 3  # the events within the limit went through
+        with pytest.raises(MessageTooLarge, match="announced a 500-byte message"):
+            await http.get("http://mcp.test/announced")
+        with pytest.raises(MessageTooLarge):
+            await http.get("http://mcp.test/body")
+
+
+class _Chunks(httpx2.AsyncByteStream):
+    """A response body arriving in these parts."""
+
+    def __init__(self, parts: list[bytes]) -> None:
+        self._parts = parts
+
+    async def __aiter__(self) -> Any:
+        for part in self._parts:
+            yield part
 
 
 def test_an_idle_2026_server_is_not_restarted_and_a_long_call_is_not_killed(

@@ -44,6 +44,7 @@ from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from toolwire.exceptions import ToolwireError, UsageError
+from toolwire_mcp._bounded_http import BoundedTransport
 from toolwire_mcp._client_features import answer_sampling, roots, sampling_enabled
 from toolwire_mcp._config import ServerSpec
 from toolwire_mcp._elicit import ElicitationRequest, answer, approval_asked
@@ -251,12 +252,23 @@ class Connection:
         if spec.transport == "sse":
             from mcp.client.sse import sse_client
 
-            # The legacy transport's own client; the same headers, token and deadlines.
+            def bounded_client(
+                headers: dict[str, str] | None = None,
+                timeout: httpx2.Timeout | None = None,
+                auth: httpx2.Auth | None = None,
+            ) -> httpx2.AsyncClient:
+                return httpx2.AsyncClient(
+                    headers=headers, timeout=timeout, auth=auth, transport=BoundedTransport()
+                )
+
+            # The legacy transport's own client; the same headers, token, deadlines and
+            # message bound.
             async with sse_client(
                 spec.url,
                 headers=headers,
                 timeout=spec.connect_timeout,
                 sse_read_timeout=max(spec.max_call_time, 300.0),
+                httpx_client_factory=bounded_client,
                 auth=auth,
             ) as streams:
                 yield streams
@@ -265,6 +277,7 @@ class Connection:
             headers=headers,
             timeout=httpx2.Timeout(spec.connect_timeout, read=max(spec.timeout, 30.0)),
             auth=auth,
+            transport=BoundedTransport(),  # every message read within 16 MiB
         )
         try:
             async with streamable_http_client(spec.url, http_client=http) as streams:
