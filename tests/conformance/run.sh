@@ -51,17 +51,7 @@ env XDG_CONFIG_HOME="$WORK/config" PYTHONPATH="$HERE" \
   --resources server_app:resources --prompts server_app:prompts --approve \
   >"$WORK/gateway.log" 2>&1 &
 GATEWAY=$!
-"$PY" - "$PORT" <<'PYEOF'
-import socket, sys, time
-deadline = time.monotonic() + 60
-while time.monotonic() < deadline:
-    try:
-        socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1).close()
-        sys.exit(0)
-    except OSError:
-        time.sleep(0.2)
-sys.exit("the gateway did not start within 60 s")
-PYEOF
+"$PY" "$HERE/wait_port.py" "$PORT" the gateway
 status=0
 "${SUITE[@]}" server --url "http://127.0.0.1:$PORT/mcp" --expected-failures "$HERE/baseline.yml" \
   -o "$WORK/server" >"$WORK/server.log" 2>&1 || status=1

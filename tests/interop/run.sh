@@ -53,17 +53,7 @@ over_http() {  # MODE PATH
   port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   PORT=$port node "$WORK/node_modules/.bin/mcp-server-everything" "$1" >"$WORK/everything-$1.log" 2>&1 &
   pid=$!
-  "$PY" - "$port" <<'PYEOF'
-import socket, sys, time
-deadline = time.monotonic() + 60
-while time.monotonic() < deadline:
-    try:
-        socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=1).close()
-        sys.exit(0)
-    except OSError:
-        time.sleep(0.2)
-sys.exit("server-everything over HTTP did not start within 60 s")
-PYEOF
+  "$PY" "$HERE/../conformance/wait_port.py" "$port" server-everything over HTTP
   run "everything-$1" --skip gzip-file-as-resource -- "http://127.0.0.1:$port$2"
   kill "$pid" 2>/dev/null || true
 }

@@ -13,11 +13,12 @@ import inspect
 import json
 import logging
 import re
-import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal, Union
 
 import attrs
+
+from toolwire_mcp._slot import Slot
 
 __all__ = [
     "ElicitationHandler",
@@ -115,26 +116,22 @@ ElicitationHandler = Callable[
 ]
 """``handler(request)``: sync or async; raising cancels the request."""
 
-_LOCK = threading.Lock()
-_HANDLER: list[ElicitationHandler | None] = [None]
+_HANDLER: Slot[ElicitationHandler] = Slot("elicitation handler")
 
 
 def set_elicitation_handler(handler: ElicitationHandler | None) -> None:
     """Answer every MCP server's elicitation with ``handler`` (None: decline them all)."""
-    if handler is not None and not callable(handler):
-        raise TypeError(f"the elicitation handler must be callable, got {type(handler).__name__}")
-    with _LOCK:
-        _HANDLER[0] = handler
+    _HANDLER.set(handler)
 
 
 def elicitation_handler() -> ElicitationHandler | None:
     """The handler in force (None: every request is declined)."""
-    return _HANDLER[0]
+    return _HANDLER.get()
 
 
 async def answer(request: ElicitationRequest) -> tuple[str, dict[str, Any] | None]:
     """``(action, content)`` for the SDK: ``accept``, ``decline`` or ``cancel``."""
-    handler = _HANDLER[0]
+    handler = _HANDLER.get()
     if handler is None:
         logger.info("MCP server `%s` asked for input; no handler is set: declined", request.server)
         return "decline", None

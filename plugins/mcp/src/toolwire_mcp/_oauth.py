@@ -27,7 +27,6 @@ import os
 import secrets
 import socket
 import sys
-import threading
 import warnings
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -37,6 +36,7 @@ from urllib.parse import parse_qs, urlsplit
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from toolwire_mcp._config import ConfigError, ServerSpec, _user_dir
+from toolwire_mcp._slot import Slot
 
 __all__ = ["login_handler", "set_login_handler", "token_path"]
 
@@ -52,20 +52,16 @@ LoginHandler = Callable[[str, str], Union[LoginAnswer, Awaitable[LoginAnswer]]]
 """``handler(server, authorization_url)``: send the user there and return what came back
 to the redirect URI (sync or async)."""
 
-_LOCK = threading.Lock()
-_HANDLER: list[LoginHandler | None] = [None]
+_HANDLER: Slot[LoginHandler] = Slot("login handler")
 
 
 def set_login_handler(handler: LoginHandler | None) -> None:
     """Send users to log in with ``handler`` (None: the browser, the default)."""
-    if handler is not None and not callable(handler):
-        raise TypeError(f"the login handler must be callable, got {type(handler).__name__}")
-    with _LOCK:
-        _HANDLER[0] = handler
+    _HANDLER.set(handler)
 
 
 def login_handler() -> LoginHandler | None:
-    return _HANDLER[0]
+    return _HANDLER.get()
 
 
 def token_path(url: str) -> Path:
@@ -313,7 +309,7 @@ def _service_provider(spec: ServerSpec) -> Any:
 
 
 async def _login(server: str, url: str, port: int) -> tuple[str, str | None] | None:
-    handler = _HANDLER[0]
+    handler = _HANDLER.get()
     if handler is None:
         return await browser_login(server, url, port)
     out: Any = handler(server, url)

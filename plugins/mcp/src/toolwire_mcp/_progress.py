@@ -12,11 +12,12 @@ from __future__ import annotations
 import contextvars
 import inspect
 import logging
-import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, Union
 
 import attrs
+
+from toolwire_mcp._slot import Slot
 
 __all__ = ["ProgressEvent", "progress_handler", "set_progress_handler"]
 
@@ -38,8 +39,7 @@ class ProgressEvent:
 ProgressHandler = Callable[[ProgressEvent], Union[Awaitable[None], None]]
 """``handler(event)``: sync or async; what it raises is logged, never the call's failure."""
 
-_LOCK = threading.Lock()
-_HANDLER: list[ProgressHandler | None] = [None]
+_HANDLER: Slot[ProgressHandler] = Slot("progress handler")
 
 #: Where a gateway serving the current call passes an upstream server's progress on.
 CALL_PROGRESS: contextvars.ContextVar[
@@ -57,14 +57,11 @@ _MAX_MESSAGE = 1000
 
 def set_progress_handler(handler: ProgressHandler | None) -> None:
     """Tell ``handler`` of every MCP server's progress on a call (None: tell nobody)."""
-    if handler is not None and not callable(handler):
-        raise TypeError(f"the progress handler must be callable, got {type(handler).__name__}")
-    with _LOCK:
-        _HANDLER[0] = handler
+    _HANDLER.set(handler)
 
 
 def progress_handler() -> ProgressHandler | None:
-    return _HANDLER[0]
+    return _HANDLER.get()
 
 
 async def report(
@@ -74,7 +71,7 @@ async def report(
     """``event`` to the application's handler and to the gateway's client (``relay``)."""
     if event.message is not None and len(event.message) > _MAX_MESSAGE:
         event = attrs.evolve(event, message=event.message[:_MAX_MESSAGE])
-    handler = _HANDLER[0]
+    handler = _HANDLER.get()
     if handler is not None:
         try:
             out: Any = handler(event)
