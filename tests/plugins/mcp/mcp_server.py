@@ -21,7 +21,7 @@ import mcp_types as types
 from mcp import MCPError
 from mcp.server.lowlevel import Server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
-from mcp.shared.subscriptions import ToolsListChanged
+from mcp.shared.subscriptions import ResourceUpdated, ToolsListChanged
 
 RECORD = os.environ.get("MCP_RECORD")
 EXTRA = int(os.environ.get("MCP_EXTRA_TOOLS", "0"))
@@ -85,6 +85,12 @@ def _tools() -> list[types.Tool]:
             annotations=ro,
         ),
         types.Tool(name="nap", description="Sleeps `seconds`.", input_schema=OBJ, annotations=ro),
+        types.Tool(
+            name="touch",
+            description="Says the resource `uri` changed (notifications/resources/updated).",
+            input_schema=OBJ,
+            annotations=ro,
+        ),
         types.Tool(
             name="ask_user",
             description="Asks the client's user for a colour (elicitation).",
@@ -203,6 +209,13 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         return types.CallToolResult(content=_text("warned"))
     if name == "pid":
         return types.CallToolResult(content=_text(str(os.getpid())))
+    if name == "touch":
+        uri = str(args.get("uri", "note://readme"))
+        if str(ctx.protocol_version) >= "2026-07-28":
+            await BUS.publish(ResourceUpdated(uri))  # their listen streams
+        else:
+            await ctx.session.send_resource_updated(uri)  # handshake-era clients
+        return types.CallToolResult(content=_text("touched"))
     if name == "ask_user":
         return await _ask_user(ctx, params)
     if name == "ask_model":
@@ -351,6 +364,11 @@ async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.Ge
     )
 
 
+async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+    _record("resources/subscribe", {"uri": str(params.uri)})
+    return types.EmptyResult()
+
+
 async def complete(ctx: Any, params: types.CompleteRequestParams) -> types.CompleteResult:
     names = [n for n in ("ada", "alan", "grace") if n.startswith(params.argument.value)]
     return types.CompleteResult(completion=types.Completion(values=names))
@@ -365,6 +383,7 @@ _WITH_RESOURCES: dict[str, Any] = (
         "on_list_prompts": list_prompts,
         "on_get_prompt": get_prompt,
         "on_completion": complete,
+        "on_subscribe_resource": subscribe,
     }
     if os.environ.get("MCP_RESOURCES") == "1"
     else {}

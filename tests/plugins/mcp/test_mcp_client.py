@@ -186,7 +186,7 @@ def test_a_command_that_does_not_exist_is_a_clear_error() -> None:
 def test_500_tools_over_several_pages(stdio_spec: Any) -> None:
     ts = mcp_toolset("big", stdio_spec(MCP_EXTRA_TOOLS="500", MCP_PAGE_SIZE="37"))
     names = [t.name for t in ts.tools()]
-    assert len(names) == 521
+    assert len(names) == 522
     assert names[-1] == "extra_499"
 
 

@@ -421,3 +421,28 @@ def test_a_server_with_the_capability_and_no_resource_gets_no_read_tool() -> Non
     resources, templates = _known(None, [])
     assert [] == resources
     assert "could not be read" in templates[0].uri_template
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_a_subscription_goes_upstream_and_the_update_comes_back(notes: ServerSpec) -> None:
+    # The upstream server speaks 2026-07-28: the subscription is its listen stream's.
+    app = tw.Toolset("app").add(mcp_toolset("notes", notes), prefix="notes_")
+    updates: list[str] = []
+    got = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            updates.append(str(message.params.uri))
+            got.set()
+
+    async def main() -> None:
+        server = build_server(app, host=tw.PluginHost(autoload=False))
+        async with Client(server, mode="legacy", message_handler=on_message) as c:
+            await c.subscribe_resource("note://readme")
+            await c.call_tool("notes_touch", {"uri": "note://todo"})  # not subscribed to
+            await c.call_tool("notes_touch", {"uri": "note://readme"})
+            with anyio.fail_after(10):
+                await got.wait()
+
+    anyio.run(main)
+    assert ["note://readme"] == updates

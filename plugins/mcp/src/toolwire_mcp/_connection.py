@@ -32,6 +32,7 @@ import os
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
@@ -40,7 +41,7 @@ import httpx2
 import mcp_types as types
 from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
-from mcp.client.subscriptions import ListenNotSupportedError
+from mcp.client.subscriptions import ListenNotSupportedError, ResourceUpdated
 from mcp.shared.exceptions import MCPDeprecationWarning
 
 from toolwire.exceptions import ToolwireError, UsageError
@@ -184,6 +185,10 @@ class Connection:
         #: The calls in flight, by (tool, canonical arguments): a toolwire gateway's
         #: approval question about one of them is answered yes (see _on_elicit).
         self._calls: dict[object, tuple[str, dict[str, Any]]] = {}
+        #: The resources subscribed to (a 2026-07-28 server's listen filter), and the
+        #: task reading the listen stream.
+        self._watched: set[str] = set()
+        self._listener: asyncio.Task[None] | None = None
         #: For calls a gateway makes for its client: how to ask that client (see _on_elicit).
         self._askers: dict[object, Asker] = {}
         #: The server's ``instructions`` from its last ``initialize`` (None: it gave none).
@@ -298,6 +303,18 @@ class Connection:
             getattr(message, "method", None) == "notifications/tools/list_changed"
         ):
             self._tools_changed()
+        elif isinstance(message, types.ResourceUpdatedNotification):
+            client = self._client
+            if client is not None and _modern(client):
+                return  # the listen stream's, which _listen reports: not twice
+            self._resource_updated(str(message.params.uri))
+
+    def _resource_updated(self, uri: str) -> None:
+        for listener in list(RESOURCE_LISTENERS):
+            try:
+                listener(self.spec.name, uri)
+            except Exception:
+                logger.exception("MCP server `%s`: a resource listener failed", self.spec.name)
 
     async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
         """A server's log message, to the ``toolwire.mcp.<server>`` logger (as its stderr).
@@ -384,11 +401,18 @@ class Connection:
         )
 
     async def _listen(self, client: Client) -> None:
-        """2026-07-28 servers announce changes on a subscriptions/listen stream instead."""
+        """2026-07-28 servers announce changes on a subscriptions/listen stream instead:
+        tool-list changes, and updates of the resources subscribed to (``_watched``; a
+        new subscription restarts the stream with it)."""
         try:
-            async with client.listen(tools_list_changed=True) as subscription:
-                async for _event in subscription:
-                    self._tools_changed()
+            async with client.listen(
+                tools_list_changed=True, resource_subscriptions=sorted(self._watched)
+            ) as subscription:
+                async for event in subscription:
+                    if isinstance(event, ResourceUpdated):
+                        self._resource_updated(event.uri)
+                    else:
+                        self._tools_changed()
         except ListenNotSupportedError:
             return  # an older protocol: _on_message gets the notifications
         except asyncio.CancelledError:
@@ -417,10 +441,11 @@ class Connection:
             async with client:
                 if not ready.done():
                     ready.set_result(client)
-                listener = asyncio.create_task(self._listen(client))
+                self._listener = asyncio.create_task(self._listen(client))
                 try:
                     await closing.wait()
                 finally:
+                    listener, self._listener = self._listener, None
                     listener.cancel()
                     with contextlib.suppress(BaseException):
                         await listener
@@ -613,6 +638,20 @@ class Connection:
 
     async def _subscribe(self, uri: str, on: bool) -> None:
         client = await self._ensure()
+        if _modern(client):
+            # 2026-07-28: a subscription is part of the listen stream's filter.
+            changed = (uri not in self._watched) if on else (uri in self._watched)
+            if on:
+                self._watched.add(uri)
+            else:
+                self._watched.discard(uri)
+            listener = self._listener
+            if changed and listener is not None:
+                listener.cancel()
+                with contextlib.suppress(BaseException):
+                    await listener
+                self._listener = asyncio.create_task(self._listen(client))
+            return
         with warnings.catch_warnings():  # deprecated from 2026-07-28 on, still served
             warnings.simplefilter("ignore", MCPDeprecationWarning)
             sending = client.subscribe_resource(uri) if on else client.unsubscribe_resource(uri)
@@ -917,6 +956,10 @@ def _result(future: concurrent.futures.Future[_T], deadline: float) -> _T:
 # -- the registry -------------------------------------------------------------------------
 
 _CONNECTIONS: dict[tuple[Any, ...], Connection] = {}
+#: Told ``(server, uri)`` when a server says a subscribed resource changed (a gateway
+#: passes it on to its own subscribers). Held weakly: as long as their owner holds them.
+RESOURCE_LISTENERS: weakref.WeakSet[Callable[[str, str], None]] = weakref.WeakSet()
+
 _REGISTRY_LOCK = threading.Lock()
 
 

@@ -45,7 +45,7 @@ import mcp_types as types
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from mcp.shared.subscriptions import ToolsListChanged
+from mcp.shared.subscriptions import ResourceUpdated, ToolsListChanged
 
 from toolwire import (
     Allow,
@@ -68,7 +68,7 @@ from toolwire import (
 )
 from toolwire.adapters import AssistantReply, decode_reply
 from toolwire.exceptions import UsageError
-from toolwire_mcp._connection import Connection, MCPCallError
+from toolwire_mcp._connection import RESOURCE_LISTENERS, Connection, MCPCallError
 from toolwire_mcp._elicit import APPROVAL_META, approval_question
 from toolwire_mcp._elicit import APPROVE_SCHEMA as _APPROVE_SCHEMA
 from toolwire_mcp._progress import CALL_ASKER, CALL_PROGRESS
@@ -552,7 +552,7 @@ def build_server(
             _SESSION_LEVELS[_connection_of(ctx.session)] = params.level
         return types.EmptyResult()
 
-    catalogue = _Catalogue(own_resources, own_prompts, tools, plugins, context)
+    catalogue = _Catalogue(own_resources, own_prompts, tools, plugins, context, announcer)
 
     async def on_list_resources(
         ctx: Any, params: types.PaginatedRequestParams | None
@@ -600,6 +600,7 @@ def build_server(
         return raw
 
     async def on_subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        announcer.remember(ctx)  # where an update is announced from
         await catalogue.subscribe(ctx, str(params.uri), True)
         return types.EmptyResult()
 
@@ -658,6 +659,7 @@ def build_server(
             on_get_prompt=on_get_prompt,
         )
         on_toolsets_changed(announcer)  # held weakly: as long as this server's handlers
+        RESOURCE_LISTENERS.add(catalogue.updated)  # the same
         return server
 
 
@@ -728,7 +730,11 @@ class _Catalogue:
         tools: Toolset,
         plugins: PluginHost,
         context: HookContext,
+        announcer: _Announcer,
     ) -> None:
+        self._announcer = announcer
+        # A bound method is made anew at each access: keep one, for the weak registry.
+        self.updated = self._updated
         self.own_static = {r.uri: r for r in resources if not r.is_template}
         self.own_templates = [r for r in resources if r.is_template]
         self.own_prompts = {p.name: p for p in prompts}
@@ -907,6 +913,29 @@ class _Catalogue:
             await up.conn.subscribe(uri, on)
         except MCPCallError as exc:
             logger.info("%s", exc)  # a server that cannot subscribe: nothing to relay
+
+    def _updated(self, server: str, uri: str) -> None:
+        """An upstream server's resource changed: tell this gateway's subscribers (on the
+        loop serving them), if the server is one this gateway fronts."""
+        loop = self._announcer.loop
+        if uri not in self._subscribed or loop is None or loop.is_closed():
+            return
+        loop.call_soon_threadsafe(self._announce_update, server, uri)
+
+    def _announce_update(self, server: str, uri: str) -> None:
+        if not self._subscribed.get(uri) or server not in self.upstreams():
+            return
+
+        async def send() -> None:
+            with contextlib.suppress(Exception):
+                await self._announcer.bus.publish(ResourceUpdated(uri))
+            for connection in list(self._subscribed.get(uri, ())):
+                with contextlib.suppress(Exception):
+                    await connection.send_resource_updated(uri)
+
+        task = asyncio.get_running_loop().create_task(send())
+        self._announcer.tasks.add(task)
+        task.add_done_callback(self._announcer.tasks.discard)
 
 
 def _parse_template(text: str) -> Any:
