@@ -417,10 +417,12 @@ def test_a_server_with_the_capability_and_no_resource_gets_no_read_tool() -> Non
 
     conn = object()
     assert [] == _with_resources(conn, [], [], [])  # type: ignore[arg-type]
-    # A listing that failed: the tool stays (reads may work), saying the list is unknown.
+    # A resource list that failed: the tool stays (reads may work), saying the list is
+    # unknown; a template list that failed is no templates.
     resources, templates = _known(None, [])
     assert [] == resources
     assert "could not be read" in templates[0].uri_template
+    assert ([1], []) == _known([1], None)
 
 
 @pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")

@@ -264,7 +264,7 @@ def members_sync(conn: Connection) -> list[Any]:
     if "resources" not in conn.capabilities_sync():
         return tools
     resources = _or_none(conn.listing_sync, "resources")
-    templates = _or_none(conn.listing_sync, "templates")
+    templates = _or_none(conn.listing_sync, "templates", quiet=True)
     return _with_resources(conn, tools, *_known(resources, templates))
 
 
@@ -274,33 +274,38 @@ async def members(conn: Connection) -> list[Any]:
     if "resources" not in await conn.capabilities():
         return tools
     resources = await _or_none_async(conn.listing, "resources")
-    templates = await _or_none_async(conn.listing, "templates")
+    templates = await _or_none_async(conn.listing, "templates", quiet=True)
     return _with_resources(conn, tools, *_known(resources, templates))
 
 
 def _known(resources: list[Any] | None, templates: list[Any] | None) -> tuple[list[Any], list[Any]]:
-    """What the read tool's description lists. A listing that failed leaves the tool
-    (the server has resources, and reads may work) with a note in place of the list."""
-    if resources is None or templates is None:
-        return [*(resources or [])], [*(templates or []), _UNLISTED]
-    return resources, templates
+    """What the read tool's description lists. A resource list that failed leaves the
+    tool (the server has resources, and reads may work) with a note in place of the list;
+    a template list that failed is no templates (many servers serve none)."""
+    if resources is None:
+        return [], [*(templates or []), _UNLISTED]
+    return resources, templates or []
 
 
-def _or_none(fetch: Callable[[str], list[Any]], what: str) -> list[Any] | None:
+def _or_none(
+    fetch: Callable[[str], list[Any]], what: str, *, quiet: bool = False
+) -> list[Any] | None:
     """A listing the read tool's description shows; a server that fails it still has its
     resources readable (and the failure is logged)."""
     try:
         return fetch(what)
     except MCPCallError as exc:
-        logger.warning("%s", exc)
+        logger.log(logging.DEBUG if quiet else logging.WARNING, "%s", exc)
         return None
 
 
-async def _or_none_async(fetch: Callable[[str], Any], what: str) -> list[Any] | None:
+async def _or_none_async(
+    fetch: Callable[[str], Any], what: str, *, quiet: bool = False
+) -> list[Any] | None:
     try:
         return list(await fetch(what))
     except MCPCallError as exc:
-        logger.warning("%s", exc)
+        logger.log(logging.DEBUG if quiet else logging.WARNING, "%s", exc)
         return None
 
 
