@@ -24,6 +24,9 @@ from toolwire_mcp import ServerSpec, close_all
 def _close_connections() -> Iterator[None]:
     yield
     close_all()
+    from toolwire_mcp._client_features import relay_sampling
+
+    relay_sampling(False)  # a gateway built by the test turned it on
 
 
 @pytest.fixture

@@ -1085,3 +1085,48 @@ def test_an_upstream_question_is_declined_when_the_gateways_client_cannot_answer
             return await client.call_tool("up_ask_user", {})  # no elicitation capability
 
     assert "decline: None" == anyio.run(main).content[0].text
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+@pytest.mark.parametrize("deny", [False, True])
+def test_an_upstream_servers_sampling_reaches_the_gateways_client_under_policy(
+    stdio_spec: Any, deny: bool
+) -> None:
+    import mcp_types
+
+    from toolwire_mcp import mcp_toolset
+
+    host = _host()
+    if deny:
+
+        class NoModel:
+            @tw.hookimpl
+            def toolwire_tool_decision(self, call: Any, context: Any) -> Any:
+                return tw.Reject("no model for upstreams") if call.name == "mcp_sampling" else None
+
+        host.register(NoModel(), "corp", kind="policy")
+    app = tw.Toolset("app").add(mcp_toolset("ups", stdio_spec("ups")), prefix="up_")
+    seen: list[Any] = []
+
+    async def on_sample(context: Any, params: Any) -> Any:
+        seen.append(params)
+        return mcp_types.CreateMessageResult(
+            role="assistant",
+            content=mcp_types.TextContent(type="text", text="from the client"),
+            model="client-model",
+        )
+
+    async def main() -> Any:
+        async with Client(
+            build_server(app, host=host), mode="legacy", sampling_callback=on_sample
+        ) as client:
+            return await client.call_tool("up_ask_model", {"q": "what?"})
+
+    result = anyio.run(main)
+    if deny:
+        assert "no model for upstreams" in result.content[0].text
+        assert [] == seen
+    else:
+        assert "model said: from the client" == result.content[0].text
+        [params] = seen
+        assert ("what?", "Be brief.") == (params.messages[0].content.text, params.system_prompt)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -89,6 +89,23 @@ def sampling_enabled(server: str) -> bool:
     return state is not None and (state.servers is None or server in state.servers)
 
 
+_RELAY = [False]
+
+
+def relay_sampling(on: bool) -> bool:
+    """A gateway passes its upstream servers' sampling to its own clients (each request
+    under the gateway's policies): the capability is declared to the servers it opens.
+    True when this changed it (connections already open declared the old setting)."""
+    changed = _RELAY[0] != on
+    _RELAY[0] = on
+    return changed
+
+
+def offers_sampling(server: str) -> bool:
+    """Whether the sampling capability is declared to ``server`` (when it is connected)."""
+    return sampling_enabled(server) or _RELAY[0]
+
+
 def _refused(text: str) -> types.ErrorData:
     return types.ErrorData(code=types.INVALID_REQUEST, message=text)
 
@@ -122,14 +139,21 @@ def _session(params: types.CreateMessageRequestParams) -> tuple[Any, str] | str:
 
 
 async def answer_sampling(
-    server: str, params: types.CreateMessageRequestParams
+    server: str, params: types.CreateMessageRequestParams, link: Any = None
 ) -> types.CreateMessageResult | types.ErrorData:
-    """A server's ``sampling/createMessage``, answered as :func:`enable_sampling` says."""
+    """A server's ``sampling/createMessage``, answered as :func:`enable_sampling` says;
+    without it, in a gateway, by the model of the client whose call it is (``link``)."""
     state = _STATE[0]
-    if state is None or (state.servers is not None and server not in state.servers):
+    enabled = state is not None and (state.servers is None or server in state.servers)
+    if not enabled and link is None:
         return _refused("sampling is not enabled for this server")
     if params.tools or params.tool_choice:
         return _refused("sampling with tools is not supported")
+    if state is None or not enabled:
+        made = _session(params)
+        if isinstance(made, str):
+            return _refused(made)
+        return await _relayed(link, server, params, made[1])
     if params.max_tokens > state.max_tokens:
         return _refused(
             f"maxTokens {params.max_tokens} is over this client's limit of {state.max_tokens}"
@@ -146,19 +170,42 @@ async def answer_sampling(
     return await _through_policies(state, server, session, arguments)
 
 
-async def _through_policies(
-    state: _Sampling, server: str, session: Any, arguments: str
+async def _relayed(
+    link: Any, server: str, params: types.CreateMessageRequestParams, arguments: str
 ) -> types.CreateMessageResult | types.ErrorData:
+    """Through the gateway's policies, then to its client's model, the answer as given."""
+    answered: list[types.CreateMessageResult] = []
+
+    async def via_client() -> str:
+        result = await link.sample(params)
+        answered.append(result)
+        content = result.content
+        blocks = content if isinstance(content, list) else [content]
+        return "".join(b.text for b in blocks if isinstance(b, types.TextContent))
+
+    decided = await _decided(link.plugins, server, arguments, via_client)
+    if isinstance(decided, types.ErrorData):
+        return decided
+    given = answered[0]
+    # The text as the result hooks left it (a policy may redact what goes back).
+    return types.CreateMessageResult(
+        role="assistant",
+        content=types.TextContent(type="text", text=decided),
+        model=given.model,
+        stop_reason=given.stop_reason,
+    )
+
+
+async def _decided(
+    plugins: Any, server: str, arguments: str, generate: Callable[[], Awaitable[str]]
+) -> types.ErrorData | str:
+    """Run ``generate`` as a call of the ``mcp_sampling`` tool (source ``mcp:SERVER``)
+    through the policies of ``plugins``: its text as the result hooks left it, or why it
+    did not run."""
     import toolwire as tw
 
-    provider = state.provider
-    empty = tw.resolve_turn(tw.Toolset("sampling"))
-    answered: list[Any] = []
-
     async def mcp_sampling(**_: Any) -> str:
-        reply = await provider.agenerate(session, empty)
-        answered.append(reply)
-        return reply.text or ""
+        return await generate()
 
     tool = tw.raw_tool(
         SAMPLING_TOOL,
@@ -171,18 +218,38 @@ async def _through_policies(
             source=f"mcp:{server}",
         ),
     )
-    executor = tw.Executor(tools=tw.Toolset("sampling", [tool]), plugins=state.plugins)
+    executor = tw.Executor(tools=tw.Toolset("sampling", [tool]), plugins=plugins)
     try:
         result = await executor.aexecute(tw.ToolCall(f"sample_{server}", SAMPLING_TOOL, arguments))
     finally:
         executor.close()
-    if result.is_error or not answered:
+    if result.is_error:
         logger.info("MCP server `%s`: sampling refused: %s", server, result.content[:200])
         return _refused(result.content[:500] or "sampling failed")
+    return result.content
+
+
+async def _through_policies(
+    state: _Sampling, server: str, session: Any, arguments: str
+) -> types.CreateMessageResult | types.ErrorData:
+    import toolwire as tw
+
+    provider = state.provider
+    empty = tw.resolve_turn(tw.Toolset("sampling"))
+    answered: list[Any] = []
+
+    async def generate() -> str:
+        reply = await provider.agenerate(session, empty)
+        answered.append(reply)
+        return str(reply.text or "")
+
+    decided = await _decided(state.plugins, server, arguments, generate)
+    if isinstance(decided, types.ErrorData):
+        return decided
     reply = answered[0]
     return types.CreateMessageResult(
         role="assistant",
-        content=types.TextContent(type="text", text=result.content),
+        content=types.TextContent(type="text", text=decided),
         model=reply.model or getattr(provider, "model", None) or type(provider).__name__,
         stop_reason="maxTokens" if reply.finish_reason == "length" else "endTurn",
     )

@@ -46,7 +46,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 
 from toolwire.exceptions import ToolwireError, UsageError
 from toolwire_mcp._bounded_http import BoundedTransport
-from toolwire_mcp._client_features import answer_sampling, roots, sampling_enabled
+from toolwire_mcp._client_features import answer_sampling, offers_sampling, roots
 from toolwire_mcp._config import ServerSpec
 from toolwire_mcp._elicit import ElicitationRequest, answer, approval_asked
 from toolwire_mcp._progress import CALL_ASKER, CALL_PROGRESS, ProgressEvent, report
@@ -65,7 +65,9 @@ logger = logging.getLogger("toolwire.mcp")
 
 _T = TypeVar("_T")
 Relay = Callable[[float, float | None, str | None], Awaitable[None]]
-Asker = Callable[[str, dict[str, Any]], Awaitable[tuple[str, dict[str, Any] | None]]]
+#: A gateway's link to the client whose call it is: ``ask(message, schema)``,
+#: ``sample(params)`` and its ``plugins`` (see _server._ClientLink).
+Asker = Any
 _MAX_PAGES = 200  # tools/list pages; a server that pages forever is a broken server
 _MAX_TOOLS = 10_000
 _MAX_STDERR_LINE = 8192
@@ -349,7 +351,7 @@ class Connection:
         if asker is not None:
             # A gateway serving a client's call: the question is that client's to answer.
             try:
-                action, content = await asker(
+                action, content = await asker.ask(
                     str(getattr(params, "message", "")),
                     dict(getattr(params, "requested_schema", None) or {}),
                 )
@@ -373,7 +375,9 @@ class Connection:
     async def _on_sample(
         self, context: Any, params: types.CreateMessageRequestParams
     ) -> types.CreateMessageResult | types.ErrorData:
-        return await answer_sampling(self.spec.name, params)
+        # The application's provider when it enabled sampling; else, in a gateway, the
+        # model of the client whose call it is (as a question is passed on).
+        return await answer_sampling(self.spec.name, params, self._asker())
 
     async def _on_roots(self, context: Any) -> types.ListRootsResult:
         return types.ListRootsResult(roots=list(roots()))
@@ -425,7 +429,7 @@ class Connection:
             # Sampling and roots are offered only when the application set them up
             # (a capability declared is a promise to answer).
             offered: dict[str, Any] = {}
-            if sampling_enabled(self.spec.name):
+            if offers_sampling(self.spec.name):
                 offered["sampling_callback"] = self._on_sample
             if roots():
                 offered["list_roots_callback"] = self._on_roots
@@ -834,9 +838,10 @@ class Connection:
         local = self._local  # inline, not _routed: this is every tool call's path
         if local is not None and local._home is asyncio.get_running_loop():
             return await local._call(name, arguments, relay, asker)
-        # Served from another loop: the gateway's relay and asker belong to this one, and
+        # Served from another loop: the gateway's relay and link belong to this one, and
         # are called back here.
-        relay, asker = _on_this_loop(relay), _on_this_loop(asker)
+        relay = _on_this_loop(relay)
+        asker = _LinkOnLoop(asker) if asker is not None else None
         return await self._routed(lambda conn: conn._call(name, arguments, relay, asker))
 
     # resources, prompts, completion: the same routing as calls.
@@ -904,6 +909,17 @@ def _on_this_loop(fn: _F | None) -> _F | None:
         return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(fn(*args), home))
 
     return hop  # type: ignore[return-value]
+
+
+class _LinkOnLoop:
+    """A gateway's link to its client (``ask``, ``sample``, ``plugins``), its methods run
+    on the loop it was made on whichever loop calls them."""
+
+    def __init__(self, link: Any) -> None:
+        self._link = link
+        self.plugins = getattr(link, "plugins", None)
+        self.ask = _on_this_loop(link.ask)
+        self.sample = _on_this_loop(link.sample)
 
 
 #: The asker of the call this task is sending (see Connection._asker).

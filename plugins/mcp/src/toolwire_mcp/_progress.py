@@ -47,10 +47,11 @@ CALL_PROGRESS: contextvars.ContextVar[
 ] = contextvars.ContextVar("toolwire_mcp_call_progress", default=None)
 
 #: How a gateway serving the current call asks its own client what an upstream server
-#: asks (elicitation): ``ask(message, schema) -> (action, content)``.
-CALL_ASKER: contextvars.ContextVar[
-    Callable[[str, dict[str, Any]], Awaitable[tuple[str, dict[str, Any] | None]]] | None
-] = contextvars.ContextVar("toolwire_mcp_call_asker", default=None)
+#: asks: a link with ``ask(message, schema) -> (action, content)`` (elicitation),
+#: ``sample(params) -> CreateMessageResult`` (sampling) and the gateway's ``plugins``.
+CALL_ASKER: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "toolwire_mcp_call_asker", default=None
+)
 
 _MAX_MESSAGE = 1000
 

@@ -68,7 +68,8 @@ from toolwire import (
 )
 from toolwire.adapters import AssistantReply, decode_reply
 from toolwire.exceptions import UsageError
-from toolwire_mcp._connection import RESOURCE_LISTENERS, Connection, MCPCallError
+from toolwire_mcp._client_features import relay_sampling
+from toolwire_mcp._connection import RESOURCE_LISTENERS, Connection, MCPCallError, close_all
 from toolwire_mcp._elicit import APPROVAL_META, approval_question
 from toolwire_mcp._elicit import APPROVE_SCHEMA as _APPROVE_SCHEMA
 from toolwire_mcp._progress import CALL_ASKER, CALL_PROGRESS
@@ -238,10 +239,50 @@ class MCPCallContext:
         answer = await self.elicit(message, schema)
         return answer.action, answer.content
 
+    async def sample_request(
+        self, params: types.CreateMessageRequestParams, timeout: float = ELICIT_TIMEOUT
+    ) -> types.CreateMessageResult:
+        """Send an upstream server's sampling request on to this client, as it is."""
+        import anyio
+
+        caps = getattr(self._ctx.session, "client_capabilities", None)
+        if getattr(caps, "sampling", None) is None:
+            raise _cannot("sample its model (it declared no sampling capability)")
+        if not self._ctx.session.can_send_request:
+            raise _cannot("sample its model during a call over this connection")
+        try:
+            with anyio.fail_after(timeout):
+                answer: types.CreateMessageResult = await self._ctx.session.send_request(
+                    types.CreateMessageRequest(params=params),
+                    types.CreateMessageResult,
+                    metadata=self._related(),
+                )
+        except TimeoutError:
+            raise _cannot(f"answer the sampling request within {timeout:g} s") from None
+        except MCPError as exc:
+            raise MCPCallError(f"the MCP client refused to sample: {exc.error.message}") from None
+        return answer
+
     def _related(self) -> Any:
         from mcp.shared.message import ServerMessageMetadata
 
         return ServerMessageMetadata(related_request_id=getattr(self._ctx, "request_id", None))
+
+
+class _ClientLink:
+    """What an upstream server may ask of the gateway's client during its call."""
+
+    __slots__ = ("_caller", "plugins")
+
+    def __init__(self, caller: MCPCallContext, plugins: PluginHost) -> None:
+        self._caller = caller
+        self.plugins = plugins
+
+    async def ask(self, message: str, schema: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+        return await self._caller.ask(message, schema)
+
+    async def sample(self, params: types.CreateMessageRequestParams) -> types.CreateMessageResult:
+        return await self._caller.sample_request(params)
 
 
 @attrs.frozen
@@ -406,6 +447,11 @@ def build_server(
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
     plugins = get_host() if host is None else host
+    # Upstream servers may ask for a model: this gateway passes it to its own clients.
+    # Servers already connected (an --app module's own mcp_toolset) were told otherwise
+    # when they connected: they reconnect, on their next use, with the capability.
+    if relay_sampling(True):
+        close_all()
     tools = plugins.assemble(toolset)
     context = HookContext(app=APP, provider="mcp")
     # Binds an approval answered across two requests (2026-07-28 clients) to the call it
@@ -506,8 +552,9 @@ def build_server(
         # of its own call.
         caller = MCPCallContext(ctx)
         relay = CALL_PROGRESS.set(caller.progress)
-        # An upstream server's question (elicitation) is this client's to answer.
-        asker = CALL_ASKER.set(caller.ask)
+        # An upstream server's question (elicitation) is this client's to answer, and its
+        # request for a model (sampling) this client's model's, under this gateway's policies.
+        asker = CALL_ASKER.set(_ClientLink(caller, plugins))
         try:
             run = await executor.aexecute_and_commit(plan)
         finally:
