@@ -448,3 +448,26 @@ def test_a_subscription_goes_upstream_and_the_update_comes_back(notes: ServerSpe
 
     anyio.run(main)
     assert ["note://readme"] == updates
+
+
+def test_a_read_a_policy_answers_itself_is_served_with_its_answer(
+    notes: ServerSpec, record: Path
+) -> None:
+    class Canned:
+        @tw.hookimpl
+        def toolwire_tool_decision(self, call: Any, context: Any) -> Any:
+            return tw.Complete("the policy's own copy") if "readme" in str(call.input) else None
+
+    host = tw.PluginHost(autoload=False)
+    host.register(Canned(), "corp", kind="policy")
+    app = tw.Toolset("app").add(mcp_toolset("notes", notes), prefix="notes_")
+
+    async def go(c: Client) -> Any:
+        return await c.read_resource("note://readme")
+
+    read = _with(build_server(app, host=host), go)
+    assert ("note://readme", "the policy's own copy") == (
+        str(read.contents[0].uri),
+        read.contents[0].text,
+    )
+    assert [] == calls_in(record)  # never reached the server

@@ -642,8 +642,14 @@ def build_server(
             said = "" if isinstance(result, types.InputRequiredResult) else _said(result)
             raise MCPError(types.INVALID_REQUEST, said or f"the read of {uri!r} needs an approval")
         raw = box.get(uri)
-        if raw is None:  # pragma: no cover - the read tool ran and left nothing
-            raise MCPError(types.INTERNAL_ERROR, f"the read of {uri!r} gave no contents")
+        if raw is None:
+            # A decision hook answered the read without running it (Complete): its
+            # output is the contents.
+            return types.ReadResourceResult(
+                contents=[
+                    types.TextResourceContents(uri=uri, mime_type="text/plain", text=_said(result))
+                ]
+            )
         return raw
 
     async def on_subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
