@@ -138,3 +138,26 @@ def test_an_mcp_tool_says_which_configured_server_it_comes_from() -> None:
     from toolwire_mcp import metadata_for
 
     assert "mcp:git" == metadata_for(None, trust=True, timeout=5.0, server="git").source
+
+
+def test_a_trust_store_or_user_config_others_could_write_is_not_used(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same pattern as the OAuth token file: what decides which commands run is used
+    # only if nobody else could have written it. A group- or world-writable trust store
+    # would let another user mark a cloned project trusted.
+    home = _user_config(monkeypatch, tmp_path, project)
+    trust_file()
+    assert "evil" in load_config_report()[0]  # trusted, as the owner left it
+    (home / "mcp-trust.json").chmod(0o666)
+    specs, skipped = load_config_report()
+    assert {} == specs
+    assert "open to others (mode 666): not used" in skipped[0].reason
+    (home / "mcp-trust.json").chmod(0o600)
+    (home / "mcp.json").write_text(json.dumps({"mcpServers": {"mine": {"command": "x"}}}))
+    (home / "mcp.json").chmod(0o664)  # a umask of 002: the user's own group may write
+    assert "mine" in load_config_report()[0]
+    (home / "mcp.json").chmod(0o646)
+    specs, skipped = load_config_report()
+    assert "mine" not in specs
+    assert any("open to others" in s.reason for s in skipped)

@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -215,10 +216,10 @@ def _digest(raw: bytes) -> str:
 def _read_store() -> dict[str, str]:
     path = trust_store_path()
     try:
-        with path.open("rb") as f:
-            raw = f.read(_MAX_CONFIG_BYTES + 1)
-    except FileNotFoundError:
-        return {}
+        # What it says decides which commands run: only if nobody else could write it.
+        raw = private_bytes(path, _MAX_CONFIG_BYTES)
+        if raw is None:
+            return {}
     except OSError as exc:
         raise ConfigError(
             f"{path}: cannot read the MCP trust store: {exc.strerror or exc}"
@@ -257,10 +258,37 @@ def _key(path: Path) -> str:
     return str(path.expanduser().resolve())
 
 
-def _read_bytes(path: Path) -> bytes | None:
+def private_bytes(path: Path, limit: int, loose: int = 0o022) -> bytes | None:
+    """At most ``limit + 1`` bytes of ``path`` (None: no such file), when the file is the
+    user's own and no permission bit in ``loose`` is set. A file that says what runs (the
+    user's MCP config, the trust store) or holds a secret (an OAuth token) is trusted only
+    if nobody else could have written it: otherwise ``ConfigError``, and nothing is used."""
     try:
         with path.open("rb") as f:
-            raw = f.read(_MAX_CONFIG_BYTES + 1)
+            st = os.fstat(f.fileno())
+            bits = st.st_mode & loose
+            if loose == 0o022 and st.st_gid == os.getgid():
+                bits &= ~0o020  # group-writable by the user's own group (a umask of 002)
+            if st.st_uid != os.getuid() or bits:
+                whose = "owned by another user" if st.st_uid != os.getuid() else "open to others"
+                raise ConfigError(
+                    f"{path}: {whose} (mode {stat.S_IMODE(st.st_mode):o}): not used; "
+                    f"`chmod go-w` it if it is yours"
+                )
+            return f.read(limit + 1)
+    except FileNotFoundError:
+        return None
+
+
+def _read_bytes(path: Path, *, private: bool = False) -> bytes | None:
+    try:
+        if private:
+            raw = private_bytes(path, _MAX_CONFIG_BYTES)
+            if raw is None:
+                return None
+        else:
+            with path.open("rb") as f:
+                raw = f.read(_MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -490,7 +518,8 @@ def load_config_report(
     for path in config_paths() if paths is None else paths:
         p = Path(path)
         try:
-            raw = _read_bytes(p)
+            # The user's own config says what runs: used only if nobody else could write it.
+            raw = _read_bytes(p, private=p.parent == _user_dir())
             if raw is None:
                 continue
             if project is not None and _key(p) == project and not is_trusted(p, raw):

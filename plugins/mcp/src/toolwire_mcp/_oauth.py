@@ -35,7 +35,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from mcp.shared.exceptions import MCPDeprecationWarning
 
-from toolwire_mcp._config import ConfigError, ServerSpec, _user_dir
+from toolwire_mcp._config import ConfigError, ServerSpec, _user_dir, private_bytes
 from toolwire_mcp._slot import Slot
 
 __all__ = ["login_handler", "set_login_handler", "token_path"]
@@ -82,16 +82,17 @@ class FileTokenStorage:
 
     def _read(self) -> dict[str, Any]:
         try:
-            with open(self.path, "rb") as f:
-                raw = f.read(_MAX_FILE + 1)
-                st = os.fstat(f.fileno())
-        except FileNotFoundError:
+            raw = private_bytes(self.path, _MAX_FILE, loose=0o077)  # a secret: ours alone
+        except ConfigError as exc:
+            logger.warning("MCP OAuth: %s", exc)
             return {}
         except OSError as exc:
             logger.warning("MCP OAuth: cannot read %s: %s", self.path, exc.strerror)
             return {}
-        if len(raw) > _MAX_FILE or (st.st_mode & 0o077) or st.st_uid != os.getuid():
-            logger.warning("MCP OAuth: %s is not a token file of ours: ignored", self.path)
+        if raw is None:
+            return {}
+        if len(raw) > _MAX_FILE:
+            logger.warning("MCP OAuth: %s is too large: ignored", self.path)
             return {}
         try:
             data = json.loads(raw)
