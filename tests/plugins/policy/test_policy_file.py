@@ -376,3 +376,18 @@ def test_an_unreadable_policy_blocks_every_call(tmp_path: Path) -> None:
     plugin = PolicyPlugin.from_env({"XDG_CONFIG_HOME": str(home)}, cwd=tmp_path)
     assert plugin.error is not None
     assert "the policy path is not a regular file" in str(plugin.error)
+
+
+@pytest.mark.parametrize("mode", [0o666, 0o646])
+def test_a_policy_file_others_could_write_is_refused(tmp_path: Path, mode: int) -> None:
+    # The same pattern as toolwire-mcp's trust store: whoever can write the policy file
+    # decides what the policy allows. Fails closed with the reason.
+    from toolwire_policy._config import read_policy_file
+
+    path = tmp_path / "policy.toml"
+    path.write_text('deny = ["rm"]\n')
+    path.chmod(0o644)
+    assert ("rm",) == tuple(read_policy_file(path).deny)
+    path.chmod(mode)
+    with pytest.raises(PolicyError, match="writable by every user"):
+        read_policy_file(path)

@@ -244,6 +244,12 @@ def read_policy_file(path: Path | str) -> PolicyConfig:
     p = Path(path)
     try:
         with p.open(encoding="utf-8") as f:
+            loose = _others_may_write(os.fstat(f.fileno()))
+            if loose:
+                # What a policy allows is decided by whoever can write its file.
+                raise PolicyFileError(
+                    p, [("", f"the file is writable by {loose}: `chmod o-w,g-w` it")]
+                )
             text = f.read(MAX_POLICY_CHARS + 1)
     except FileNotFoundError:
         raise PolicyFileError(p, [("", "the file does not exist")]) from None
@@ -254,6 +260,16 @@ def read_policy_file(path: Path | str) -> PolicyConfig:
     if len(text) > MAX_POLICY_CHARS:
         raise PolicyFileError(p, [("", f"the file is over {MAX_POLICY_CHARS} characters")])
     return parse_policy_text(text, p)
+
+
+def _others_may_write(st: os.stat_result) -> str:
+    """Who besides the file's owner may write it ("" when nobody): another user would
+    then decide the policy. The owner's own group is allowed (a umask of 002)."""
+    if st.st_mode & 0o002:
+        return "every user"
+    if st.st_mode & 0o020 and st.st_gid != os.getgid():
+        return "another group"
+    return ""
 
 
 # -- where the file is -------------------------------------------------------------------
