@@ -69,6 +69,7 @@ TARGETS = (
     (PKG / "__init__.py", _exports.TOPLEVEL, "TOPLEVEL", ("__version__",)),
     (PKG / "adapters.py", _exports.ADAPTERS, "ADAPTERS", ()),
     (PKG / "schema.py", _exports.SCHEMA, "SCHEMA", ()),
+    (PKG / "media.py", _exports.MEDIA, "MEDIA", ()),
     (PKG / "exceptions.py", _exports.EXCEPTIONS, "EXCEPTIONS", ()),
 )
 

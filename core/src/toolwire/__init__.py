@@ -106,6 +106,11 @@ if _typing.TYPE_CHECKING:
         RunNormally,
         ToolDecision,
     )
+    from toolwire._media import (
+        Audio,
+        File,
+        Image,
+    )
     from toolwire._metadata import (
         Capability,
         RetryHint,
@@ -190,6 +195,7 @@ __all__ = [
     "ApprovalPendingError",
     "ApprovalRequest",
     "AssistantMessage",
+    "Audio",
     "AuditEvent",
     "Availability",
     "Capability",
@@ -199,11 +205,13 @@ __all__ = [
     "Defer",
     "Deny",
     "Executor",
+    "File",
     "Finished",
     "FunctionTool",
     "HandledCall",
     "HookContext",
     "HookSet",
+    "Image",
     "Injected",
     "Interceptor",
     "InvalidArguments",

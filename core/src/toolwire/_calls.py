@@ -12,12 +12,13 @@ import hmac
 import inspect
 import json
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Generic, Literal, NamedTuple, TypeVar
 
 import attrs
 
+from toolwire import _media
 from toolwire._errors import MismatchedToolNameError, PolicyError, UsageError
 from toolwire._exports import publish
 from toolwire._metadata import ToolMetadata
@@ -127,9 +128,19 @@ class ToolCall(NamedTuple):
     name: str
     arguments: str
 
-    def result(self, content: str, *, is_error: bool = False) -> ToolResult:
-        """A result for this call with the given content."""
-        return ToolResult(self.id, self.name, self.arguments, content, is_error)
+    def result(self, content: str | Sequence[Any] | Any, *, is_error: bool = False) -> ToolResult:
+        """A result for this call: text, or parts (an :class:`~toolwire.Image`, a list of
+        text and media, an MCP content block; see :attr:`ToolResult.parts`)."""
+        if type(content) is str:
+            return ToolResult(self.id, self.name, self.arguments, content, is_error)
+        if not _media.is_rich(content) and not (
+            isinstance(content, (list, tuple)) and all(isinstance(x, str) for x in content)
+        ):
+            raise UsageError(
+                f"a result's content is text or parts (Image, Audio, File, Text, ...), "
+                f"got {type(content).__name__}"
+            )
+        return _rich_result(self.id, self.name, self.arguments, content, None, is_error)
 
     def complete(self, tool: Tool[Any, Any], output: Any) -> ToolResult:
         """A result carrying ``tool``'s serialised output; the tool must be the one called."""
@@ -138,13 +149,47 @@ class ToolCall(NamedTuple):
                 f"tool call `{self.id}` is for tool `{self.name}`, "
                 f"but the output was given for `{tool.name}`"
             )
+        if type(output) is not str and _media.is_rich(output):
+            return _rich_result(self.id, self.name, self.arguments, output, tool.dump_output)
         return ToolResult(self.id, self.name, self.arguments, tool.dump_output(output), False)
+
+
+def _rich_result(
+    cid: str,
+    name: str,
+    arguments: str,
+    output: Any,
+    dump: Callable[[Any], str] | None,
+    is_error: bool = False,
+) -> ToolResult:
+    """A result carrying parts, or an error result saying why the parts cannot be carried."""
+    try:
+        parts = _media.to_parts(output, dump or _dump_any)
+    except UsageError as exc:  # MediaError and a bad Text: the tool's output, not a crash
+        return ToolResult(cid, name, arguments, f"tool `{name}` returned media that {exc}", True)
+    why = _media.over_limit(parts)
+    if why is not None:
+        return ToolResult(cid, name, arguments, f"tool `{name}`: {why}", True)
+    if all(type(p) is _media.Text for p in parts):
+        return ToolResult(cid, name, arguments, _media.render(parts), is_error)
+    return ToolResult(cid, name, arguments, _media.render(parts), is_error, parts)
+
+
+def _dump_any(value: Any) -> str:
+    import pydantic_core
+
+    return pydantic_core.to_json(value).decode()
 
 
 class ToolResult(NamedTuple):
     """The answer to one tool call, ready for the transcript (an immutable named tuple).
 
-    ``replace(content=...)`` makes a changed copy (for redaction, say).
+    ``content`` is the result's text. A result with media (a tool returned an
+    :class:`~toolwire.Image`, a list of text and files, ...) also holds its parts in
+    order in ``rich``, and ``content`` has a placeholder line for each media part;
+    :attr:`parts` is the whole, in order, for any result.
+    ``replace(content=...)`` makes a changed copy (for redaction, say): the parts follow
+    the new content (a media part whose placeholder line was removed is left out).
     """
 
     call_id: str
@@ -152,10 +197,35 @@ class ToolResult(NamedTuple):
     arguments: str
     content: str
     is_error: bool = False
+    #: The parts of a result with media, in order (empty for a text result).
+    rich: tuple[_media.Part, ...] = ()
 
     def replace(self, **changes: Any) -> ToolResult:
         """A copy with some fields changed."""
         return self._replace(**changes)
+
+    @property
+    def parts(self) -> tuple[_media.Part, ...]:
+        """The result's parts in order: text and media as ``content`` says they are now
+        (one :class:`~toolwire.Text` for a text result)."""
+        if not self.rich:
+            return (_media.Text(self.content),) if self.content else ()
+        return _media.reconcile(self.content, self.rich)
+
+    @property
+    def media(self) -> tuple[_media.Part, ...]:
+        """The result's media parts (images, audio, files, links), in order."""
+        if not self.rich:
+            return ()
+        return tuple(p for p in self.parts if type(p) is not _media.Text)
+
+    def model_parts(self) -> tuple[tuple[_media.Part, ...], bool]:
+        """What a model able to take media receives: the parts (a rejection is its text
+        alone, as :meth:`for_model` says it) and the error flag."""
+        text, is_error = self.for_model()
+        if not self.rich or text is not self.content:
+            return ((_media.Text(text),) if text else ()), is_error
+        return self.parts, is_error
 
     def for_model(self) -> tuple[str, bool]:
         """What the model receives for this result: the text and whether the provider's
@@ -178,11 +248,16 @@ class ToolResult(NamedTuple):
         output and the time (``at``, default now, UTC). Keep it (an audit log) and check
         it later with :meth:`Receipt.verify`."""
         when = _rfc3339(at)
+        output = self.content
+        if self.rich:  # each media part by its digest: a receipt never holds the bytes
+            output += "".join(
+                f"\n[sha256:{p.sha256()}]" for p in self.parts if hasattr(p, "sha256")
+            )
         return Receipt(
             self.tool_name,
-            self.content,
+            output,
             when,
-            _digest(self.tool_name, self.arguments, self.content, when),
+            _digest(self.tool_name, self.arguments, output, when),
         )
 
 
@@ -354,9 +429,11 @@ class TypedCall(Generic[InT]):
     def complete(self, output: Any) -> ToolResult:
         """The result of this call carrying ``output`` (text as is, anything else as JSON)."""
         cid, name, arguments = self._call
+        if type(output) is not str and _media.is_rich(output):
+            return _rich_result(cid, name, arguments, output, self._tool.dump_output)
         content = output if type(output) is str else self._tool.dump_output(output)
         # ToolResult(...) without the named tuple's Python-level __new__ (one per call).
-        return _new_tuple(ToolResult, (cid, name, arguments, content, False))
+        return _new_tuple(ToolResult, (cid, name, arguments, content, False, ()))
 
     def error(self, message: str) -> ToolResult:
         """An error result for this call (``is_error`` set)."""

@@ -4,6 +4,7 @@
 
     ToolwireError
     ├── UsageError (TypeError, ValueError)       toolwire was called with an argument it cannot take
+    │   └── MediaError                           an image, audio or file that cannot be carried
     ├── ToolDefinitionError (ValueError)         a tool or its metadata is malformed
     │   └── SchemaCompileError                   a schema cannot be compiled for a provider
     ├── ToolsetError (ValueError)                a toolset cannot be assembled
@@ -58,6 +59,7 @@ __all__ = [
     "BadRequestError",
     "CommitError",
     "ContextLengthError",
+    "MediaError",
     "DeadlineExceededError",
     "DuplicateToolResultError",
     "EventLoopError",
@@ -109,6 +111,11 @@ class UsageError(ToolwireError, TypeError, ValueError):
     commit given something that is not a ToolResult, an Agent given something that is not a
     Provider. It is both a TypeError and a ValueError, so code that caught either still does.
     """
+
+
+class MediaError(UsageError):
+    """Media that cannot be carried: bytes of another type than declared, a type that is
+    not an image's (or audio's), a malformed data URL or base64, a file too big to read."""
 
 
 class ToolDefinitionError(ToolwireError, ValueError):

@@ -13,11 +13,23 @@ from collections.abc import Mapping, MutableMapping
 from types import FunctionType
 from typing import Any
 
-__all__ = ["ADAPTERS", "EXCEPTIONS", "MOVED", "SCHEMA", "SUBMODULES", "TOPLEVEL", "publish"]
+__all__ = [
+    "ADAPTERS",
+    "EXCEPTIONS",
+    "MEDIA",
+    "MOVED",
+    "SCHEMA",
+    "SUBMODULES",
+    "TOPLEVEL",
+    "publish",
+]
 
 TOPLEVEL: Mapping[str, str] = {
     "REJECTION_PREFIX": "toolwire._calls",
     "Agent": "toolwire._agent",
+    "Audio": "toolwire._media",
+    "File": "toolwire._media",
+    "Image": "toolwire._media",
     "AgentEvent": "toolwire._agent",
     "AgentFinished": "toolwire._agent",
     "AgentResult": "toolwire._agent",
@@ -160,6 +172,21 @@ ADAPTERS: Mapping[str, str] = {
 }
 """``toolwire.adapters``: what a provider adapter's author needs beyond the top level."""
 
+MEDIA: Mapping[str, str] = {
+    "Audio": "toolwire._media",
+    "File": "toolwire._media",
+    "Image": "toolwire._media",
+    "MediaError": "toolwire._errors",
+    "MediaLimits": "toolwire._media",
+    "Part": "toolwire._media",
+    "ResourceLink": "toolwire._media",
+    "Text": "toolwire._media",
+    "current_limits": "toolwire._media",
+    "set_media_limits": "toolwire._media",
+    "sniff": "toolwire._media",
+}
+"""``toolwire.media``: the parts of a rich tool result, and the media limits."""
+
 SCHEMA: Mapping[str, str] = {
     "ALL_TYPE_KEYWORDS": "toolwire._schema.walk",
     "ANNOTATION_KEYWORDS": "toolwire._schema.walk",
@@ -204,6 +231,7 @@ EXCEPTIONS: Mapping[str, str] = {
     "ContextLengthError": "toolwire._errors",
     "DeadlineExceededError": "toolwire._errors",
     "DuplicateToolResultError": "toolwire._errors",
+    "MediaError": "toolwire._errors",
     "EventLoopError": "toolwire._errors",
     "ExpectationError": "toolwire._errors",
     "ExtraToolResultError": "toolwire._errors",
@@ -299,13 +327,14 @@ MOVED: Mapping[str, str] = {
 (``module:NewName`` where the name changed too). Reading one from ``toolwire`` still works
 for one release, with a DeprecationWarning."""
 
-SUBMODULES = frozenset({"adapters", "exceptions", "hookspecs", "schema"})
+SUBMODULES = frozenset({"adapters", "exceptions", "hookspecs", "media", "schema"})
 """The public submodules, reachable as attributes of ``toolwire`` (imported on first read)."""
 
 _FACES: tuple[tuple[str, Mapping[str, str]], ...] = (
     ("toolwire", TOPLEVEL),
     ("toolwire.adapters", ADAPTERS),
     ("toolwire.schema", SCHEMA),
+    ("toolwire.media", MEDIA),
     ("toolwire.exceptions", EXCEPTIONS),
 )
 

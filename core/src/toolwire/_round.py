@@ -52,6 +52,7 @@ from toolwire._hooks import (
 )
 from toolwire._tools import Tool
 from toolwire._transcript import AssistantMessage, Session, ToolResultsMessage, Usage
+from toolwire._transcript import _sendable_result as sendable_result
 from toolwire._turn import ResolvedTurn, policy_set
 
 __all__ = [
@@ -642,6 +643,8 @@ class ToolRound:
 
     def _write(self, ordered: list[ToolResult]) -> None:
         for i, r in enumerate(ordered):
+            if r.rich:
+                ordered[i] = r = sendable_result(r, f"the result for tool call `{r.call_id}`")
             content = r.content
             if not content.isascii() and sendable_text(content) is not content:
                 ordered[i] = r._replace(content=sendable_text(content))
@@ -696,6 +699,7 @@ def _in_order(calls: tuple[ToolCall, ...], given: list[ToolResult]) -> bool:
                 or r[:3] != call
                 or not isascii(r[3])
                 or (r[4] is not False and r[4] is not True)
+                or r[5]  # parts: checked and settled by the general path
             ):
                 return False
     except TypeError:  # content that is not text

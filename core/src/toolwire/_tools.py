@@ -36,6 +36,7 @@ from pydantic.fields import FieldInfo
 
 from toolwire._errors import ToolDefinitionError, UsageError
 from toolwire._exports import publish
+from toolwire._media import is_rich, mentions_parts, render, to_parts
 from toolwire._metadata import (
     ToolMetadata,
 )
@@ -216,7 +217,7 @@ class Tool(Generic[InT, OutT]):
             # and 1e400 there. Inputs that cannot hold such a number skip the text scan.
             self._validate = _finite_guard(name, self._validate)
         self._output_adapter: TypeAdapter[Any] | None = None
-        if output_type is not None and output_type is not str:
+        if output_type is not None and output_type is not str and not mentions_parts(output_type):
             try:
                 self._output_adapter = TypeAdapter(output_type)
             except Exception as exc:
@@ -378,7 +379,8 @@ class Tool(Generic[InT, OutT]):
         return pydantic_core.to_json(value).decode()
 
     def dump_output(self, output: Any) -> str:
-        """The tool-result content for an output: text stays text, anything else compact JSON."""
+        """The tool-result content for an output: text stays text, anything else compact JSON
+        (media is its placeholder text: :meth:`ToolCall.complete` keeps the parts)."""
         if isinstance(output, str):
             return output
         if self._output_adapter is not None:
@@ -386,6 +388,8 @@ class Tool(Generic[InT, OutT]):
                 return self._output_adapter.dump_json(output, warnings="error").decode()
             except pydantic_core.PydanticSerializationError:
                 pass  # not of the declared output type: serialised as what it is, below
+        if is_rich(output):
+            return render(to_parts(output, lambda v: pydantic_core.to_json(v).decode()))
         # No fallback to str(): an object pydantic cannot serialise is an error, not its repr.
         return pydantic_core.to_json(output).decode()
 

@@ -15,6 +15,7 @@ from typing import Any, Union
 
 import attrs
 
+from toolwire import _media
 from toolwire._calls import ToolCall, ToolResult, mismatch, sendable_json, sendable_text
 from toolwire._errors import TranscriptError, UsageError
 from toolwire._exports import publish
@@ -182,13 +183,43 @@ class Session:
 
     def _append_trusted(self, new: tuple[Message, ...]) -> None:
         # For a committed tool round, whose results commit already matched to its calls.
+        # Media past the session's limit is left out (and says so): the round still lands.
+        last = new[-1]
+        if isinstance(last, ToolResultsMessage) and any(r.rich for r in last.results):
+            kept = _within_budget(self.media_bytes(), last.results)
+            if kept is not last.results:
+                new = (*new[:-1], ToolResultsMessage(kept))
         self._messages.extend(new)
 
     def _append_checked(self, new: list[Message]) -> None:
         start = len(self._messages)
         new = [_sendable_message(m, f"message {start + i}") for i, m in enumerate(new)]
         _check_sequence(self._messages, new)
+        adding = sum(
+            _media.media_bytes(r.rich)
+            for m in new
+            if isinstance(m, ToolResultsMessage)
+            for r in m.results
+        )
+        if adding:
+            cap = _media.current_limits().session_bytes
+            total = self.media_bytes() + adding
+            if total > cap:
+                raise TranscriptError(
+                    f"the session would hold {total:,} bytes of media, over its limit of "
+                    f"{cap:,} (toolwire.media.set_media_limits)"
+                )
         self._messages.extend(new)
+
+    def media_bytes(self) -> int:
+        """Bytes of media (images, audio, files) the session's tool results hold."""
+        return sum(
+            _media.media_bytes(r.rich)
+            for m in self._messages
+            if isinstance(m, ToolResultsMessage)
+            for r in m.results
+            if r.rich
+        )
 
     @property
     def last(self) -> Message | None:
@@ -326,10 +357,57 @@ def _sendable_result(r: ToolResult, where: str) -> ToolResult:
         raise TranscriptError(
             f"{where}.is_error must be a boolean, got {type(r.is_error).__name__}"
         )
-    if _unchanged(parts, r[:4]):
+    rich = r.rich
+    if rich:
+        if type(rich) is not tuple or not all(isinstance(p, _media.PART_TYPES) for p in rich):
+            raise TranscriptError(
+                f"{where}.rich must be a tuple of parts (Text, Image, Audio, File, "
+                f"ResourceLink), got {rich!r:.200}"
+            )
+        rich = _settled(parts[3], rich)
+    if _unchanged(parts, r[:4]) and rich is r.rich:
         return r
     cid, name, arguments, content = parts
-    return ToolResult(cid, name, arguments, content, r.is_error)
+    return ToolResult(cid, name, arguments, content, r.is_error, rich)
+
+
+def _settled(content: str, rich: tuple[_media.Part, ...]) -> tuple[_media.Part, ...]:
+    """The parts ``content`` says are left (a session never keeps text a hook redacted
+    from the content, nor media whose placeholder it removed); none when no media is left."""
+    parts = _media.reconcile(content, rich)
+    if parts is rich:
+        return rich
+    return parts if any(type(p) is not _media.Text for p in parts) else ()
+
+
+def _within_budget(held: int, results: tuple[ToolResult, ...]) -> tuple[ToolResult, ...]:
+    """``results`` with each media part that would take the session past its media limit
+    replaced by a line saying so (in the parts and in the content)."""
+    cap = _media.current_limits().session_bytes
+    out: list[ToolResult] = []
+    changed = False
+    for r in results:
+        if not r.rich:
+            out.append(r)
+            continue
+        parts: list[_media.Part] = []
+        content = r.content
+        for p in r.rich:
+            size = getattr(p, "size", 0)
+            if size and held + size > cap:
+                mark = p.placeholder()  # type: ignore[union-attr]
+                note = (
+                    f"{mark[:-1]}; left out: the session's media limit of {cap:,} bytes is reached]"
+                )
+                content = content.replace(mark, note, 1)
+                parts.append(_media.Text(note))
+                changed = True
+                continue
+            held += size
+            parts.append(p)
+        left = tuple(parts) if any(type(p) is not _media.Text for p in parts) else ()
+        out.append(r if left == r.rich else r._replace(content=content, rich=left))
+    return tuple(out) if changed else results
 
 
 def _unchanged(new: tuple[Any, ...], old: Sequence[Any]) -> bool:
@@ -420,6 +498,7 @@ def _message_to_dict(m: Message) -> dict[str, Any]:
                 "arguments": r.arguments,
                 "content": r.content,
                 "is_error": r.is_error,
+                **({"parts": [_media.part_to_dict(p) for p in r.rich]} if r.rich else {}),
             }
             for r in m.results
         ],
@@ -459,6 +538,7 @@ def _message_from_dict(d: Any, where: str) -> Message:
                 field(r, "arguments", w, str),
                 field(r, "content", w, str),
                 field(r, "is_error", w, bool, False),
+                tuple(_media.part_from_dict(p, pw) for p, pw in objects(r, "parts", w, ())),
             )
             for r, w in objects(d, "results", where)
         )

@@ -30,6 +30,7 @@ from toolwire._execute.jobs import _errors_text
 from toolwire._exports import publish
 from toolwire._hooks import HookContext, HookSet
 from toolwire._jsondata import as_object, field, objects
+from toolwire._media import part_from_dict, part_to_dict
 from toolwire._round import (
     AssistantReply,
     InvalidArguments,
@@ -243,7 +244,10 @@ def _call_entry(call: TypedCall[Any]) -> dict[str, Any]:
 
 
 def _result_entry(result: ToolResult) -> dict[str, Any]:
-    return {"content": result.content, "is_error": result.is_error}
+    entry: dict[str, Any] = {"content": result.content, "is_error": result.is_error}
+    if result.rich:
+        entry["parts"] = [part_to_dict(p) for p in result.parts]
+    return entry
 
 
 def _issue_entry(issue: ToolCallIssue) -> dict[str, Any]:
@@ -318,7 +322,9 @@ def _answered(
 def _result(call: ToolCall, entry: Mapping[str, Any], where: str) -> ToolResult:
     d = field(entry, "result", where, Mapping)
     content = field(d, "content", f"{where}.result", str)
-    return call.result(content, is_error=field(d, "is_error", f"{where}.result", bool))
+    result = call.result(content, is_error=field(d, "is_error", f"{where}.result", bool))
+    parts = tuple(part_from_dict(p, w) for p, w in objects(d, "parts", f"{where}.result", ()))
+    return result._replace(rich=parts) if parts else result
 
 
 def _issue(
