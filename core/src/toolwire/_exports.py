@@ -173,11 +173,14 @@ ADAPTERS: Mapping[str, str] = {
 """``toolwire.adapters``: what a provider adapter's author needs beyond the top level."""
 
 MEDIA: Mapping[str, str] = {
+    "COMMON_IMAGES": "toolwire._media",
+    "TEXT_ONLY": "toolwire._media",
     "Audio": "toolwire._media",
     "File": "toolwire._media",
     "Image": "toolwire._media",
     "MediaError": "toolwire._errors",
     "MediaLimits": "toolwire._media",
+    "MediaSupport": "toolwire._media",
     "Part": "toolwire._media",
     "ResourceLink": "toolwire._media",
     "Text": "toolwire._media",

@@ -31,10 +31,13 @@ from toolwire._exports import publish
 from toolwire._jsondata import field, optional
 
 __all__ = [
+    "COMMON_IMAGES",
+    "TEXT_ONLY",
     "Audio",
     "File",
     "Image",
     "MediaLimits",
+    "MediaSupport",
     "Part",
     "ResourceLink",
     "Text",
@@ -560,3 +563,67 @@ def part_from_dict(d: Mapping[str, Any], where: str) -> Part:
 
 
 publish(globals())
+
+
+# -- what an API takes ------------------------------------------------------------------
+
+_IMAGES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+
+
+@attrs.frozen
+class MediaSupport:
+    """What one API takes in a tool result, natively: the adapters' capability data
+    (docs/media.md's table is generated from it).
+
+    ``image``, ``audio`` and ``file`` are the media types sent as themselves; ``urls`` the
+    kinds (``image``, ``file``) whose URL the API fetches itself; ``where`` says where the
+    media goes (``in the tool result``, or after the results for an API whose tool result
+    takes text only). Anything else is sent as its placeholder line, saying why.
+    """
+
+    api: str
+    image: frozenset[str] = frozenset()
+    audio: frozenset[str] = frozenset()
+    file: frozenset[str] = frozenset()
+    urls: frozenset[str] = frozenset()
+    where: str = "in the tool result"
+
+    def sends(self, part: Part) -> bool:
+        """Is ``part`` sent as itself (not as a line of text)?"""
+        if not isinstance(part, _MEDIA_TYPES):
+            return False
+        taken: frozenset[str] = getattr(self, part.kind)
+        if part.media_type not in taken:
+            return False
+        return part.data is not None or part.kind in self.urls
+
+    def why_not(self, part: Part) -> str:
+        """Why ``part`` is not sent as itself (for its placeholder line)."""
+        if not isinstance(part, _MEDIA_TYPES):
+            return ""
+        taken: frozenset[str] = getattr(self, part.kind)
+        if not taken:
+            return f"{self.api} takes no {part.kind} in a tool result"
+        if part.media_type not in taken:
+            return f"{self.api} takes {', '.join(sorted(taken))} only"
+        return f"{self.api} does not fetch URLs, and toolwire fetches none"
+
+    def as_text(self, part: Part) -> str:
+        """The line sent in place of a part that is not sent as itself."""
+        if isinstance(part, Text):
+            return part.text
+        why = self.why_not(part)
+        mark = part.placeholder()
+        return f"{mark[:-1]}; not sent: {why}]" if why else mark
+
+    def report(self, parts: Iterable[Part]) -> list[str]:
+        """One line per part that is not sent as itself, saying why (empty: all are)."""
+        return [
+            f"{p.placeholder()}: {self.why_not(p)}"
+            for p in parts
+            if isinstance(p, _MEDIA_TYPES) and not self.sends(p)
+        ]
+
+
+TEXT_ONLY = MediaSupport("a text-only API")
+COMMON_IMAGES = _IMAGES

@@ -10,6 +10,7 @@ import attrs
 
 from toolwire._errors import StreamError
 from toolwire._exports import publish
+from toolwire._media import TEXT_ONLY, MediaSupport
 from toolwire._round import AssistantReply, Finished, NeedsTools, decode_reply
 from toolwire._transcript import Session
 from toolwire._turn import ResolvedTurn
@@ -73,6 +74,9 @@ class Provider(abc.ABC):
     name: ClassVar[str] = ""
     default_model: ClassVar[str] = ""
     supports_requirement: ClassVar[bool] = True
+    #: What media this provider sends as itself in a tool result (images, audio, files);
+    #: anything else goes as its placeholder line. Text only unless the adapter says more.
+    result_media: MediaSupport = TEXT_ONLY
 
     def __init__(self, model: str | None = None) -> None:
         self.model = model or self.default_model

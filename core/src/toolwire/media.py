@@ -15,10 +15,13 @@ if _typing.TYPE_CHECKING:
         MediaError,
     )
     from toolwire._media import (
+        COMMON_IMAGES,
+        TEXT_ONLY,
         Audio,
         File,
         Image,
         MediaLimits,
+        MediaSupport,
         Part,
         ResourceLink,
         Text,
@@ -28,11 +31,14 @@ if _typing.TYPE_CHECKING:
     )
 
 __all__ = [
+    "COMMON_IMAGES",
+    "TEXT_ONLY",
     "Audio",
     "File",
     "Image",
     "MediaError",
     "MediaLimits",
+    "MediaSupport",
     "Part",
     "ResourceLink",
     "Text",

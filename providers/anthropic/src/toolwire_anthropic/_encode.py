@@ -28,10 +28,11 @@ from toolwire import (
     UserMessage,
 )
 from toolwire.adapters import arguments_object, cached_wire
+from toolwire.media import COMMON_IMAGES, File, Image, MediaSupport, Part
 from toolwire.schema import compile_tool
 from toolwire_anthropic._schema import COMPILER
 
-__all__ = ["PROVIDER", "encode_messages", "render_tool", "thinking_blocks", "tool_choice"]
+__all__ = ["MEDIA", "PROVIDER", "encode_messages", "render_tool", "thinking_blocks", "tool_choice"]
 
 PROVIDER = "anthropic"
 _WIRE_CACHE = "toolwire_anthropic.wire"
@@ -108,13 +109,48 @@ def _assistant_content(message: AssistantMessage) -> list[dict[str, Any]]:
     return content
 
 
+#: What a ``tool_result`` takes besides text: images (base64 or a URL the API fetches),
+#: PDF documents (base64 or URL) and plain-text documents; no audio.
+MEDIA = MediaSupport(
+    "Anthropic Messages",
+    image=COMMON_IMAGES,
+    file=frozenset({"application/pdf", "text/plain"}),
+    urls=frozenset({"image", "file"}),
+)
+
+
+def _media_block(part: Part) -> dict[str, Any]:
+    """A part as a ``tool_result`` content block (text, image or document)."""
+    if not MEDIA.sends(part):
+        return {"type": "text", "text": MEDIA.as_text(part)}
+    assert isinstance(part, (Image, File))  # sends() is true for these alone here
+    source: dict[str, Any]
+    if part.data is None:
+        source = {"type": "url", "url": part.url}
+    elif part.media_type == "text/plain":
+        text = part.data.decode("utf-8", "replace")
+        source = {"type": "text", "media_type": "text/plain", "data": text}
+    else:
+        source = {"type": "base64", "media_type": part.media_type, "data": part.base64()}
+    block: dict[str, Any] = {"type": part.kind if part.kind == "image" else "document"}
+    block["source"] = source
+    if isinstance(part, File) and part.name:
+        block["title"] = part.name
+    return block
+
+
 def _results_content(message: ToolResultsMessage) -> list[dict[str, Any]]:
     out = []
     for r in message.results:
         block: dict[str, Any] = {"type": "tool_result", "tool_use_id": r.call_id}
-        text, is_error = r.for_model()
-        if text:
-            block["content"] = text
+        if r.rich:
+            parts, is_error = r.model_parts()
+            blocks = [_media_block(p) for p in parts]
+            block["content"] = [b for b in blocks if b["type"] != "text" or b["text"]]
+        else:
+            text, is_error = r.for_model()
+            if text:
+                block["content"] = text
         if is_error:
             block["is_error"] = True
         out.append(block)

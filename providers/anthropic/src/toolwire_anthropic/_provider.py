@@ -28,6 +28,7 @@ from toolwire.exceptions import UsageError
 from toolwire.schema import CompiledTool, CompileOptions
 from toolwire_anthropic._decode import MessageStream, decode_message
 from toolwire_anthropic._encode import (
+    MEDIA,
     PROVIDER,
     encode_messages,
     history_tools,
@@ -148,6 +149,7 @@ class AnthropicProvider(HttpProvider[MessageStream]):
     """
 
     name: ClassVar[str] = PROVIDER
+    result_media = MEDIA
     error_mapper: ClassVar[ErrorMapper | None] = ANTHROPIC_ERRORS
     default_model: ClassVar[str] = "claude-sonnet-4-5"
     default_base_url: ClassVar[str] = "https://api.anthropic.com"

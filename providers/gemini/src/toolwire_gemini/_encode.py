@@ -13,23 +13,30 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import attrs
+
 from toolwire import (
     AssistantMessage,
     ResolvedTurn,
     Session,
     SystemMessage,
     ToolCall,
+    ToolResult,
     ToolResultsMessage,
     UserMessage,
 )
 from toolwire.adapters import ResolvedTool, arguments_object
+from toolwire.media import Audio, File, Image, MediaSupport
 from toolwire.schema import CompiledTool
 
 __all__ = [
+    "AFTER_MEDIA",
     "DUMMY_THOUGHT_SIGNATURE",
+    "NESTED_MEDIA",
     "PROVIDER_KEY",
     "encode_contents",
     "function_declaration",
+    "media_support",
     "stored_parts",
     "system_instruction",
     "tool_config",
@@ -148,12 +155,77 @@ def _function_response(
     return {"functionResponse": response}
 
 
-def encode_contents(messages: Sequence[Any]) -> list[dict[str, Any]]:
+#: Inline data Gemini takes in a request: images, audio, PDFs and plain text.
+_INLINE_IMAGES = frozenset({"image/png", "image/jpeg", "image/webp", "image/heic", "image/heif"})
+_INLINE_AUDIO = frozenset(
+    {"audio/wav", "audio/mpeg", "audio/aiff", "audio/aac", "audio/ogg", "audio/flac"}
+)
+_INLINE_FILES = frozenset({"application/pdf", "text/plain"})
+
+#: Gemini 3 models take images and PDFs inside ``functionResponse.parts``; other inline
+#: media (audio, text) goes after the round's function responses, in the same content.
+NESTED_MEDIA = MediaSupport(
+    "Gemini 3",
+    image=_INLINE_IMAGES,
+    audio=_INLINE_AUDIO,
+    file=_INLINE_FILES,
+    where="inside functionResponse.parts (images, PDF); after the responses (audio, text)",
+)
+#: Earlier models: every inline part after the round's function responses.
+AFTER_MEDIA = attrs.evolve(
+    NESTED_MEDIA, api="Gemini 2", where="after the round's functionResponse parts"
+)
+_NESTABLE = _INLINE_IMAGES | {"application/pdf"}
+
+
+def media_support(model: str) -> MediaSupport:
+    """What a Gemini model is sent for tool-result media (by its family)."""
+    return NESTED_MEDIA if model.removeprefix("models/").startswith("gemini-3") else AFTER_MEDIA
+
+
+def _inline(part: Image | Audio | File) -> dict[str, Any]:
+    blob: dict[str, Any] = {"mimeType": part.media_type, "data": part.base64()}
+    return {"inlineData": blob}
+
+
+def _rich_response(
+    r: ToolResult, wire_id: str | None, support: MediaSupport, after: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A result with media: its text as the response, the media nested or in ``after``."""
+    parts, is_error = r.model_parts()
+    texts: list[str] = []
+    nested: list[dict[str, Any]] = []
+    for p in parts:
+        if not isinstance(p, (Image, Audio, File)) or not support.sends(p):
+            texts.append(support.as_text(p))
+            continue
+        mark = p.placeholder()
+        if support is NESTED_MEDIA and p.media_type in _NESTABLE:
+            blob = _inline(p)["inlineData"]
+            blob["displayName"] = p.name or f"part{len(nested) + 1}"
+            nested.append({"inlineData": blob})
+            texts.append(f"{mark[:-1]}; attached as {blob['displayName']}]")
+        else:
+            after.append(
+                {"text": f"Media from the result of tool call {r.call_id} ({r.tool_name}):"}
+            )
+            after.append(_inline(p))
+            texts.append(f"{mark[:-1]}; sent after the function responses]")
+    out = _function_response(r.tool_name, wire_id, "\n\n".join(texts), is_error)
+    if nested:
+        out["functionResponse"]["parts"] = nested
+    return out
+
+
+def encode_contents(
+    messages: Sequence[Any], media: MediaSupport = AFTER_MEDIA
+) -> list[dict[str, Any]]:
     """``contents`` for the session's messages (system messages go to systemInstruction).
 
     Each round's results are one ``user`` content with one ``functionResponse``
     part per call, in call order, carrying the id the model gave the call (none
     when it gave none, so the API pairs them by position as it does itself).
+    Media a result carries goes as ``media`` says (:func:`media_support`).
     """
     contents: list[dict[str, Any]] = []
     wire_ids: list[str | None] = []
@@ -169,17 +241,14 @@ def encode_contents(messages: Sequence[Any]) -> list[dict[str, Any]]:
             if parts:
                 contents.append({"role": "model", "parts": parts})
         elif isinstance(message, ToolResultsMessage):
-            contents.append(
-                {
-                    "role": "user",
-                    "parts": [
-                        _function_response(
-                            r.tool_name,
-                            wire_ids[i] if i < len(wire_ids) else r.call_id,
-                            *r.for_model(),
-                        )
-                        for i, r in enumerate(message.results)
-                    ],
-                }
-            )
+            after: list[dict[str, Any]] = []
+            parts = [
+                _rich_response(r, wire_ids[i] if i < len(wire_ids) else r.call_id, media, after)
+                if r.rich
+                else _function_response(
+                    r.tool_name, wire_ids[i] if i < len(wire_ids) else r.call_id, *r.for_model()
+                )
+                for i, r in enumerate(message.results)
+            ]
+            contents.append({"role": "user", "parts": parts + after})
     return contents

@@ -33,6 +33,7 @@ from toolwire_gemini._decode import ReplyBuilder, no_candidates
 from toolwire_gemini._encode import (
     encode_contents,
     function_declaration,
+    media_support,
     system_instruction,
     tool_config,
 )
@@ -158,6 +159,7 @@ class GeminiProvider(HttpProvider[ReplyBuilder]):
             max_response_bytes=max_response_bytes,
             key_hint="pass api_key=... (or access_token=... for Vertex)",
         )
+        self.result_media = media_support(self.model)
         model_path = quote(self.model, safe="-._@")
         if self._vertex:
             prefix = (
@@ -214,7 +216,7 @@ class GeminiProvider(HttpProvider[ReplyBuilder]):
     def _body(self, session: Session, turn: ResolvedTurn) -> dict[str, Any]:
         """The ``generateContent`` request body for this session and turn."""
         body: dict[str, Any] = dict(self._extra_body)
-        body["contents"] = encode_contents(session.messages)
+        body["contents"] = encode_contents(session.messages, self.result_media)
         system = system_instruction(session)
         if system is not None:
             body["systemInstruction"] = system

@@ -21,6 +21,7 @@ from toolwire import (
     Session,
     SystemMessage,
     ToolCall,
+    ToolResult,
     ToolResultsMessage,
     Usage,
     UserMessage,
@@ -43,6 +44,7 @@ from toolwire.adapters import (
     synthesize_call_id,
 )
 from toolwire.exceptions import StreamError, UsageError
+from toolwire.media import Audio, File, Image, Part
 from toolwire.schema import CompiledTool
 
 from ._common import (
@@ -52,6 +54,8 @@ from ._common import (
     StrictMode,
     arguments_text,
     as_int,
+    chat_media,
+    chat_part,
     malformed,
 )
 
@@ -284,6 +288,7 @@ class _ChatProvider(OpenAIBase):
         stream_usage: bool = True,
         null_content: bool = True,
         keep_reasoning_details: bool = False,
+        result_media: bool = True,
     ) -> None:
         if system_role not in ("system", "developer"):
             raise ValueError(f"system_role must be 'system' or 'developer', got {system_role!r}")
@@ -293,6 +298,7 @@ class _ChatProvider(OpenAIBase):
         self._stream_usage = stream_usage
         self._null_content = null_content
         self._keep_reasoning = keep_reasoning_details
+        self.result_media = chat_media(self.model, result_media)
 
     # -- rendering
 
@@ -372,11 +378,36 @@ class _ChatProvider(OpenAIBase):
             elif isinstance(m, AssistantMessage):
                 out.append(self._assistant(m))
             elif isinstance(m, ToolResultsMessage):
-                out.extend(
-                    {"role": "tool", "tool_call_id": r.call_id, "content": r.for_model()[0]}
-                    for r in m.results
-                )
+                media: list[dict[str, Any]] = []
+                for r in m.results:
+                    content = self._result_text(r, media) if r.rich else r.for_model()[0]
+                    out.append({"role": "tool", "tool_call_id": r.call_id, "content": content})
+                if media:  # after every tool message of the round: they must come first
+                    out.append({"role": "user", "content": media})
         return out
+
+    def _result_text(self, r: ToolResult, media: list[dict[str, Any]]) -> str:
+        """A result's tool-message text; the media this model takes is added to ``media``
+        (the user message after the round), under a line naming the call."""
+        support = self.result_media
+        parts, _ = r.model_parts()
+        texts: list[str] = []
+        sent: list[Part] = []
+        for p in parts:
+            if isinstance(p, (Image, Audio, File)) and support.sends(p):
+                texts.append(f"{p.placeholder()[:-1]}; sent in the next user message]")
+                sent.append(p)
+            else:
+                texts.append(support.as_text(p))
+        if sent:
+            media.append(
+                {
+                    "type": "text",
+                    "text": f"Media from the result of tool call {r.call_id} ({r.tool_name}):",
+                }
+            )
+            media.extend(chat_part(p) for p in sent)
+        return "\n\n".join(texts)
 
     def _assistant(self, m: AssistantMessage) -> dict[str, Any]:
         state = self._state_of(m.provider_state)
@@ -479,7 +510,8 @@ class OpenAIChatProvider(_ChatProvider):
     (default ``"auto"``: on only when the schema compiles losslessly) is always
     sent explicitly. ``system_role="developer"`` for models that want it.
     ``extra_body`` is merged into every request (``temperature``,
-    ``max_completion_tokens``, ``reasoning_effort``...).
+    ``max_completion_tokens``, ``reasoning_effort``...). Tool-result media goes in one
+    user message after the round's tool messages (``result_media=False``: text only).
     """
 
     name: ClassVar[str] = "openai"
@@ -508,6 +540,7 @@ class OpenAIChatProvider(_ChatProvider):
         async_http_client: httpx.AsyncClient | None = None,
         deadline: float | None = DEFAULT_DEADLINE,
         max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
+        result_media: bool = True,
     ) -> None:
         all_headers = dict(headers or {})
         if organization:
@@ -528,7 +561,9 @@ class OpenAIChatProvider(_ChatProvider):
             deadline=deadline,
             max_response_bytes=max_response_bytes,
         )
-        self._configure(system_role=system_role, stream_usage=stream_usage)
+        self._configure(
+            system_role=system_role, stream_usage=stream_usage, result_media=result_media
+        )
 
 
 class OpenRouterProvider(_ChatProvider):
@@ -572,6 +607,7 @@ class OpenRouterProvider(_ChatProvider):
         async_http_client: httpx.AsyncClient | None = None,
         deadline: float | None = DEFAULT_DEADLINE,
         max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
+        result_media: bool = True,
     ) -> None:
         all_headers = dict(headers or {})
         if app_url:
@@ -595,7 +631,7 @@ class OpenRouterProvider(_ChatProvider):
             deadline=deadline,
             max_response_bytes=max_response_bytes,
         )
-        self._configure(keep_reasoning_details=True)
+        self._configure(keep_reasoning_details=True, result_media=result_media)
 
 
 class OpenAICompatibleProvider(_ChatProvider):
@@ -614,6 +650,8 @@ class OpenAICompatibleProvider(_ChatProvider):
     - ``send_parallel_tool_calls=False`` for servers that reject it
       (llama.cpp needs it ``True`` to make parallel calls at all);
     - ``stream_usage=False`` for servers that reject ``stream_options``;
+    - ``result_media=False`` for servers (or models) that take no images: tool-result
+      media is then sent as placeholder lines in the tool message, never as content parts;
     - streamed calls without ``index``, several calls sharing index 0 with
       different ids, whole calls in one chunk, missing ids (synthesised),
       arguments sent as objects, empty arguments (``{}``), and tool turns that
@@ -645,6 +683,7 @@ class OpenAICompatibleProvider(_ChatProvider):
         async_http_client: httpx.AsyncClient | None = None,
         deadline: float | None = DEFAULT_DEADLINE,
         max_response_bytes: int | None = DEFAULT_MAX_RESPONSE_BYTES,
+        result_media: bool = True,
     ) -> None:
         if not model:
             raise ValueError(
@@ -679,4 +718,5 @@ class OpenAICompatibleProvider(_ChatProvider):
             send_parallel_tool_calls=send_parallel_tool_calls,
             stream_usage=stream_usage,
             null_content=False,
+            result_media=result_media,
         )

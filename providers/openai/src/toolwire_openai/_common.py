@@ -15,6 +15,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, Union, cast
 
+import attrs
 import httpx
 
 from toolwire import ResolvedTurn, Session, ToolCall
@@ -33,6 +34,7 @@ from toolwire.adapters import (
     cached_wire,
     malformed,
 )
+from toolwire.media import COMMON_IMAGES, TEXT_ONLY, Audio, File, Image, MediaSupport, Part
 from toolwire.schema import CompiledTool, CompileOptions, SchemaCompiler, compile_tool
 from toolwire_openai._schema import compiler_for
 
@@ -375,3 +377,65 @@ class OpenAIBase(HttpProvider[StreamState]):
         if not self._extra_body:
             return body
         return {**self._extra_body, **body}
+
+
+# -- media in tool results ------------------------------------------------------------------
+
+#: Responses: ``function_call_output.output`` takes ``input_text``, ``input_image`` (base64
+#: data URL or an http URL the API fetches) and ``input_file`` (a PDF, as data or a URL).
+RESPONSES_MEDIA = MediaSupport(
+    "OpenAI Responses",
+    image=COMMON_IMAGES,
+    file=frozenset({"application/pdf"}),
+    urls=frozenset({"image", "file"}),
+)
+
+#: Chat Completions: a tool message takes text only, so media goes in one user message
+#: after the round's tool messages (images, PDFs as ``file`` data; audio for audio models).
+CHAT_MEDIA = MediaSupport(
+    "OpenAI Chat Completions",
+    image=COMMON_IMAGES,
+    file=frozenset({"application/pdf"}),
+    urls=frozenset({"image"}),
+    where="in a user message after the tool messages",
+)
+CHAT_AUDIO_MEDIA = attrs.evolve(
+    CHAT_MEDIA, audio=frozenset({"audio/wav", "audio/mpeg"}), api="OpenAI Chat (audio models)"
+)
+
+
+def chat_media(model: str, enabled: bool = True) -> MediaSupport:
+    """What a Chat Completions model is sent in place of tool-result media."""
+    if not enabled:
+        return TEXT_ONLY
+    return CHAT_AUDIO_MEDIA if "audio" in model else CHAT_MEDIA
+
+
+def responses_part(part: Part) -> dict[str, Any]:
+    """One part as a ``function_call_output`` content item."""
+    if not RESPONSES_MEDIA.sends(part):
+        return {"type": "input_text", "text": RESPONSES_MEDIA.as_text(part)}
+    assert isinstance(part, (Image, File))
+    if isinstance(part, Image):
+        return {"type": "input_image", "image_url": part.data_url(), "detail": "auto"}
+    item: dict[str, Any] = {"type": "input_file", "detail": "auto"}
+    if part.data is None:
+        item["file_url"] = part.url
+    else:
+        item["file_data"] = part.data_url()
+        item["filename"] = part.name or "file.pdf"
+    return item
+
+
+def chat_part(part: Part) -> dict[str, Any]:
+    """One media part as a Chat Completions user content part."""
+    if isinstance(part, Image):
+        return {"type": "image_url", "image_url": {"url": part.data_url()}}
+    if isinstance(part, Audio):
+        fmt = "mp3" if part.media_type == "audio/mpeg" else "wav"
+        return {"type": "input_audio", "input_audio": {"data": part.base64(), "format": fmt}}
+    assert isinstance(part, File)
+    return {
+        "type": "file",
+        "file": {"file_data": part.data_url(), "filename": part.name or "file.pdf"},
+    }

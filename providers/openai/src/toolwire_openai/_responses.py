@@ -28,6 +28,7 @@ from toolwire import (
     Session,
     SystemMessage,
     ToolCall,
+    ToolResult,
     ToolResultsMessage,
     Usage,
     UserMessage,
@@ -51,7 +52,16 @@ from toolwire.adapters import (
 from toolwire.exceptions import StreamError
 from toolwire.schema import CompiledTool
 
-from ._common import OpenAIBase, StreamState, StrictMode, arguments_text, as_int, malformed
+from ._common import (
+    RESPONSES_MEDIA,
+    OpenAIBase,
+    StreamState,
+    StrictMode,
+    arguments_text,
+    as_int,
+    malformed,
+    responses_part,
+)
 
 __all__ = ["OpenAIResponsesProvider"]
 
@@ -107,6 +117,15 @@ def _error_payload(error: object, fallback: str) -> dict[str, Any]:
     if isinstance(error, Mapping):
         return {"error": {"message": error.get("message") or fallback, "code": error.get("code")}}
     return {"error": {"message": fallback, "code": None}}
+
+
+def _output(result: ToolResult) -> str | list[dict[str, Any]]:
+    """A result's ``output``: its text, or (with media) a list of content items."""
+    if not result.rich:
+        return result.for_model()[0]
+    parts, _ = result.model_parts()
+    items = [responses_part(p) for p in parts]
+    return [i for i in items if i["type"] != "input_text" or i["text"]]
 
 
 class _Decoded:
@@ -325,6 +344,7 @@ class OpenAIResponsesProvider(OpenAIBase):
     """
 
     name: ClassVar[str] = "openai-responses"
+    result_media = RESPONSES_MEDIA
     default_model: ClassVar[str] = "gpt-4.1"
     default_base_url: ClassVar[str] = "https://api.openai.com/v1"
     key_env: ClassVar[tuple[str, ...]] = ("OPENAI_API_KEY",)
@@ -449,7 +469,7 @@ class OpenAIResponsesProvider(OpenAIBase):
                     {
                         "type": "function_call_output",
                         "call_id": r.call_id,
-                        "output": r.for_model()[0],
+                        "output": _output(r),
                     }
                     for r in m.results
                 )
