@@ -1,9 +1,8 @@
 """The tools the MCP conformance suite's server scenarios call, as a toolwire toolset.
 
 ``toolwire mcp serve --transport http --app server_app:tools`` serves them, through the
-same policies, executor and gateway as any application's tools. What toolwire cannot
-express yet (image and audio results) is answered as toolwire can, and the scenario is
-listed in ``baseline.yml`` with the reason until it passes.
+same policies, executor and gateway as any application's tools (image, audio and resource
+results included).
 """
 
 from __future__ import annotations
@@ -35,28 +34,47 @@ def test_error_handling() -> str:
     raise RuntimeError("This tool intentionally returns an error for testing")
 
 
-@tw.tool_fn
-def test_image_content() -> str:
-    """Returns an image (toolwire results are text until multimodal results land)."""
-    return "[image: image/png]"
+# A minimal WAV file (a RIFF header and no samples), the audio the scenario wants.
+WAV = (
+    b"RIFF\x24\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\x40\x1f\x00\x00"
+    b"\x80\x3e\x00\x00\x02\x00\x10\x00data\x00\x00\x00\x00"
+)
 
 
 @tw.tool_fn
-def test_audio_content() -> str:
-    """Returns audio (text until multimodal results land)."""
-    return "[audio: audio/wav]"
+def test_image_content() -> tw.Image:
+    """Returns an image."""
+    return tw.Image(PNG)
 
 
 @tw.tool_fn
-def test_embedded_resource() -> str:
-    """Returns an embedded resource (text until multimodal results land)."""
-    return "[resource: test://embedded-resource]"
+def test_audio_content() -> tw.Audio:
+    """Returns audio."""
+    return tw.Audio(WAV, media_type="audio/wav")
 
 
 @tw.tool_fn
-def test_multiple_content_types() -> str:
-    """Returns text, an image and a resource (text until multimodal results land)."""
-    return "Multiple content types test"
+def test_embedded_resource() -> tw.File:
+    """Returns an embedded resource."""
+    return tw.File(
+        b"This is an embedded resource content.",
+        media_type="text/plain",
+        name="test://embedded-resource",
+    )
+
+
+@tw.tool_fn
+def test_multiple_content_types() -> list[str | tw.Image | tw.File]:
+    """Returns text, an image and a resource."""
+    return [
+        "Multiple content types test:",
+        tw.Image(PNG),
+        tw.File(
+            b'{"test":"data","value":123}',
+            media_type="application/json",
+            name="test://mixed-content-resource",
+        ),
+    ]
 
 
 @tw.tool_fn(injected=["mcp"])

@@ -50,9 +50,17 @@ def main() -> int:
         help="the value of an argument of that name, in every tool that has one",
     )
     ap.add_argument("--idle", type=float, default=0.0, help="seconds idle before the calls")
+    ap.add_argument(
+        "--expect-media",
+        action="append",
+        default=[],
+        metavar="TOOL=TYPE",
+        help="the tool's result must carry a media part of this type (an image the model sees)",
+    )
     opts = ap.parse_args(argv[:cut])
     command = argv[cut + 1 :]
     given = dict(a.split("=", 1) for a in opts.args)
+    expect_media = dict(a.split("=", 1) for a in opts.expect_media)
     values = {k: json.loads(v) for k, v in (a.split("=", 1) for a in opts.value)}
     set_elicitation_handler(lambda request: True)
     # Sampling answered offline, under the (absent) policy; roots: the working directory.
@@ -84,9 +92,15 @@ def main() -> int:
         arguments = given.get(tool.name) or json.dumps(made)
         result = executor.execute(tw.ToolCall(f"c{i}", tool.name, arguments))
         ours = result.is_error and any(text in result.content for text in OURS)
-        failed += ours
+        kinds = [getattr(p, "media_type", None) for p in result.media]
+        wanted = expect_media.get(tool.name)
+        missing = wanted is not None and wanted not in kinds
+        failed += ours or missing
         state = "FAILED" if ours else ("tool error" if result.is_error else "ok")
-        print(f"  {tool.name}: {state}: {result.content[:120]!r}")
+        if missing:
+            state = f"FAILED (no {wanted} part)"
+        media = f" + media {kinds}" if kinds else ""
+        print(f"  {tool.name}: {state}: {result.content[:120]!r}{media}")
     executor.close()
     close_all()
     return 1 if failed else 0

@@ -105,6 +105,24 @@ def inspector(modules: Path, url: str) -> None:
         run([*base, "--method", "resources/read", "--uri", "app://readme"], modules.parent)
     )
     check("resources/read", read.get("contents", [{}])[0].get("text") == "read me first", read)
+    snap = as_json(
+        run(
+            [
+                *base,
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "snapshot",
+                "--tool-arg",
+                "caption=hi",
+            ],
+            modules.parent,
+        )
+    )
+    blocks = [(c.get("type"), c.get("mimeType")) for c in snap.get("content", [])]
+    check(
+        "snapshot returns an image block", blocks == [("text", None), ("image", "image/png")], snap
+    )
     got = as_json(
         run(
             [
@@ -146,6 +164,12 @@ def client_report(name: str, out: str) -> None:
     )
     check("resources/read", "read me first" in str(seen.get("resource")), seen.get("resource"))
     check("prompts/get", seen.get("prompt") == "Say hello to Ada", seen.get("prompt"))
+    snap = seen.get("snapshot") or []
+    check(
+        "snapshot returns its caption and a PNG image",
+        any("image/png" in str(item) for item in snap) and len(snap) == 2,
+        snap,
+    )
 
 
 def main() -> int:

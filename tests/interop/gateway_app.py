@@ -1,6 +1,7 @@
 """What tests/interop/clients.py serves through `toolwire mcp serve` to MCP clients nobody
 here wrote: a tool with structured output, a destructive tool the user approves through
-elicitation, one the organisation's policy denies, a resource and a prompt."""
+elicitation, one the organisation's policy denies, one returning an image, a resource and
+a prompt."""
 
 from __future__ import annotations
 
@@ -32,7 +33,20 @@ def shred(target: str) -> str:
     return f"shredded {target}"
 
 
-tools = tw.Toolset("interop", [add, wipe, shred])
+# A 1x1 PNG.
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d4944415478da63f8cfc0f01f0005000201e221bc330000000049454e44ae426082"
+)
+
+
+@tw.tool_fn
+def snapshot(caption: str) -> list[str | tw.Image]:
+    """A caption and an image (a media result, #27)."""
+    return [caption, tw.Image(PNG)]
+
+
+tools = tw.Toolset("interop", [add, wipe, shred, snapshot])
 
 
 @resource("app://readme", mime_type="text/plain")

@@ -31,6 +31,16 @@ async def main(url: str) -> None:
             except Exception as exc:  # an isError result is raised as an error
                 out[name] = [True, str(exc)]
         out["asked"] = len(ASKED)
+        snap = await toolset.direct_call_tool("snapshot", {"caption": "hi"})
+        items = snap if isinstance(snap, list) else [snap]
+        out["snapshot"] = [
+            [
+                type(i).__name__,
+                getattr(i, "media_type", None),
+                len(getattr(i, "data", b"") or str(i)),
+            ]
+            for i in items
+        ]
         contents = await toolset.read_resource("app://readme")
         out["resource"] = contents if isinstance(contents, str) else str(contents)
         prompt = await toolset.get_prompt("greet", {"who": "Ada"})

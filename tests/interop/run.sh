@@ -38,6 +38,8 @@ cd "$WORK"
 export XDG_CONFIG_HOME="$WORK/config"
 mkdir -p files repo
 echo "a note" > files/notes.txt
+# A 1x1 PNG for read_media_file: its result must reach toolwire as an image part.
+"$PY" -c 'import sys; sys.stdout.buffer.write(bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201e221bc330000000049454e44ae426082"))' > files/dot.png
 git -C repo init -q
 echo "# repo" > repo/README.md
 git -C repo add README.md
@@ -45,7 +47,7 @@ git -C repo -c user.email=t@t -c user.name=t commit -q -m init
 status=0
 run() { "$PY" "$HERE/call_every_tool.py" "$@" || status=1; }
 # gzip-file-as-resource fetches a URL from the internet by default: not called offline.
-run everything --skip gzip-file-as-resource -- node "$WORK/node_modules/.bin/mcp-server-everything" stdio
+run everything --skip gzip-file-as-resource --expect-media get-tiny-image=image/png -- node "$WORK/node_modules/.bin/mcp-server-everything" stdio
 # The same server over Streamable HTTP and over the legacy HTTP+SSE transport (it listens
 # on every interface: this namespace holds only loopback).
 over_http() {  # MODE PATH
@@ -54,7 +56,7 @@ over_http() {  # MODE PATH
   PORT=$port node "$WORK/node_modules/.bin/mcp-server-everything" "$1" >"$WORK/everything-$1.log" 2>&1 &
   pid=$!
   "$PY" "$HERE/../conformance/wait_port.py" "$port" server-everything over HTTP
-  run "everything-$1" --skip gzip-file-as-resource -- "http://127.0.0.1:$port$2"
+  run "everything-$1" --skip gzip-file-as-resource --expect-media get-tiny-image=image/png -- "http://127.0.0.1:$port$2"
   kill "$pid" 2>/dev/null || true
 }
 over_http streamableHttp /mcp
@@ -66,6 +68,7 @@ run filesystem --value path='"'"$WORK"'/files/notes.txt"' \
   --args list_directory_with_sizes='{"path": "'"$WORK"'/files"}' \
   --args directory_tree='{"path": "'"$WORK"'/files"}' \
   --args search_files='{"path": "'"$WORK"'/files", "pattern": "*.txt"}' \
+  --args read_media_file='{"path": "'"$WORK"'/files/dot.png"}' --expect-media read_media_file=image/png \
   -- node "$WORK/node_modules/.bin/mcp-server-filesystem" "$WORK/files"
 run time --idle 6 --value timezone='"UTC"' --value source_timezone='"UTC"' \
   --value target_timezone='"Europe/Paris"' --value time='"12:00"' \

@@ -22,6 +22,7 @@ const tools = await client.listTools();
 const add = await client.callTool({ name: "add", arguments: { a: 2, b: 3 } });
 const wipe = await client.callTool({ name: "wipe", arguments: { target: "db" } });
 const shred = await client.callTool({ name: "shred", arguments: { target: "db" } });
+const snap = await client.callTool({ name: "snapshot", arguments: { caption: "hi" } });
 const read = await client.readResource({ uri: "app://readme" });
 const prompt = await client.getPrompt({ name: "greet", arguments: { who: "Ada" } });
 console.log(JSON.stringify({
@@ -30,6 +31,7 @@ console.log(JSON.stringify({
   wipe: [wipe.isError ?? false, text(wipe)],
   asked: asked.length,
   shred: [shred.isError ?? false, text(shred)],
+  snapshot: snap.content.map((c) => [c.type, c.mimeType ?? null, (c.data ?? c.text ?? "").length]),
   resource: read.contents[0].text,
   prompt: prompt.messages[0].content.text,
 }));

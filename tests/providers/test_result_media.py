@@ -240,7 +240,8 @@ def test_unsent_media_is_reported() -> None:
     parts = (tw.Image(PNG), tw.Audio(WAV), tw.Image("https://example.com/a.png"))
     with OpenAIChatProvider("m", api_key="k", base_url=BASE) as p:
         assert p.result_media.report(parts) == [
-            f"[audio: audio/wav, {len(WAV)} bytes]: OpenAI Chat Completions takes no audio in a tool result",
+            f"[audio: audio/wav, {len(WAV)} bytes]: OpenAI Chat Completions takes no audio "
+            "in a tool result",
         ]
     with GeminiProvider("gemini-2.5-flash", api_key="k", base_url=BASE) as p:
         assert p.result_media.report(parts) == [

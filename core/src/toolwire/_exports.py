@@ -185,6 +185,7 @@ MEDIA: Mapping[str, str] = {
     "ResourceLink": "toolwire._media",
     "Text": "toolwire._media",
     "current_limits": "toolwire._media",
+    "from_mcp_block": "toolwire._media",
     "set_media_limits": "toolwire._media",
     "sniff": "toolwire._media",
 }

@@ -43,6 +43,7 @@ __all__ = [
     "Text",
     "sniff",
     "current_limits",
+    "from_mcp_block",
     "set_media_limits",
 ]
 
@@ -122,6 +123,15 @@ _ALIASES = {
     "audio/vnd.wave": "audio/wav",
     "audio/x-flac": "audio/flac",
 }
+
+
+def _textual(media_type: str) -> bool:
+    top, _, sub = media_type.partition("/")
+    return (
+        top == "text"
+        or sub in ("json", "xml", "yaml", "x-yaml", "javascript", "toml", "csv")
+        or sub.endswith(("+json", "+xml"))
+    )
 
 
 def _canonical(media_type: str) -> str:
@@ -251,12 +261,31 @@ class _Media:
             self.data if self.data is not None else (self.url or "").encode()
         ).hexdigest()
 
-    def placeholder(self) -> str:
-        """The line that stands for this part in ``content`` and for text-only providers."""
+    def label(self, note: str = "") -> str:
+        """The line that names this part: ``[image: image/png, 4,033 bytes]`` (with ``note``
+        after a semicolon)."""
         named = f"{self.name}, " if self.name else ""
         if self.data is None:
-            return f"[{self.kind}: {named}{self.media_type} <{self.url}>]"
-        return f"[{self.kind}: {named}{self.media_type}, {_size_text(self.size)}]"
+            what = f"{named}{self.media_type} <{self.url}>"
+        else:
+            what = f"{named}{self.media_type}, {_size_text(self.size)}"
+        return f"[{self.kind}: {what}; {note}]" if note else f"[{self.kind}: {what}]"
+
+    def text(self) -> str | None:
+        """The text of a text file (``text/*``, JSON, XML, YAML in UTF-8), else None."""
+        if self.data is None or not _textual(self.media_type):
+            return None
+        try:
+            return self.data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+
+    def placeholder(self) -> str:
+        """What stands for this part in ``content`` (and goes to a provider that cannot
+        take it): its label line, and under it the text of a text file (so policies,
+        redaction and every model see that text)."""
+        text = self.text()
+        return self.label() if text is None else f"{self.label()}\n{text}"
 
     def __repr__(self) -> str:  # never the bytes
         src = f"url={self.url!r}" if self.data is None else f"{_size_text(self.size)}"
@@ -291,7 +320,7 @@ class File(_Media):
 Part = Union[Text, Image, Audio, File, ResourceLink]
 Media = Union[Image, Audio, File]
 PART_TYPES = (Text, Image, Audio, File, ResourceLink)
-_MEDIA_TYPES = (Image, Audio, File)
+MEDIA_TYPES = (Image, Audio, File)
 
 
 def _read(path: str | os.PathLike[str], what: str) -> bytes:
@@ -391,7 +420,13 @@ def from_mcp_block(block: Any) -> Part:
         data = _b64(res.blob, "resource")
         mime = res.mime_type or sniff(data) or "application/octet-stream"
         return _kind_for(mime.partition("/")[0])(data=data, media_type=mime, name=uri)
-    return Text(f"[resource: {uri}]\n{res.text}")
+    text = str(res.text)
+    if len(text) > _Limits.now.result_bytes:
+        raise MediaError(
+            f"the resource block is over the {_size_text(_Limits.now.result_bytes)} media limit"
+        )
+    mime = res.mime_type if res.mime_type and _textual(_canonical(res.mime_type)) else "text/plain"
+    return File(data=text.encode("utf-8"), media_type=mime, name=uri)
 
 
 def _b64(text: Any, what: str) -> bytes:
@@ -433,7 +468,7 @@ def to_parts(output: Any, dump: Any) -> tuple[Part, ...]:
 
 
 def media_bytes(parts: Iterable[Part]) -> int:
-    return sum(p.size for p in parts if isinstance(p, _MEDIA_TYPES))
+    return sum(p.size for p in parts if isinstance(p, MEDIA_TYPES))
 
 
 def placeholder(part: Part) -> str:
@@ -590,7 +625,7 @@ class MediaSupport:
 
     def sends(self, part: Part) -> bool:
         """Is ``part`` sent as itself (not as a line of text)?"""
-        if not isinstance(part, _MEDIA_TYPES):
+        if not isinstance(part, MEDIA_TYPES):
             return False
         taken: frozenset[str] = getattr(self, part.kind)
         if part.media_type not in taken:
@@ -599,7 +634,7 @@ class MediaSupport:
 
     def why_not(self, part: Part) -> str:
         """Why ``part`` is not sent as itself (for its placeholder line)."""
-        if not isinstance(part, _MEDIA_TYPES):
+        if not isinstance(part, MEDIA_TYPES):
             return ""
         taken: frozenset[str] = getattr(self, part.kind)
         if not taken:
@@ -609,19 +644,20 @@ class MediaSupport:
         return f"{self.api} does not fetch URLs, and toolwire fetches none"
 
     def as_text(self, part: Part) -> str:
-        """The line sent in place of a part that is not sent as itself."""
+        """What is sent in place of a part that is not sent as itself: its label saying
+        why (a text file: its label and its text)."""
         if isinstance(part, Text):
             return part.text
-        why = self.why_not(part)
-        mark = part.placeholder()
-        return f"{mark[:-1]}; not sent: {why}]" if why else mark
+        if isinstance(part, ResourceLink) or part.text() is not None:
+            return part.placeholder()
+        return part.label(f"not sent: {self.why_not(part)}")
 
     def report(self, parts: Iterable[Part]) -> list[str]:
         """One line per part that is not sent as itself, saying why (empty: all are)."""
         return [
-            f"{p.placeholder()}: {self.why_not(p)}"
+            f"{p.label()}: {self.why_not(p)}"
             for p in parts
-            if isinstance(p, _MEDIA_TYPES) and not self.sends(p)
+            if isinstance(p, MEDIA_TYPES) and not self.sends(p) and p.text() is None
         ]
 
 

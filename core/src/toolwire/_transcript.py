@@ -393,13 +393,11 @@ def _within_budget(held: int, results: tuple[ToolResult, ...]) -> tuple[ToolResu
         parts: list[_media.Part] = []
         content = r.content
         for p in r.rich:
-            size = getattr(p, "size", 0)
+            size = p.size if isinstance(p, _media.MEDIA_TYPES) else 0
             if size and held + size > cap:
-                mark = p.placeholder()  # type: ignore[union-attr]
-                note = (
-                    f"{mark[:-1]}; left out: the session's media limit of {cap:,} bytes is reached]"
-                )
-                content = content.replace(mark, note, 1)
+                assert isinstance(p, _media.MEDIA_TYPES)
+                note = p.label(f"left out: the session's media limit of {cap:,} bytes is reached")
+                content = content.replace(p.placeholder(), note, 1)
                 parts.append(_media.Text(note))
                 changed = True
                 continue

@@ -26,6 +26,7 @@ if _typing.TYPE_CHECKING:
         ResourceLink,
         Text,
         current_limits,
+        from_mcp_block,
         set_media_limits,
         sniff,
     )
@@ -43,6 +44,7 @@ __all__ = [
     "ResourceLink",
     "Text",
     "current_limits",
+    "from_mcp_block",
     "set_media_limits",
     "sniff",
 ]

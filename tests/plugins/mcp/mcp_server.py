@@ -64,6 +64,18 @@ def _tools() -> list[types.Tool]:
         types.Tool(
             name="media", description="Mixed content blocks.", input_schema=OBJ, annotations=ro
         ),
+        types.Tool(
+            name="media_file",
+            description="An image in content and in structuredContent (as filesystem's "
+            "read_media_file answers).",
+            input_schema=OBJ,
+            output_schema={
+                "type": "object",
+                "properties": {"content": {"type": "array", "items": {"type": "object"}}},
+                "required": ["content"],
+            },
+            annotations=ro,
+        ),
         types.Tool(name="hang", description="Never answers.", input_schema=OBJ, annotations=ro),
         types.Tool(name="die", description="Exits the server mid-call.", input_schema=OBJ),
         types.Tool(
@@ -176,6 +188,12 @@ async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.Call
         return types.CallToolResult(content=_text("{}"), structured_content={"sum": "many"})
     if name == "fail":
         return types.CallToolResult(content=_text("the disk is on fire"), is_error=True)
+    if name == "media_file":
+        block = {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"}
+        return types.CallToolResult(
+            content=[types.ImageContent(type="image", data="aGVsbG8=", mime_type="image/png")],
+            structured_content={"content": [block]},
+        )
     if name == "media":
         return types.CallToolResult(
             content=[

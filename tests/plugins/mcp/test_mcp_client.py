@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
 import os
@@ -52,7 +53,17 @@ def _wait(predicate: Callable[[], bool], seconds: float = 15.0) -> bool:
 def test_a_stdio_server_is_a_toolset_with_provider_safe_names(stdio_spec: Any) -> None:
     ts = mcp_toolset("srv", stdio_spec())
     names = [t.name for t in ts.tools()]
-    assert names[:8] == ["echo", "add", "bad_sum", "fail", "delete_all", "media", "hang", "die"]
+    assert names[:9] == [
+        "echo",
+        "add",
+        "bad_sum",
+        "fail",
+        "delete_all",
+        "media",
+        "media_file",
+        "hang",
+        "die",
+    ]
     # Dots become `_`; the second name that would meet gets a hash of its exact MCP name.
     assert "files_read" in names
     clash = [n for n in names if n.startswith("files_read_")]
@@ -124,12 +135,15 @@ def test_results_and_error_results(stdio_spec: Any) -> None:
     failed = _run(ts, "fail", {})
     assert failed.is_error
     assert "the disk is on fire" in failed.content
-    media = _run(ts, "media", {}).content
-    assert media == (
+    media = _run(ts, "media", {})
+    assert media.content == (
         "a picture:\n\n[image: image/png, 5 bytes]\n\n"
         "[resource: readme <file:///r.md> (text/markdown)]\n\n"
-        "[resource: file:///notes.txt]\nthe notes"
+        "[file: file:///notes.txt, text/plain, 9 bytes]\nthe notes"
     )
+    # The media is carried as parts, for a model that can see it (#27).
+    assert [type(p).__name__ for p in media.parts] == ["Text", "Image", "ResourceLink", "File"]
+    assert media.parts[3].text() == "the notes"
 
 
 def test_invalid_arguments_never_reach_the_server(stdio_spec: Any, record: Path) -> None:
@@ -186,7 +200,7 @@ def test_a_command_that_does_not_exist_is_a_clear_error() -> None:
 def test_500_tools_over_several_pages(stdio_spec: Any) -> None:
     ts = mcp_toolset("big", stdio_spec(MCP_EXTRA_TOOLS="500", MCP_PAGE_SIZE="37"))
     names = [t.name for t in ts.tools()]
-    assert len(names) == 522
+    assert len(names) == 523
     assert names[-1] == "extra_499"
 
 
@@ -754,3 +768,28 @@ def test_max_call_time_is_configurable_and_checked(tmp_path: Path) -> None:
     path.write_text(json.dumps({"mcpServers": {"s": {"command": "x", "maxCallTime": "1h"}}}))
     with pytest.raises(ConfigError, match="maxCallTime must be a positive number"):
         load_config([path])
+
+
+def test_media_blocks_that_fail_their_checks_are_lines_saying_why() -> None:
+    import mcp_types as types
+
+    from toolwire_mcp._content import result_output
+
+    jpeg_as_png = base64.b64encode(b"\xff\xd8\xff\xe0 a jpeg").decode()
+    result = types.CallToolResult(
+        content=[
+            types.TextContent(type="text", text="look:"),
+            types.ImageContent(type="image", data="@@not base64@@", mime_type="image/png"),
+            types.ImageContent(type="image", data=jpeg_as_png, mime_type="image/png"),
+            types.AudioContent(type="audio", data="aGk=", mime_type="text/plain"),
+            types.ImageContent(type="image", data="aGk=", mime_type="image/png"),
+        ]
+    )
+    parts = result_output(result)
+    assert isinstance(parts, list)
+    texts = [getattr(p, "text", None) for p in parts]
+    assert texts[0] == "look:"
+    assert "base64 data is malformed" in texts[1]
+    assert "declared image/png, but its bytes are image/jpeg" in texts[2]
+    assert "text/plain is not an audio/* type" in texts[3]
+    assert type(parts[4]).__name__ == "Image"  # the one good block is kept

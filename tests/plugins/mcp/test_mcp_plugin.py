@@ -80,7 +80,7 @@ def test_plugins_lists_each_server_with_its_status_and_tool_count(here: Path, re
     assert 0 == done.returncode, done.stderr
     by_name = {p["name"]: p for p in json.loads(done.stdout)["plugins"]}
     line = by_name["mcp"]["plugin_status"]
-    assert line.startswith("srv ok (22 tools, stdio); broken failed (stdio): could not connect")
+    assert line.startswith("srv ok (23 tools, stdio); broken failed (stdio): could not connect")
 
 
 def test_a_malformed_entry_skips_that_server_naming_the_file_and_key(

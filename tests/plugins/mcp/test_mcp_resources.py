@@ -57,8 +57,9 @@ def test_a_server_with_resources_gets_a_read_tool_the_model_can_use(
     assert "- note://item/{id} (item)" in read.description
     assert "read me first" == _run(ts, "read_resource", {"uri": "note://readme"}).content
     assert "item 7" == _run(ts, "read_resource", {"uri": "note://item/7"}).content
-    logo = _run(ts, "read_resource", {"uri": "note://logo"}).content
-    assert "[binary resource note://logo, image/png, 8 bytes]" == logo  # never raw bytes
+    logo = _run(ts, "read_resource", {"uri": "note://logo"})
+    assert "[image: note://logo, image/png, 8 bytes]" == logo.content  # never raw bytes
+    assert logo.media[0].data == b"\x89PNG\r\n\x1a\n"  # the image itself, for the model
     missing = _run(ts, "read_resource", {"uri": "note://nope"})
     assert missing.is_error
     assert "no resource note://nope" in missing.content

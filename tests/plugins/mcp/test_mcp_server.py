@@ -3,6 +3,7 @@ over stdio (``toolwire mcp serve`` as a subprocess) and over Streamable HTTP."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
@@ -1130,3 +1131,108 @@ def test_an_upstream_servers_sampling_reaches_the_gateways_client_under_policy(
         assert "model said: from the client" == result.content[0].text
         [params] = seen
         assert ("what?", "Be brief.") == (params.messages[0].content.text, params.system_prompt)
+
+
+# -- media results (#27) ------------------------------------------------------------------
+
+PNG_1PX = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d4944415478da63f8cfc0f01f0005000201e221bc330000000049454e44ae426082"
+)
+
+
+@tw.tool_fn
+def chart(title: str) -> list[str | tw.Image | tw.File | tw.Audio]:
+    """Draw a chart."""
+    return [
+        title,
+        tw.Image(PNG_1PX),
+        tw.File(b'{"points": 3}', media_type="application/json", name="data.json"),
+        tw.File(b"%PDF-1.4\n%%EOF\n", name="chart.pdf"),
+    ]
+
+
+def test_a_served_tool_returns_its_parts_as_mcp_content_blocks() -> None:
+    server = build_server(tw.Toolset("app", [chart]), host=_host())
+
+    async def call(client: Client) -> Any:
+        return await client.call_tool("chart", {"title": "sales"})
+
+    result = _in_process(server, call)
+    assert not result.is_error
+    kinds = [b.type for b in result.content]
+    assert kinds == ["text", "image", "resource", "resource"]
+    assert result.content[0].text == "sales"
+    assert result.content[1].mime_type == "image/png"
+    assert base64.b64decode(result.content[1].data) == PNG_1PX
+    text_res = result.content[2].resource
+    assert (str(text_res.uri), text_res.mime_type, text_res.text) == (
+        "toolwire://result/data.json",
+        "application/json",
+        '{"points": 3}',
+    )
+    pdf = result.content[3].resource
+    assert pdf.mime_type == "application/pdf"
+    assert base64.b64decode(pdf.blob).startswith(b"%PDF-")
+
+
+def test_a_result_hook_that_withholds_the_media_withholds_it_from_the_client() -> None:
+    class Withhold:
+        @tw.hookimpl
+        def toolwire_tool_result(self, call: Any, result: tw.ToolResult, context: Any) -> Any:
+            return result.replace(content="withheld")
+
+    host = _host()
+    host.register(Withhold(), name="withhold")
+    server = build_server(tw.Toolset("app", [chart]), host=host)
+
+    async def call(client: Client) -> Any:
+        return await client.call_tool("chart", {"title": "sales"})
+
+    result = _in_process(server, call)
+    assert [(b.type, getattr(b, "text", None)) for b in result.content] == [("text", "withheld")]
+
+
+def test_an_upstream_servers_media_passes_through_the_gateway(stdio_spec: Any) -> None:
+    from toolwire_mcp import mcp_toolset
+
+    server = build_server(mcp_toolset("srv", stdio_spec()), host=_host())
+
+    async def call(client: Client) -> Any:
+        return await client.call_tool("media", {})
+
+    result = _in_process(server, call)
+    kinds = [b.type for b in result.content]
+    assert kinds == ["text", "image", "resource_link", "resource"], result.content
+    assert result.content[1].data == "aGVsbG8="
+    assert result.content[3].resource.text == "the notes"
+
+
+def test_structured_content_with_media_keeps_both_through_the_gateway(stdio_spec: Any) -> None:
+    from toolwire_mcp import mcp_toolset
+
+    toolset = mcp_toolset("srv", stdio_spec())
+    # The client: the model sees compact JSON (the data as the image's label) and the image.
+    ex = tw.Executor(tools=toolset, plugins=False)
+    seen = ex.execute(tw.ToolCall("c1", "media_file", "{}"))
+    ex.close()
+    assert [type(p).__name__ for p in seen.parts] == ["Text", "Image"]
+    assert json.loads(seen.parts[0].text) == {
+        "content": [
+            {"type": "image", "data": "[image: image/png, 5 bytes]", "mimeType": "image/png"}
+        ]
+    }
+    # The gateway's client: conforming structuredContent with the data put back, the image
+    # as a content block.
+    server = build_server(toolset, host=_host())
+
+    async def call(client: Client) -> Any:
+        return await client.call_tool("media_file", {})
+
+    result = _in_process(server, call)
+    assert not result.is_error
+    assert result.structured_content == {
+        "content": [{"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"}]
+    }
+    assert [b.type for b in result.content] == ["text", "image"]
+    assert result.content[1].data == "aGVsbG8="

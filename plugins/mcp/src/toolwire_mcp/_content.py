@@ -1,17 +1,21 @@
-"""An MCP ``CallToolResult`` -> the text of a toolwire tool result.
+"""MCP content blocks <-> the parts of a toolwire tool result.
 
-Tool results are text for every provider toolwire renders for, so each content block
-becomes text, in order, joined by blank lines:
+From a server (:func:`result_output`): a result of text blocks is one text, joined by
+blank lines; a result with media is a list of parts, in order, that the tool result
+carries (``ToolResult.parts``):
 
 - ``text``: the text itself;
-- ``image`` / ``audio``: ``[image: image/png, 1,234 bytes]`` (the data is not sent on:
-  a model cannot read base64, and it would fill the context);
-- ``resource_link``: ``[resource: name <uri> (mime type)]``;
+- ``image`` / ``audio``: an :class:`~toolwire.Image` / :class:`~toolwire.Audio` (checked:
+  base64, and the bytes of the declared type; a block that fails is a line saying why);
+- ``resource_link``: a :class:`~toolwire.media.ResourceLink`
+  (``[resource: name <uri> (mime type)]`` in the text);
 - embedded ``resource``: a text resource's text under a ``[resource: uri]`` line, a
-  blob resource as ``[resource: uri, mime type, N bytes]``.
+  blob resource as the image, audio or file it is.
 
 With no content blocks, a valid ``structuredContent`` is the result, as compact JSON.
-The whole text is capped at :data:`MAX_RESULT_CHARS`; a longer result is cut, and says so.
+The text is capped at :data:`MAX_RESULT_CHARS`; a longer result is cut, and says so.
+
+To a client (:func:`content_block`): each part as the MCP block for it.
 """
 
 from __future__ import annotations
@@ -19,11 +23,24 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import mcp_types as types
 
-__all__ = ["MAX_RESULT_CHARS", "block_text", "contents_text", "result_text"]
+from toolwire.media import Audio, File, Image, MediaError, Part, ResourceLink, Text, from_mcp_block
+
+__all__ = [
+    "MAX_RESULT_CHARS",
+    "block_text",
+    "content_block",
+    "contents_output",
+    "contents_text",
+    "restore_structured",
+    "result_output",
+    "result_text",
+    "structured_output",
+]
 
 MAX_RESULT_CHARS = 1_000_000
 
@@ -64,6 +81,109 @@ def result_text(result: types.CallToolResult) -> str:
     if not parts and result.structured_content is not None:
         parts = [json.dumps(result.structured_content, ensure_ascii=False, separators=(",", ":"))]
     return _bounded("\n\n".join(parts))
+
+
+def _carries_media(block: Any) -> bool:
+    return isinstance(block, (types.ImageContent, types.AudioContent, types.EmbeddedResource))
+
+
+def _part(block: Any) -> Part:
+    """One block as a part; media that fails its checks is a line saying why."""
+    try:
+        return from_mcp_block(block)
+    except MediaError as exc:
+        line = block_text(block).split("\n", 1)[0]
+        return Text(f"{line[:-1]}; not usable: {exc}]")
+
+
+def result_output(result: types.CallToolResult) -> str | list[Part]:
+    """The tool's output: its text, or (when it carries media) its parts in order."""
+    if not any(_carries_media(b) for b in result.content):
+        return result_text(result)
+    parts = [_part(b) for b in result.content]
+    return [Text(_bounded(p.text)) if isinstance(p, Text) else p for p in parts]
+
+
+def structured_output(result: types.CallToolResult) -> str | list[Part]:
+    """A result with ``structuredContent`` (its tool has an output schema): the structured
+    content as JSON text and, when the blocks carry media, the media parts after it. In the
+    JSON, a string that is a media block's base64 data stands as that part's label line
+    (``[image: image/png, 70 bytes]``): the model and the policies see compact JSON and the
+    image itself, and :func:`restore_structured` puts the data back for a gateway's client.
+    """
+    structured = result.structured_content
+    if not any(_carries_media(b) for b in result.content):
+        return json.dumps(structured, ensure_ascii=False)
+    media = [p for p in (_part(b) for b in result.content) if not isinstance(p, Text)]
+    labels = {p.base64(): p.label() for p in media if isinstance(p, (Image, Audio, File))}
+    text = json.dumps(_swap(structured, labels), ensure_ascii=False)
+    return [Text(_bounded(text)), *media]
+
+
+def restore_structured(value: Any, parts: Sequence[Part]) -> Any:
+    """``value`` with each media part's label line (as :func:`structured_output` left it)
+    replaced by the part's base64 data again."""
+    labels = {p.label(): p.base64() for p in parts if isinstance(p, (Image, Audio, File))}
+    return _swap(value, labels) if labels else value
+
+
+def _swap(value: Any, table: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return table.get(value, value)
+    if isinstance(value, dict):
+        return {k: _swap(v, table) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_swap(v, table) for v in value]
+    return value
+
+
+def contents_output(result: types.ReadResourceResult) -> str | list[Part]:
+    """A resource's contents: text, or parts when some are binary (an image, a PDF)."""
+    if not any(isinstance(c, types.BlobResourceContents) for c in result.contents):
+        return contents_text(result)
+    out: list[Part] = []
+    for item in result.contents:
+        if isinstance(item, types.TextResourceContents):
+            out.append(Text(_bounded(item.text)))
+        else:
+            block = types.EmbeddedResource(type="resource", resource=item)
+            out.append(_part(block))
+    return out
+
+
+def content_block(part: Part) -> Any:
+    """A part as the MCP content block a client gets for it."""
+    if isinstance(part, Text):
+        return types.TextContent(type="text", text=part.text)
+    if isinstance(part, ResourceLink):
+        return types.ResourceLink(
+            type="resource_link",
+            uri=part.uri,
+            name=part.name or part.uri,
+            mime_type=part.media_type,
+            description=part.description,
+        )
+    if part.data is None:  # a URL: the client may fetch it
+        name = part.name or part.url or ""
+        return types.ResourceLink(
+            type="resource_link", uri=part.url or "", name=name, mime_type=part.media_type
+        )
+    if isinstance(part, Image):
+        return types.ImageContent(type="image", data=part.base64(), mime_type=part.media_type)
+    if isinstance(part, Audio):
+        return types.AudioContent(type="audio", data=part.base64(), mime_type=part.media_type)
+    assert isinstance(part, File)
+    name = part.name or "file"
+    uri = name if ":" in name else f"toolwire://result/{name}"
+    text = part.text()
+    resource: Any
+    if text is not None:
+        resource = types.TextResourceContents(uri=uri, text=text, mime_type=part.media_type)
+    else:
+        resource = types.BlobResourceContents(
+            uri=uri, blob=part.base64(), mime_type=part.media_type
+        )
+    return types.EmbeddedResource(type="resource", resource=resource)
 
 
 def contents_text(result: types.ReadResourceResult) -> str:

@@ -68,8 +68,10 @@ from toolwire import (
 )
 from toolwire.adapters import AssistantReply, decode_reply
 from toolwire.exceptions import UsageError
+from toolwire.media import Text
 from toolwire_mcp._client_features import relay_sampling
 from toolwire_mcp._connection import RESOURCE_LISTENERS, Connection, MCPCallError, close_all
+from toolwire_mcp._content import content_block, restore_structured
 from toolwire_mcp._elicit import APPROVAL_META, approval_question
 from toolwire_mcp._elicit import APPROVE_SCHEMA as _APPROVE_SCHEMA
 from toolwire_mcp._progress import CALL_ASKER, CALL_PROGRESS
@@ -573,10 +575,16 @@ def build_server(
         structured = None
         tool = tools.get(tool_name)
         if not result.is_error and tool is not None and _advertised_output(tool):
+            # With media, the structured content is the first part's JSON (media data in
+            # it stands as the parts' labels: put back) and the media the parts after it.
+            parts = result.parts
+            first = parts[0] if result.rich and parts else None
             try:
-                value = json.loads(result.content)
+                value = json.loads(first.text if isinstance(first, Text) else result.content)
             except ValueError:
                 value = None
+            if result.rich and isinstance(value, dict):
+                value = restore_structured(value, parts)
             if not isinstance(value, dict):
                 # The schema was advertised: a result without conforming structured
                 # content is refused by every client, so it is an error result here.
@@ -585,11 +593,14 @@ def build_server(
                     f"schema (expected a JSON object)"
                 )
             structured = value
-        text, is_error = result.for_model()
+        if result.rich:  # images, audio, files: MCP content blocks, in order
+            parts, is_error = result.model_parts()
+            content = [content_block(p) for p in parts]
+        else:
+            text, is_error = result.for_model()
+            content = [types.TextContent(type="text", text=text)]
         return types.CallToolResult(
-            content=[types.TextContent(type="text", text=text)],
-            structured_content=structured,
-            is_error=is_error,
+            content=content, structured_content=structured, is_error=is_error
         )
 
     async def on_set_logging_level(

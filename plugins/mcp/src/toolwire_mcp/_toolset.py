@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import json
 import logging
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -23,9 +22,15 @@ import mcp_types as types
 
 from toolwire import Capability, Tool, ToolEffect, ToolMetadata, Toolset, raw_tool
 from toolwire.exceptions import ToolDefinitionError, ToolwireError
+from toolwire.media import Part
 from toolwire_mcp._config import ServerSpec, spec_from_entry
 from toolwire_mcp._connection import Connection, MCPCallError, connection_for
-from toolwire_mcp._content import contents_text, result_text
+from toolwire_mcp._content import (
+    contents_output,
+    result_output,
+    result_text,
+    structured_output,
+)
 from toolwire_mcp._names import local_names
 
 __all__ = ["MCPToolError", "mcp_toolset", "metadata_for", "tools_from"]
@@ -84,7 +89,7 @@ def metadata_for(
 
 
 def _body(conn: Connection, mcp_name: str, structured: bool = False) -> Callable[..., Any]:
-    async def call_mcp_tool(**arguments: Any) -> str:
+    async def call_mcp_tool(**arguments: Any) -> str | list[Part]:
         result = await conn.call(mcp_name, arguments)
         if result.is_error:
             text = result_text(result)
@@ -92,9 +97,9 @@ def _body(conn: Connection, mcp_name: str, structured: bool = False) -> Callable
         if structured and isinstance(result.structured_content, dict):
             # The tool has an output schema: its output is the structured content the SDK
             # checked against it (the text blocks are a rendering of it), so a gateway
-            # serving it returns conforming structuredContent.
-            return json.dumps(result.structured_content, ensure_ascii=False)
-        return result_text(result)
+            # serving it returns conforming structuredContent; media blocks come after it.
+            return structured_output(result)
+        return result_output(result)
 
     call_mcp_tool.__qualname__ = f"mcp:{conn.spec.name}:{mcp_name}"
     call_mcp_tool.toolwire_mcp_conn = conn  # type: ignore[attr-defined]  # mcp_server(toolset)
@@ -192,12 +197,12 @@ def resource_tool(
         f"tool result links to, or a template's URI with its parameters filled in.{listed}"
     )
 
-    async def read_mcp_resource(uri: str) -> str:
+    async def read_mcp_resource(uri: str) -> str | list[Part]:
         result = await conn.read(uri)
         box = RAW_READS.get()
         if box is not None:  # a gateway serving this read: it passes the contents on as given
             box[uri] = result
-        return contents_text(result)
+        return contents_output(result)
 
     read_mcp_resource.__qualname__ = f"mcp:{server}:{READ_TOOL}"
     # What marks it (a server's own tool may be called read_resource too): a gateway

@@ -199,18 +199,17 @@ def _rich_response(
         if not isinstance(p, (Image, Audio, File)) or not support.sends(p):
             texts.append(support.as_text(p))
             continue
-        mark = p.placeholder()
         if support is NESTED_MEDIA and p.media_type in _NESTABLE:
             blob = _inline(p)["inlineData"]
             blob["displayName"] = p.name or f"part{len(nested) + 1}"
             nested.append({"inlineData": blob})
-            texts.append(f"{mark[:-1]}; attached as {blob['displayName']}]")
+            texts.append(p.label(f"attached as {blob['displayName']}"))
         else:
             after.append(
                 {"text": f"Media from the result of tool call {r.call_id} ({r.tool_name}):"}
             )
             after.append(_inline(p))
-            texts.append(f"{mark[:-1]}; sent after the function responses]")
+            texts.append(p.label("sent after the function responses"))
     out = _function_response(r.tool_name, wire_id, "\n\n".join(texts), is_error)
     if nested:
         out["functionResponse"]["parts"] = nested

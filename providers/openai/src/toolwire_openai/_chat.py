@@ -395,7 +395,7 @@ class _ChatProvider(OpenAIBase):
         sent: list[Part] = []
         for p in parts:
             if isinstance(p, (Image, Audio, File)) and support.sends(p):
-                texts.append(f"{p.placeholder()[:-1]}; sent in the next user message]")
+                texts.append(p.label("sent in the next user message"))
                 sent.append(p)
             else:
                 texts.append(support.as_text(p))
