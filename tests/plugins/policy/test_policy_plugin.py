@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import importlib
 import importlib.metadata
+import json
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -382,3 +383,65 @@ def test_an_async_approver_in_a_sync_pipeline_rejects_and_leaves_nothing_unawait
     )
     del plan, outcome
     gc.collect()  # an un-awaited coroutine would warn here, and warnings are errors
+
+
+# -- media in results (#27) ------------------------------------------------------------------
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(40)
+PDF = b"%PDF-1.4\n%%EOF\n"
+
+
+@pytest.mark.usefixtures("fresh_plugin_module", "no_policy_env")
+@pytest.mark.parametrize(
+    ("rules", "kept", "why"),
+    [
+        ("result_media = ['image/*']\n", ["image/png"], "application/pdf is not in the policy"),
+        ("result_media = []\n", [], "image/png is not in the policy's result_media"),
+        ("max_result_bytes = 30\n", [], "over the policy's max_result_bytes (30)"),
+        ("max_result_bytes = 100000\n", ["image/png", "application/pdf"], None),
+    ],
+)
+def test_the_policy_withholds_media_it_does_not_allow(
+    policy_file: WritePolicy,
+    monkeypatch: pytest.MonkeyPatch,
+    call_of: CallOf,
+    tmp_path: Path,
+    rules: str,
+    kept: list[str],
+    why: str | None,
+) -> None:
+    import toolwire as tw
+
+    text = rules + "[[redact]]\nresult_patterns = ['s3cret']\n[audit]\npath = 'audit.jsonl'\n"
+    monkeypatch.setenv("TOOLWIRE_POLICY", str(policy_file(text)))
+    host = _host().discover()
+    call = call_of("read_notes", {"path": "a"})
+    given = call.complete(["the s3cret chart", tw.Image(PNG), tw.File(PDF, name="c.pdf")])
+    out = host.tool_result(call, given, CTX)
+    assert [p.media_type for p in out.media] == kept
+    assert out.parts[0].text.startswith("the [REDACTED] chart")  # the text is kept, redacted
+    assert not out.is_error
+    if why is not None:
+        assert why in out.content
+    audit = (tmp_path / "audit.jsonl").read_text()
+    record = json.loads(audit.splitlines()[-1])
+    assert [m["media_type"] for m in record["media"]] == kept
+    assert "PNG" not in audit  # digests and sizes, never bytes
+    assert len(record.get("media_withheld", [])) == 2 - len(kept)
+
+
+@pytest.mark.usefixtures("no_policy_env")
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("result_media = ['images']\n", "result_media"),
+        ("result_media = 'image/*'\n", "result_media"),
+        ("max_result_bytes = -1\n", "max_result_bytes"),
+        ("max_result_byte = 5\n", "max_result_byte"),
+    ],
+)
+def test_malformed_media_rules_are_refused(
+    policy_file: WritePolicy, text: str, message: str
+) -> None:
+    with pytest.raises(PolicyFileError, match=message):
+        Policy.from_file(policy_file(text))

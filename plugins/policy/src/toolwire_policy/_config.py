@@ -77,6 +77,9 @@ def _check_regex(value: str) -> str:
 Effect = Literal["read_only", "mutating", "destructive"]
 Glob = Annotated[str, StringConstraints(min_length=1)]
 Regex = Annotated[str, StringConstraints(min_length=1), AfterValidator(_check_regex)]
+MediaGlob = Annotated[
+    str, StringConstraints(min_length=3, pattern=r"^[a-z0-9*.+-]+/[a-z0-9*.+-]+$", to_lower=True)
+]
 
 
 class _Table(BaseModel):
@@ -156,6 +159,13 @@ class PolicyConfig(_Table):
     server); ``effects`` still overrides both."""
     constraints: list[ConstraintRule] = []
     redact: list[RedactRule] = []
+    result_media: list[MediaGlob] | None = None
+    """Media types (globs: ``image/*``, ``application/pdf``) a tool result may carry to the
+    model; any other image, audio or file is withheld (a line in the result says so). Absent:
+    every type; ``[]``: none."""
+    max_result_bytes: Annotated[int, Field(ge=0)] | None = None
+    """The most media (bytes) one tool result may carry; past it, the result's media is
+    withheld (its text is kept, and says so)."""
     audit: AuditConfig | None = None
 
 

@@ -36,6 +36,7 @@ from toolwire import (
     TypedCall,
     call_fingerprint,
 )
+from toolwire.media import Audio, File, Image
 from toolwire_policy._audit import AuditLog, fingerprint, utc_now
 from toolwire_policy._config import (
     PLUGIN_NAME,
@@ -455,8 +456,12 @@ class Policy:
     def on_result(
         self, call: TypedCall[Any], result: ToolResult, context: HookContext
     ) -> ToolResult | None:
-        """Redact the result's content by the result patterns, and audit it."""
+        """Redact the result's content by the result patterns, withhold media the policy
+        does not allow, and audit it."""
         content, count = self.redact_content(call.tool, result.content)
+        withheld: list[str] = []
+        if result.rich:
+            content, withheld = self._media_allowed(result.replace(content=content))
         audit = self.config.audit
         if self.audit_log is not None and audit is not None and audit.results:
             redacted = self.redact_arguments(call.tool, call_arguments(call))
@@ -466,6 +471,11 @@ class Policy:
             record["content_sha256"] = hashlib.sha256(content.encode("utf-8")).hexdigest()
             record["content_length"] = len(content)
             record["redactions"] = count
+            if result.rich:  # what media went to the model: type, size, digest (no bytes)
+                sent = result.replace(content=content).media
+                record["media"] = [_media_record(p) for p in sent]
+                if withheld:
+                    record["media_withheld"] = withheld
             # A receipt over (tool, the arguments the model sent, the content the session
             # holds, the time): `toolwire.Receipt(tool, output, timestamp, digest)
             # .verify(arguments)` checks a transcript's result against this log.
@@ -476,9 +486,37 @@ class Policy:
             except OSError as exc:
                 # The call already ran; the result must still be answered. Say so loudly.
                 logger.error("cannot write the audit log %s: %s", self.audit_log, exc)
-        if count:
+        if count or withheld:
             return result.replace(content=content)
         return None
+
+    def _media_allowed(self, result: ToolResult) -> tuple[str, list[str]]:
+        """The content with each media part the policy does not allow replaced by its label
+        saying why (which withholds the part); and the withheld parts' labels."""
+        cfg = self.config
+        if cfg.result_media is None and cfg.max_result_bytes is None:
+            return result.content, []
+        allowed = _globs(cfg.result_media) if cfg.result_media is not None else None
+        media = [p for p in result.media if isinstance(p, (Image, Audio, File))]
+        total = sum(p.size for p in media)
+        too_big = cfg.max_result_bytes is not None and total > cfg.max_result_bytes
+        content = result.content
+        withheld = []
+        for part in media:
+            why = None
+            if cfg.result_media is not None and not (
+                allowed is not None and allowed.fullmatch(part.media_type)
+            ):
+                why = f"{part.media_type} is not in the policy's result_media"
+            elif too_big:
+                why = (
+                    f"the result's media ({total:,} bytes) is over the policy's "
+                    f"max_result_bytes ({cfg.max_result_bytes:,})"
+                )
+            if why is not None:
+                content = content.replace(part.placeholder(), part.label(f"withheld: {why}"), 1)
+                withheld.append(part.label())
+        return content, withheld
 
     def audit_event(self, event: AuditEvent, context: HookContext) -> None:
         """Write an attempt toolwire answered itself (or a policy switched off); raises
@@ -522,6 +560,17 @@ class Policy:
             }
             record["context"] = extra
         return record
+
+
+def _media_record(part: Any) -> dict[str, Any]:
+    if not hasattr(part, "sha256"):  # a resource link: where it points, nothing fetched
+        return {"kind": part.kind, "uri": part.uri}
+    return {
+        "kind": part.kind,
+        "media_type": part.media_type,
+        "bytes": part.size,
+        "sha256": part.sha256(),
+    }
 
 
 def _plain(value: Any) -> bool:
