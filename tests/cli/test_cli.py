@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import importlib
 import json
 import sys
@@ -385,3 +386,74 @@ def test_plugins_exits_3_when_it_reports_blocked_calls(venv: Any) -> None:
     as_json = venv.cli("plugins", "--json")
     assert 3 == as_json.returncode
     assert json.loads(as_json.stdout)["blocked"]
+
+
+# -- media results (#27) ------------------------------------------------------------------
+
+MEDIA = {**QUIET, "PYTHONPATH": str(FIXTURES)}
+PNG_1PX = importlib.import_module("media_app").PNG
+
+
+def test_call_shows_media_as_its_type_and_size(venv: Any) -> None:
+    done = venv.cli("--app", "media_app:toolset", "call", "snapshot", '{"page": "home"}', **MEDIA)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[2:] == [
+        "  result:",
+        "    the home page",
+        "    [../../escape.png image/png 70 B]",
+    ]
+
+
+def test_call_saves_media_under_names_it_makes(venv: Any, tmp_path: Path) -> None:
+    out = tmp_path / "media"
+    done = venv.cli(
+        "--app",
+        "media_app:toolset",
+        "call",
+        "snapshot",
+        '{"page": "home"}',
+        "--save-media",
+        str(out),
+        **MEDIA,
+    )
+    assert done.returncode == 0, done.stderr
+    saved = sorted(p.name for p in out.iterdir())
+    assert saved == ["call_cli-1.png"]  # never the tool's name for it (../../escape.png)
+    assert (out / "call_cli-1.png").read_bytes() == PNG_1PX
+    assert f"saved to {out / 'call_cli-1.png'}" in done.stdout
+    again = venv.cli(
+        "--app",
+        "media_app:toolset",
+        "call",
+        "snapshot",
+        '{"page": "home"}',
+        "--save-media",
+        str(out),
+        **MEDIA,
+    )
+    assert again.returncode == 0
+    assert sorted(p.name for p in out.iterdir()) == ["call_cli-1-1.png", "call_cli-1.png"]
+
+
+def test_call_json_carries_media_as_base64(venv: Any) -> None:
+    done = venv.cli(
+        "--app", "media_app:toolset", "call", "snapshot", '{"page": "home"}', "--json", **MEDIA
+    )
+    result = [json.loads(line) for line in done.stdout.splitlines()][-1]
+    assert result["format"] == "toolwire.event/1"
+    assert result["parts"] == [
+        {"type": "text", "text": "the home page"},
+        {
+            "type": "image",
+            "media_type": "image/png",
+            "name": "../../escape.png",
+            "size": len(PNG_1PX),
+            "data": base64.b64encode(PNG_1PX).decode(),
+        },
+    ]
+
+
+def test_chat_offline_with_a_media_tool(venv: Any) -> None:
+    done = venv.cli("--app", "media_app:toolset", "chat", "snapshot 'home'", **MEDIA)
+    assert done.returncode == 0, done.stderr
+    assert "[../../escape.png image/png 70 B]" in done.stdout

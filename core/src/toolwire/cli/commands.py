@@ -376,7 +376,7 @@ def _cmd_call(args: argparse.Namespace) -> int:
     # The call is replayed as the model's reply, so it takes exactly the path a
     # chat's tool call takes (hooks, executor, result hooks) for one round.
     reply = AssistantReply("", (ToolCall("call_cli", args.name, args.arguments),), "tool_calls")
-    events = _Events(_printer(args.json))
+    events = _Events(_printer(args.json), save_media=args.save_media)
     agent = _agent(
         host,
         TestProvider(script=[reply]),
@@ -412,7 +412,7 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     session = Session()
     ctx = HookContext(app=APP, session_id=session.id, provider=provider.name, model=provider.model)
     spinner = Spinner(f"waiting for {provider.name}", enabled=None if not args.json else False)
-    events = _Events(_printer(args.json), spinner)
+    events = _Events(_printer(args.json), spinner, save_media=args.save_media)
     agent = _agent(host, provider, toolset, ctx, args, events.emit, max_rounds=args.max_rounds)
     retries = RetryNotice(before=spinner.stop)
     http_log = logging.getLogger("toolwire.http")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import NoReturn
 
 EXIT_OK = 0
@@ -105,6 +106,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("name", help="the tool's wire name")
     sp.add_argument("arguments", metavar="JSON", help="the arguments, as a JSON object")
     sp.add_argument("--json", action="store_true", help="print one JSON event per line")
+    _save_media_option(sp)
     _backend_option(sp)
     _approve_switch(sp)
 
@@ -122,6 +124,7 @@ def _parser() -> argparse.ArgumentParser:
         help="wait for each whole reply instead of streaming the answer's text",
     )
     sp.add_argument("--json", action="store_true", help="print one JSON event per line")
+    _save_media_option(sp)
     _approve_switch(sp)
 
     sp = command("check", "schema loss report per tool for a provider")
@@ -201,6 +204,15 @@ def _app_option(p: argparse.ArgumentParser, default: object = argparse.SUPPRESS)
         default=default,
         help="the application's Toolset to assemble the plugins' tools into "
         "(the current directory is importable)",
+    )
+
+
+def _save_media_option(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument(
+        "--save-media",
+        metavar="DIR",
+        type=Path,
+        help="write each image, audio or file a tool returns to DIR (as CALLID-N.EXT)",
     )
 
 

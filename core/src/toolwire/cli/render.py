@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import json
 import logging
+import mimetypes
+import os
+import re
 import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TextIO
 
 from toolwire._agent import (
@@ -24,6 +28,7 @@ from toolwire._agent import (
     ToolResultReady,
 )
 from toolwire._calls import rejection_reason
+from toolwire._media import Audio, File, Image, Part, ResourceLink, Text, part_to_dict
 from toolwire._provider import TextDelta, ToolCallStarted
 
 Emit = Callable[[dict[str, Any]], None]
@@ -120,10 +125,13 @@ def _is_terminal(stream: TextIO) -> bool:
 class _Events:
     """Turns the agent's events into CLI events, and remembers whether all went well."""
 
-    def __init__(self, emit: Emit, spinner: Spinner | None = None) -> None:
+    def __init__(
+        self, emit: Emit, spinner: Spinner | None = None, save_media: Path | None = None
+    ) -> None:
         self.emit = emit
         self.clean = True
         self.spinner = spinner
+        self.save_media = save_media
 
     def __call__(self, event: AgentEvent) -> None:
         emit = self.emit
@@ -150,7 +158,18 @@ class _Events:
             emit(decision)
         elif isinstance(event, ToolResultReady):
             r = event.result
-            emit({"event": "result", "id": r.call_id, "content": r.content, "is_error": r.is_error})
+            result: dict[str, Any] = {
+                "event": "result",
+                "id": r.call_id,
+                "content": r.content,
+                "is_error": r.is_error,
+            }
+            if r.rich:
+                parts = r.parts
+                result["parts"] = parts
+                if self.save_media is not None:
+                    result["saved"] = save_media(self.save_media, r.call_id, parts)
+            emit(result)
             self.clean = self.clean and not r.is_error
         elif isinstance(event, AgentFinished):
             if spinner is not None:
@@ -160,6 +179,55 @@ class _Events:
                 if event.result.output is not None:
                     answer["output"] = _jsonable(event.result.output)
                 emit(answer)
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("MB", 1_000_000), ("KB", 1_000)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+def _parts_text(parts: tuple[Part, ...], saved: dict[int, str]) -> str:
+    """A result's parts for people: text as it is, media as ``[image/png 4.0 KB]`` (and
+    where it was saved)."""
+    out = []
+    for i, p in enumerate(parts):
+        if isinstance(p, Text):
+            out.append(p.text)
+        elif isinstance(p, ResourceLink):
+            out.append(p.placeholder())
+        else:
+            where = f" saved to {saved[i]}" if i in saved else ""
+            source = _size(p.size) if p.data is not None else f"<{p.url}>"
+            named = f"{p.name} " if p.name else ""
+            out.append(f"[{named}{p.media_type} {source}]{where}")
+    return "\n".join(out)
+
+
+def save_media(directory: Path, call_id: str, parts: tuple[Part, ...]) -> dict[int, str]:
+    """Write each media part with data to ``directory`` (made if missing) under a name
+    toolwire makes (``CALLID-N.EXT``: never a name from the tool or the model); returns
+    part index -> path. A file is never overwritten nor reached through a link."""
+    directory.mkdir(parents=True, exist_ok=True)
+    stem = re.sub(r"[^A-Za-z0-9_-]", "_", call_id)[:64] or "call"
+    saved: dict[int, str] = {}
+    for i, p in enumerate(parts):
+        if not isinstance(p, (Image, Audio, File)) or p.data is None:
+            continue
+        ext = mimetypes.guess_extension(p.media_type) or ".bin"
+        for n in range(1000):
+            path = directory / f"{stem}-{i}{f'-{n}' if n else ''}{ext}"
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+            try:
+                fd = os.open(path, flags, 0o600)
+            except FileExistsError:
+                continue
+            with os.fdopen(fd, "wb") as f:
+                f.write(p.data)
+            saved[i] = str(path)
+            break
+    return saved
 
 
 def _jsonable(value: Any) -> Any:
@@ -236,7 +304,10 @@ class _TextPrinter:
             reason = rejection_reason(event["content"])
             if reason is None:
                 label = "  error" if event["is_error"] else "  result"
-                lines.append(_indented(label, event["content"]))
+                text = event["content"]
+                if "parts" in event:
+                    text = _parts_text(event["parts"], event.get("saved", {}))
+                lines.append(_indented(label, text))
             elif event["id"] not in self.explained:
                 lines.append(_indented("  refused", reason))
             for line in lines:
@@ -261,6 +332,8 @@ def _printer(as_json: bool, stream: TextIO | None = None) -> Emit:
     def emit(event: dict[str, Any]) -> None:
         if event["event"] == "text":
             return  # JSON lines carry the whole answer once, in `answer`
+        if "parts" in event:  # as a saved session holds them: media as base64
+            event = {**event, "parts": [part_to_dict(p) for p in event["parts"]]}
         _out(out, json.dumps({"format": JSON_EVENT, **event}))
 
     return emit
