@@ -101,3 +101,10 @@ def wipe(counter: str) -> str:
 async def async_whoami(tag: str) -> str:
     """An async tool, awaited on the worker."""
     return f"{tag}:{os.getpid()}"
+
+
+@tw.tool_fn
+def draw(label: str) -> list[str | tw.Image | tw.File]:
+    """Draw in a worker: text, a PNG made there and a PDF (media results, #27)."""
+    png = b"\x89PNG\r\n\x1a\n" + os.getpid().to_bytes(4, "big") + bytes(16)
+    return [f"{label} by {os.getpid()}", tw.Image(png), tw.File(b"%PDF-1.4\n", name="r.pdf")]

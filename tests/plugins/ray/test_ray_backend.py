@@ -36,6 +36,7 @@ TOOLS = [
     rt.wrong_options,
     rt.wipe,
     rt.async_whoami,
+    rt.draw,
 ]
 
 
@@ -86,6 +87,16 @@ def test_a_tool_runs_in_a_worker_and_a_local_tool_in_the_driver(backend: RayBack
     assert f"b:{os.getpid()}" == local.content
     assert awaited.content.startswith("c:")
     assert f"c:{os.getpid()}" != awaited.content
+
+
+def test_media_parts_come_back_from_a_worker_unchanged(backend: RayBackend) -> None:
+    (result,) = _run(backend, ("draw", {"label": "chart"}))
+    assert not result.is_error, result.content
+    text, image, pdf = result.parts
+    worker = int(text.text.rsplit(" ", 1)[1])
+    assert worker != os.getpid()
+    assert image == tw.Image(b"\x89PNG\r\n\x1a\n" + worker.to_bytes(4, "big") + bytes(16))
+    assert pdf == tw.File(b"%PDF-1.4\n", name="r.pdf")
 
 
 def test_a_hung_tool_is_cancelled_at_its_timeout(backend: RayBackend) -> None:
