@@ -16,6 +16,7 @@ PUBLIC = {
     "toolwire",
     "toolwire.adapters",
     "toolwire.schema",
+    "toolwire.media",
     "toolwire.exceptions",
     "toolwire.hookspecs",
 }

@@ -248,3 +248,15 @@ def test_unsent_media_is_reported() -> None:
             "[image: image/png <https://example.com/a.png>]: Gemini 2 does not fetch URLs, and "
             "toolwire fetches none"
         ]
+
+
+def test_the_docs_table_is_generated_from_the_adapters_data() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tool = Path(__file__).resolve().parents[2] / "tools" / "gen_media_table.py"
+    done = subprocess.run(
+        [sys.executable, str(tool), "--check"], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
