@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 import json
 from typing import Any
@@ -605,3 +606,32 @@ def test_agent_restore_runs_the_host_policies_again() -> None:
     assert rejection_reason(written) == (
         "tool `write` was rejected when its paused round was resumed: writes are frozen"
     )
+
+
+def test_a_hooks_media_answer_survives_the_save_and_the_resume() -> None:
+    # A hook answered a call with an image (#27): the paused round saves it as the session
+    # does (base64, type, size), and the resumed round commits the very same parts.
+    png = b"\x89PNG\r\n\x1a\n" + bytes(24)
+    hs = tw.HookSet()
+
+    @hs.on(read)
+    def cached(call: tw.TypedCall[Any]) -> Any:
+        return tw.Complete(["cached chart", tw.Image(png)]) if call.input.path == "c" else None
+
+    session = tw.Session("sys").add_user("go")
+    round_ = needs_tools(
+        session,
+        tw.resolve_turn(tools()),
+        ("1", "read", '{"path": "c"}'),
+        ("2", "write", '{"path": "b", "text": "hi"}'),
+    )
+    run = deferring().execute_and_commit(round_.apply_hooks(hs))
+    assert run.is_pending
+    blob = json.loads(json.dumps({"session": session.to_dict(), "pending": run.to_dict()}))
+    assert base64.b64encode(png).decode() in json.dumps(blob["pending"])  # the parts, saved
+    session_b = tw.Session.from_dict(blob["session"])
+    run_b = tw.RoundExecution.from_dict(blob["pending"], session_b, tools())
+    done = deferring().resume(run_b, [r.allow() for r in run_b.pending])
+    assert done.committed
+    first = session_b.last.results[0]  # type: ignore[union-attr]
+    assert first.parts == (tw.media.Text("cached chart"), tw.Image(png))

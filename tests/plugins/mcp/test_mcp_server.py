@@ -1236,3 +1236,29 @@ def test_structured_content_with_media_keeps_both_through_the_gateway(stdio_spec
     }
     assert [b.type for b in result.content] == ["text", "image"]
     assert result.content[1].data == "aGVsbG8="
+
+
+@tw.tool_fn
+def relay() -> list[Any]:
+    """Returns MCP content blocks as they are (a tool that wraps another MCP library)."""
+    return [
+        mcp_types.TextContent(type="text", text="relayed"),
+        mcp_types.ImageContent(
+            type="image", data=base64.b64encode(PNG_1PX).decode(), mime_type="image/png"
+        ),
+    ]
+
+
+def test_a_tool_may_return_mcp_content_blocks() -> None:
+    result = tw.Executor(tools=[relay], plugins=False).execute(tw.ToolCall("c1", "relay", "{}"))
+    assert result.parts == (tw.media.Text("relayed"), tw.Image(PNG_1PX))
+    server = build_server(tw.Toolset("app", [relay]), host=_host())
+
+    async def call(client: Client) -> Any:
+        return await client.call_tool("relay", {})
+
+    blocks = _in_process(server, call).content
+    assert [(b.type, getattr(b, "mime_type", None)) for b in blocks] == [
+        ("text", None),
+        ("image", "image/png"),
+    ]
