@@ -404,3 +404,73 @@ def test_a_redacted_result_is_saved_redacted(toolset: tw.Toolset) -> None:
     result = rnd.calls[0].complete(["key sk-123", tw.Image(PNG)])
     rnd.commit([result.replace(content=result.content.replace("sk-123", "[REDACTED]"))])
     assert "sk-123" not in session.to_json()
+
+
+# -- fetching a URL, only when the application allows it ---------------------------------------
+
+
+def _client(handler: Any) -> Any:
+    import httpx
+
+    return httpx.AsyncClient(transport=httpx.MockTransport(handler), follow_redirects=False)
+
+
+def _fetch(part: Any, handler: Any, **kwargs: Any) -> Any:
+    import asyncio
+
+    async def go() -> Any:
+        async with _client(handler) as client:
+            return await media.afetch(part, client=client, **kwargs)
+
+    return asyncio.run(go())
+
+
+def test_a_url_is_fetched_only_from_a_host_the_application_allows() -> None:
+    import httpx
+
+    asked: list[str] = []
+
+    def serve(request: httpx.Request) -> httpx.Response:
+        asked.append(str(request.url))
+        return httpx.Response(200, content=PNG)
+
+    part = tw.Image("https://cdn.example.com/chart.png")
+    got = _fetch(part, serve, allow_hosts=["cdn.example.com"])
+    assert (got.data, got.url, got.media_type) == (PNG, None, "image/png")
+    for url, hosts in (
+        ("https://evil.example.com/chart.png", ["cdn.example.com"]),
+        ("http://cdn.example.com/chart.png", ["cdn.example.com"]),
+        ("https://cdn.example.com/chart.png", []),
+    ):
+        with pytest.raises(MediaError, match="only https URLs"):
+            _fetch(tw.Image(url), serve, allow_hosts=hosts)
+    assert asked == ["https://cdn.example.com/chart.png"]  # nothing else was asked
+    assert _fetch(tw.Image(PNG), serve, allow_hosts=[]) == tw.Image(PNG)  # data: as it is
+
+
+@pytest.mark.parametrize(
+    ("response", "why"),
+    [
+        ({"status_code": 302, "headers": {"location": "http://169.254.169.254/"}}, "answered 302"),
+        ({"status_code": 404}, "answered 404"),
+        ({"status_code": 200, "content": b"\xff\xd8\xff\xe0 a jpeg"}, "declared image/png"),
+        ({"status_code": 200, "content": PNG + bytes(5000)}, "over the 1,000 bytes"),
+    ],
+)
+def test_a_fetch_that_goes_wrong_is_a_media_error(response: dict[str, Any], why: str) -> None:
+    import httpx
+
+    media.set_media_limits(result_bytes=1000)
+    part = tw.Image("https://cdn.example.com/chart.png")
+    with pytest.raises(MediaError, match=why):
+        _fetch(part, lambda request: httpx.Response(**response), allow_hosts=["cdn.example.com"])
+
+
+def test_with_parts_makes_a_checked_copy() -> None:
+    result = tw.ToolCall("c1", "x", "{}").result(["see", tw.Image("https://example.com/a.png")])
+    fetched = result.with_parts(["see", tw.Image(PNG)])
+    assert fetched.parts == (media.Text("see"), tw.Image(PNG))
+    assert fetched.call_id == "c1"
+    bad = result.with_parts([tw.File(PDF + bytes(10_000_000))])
+    assert bad.is_error
+    assert "over the" in bad.content

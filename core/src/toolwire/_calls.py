@@ -219,6 +219,13 @@ class ToolResult(NamedTuple):
             return ()
         return tuple(p for p in self.parts if type(p) is not _media.Text)
 
+    def with_parts(self, parts: Sequence[Any]) -> ToolResult:
+        """A copy holding ``parts`` instead (text, media, MCP blocks: as a tool may return),
+        checked as a tool's are: for a hook that edits the media itself (fetches a URL,
+        scales an image). Media that cannot be carried gives an error result, as a tool's."""
+        made = _rich_result(self.call_id, self.tool_name, self.arguments, list(parts), None)
+        return made if made.is_error else made._replace(is_error=self.is_error)
+
     def model_parts(self) -> tuple[tuple[_media.Part, ...], bool]:
         """What a model able to take media receives: the parts (a rejection is its text
         alone, as :meth:`for_model` says it) and the error flag."""

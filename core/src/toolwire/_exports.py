@@ -184,6 +184,7 @@ MEDIA: Mapping[str, str] = {
     "Part": "toolwire._media",
     "ResourceLink": "toolwire._media",
     "Text": "toolwire._media",
+    "afetch": "toolwire._media",
     "current_limits": "toolwire._media",
     "from_mcp_block": "toolwire._media",
     "set_media_limits": "toolwire._media",

@@ -42,6 +42,7 @@ __all__ = [
     "ResourceLink",
     "Text",
     "sniff",
+    "afetch",
     "current_limits",
     "from_mcp_block",
     "set_media_limits",
@@ -663,3 +664,55 @@ class MediaSupport:
 
 TEXT_ONLY = MediaSupport("a text-only API")
 COMMON_IMAGES = _IMAGES
+
+
+# -- fetching a URL, when the application allows it --------------------------------------
+
+
+async def afetch(
+    part: Part,
+    *,
+    allow_hosts: Iterable[str],
+    timeout: float = 10.0,
+    client: Any = None,
+) -> Part:
+    """``part`` with its URL fetched into data, when the application allows that host.
+
+    toolwire never fetches a URL on its own: an API that does not fetch URLs is sent the
+    part's line. An application that wants such a model to see the image calls this (in a
+    result hook, say) with the hosts it trusts: only ``https`` URLs of exactly those hosts,
+    no redirects, the whole read bounded by the result media limit and ``timeout``; the
+    bytes must be of the part's type. Anything else raises :class:`MediaError`. A part
+    without a URL is returned as it is.
+    """
+    import httpx
+
+    if not isinstance(part, MEDIA_TYPES) or part.url is None:
+        return part
+    url = httpx.URL(part.url)
+    hosts = {h.lower() for h in allow_hosts}
+    if url.scheme != "https" or url.host.lower() not in hosts:
+        raise MediaError(f"{part.label()}: only https URLs of {sorted(hosts)} may be fetched")
+    cap = _Limits.now.result_bytes
+    own = client is None
+    http = client or httpx.AsyncClient(follow_redirects=False, timeout=timeout)
+    try:
+        import anyio
+
+        with anyio.fail_after(timeout):
+            async with http.stream("GET", url, follow_redirects=False) as response:
+                if response.status_code != 200:
+                    raise MediaError(f"{part.label()}: the server answered {response.status_code}")
+                data = bytearray()
+                async for chunk in response.aiter_bytes():
+                    data += chunk
+                    if len(data) > cap:
+                        raise MediaError(f"{part.label()}: over the {_size_text(cap)} media limit")
+    except TimeoutError:
+        raise MediaError(f"{part.label()}: not fetched within {timeout:g} s") from None
+    except httpx.HTTPError as exc:
+        raise MediaError(f"{part.label()}: cannot fetch it: {type(exc).__name__}") from None
+    finally:
+        if own:
+            await http.aclose()
+    return type(part)(data=bytes(data), media_type=part.media_type, name=part.name)
