@@ -394,8 +394,14 @@ MEDIA = {**QUIET, "PYTHONPATH": str(FIXTURES)}
 PNG_1PX = importlib.import_module("media_app").PNG
 
 
+def _snapshot(venv: Any, *extra: str) -> Any:
+    """``toolwire --app media_app:toolset call snapshot {"page": "home"} EXTRA...``."""
+    call = ("--app", "media_app:toolset", "call", "snapshot", '{"page": "home"}')
+    return venv.cli(*call, *extra, **MEDIA)
+
+
 def test_call_shows_media_as_its_type_and_size(venv: Any) -> None:
-    done = venv.cli("--app", "media_app:toolset", "call", "snapshot", '{"page": "home"}', **MEDIA)
+    done = _snapshot(venv)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[2:] == [
         "  result:",
@@ -406,39 +412,31 @@ def test_call_shows_media_as_its_type_and_size(venv: Any) -> None:
 
 def test_call_saves_media_under_names_it_makes(venv: Any, tmp_path: Path) -> None:
     out = tmp_path / "media"
-    done = venv.cli(
-        "--app",
-        "media_app:toolset",
-        "call",
-        "snapshot",
-        '{"page": "home"}',
-        "--save-media",
-        str(out),
-        **MEDIA,
-    )
+    done = _snapshot(venv, "--save-media", str(out))
     assert done.returncode == 0, done.stderr
     saved = sorted(p.name for p in out.iterdir())
     assert saved == ["call_cli-1.png"]  # never the tool's name for it (../../escape.png)
     assert (out / "call_cli-1.png").read_bytes() == PNG_1PX
     assert f"saved to {out / 'call_cli-1.png'}" in done.stdout
-    again = venv.cli(
-        "--app",
-        "media_app:toolset",
-        "call",
-        "snapshot",
-        '{"page": "home"}',
-        "--save-media",
-        str(out),
-        **MEDIA,
-    )
+    again = _snapshot(venv, "--save-media", str(out))
     assert again.returncode == 0
     assert sorted(p.name for p in out.iterdir()) == ["call_cli-1-1.png", "call_cli-1.png"]
 
 
+def test_save_media_never_writes_through_a_link(venv: Any, tmp_path: Path) -> None:
+    out = tmp_path / "media"
+    out.mkdir()
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (out / "call_cli-1.png").symlink_to(victim)
+    done = _snapshot(venv, "--save-media", str(out))
+    assert done.returncode == 0, done.stderr
+    assert victim.read_text() == "keep me"
+    assert (out / "call_cli-1-1.png").read_bytes() == PNG_1PX
+
+
 def test_call_json_carries_media_as_base64(venv: Any) -> None:
-    done = venv.cli(
-        "--app", "media_app:toolset", "call", "snapshot", '{"page": "home"}', "--json", **MEDIA
-    )
+    done = _snapshot(venv, "--json")
     result = [json.loads(line) for line in done.stdout.splitlines()][-1]
     assert result["format"] == "toolwire.event/1"
     assert result["parts"] == [
