@@ -174,6 +174,53 @@ def test_toolwire_mcp_serve_over_stdio_fronts_a_configured_server(
     assert [c["name"] for c in calls_in(record)] == ["echo"]
 
 
+def test_the_stdio_gateway_refuses_a_message_over_the_limit_while_it_arrives(
+    tmp_path: Path, record: Path
+) -> None:
+    # Reproducer: a 32 MiB line with no end on the gateway's stdin. The gateway reads at
+    # most 16 MiB of it, says why on stderr and ends the session; it never holds the rest.
+    config = _gateway_config(tmp_path, record)
+    env = _env(tmp_path, TOOLWIRE_MCP_CONFIG=str(config))
+    gateway = subprocess.Popen(
+        [sys.executable, "-m", "toolwire", "mcp", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=str(tmp_path),
+    )
+    assert gateway.stdin is not None
+    chunk = b"x" * (1024 * 1024)
+    try:
+        for _ in range(32):
+            gateway.stdin.write(chunk)
+            gateway.stdin.flush()
+    except BrokenPipeError:
+        pass  # the gateway stopped reading: refused while it arrived
+    _, err = gateway.communicate(timeout=60)
+    assert gateway.returncode is not None
+    assert b"over 16,777,216 bytes on stdin" in err
+
+
+def test_the_stdio_gateway_still_reads_a_message_split_across_reads(
+    tmp_path: Path, record: Path
+) -> None:
+    # A line longer than one read (64 KiB) arrives in pieces and is served whole.
+    config = _gateway_config(tmp_path, record)
+    env = _env(tmp_path, TOOLWIRE_MCP_CONFIG=str(config))
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "toolwire", "mcp", "serve"], env=env, cwd=str(tmp_path)
+    )
+    text = "y" * 300_000
+
+    async def main() -> Any:
+        async with Client(params, read_timeout_seconds=60) as client:
+            return await client.call_tool("inner_echo", {"text": text})
+
+    echoed = anyio.run(main)
+    assert echoed.content[0].text == f"echo: {text}"
+
+
 def _gone(pid: int) -> bool:
     try:
         os.kill(pid, 0)

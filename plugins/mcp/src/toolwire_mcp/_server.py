@@ -1153,8 +1153,16 @@ def serve_mcp(
     if transport == "stdio":
         from mcp.server.stdio import stdio_server
 
+        from toolwire_mcp._stdio import bounded_stdin
+
         async def run_stdio() -> None:
-            async with connected(), stdio_server() as (read, write):
+            # stdin read with a bound on each message (the SDK's reader has none);
+            # stdout is the SDK's own.
+            async with (
+                connected(),
+                bounded_stdin() as lines,
+                stdio_server(stdin=lines) as (read, write),
+            ):
                 # Handshake-era clients are told the tool list may change (it does when
                 # an upstream server's does; 2026-07-28 ones learn it from listen).
                 options = server.create_initialization_options(

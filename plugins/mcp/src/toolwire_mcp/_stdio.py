@@ -1,4 +1,5 @@
-"""The stdio transport to an MCP server, with a bound on every message read.
+"""The stdio transport to an MCP server, and the gateway's stdin, with a bound on every
+message read.
 
 The SDK's reader joins each chunk onto the line read so far and splits the whole again,
 so a server that sends one 32 MiB line costs quadratic time and holds all of it before
@@ -24,7 +25,12 @@ from mcp.client.stdio import get_default_environment
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
 
-__all__ = ["MAX_MESSAGE_BYTES", "MessageTooLargeError", "bounded_stdio_client"]
+__all__ = [
+    "MAX_MESSAGE_BYTES",
+    "MessageTooLargeError",
+    "bounded_stdin",
+    "bounded_stdio_client",
+]
 
 logger = logging.getLogger("toolwire.mcp")
 
@@ -150,3 +156,81 @@ def _parse(line: bytes) -> SessionMessage | Exception:
     except ValueError as exc:
         logger.warning("an MCP server sent a line that is not a JSON-RPC message: %s", exc)
         return exc
+
+
+# -- the gateway's side: this process's stdin, bounded -----------------------------------------
+
+
+class _BoundedLines:
+    """The lines of a binary file, each at most ``max_bytes``: what ``stdio_server`` reads.
+
+    One buffer, only new bytes scanned for the end of the line; a line past the limit ends
+    the input (logged), so the session sees its client gone rather than the gateway
+    holding an unbounded line.
+    """
+
+    def __init__(self, raw: Any, max_bytes: int) -> None:
+        self._raw = raw
+        self._max = max_bytes
+
+    def __aiter__(self) -> AsyncIterator[str]:
+        return self._lines()
+
+    async def _lines(self) -> AsyncIterator[str]:
+        buffer = bytearray()
+        scanned = 0
+        while True:
+            chunk = await self._raw.read(65536)
+            if not chunk:
+                if buffer.strip() and len(buffer) <= self._max:
+                    yield buffer.decode("utf-8", "replace")
+                return
+            buffer += chunk
+            while True:
+                end = buffer.find(b"\n", scanned)
+                if end < 0:
+                    scanned = len(buffer)
+                    if scanned > self._max:
+                        self._refuse()
+                        return
+                    break
+                line = bytes(buffer[:end])
+                del buffer[: end + 1]
+                scanned = 0
+                if len(line) > self._max:
+                    self._refuse()
+                    return
+                if line.strip():
+                    yield line.decode("utf-8", "replace")
+
+    def _refuse(self) -> None:
+        logger.error(
+            "the MCP client sent a message over %s bytes on stdin; it was refused while it "
+            "arrived and the connection was closed",
+            f"{self._max:,}",
+        )
+
+
+@contextlib.asynccontextmanager
+async def bounded_stdin(max_bytes: int = MAX_MESSAGE_BYTES) -> AsyncIterator[Any]:
+    """This process's stdin as lines of at most ``max_bytes``, for ``stdio_server(stdin=)``.
+
+    As the SDK's own transport does, fd 0 is pointed at the null device while serving (a
+    tool or a child reads EOF, never the protocol) and put back on exit.
+    """
+    import os
+
+    private = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+    finally:
+        os.close(null)
+    raw = anyio.wrap_file(os.fdopen(private, "rb", buffering=0, closefd=False))
+    try:
+        yield _BoundedLines(raw, max_bytes)
+    finally:
+        with contextlib.suppress(OSError):
+            os.dup2(private, 0)
+        # Not closed: a worker thread may still be blocked reading it (the SDK keeps its
+        # duplicate open for the same reason).
