@@ -28,7 +28,18 @@ def _no_ambient_policy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
         mp.chdir(tmp_path_factory.mktemp("cwd"))
         mp.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
         mp.delenv("TOOLWIRE_POLICY", raising=False)
+        mp.delenv("TOOLWIRE_CONFIG", raising=False)
         yield
+
+
+@pytest.fixture(autouse=True)
+def _no_leftover_profiles() -> Iterator[None]:
+    """A model profile a test registers is gone after it (the registry is the process's)."""
+    yield
+    from toolwire import _profiles
+
+    if _profiles._REGISTERED:
+        _profiles._reset_for_tests()
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ PUBLIC = {
     "toolwire.adapters",
     "toolwire.schema",
     "toolwire.media",
+    "toolwire.profiles",
     "toolwire.exceptions",
     "toolwire.hookspecs",
 }

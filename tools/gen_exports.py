@@ -70,6 +70,7 @@ TARGETS = (
     (PKG / "adapters.py", _exports.ADAPTERS, "ADAPTERS", ()),
     (PKG / "schema.py", _exports.SCHEMA, "SCHEMA", ()),
     (PKG / "media.py", _exports.MEDIA, "MEDIA", ()),
+    (PKG / "profiles.py", _exports.PROFILES, "PROFILES", ()),
     (PKG / "exceptions.py", _exports.EXCEPTIONS, "EXCEPTIONS", ()),
 )
 

@@ -4,7 +4,9 @@
 
     ToolwireError
     ├── UsageError (TypeError, ValueError)       toolwire was called with an argument it cannot take
+    │   ├── UnsupportedSettingError              a setting the request's model cannot take
     │   └── MediaError                           an image, audio or file that cannot be carried
+    ├── ProfileError (ValueError)                a model profile file or table is malformed
     ├── ToolDefinitionError (ValueError)         a tool or its metadata is malformed
     │   └── SchemaCompileError                   a schema cannot be compiled for a provider
     ├── ToolsetError (ValueError)                a toolset cannot be assembled
@@ -60,6 +62,7 @@ __all__ = [
     "CommitError",
     "ContextLengthError",
     "MediaError",
+    "ProfileError",
     "DeadlineExceededError",
     "DuplicateToolResultError",
     "EventLoopError",
@@ -96,6 +99,7 @@ __all__ = [
     "ToolwireError",
     "TranscriptError",
     "UnknownToolError",
+    "UnsupportedSettingError",
     "UsageError",
 ]
 
@@ -111,6 +115,16 @@ class UsageError(ToolwireError, TypeError, ValueError):
     commit given something that is not a ToolResult, an Agent given something that is not a
     Provider. It is both a TypeError and a ValueError, so code that caught either still does.
     """
+
+
+class UnsupportedSettingError(UsageError):
+    """A model setting the request's model cannot take (by its profile), refused before the
+    request: the message names the model, the setting and what the model takes instead."""
+
+
+class ProfileError(ToolwireError, ValueError):
+    """A model profile (a profiles file, a ``[[profiles]]`` table of toolwire.toml) is
+    malformed; the message names the file and the key."""
 
 
 class MediaError(UsageError):

@@ -192,6 +192,21 @@ MEDIA: Mapping[str, str] = {
 }
 """``toolwire.media``: the parts of a rich tool result, and the media limits."""
 
+PROFILES: Mapping[str, str] = {
+    "FORMAT": "toolwire._profiles",
+    "ModelProfile": "toolwire._profiles",
+    "ProfileError": "toolwire._errors",
+    "UnsupportedSettingError": "toolwire._errors",
+    "apply_profile": "toolwire._profiles",
+    "load_profiles": "toolwire._profiles",
+    "model_key": "toolwire._profiles",
+    "profile_for": "toolwire._profiles",
+    "profiles": "toolwire._profiles",
+    "register_profile": "toolwire._profiles",
+    "setting_problems": "toolwire._profiles",
+}
+"""``toolwire.profiles``: what each model family takes, and the registry of profiles."""
+
 SCHEMA: Mapping[str, str] = {
     "ALL_TYPE_KEYWORDS": "toolwire._schema.walk",
     "ANNOTATION_KEYWORDS": "toolwire._schema.walk",
@@ -254,6 +269,7 @@ EXCEPTIONS: Mapping[str, str] = {
     "PermissionDeniedError": "toolwire._errors",
     "PluginError": "toolwire._errors",
     "PolicyError": "toolwire._errors",
+    "ProfileError": "toolwire._errors",
     "ProviderConnectionError": "toolwire._errors",
     "ProviderError": "toolwire._errors",
     "ProviderTimeoutError": "toolwire._errors",
@@ -272,6 +288,7 @@ EXCEPTIONS: Mapping[str, str] = {
     "ToolwireError": "toolwire._errors",
     "TranscriptError": "toolwire._errors",
     "UnknownToolError": "toolwire._errors",
+    "UnsupportedSettingError": "toolwire._errors",
     "UsageError": "toolwire._errors",
 }
 """``toolwire.exceptions``: the whole exception tree."""
@@ -332,7 +349,7 @@ MOVED: Mapping[str, str] = {
 (``module:NewName`` where the name changed too). Reading one from ``toolwire`` still works
 for one release, with a DeprecationWarning."""
 
-SUBMODULES = frozenset({"adapters", "exceptions", "hookspecs", "media", "schema"})
+SUBMODULES = frozenset({"adapters", "exceptions", "hookspecs", "media", "profiles", "schema"})
 """The public submodules, reachable as attributes of ``toolwire`` (imported on first read)."""
 
 _FACES: tuple[tuple[str, Mapping[str, str]], ...] = (
@@ -340,6 +357,7 @@ _FACES: tuple[tuple[str, Mapping[str, str]], ...] = (
     ("toolwire.adapters", ADAPTERS),
     ("toolwire.schema", SCHEMA),
     ("toolwire.media", MEDIA),
+    ("toolwire.profiles", PROFILES),
     ("toolwire.exceptions", EXCEPTIONS),
 )
 

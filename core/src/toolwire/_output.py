@@ -96,7 +96,9 @@ class ModelSettings:
     ``parallel_calls``) and ``reasoning_effort`` (``minimal``, ``low``, ``medium``,
     ``high``, for reasoning models). How each maps, per provider, is in
     docs/providers.md; a provider with no field for a setting given here refuses
-    the request with a UsageError before anything is sent. ``merged(other)``
+    the request with a UsageError before anything is sent, and so does a model whose
+    profile says it cannot take it (``UnsupportedSettingError``, naming what it takes;
+    ``strict=False`` leaves such a setting out with a warning instead). ``merged(other)``
     layers settings: the other's set fields win.
     """
 
@@ -109,6 +111,9 @@ class ModelSettings:
     seed: int | None = attrs.field(default=None, validator=_check_seed)
     parallel_tool_calls: bool | None = attrs.field(default=None, validator=_check_bool)
     reasoning_effort: ReasoningEffort | None = attrs.field(default=None, validator=_check_effort)
+    #: What to do with a setting the request's model cannot take (by its profile): refuse
+    #: the request (None or True, the default) or leave the setting out with a warning.
+    strict: bool | None = attrs.field(default=None, validator=_check_bool)
 
     def merged(self, other: ModelSettings | None) -> ModelSettings:
         """These settings with ``other``'s set (non-None) fields on top."""

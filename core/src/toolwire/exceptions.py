@@ -37,6 +37,7 @@ if _typing.TYPE_CHECKING:
         PermissionDeniedError,
         PluginError,
         PolicyError,
+        ProfileError,
         ProviderConnectionError,
         ProviderError,
         ProviderTimeoutError,
@@ -55,6 +56,7 @@ if _typing.TYPE_CHECKING:
         ToolwireError,
         TranscriptError,
         UnknownToolError,
+        UnsupportedSettingError,
         UsageError,
     )
     from toolwire._execute.attempts import (
@@ -86,6 +88,7 @@ __all__ = [
     "PermissionDeniedError",
     "PluginError",
     "PolicyError",
+    "ProfileError",
     "ProviderConnectionError",
     "ProviderError",
     "ProviderTimeoutError",
@@ -104,6 +107,7 @@ __all__ = [
     "ToolwireError",
     "TranscriptError",
     "UnknownToolError",
+    "UnsupportedSettingError",
     "UsageError",
     "is_transient",
 ]
