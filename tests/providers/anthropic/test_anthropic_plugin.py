@@ -16,7 +16,12 @@ def test_all_is_exactly_the_public_surface() -> None:
     # `plugin` is the entry point's submodule: an attribute once the host has imported it
     # (which depends on what ran before in this process).
     public -= {"TYPE_CHECKING", "Any", "plugin"}
-    assert ["DEFAULT_MAX_TOKENS", "STOP_REASONS", "AnthropicProvider"] == toolwire_anthropic.__all__
+    assert [
+        "DEFAULT_MAX_TOKENS",
+        "STOP_REASONS",
+        "AnthropicProvider",
+        "supports_native_output",
+    ] == toolwire_anthropic.__all__
     assert set(toolwire_anthropic.__all__) == public
     for name in toolwire_anthropic.__all__:
         assert getattr(toolwire_anthropic, name) is not None

@@ -18,13 +18,18 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "STOP_REASONS",
     "AnthropicProvider",
+    "supports_native_output",
 ]
 
 from toolwire.adapters import lazy_exports as _lazy_exports
 
 if TYPE_CHECKING:
     from toolwire_anthropic._decode import STOP_REASONS
-    from toolwire_anthropic._provider import DEFAULT_MAX_TOKENS, AnthropicProvider
+    from toolwire_anthropic._provider import (
+        DEFAULT_MAX_TOKENS,
+        AnthropicProvider,
+        supports_native_output,
+    )
 
 # The host imports ``toolwire_anthropic.plugin`` to collect registrations; the adapter
 # (and its transport) is imported on first use, as toolwire's own lazy exports are.
@@ -32,6 +37,7 @@ _LAZY = {
     "AnthropicProvider": "toolwire_anthropic._provider",
     "DEFAULT_MAX_TOKENS": "toolwire_anthropic._provider",
     "STOP_REASONS": "toolwire_anthropic._decode",
+    "supports_native_output": "toolwire_anthropic._provider",
 }
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal, cast
 
+import attrs
 import httpx
 
 from toolwire import ModelSettings, ResolvedTurn, Session
@@ -24,8 +24,9 @@ from toolwire.adapters import (
     StreamEvent,
     map_settings,
 )
-from toolwire.exceptions import UsageError
-from toolwire.schema import CompiledTool, CompileOptions
+from toolwire.exceptions import UnsupportedSettingError, UsageError
+from toolwire.profiles import ModelProfile, apply_profile, profile_for
+from toolwire.schema import CompiledTool, CompileOptions, SchemaChange
 from toolwire_anthropic._decode import MessageStream, decode_message
 from toolwire_anthropic._encode import (
     MEDIA,
@@ -35,26 +36,23 @@ from toolwire_anthropic._encode import (
     render_tool,
     tool_choice,
 )
-from toolwire_anthropic._schema import COMPILER, OUTPUT_COMPILER
+from toolwire_anthropic._schema import COMPILER, OUTPUT_COMPILER, is_recursive
 
 __all__ = ["DEFAULT_MAX_TOKENS", "OUTPUT_TOOL", "AnthropicProvider", "supports_native_output"]
 
 OUTPUT_TOOL = "final_result"
 """The name of the tool a structured answer is given through, in ``tool`` mode."""
 
-_CLAUDE = re.compile(r"claude-(opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?![0-9])")
-
 
 def supports_native_output(model: str) -> bool:
-    """Whether ``model`` takes ``output_config.format`` (structured outputs): the Claude
-    4.5 models and later, and Opus 4.1 (Anthropic's structured outputs guide). A model
-    name this does not recognise (a gateway's alias) is answered False: the output tool
-    works everywhere."""
-    m = _CLAUDE.search(model)
-    if m is None:
+    """Whether ``model`` takes ``output_config.format`` (structured outputs): a lookup in
+    its profile (``toolwire.profiles``): the Claude 4.5 models, and a later Claude the table
+    does not know yet (Anthropic's structured outputs guide lists no earlier model). A
+    name that is not a Claude's (a gateway's alias) is answered False: the output tool works
+    everywhere."""
+    if "claude" not in model.lower():
         return False
-    family, major, minor = m.group(1), int(m.group(2)), int(m.group(3) or 0)
-    return (major, minor) >= (4, 5) or (family == "opus" and (major, minor) >= (4, 1))
+    return profile_for(PROVIDER, model).native_output
 
 
 DEFAULT_MAX_TOKENS = 4096
@@ -266,24 +264,57 @@ class AnthropicProvider(HttpProvider[MessageStream]):
 
     # -- structured output and settings ---------------------------------------------
 
-    def output_mode(self) -> Literal["native", "tool"]:
-        """How a structured answer is asked for with this model."""
+    def profile(self) -> ModelProfile:
+        """The request's model's profile (the model can change between requests)."""
+        return profile_for(PROVIDER, self.model)
+
+    def output_mode(self, turn: ResolvedTurn | None = None) -> Literal["native", "tool"]:
+        """How a structured answer is asked for with this model (and, given the turn, this
+        answer's schema: a recursive one goes through the output tool)."""
+        recursive = (
+            turn is not None and turn.output is not None and is_recursive(turn.output.schema)
+        )
+        if self.structured_output == "native" and recursive:
+            raise UsageError(
+                "Anthropic's native structured output takes no recursive schema (a $ref to a "
+                "schema that encloses it); use structured_output='auto' or 'tool'"
+            )
         if self.structured_output != "auto":
             return self.structured_output
-        return "native" if supports_native_output(self.model) else "tool"
+        native = "claude" in self.model.lower() and self.profile().native_output
+        return "native" if native and not recursive else "tool"
 
     def output_compiled(self, turn: ResolvedTurn) -> CompiledTool:
         """The turn's output schema as sent (``output_config.format`` or the output tool's
-        ``input_schema``), with its loss report."""
+        ``input_schema``), with its loss report (which says when a schema the native mode
+        cannot take went through the tool instead)."""
         spec = turn.output
         if spec is None:
             raise UsageError("the turn has no output_type")
-        compiler = OUTPUT_COMPILER if self.output_mode() == "native" else COMPILER
-        return cast(CompiledTool, spec.compiled(compiler, _OPTIONS))
+        mode = self.output_mode(turn)
+        compiler = OUTPUT_COMPILER if mode == "native" else COMPILER
+        compiled = cast(CompiledTool, spec.compiled(compiler, _OPTIONS))
+        if (
+            mode == "tool"
+            and self.structured_output == "auto"
+            and "claude" in self.model.lower()
+            and self.profile().native_output
+            and is_recursive(spec.schema)
+        ):
+            note = SchemaChange(
+                "",
+                "native_output_fallback",
+                "info",
+                "the schema is recursive, which native structured output does not take: "
+                f"the answer goes through the `{OUTPUT_TOOL}` tool",
+            )
+            report = attrs.evolve(compiled.report, changes=(note, *compiled.report.changes))
+            compiled = attrs.evolve(compiled, report=report)
+        return compiled
 
     def _output_tool(self, turn: ResolvedTurn) -> dict[str, Any] | None:
         spec = turn.output
-        if spec is None or self.output_mode() != "tool":
+        if spec is None or self.output_mode(turn) != "tool":
             return None
         if OUTPUT_TOOL in turn.offered:
             raise UsageError(
@@ -303,6 +334,21 @@ class AnthropicProvider(HttpProvider[MessageStream]):
         """ModelSettings as Messages fields (``reasoning_effort`` goes into ``config``, the
         ``output_config``); the API has no seed, and API version 2026-10-21 has no
         ``temperature`` or ``top_p`` (they are sent under 2023-06-01, the default)."""
+        profile = self.profile()
+        thinking = self.thinking is not None and self.thinking.get("type") != "disabled"
+        if thinking and not profile.thinking:
+            raise UnsupportedSettingError(
+                f"model `{self.model}` ({profile.family}) takes no extended thinking; nothing "
+                f"was sent. Leave thinking unset for it"
+            )
+        extra: list[tuple[str, str]] = []
+        if thinking and settings.temperature is not None:
+            # "Thinking isn't compatible with temperature or top_k modifications"
+            # (docs.claude.com, extended thinking: feature compatibility).
+            extra.append(("temperature", "with extended thinking, Claude takes no temperature"))
+        if thinking and settings.top_p is not None and settings.top_p < 0.95:
+            extra.append(("top_p", "with extended thinking, top_p must be between 0.95 and 1"))
+        settings = apply_profile(settings, profile, self.model, extra)
         if settings.temperature is not None and settings.temperature > 1:
             raise UsageError(
                 f"Anthropic takes a temperature between 0 and 1, got {settings.temperature}"

@@ -53,6 +53,54 @@ COMPILER = SchemaCompiler("anthropic", _compile)
 
 # -- structured output (``output_config.format``) ---------------------------------------------
 
+
+def is_recursive(schema: Mapping[str, Any]) -> bool:
+    """Whether a ``$ref`` in ``schema`` reaches back to a schema that encloses it (a tree, a
+    linked list): Anthropic's structured outputs take no recursive schema (its structured
+    outputs guide, "JSON Schema limitations"), so such an answer goes through the output
+    tool instead."""
+
+    def refs(node: Any) -> set[str]:
+        found: set[str] = set()
+        if isinstance(node, Mapping):
+            ref = node.get("$ref")
+            if isinstance(ref, str):
+                found.add(ref)
+            for value in node.values():
+                found |= refs(value)
+        elif isinstance(node, list):
+            for value in node:
+                found |= refs(value)
+        return found
+
+    def target(ref: str) -> Any:
+        node: Any = schema
+        for raw in ref[2:].split("/") if ref.startswith("#/") else ():
+            token = raw.replace("~1", "/").replace("~0", "~")
+            node = node.get(token) if isinstance(node, Mapping) else None
+        return node if ref.startswith("#") else None
+
+    seen: set[str] = set()
+    todo = list(refs({k: v for k, v in schema.items() if k not in ("$defs", "definitions")}))
+    path_refs: dict[str, set[str]] = {}
+    while todo:
+        ref = todo.pop()
+        if ref in seen:
+            continue
+        seen.add(ref)
+        path_refs[ref] = refs(target(ref)) if ref != "#" else {"#"}
+        todo.extend(path_refs[ref])
+    if "#" in seen:
+        return True
+
+    def cycle(ref: str, stack: tuple[str, ...]) -> bool:
+        if ref in stack:
+            return True
+        return any(cycle(r, (*stack, ref)) for r in path_refs.get(ref, ()))
+
+    return any(cycle(r, ()) for r in path_refs)
+
+
 #: String formats the structured-output grammar supports (Anthropic's structured outputs
 #: guide, "JSON Schema limitations"); another format is moved into the description.
 OUTPUT_FORMATS = frozenset(
@@ -72,6 +120,9 @@ _DESCRIBED = (
     "minProperties",
     "maxProperties",
     "patternProperties",
+    # What the anthropic SDK's own schema transform moves into the description too.
+    "discriminator",
+    "prefixItems",
 )
 
 

@@ -27,6 +27,7 @@ from toolwire import (
 )
 from toolwire.adapters import ResolvedTool, arguments_object
 from toolwire.media import Audio, File, Image, MediaSupport
+from toolwire.profiles import profile_for
 from toolwire.schema import CompiledTool
 
 __all__ = [
@@ -179,8 +180,10 @@ _NESTABLE = _INLINE_IMAGES | {"application/pdf"}
 
 
 def media_support(model: str) -> MediaSupport:
-    """What a Gemini model is sent for tool-result media (by its family)."""
-    return NESTED_MEDIA if model.removeprefix("models/").startswith("gemini-3") else AFTER_MEDIA
+    """What a Gemini model is sent for tool-result media: its profile's ``result_media``
+    (``nested``: inside ``functionResponse.parts``; ``after``: after the responses)."""
+    nested = profile_for("gemini", model).result_media == "nested"
+    return NESTED_MEDIA if nested else AFTER_MEDIA
 
 
 def _inline(part: Image | Audio | File) -> dict[str, Any]:

@@ -28,6 +28,7 @@ from toolwire.adapters import (
     resolve_api_key,
 )
 from toolwire.exceptions import StreamError, UsageError
+from toolwire.profiles import apply_profile, profile_for
 from toolwire.schema import CompiledTool, CompileOptions, compile_tool
 from toolwire_gemini._decode import ReplyBuilder, no_candidates
 from toolwire_gemini._encode import (
@@ -50,9 +51,12 @@ take only the OpenAPI subset (the Live API)."""
 _WIRE_CACHE = "toolwire_gemini.wire"
 
 
-def _settings_fields(settings: ModelSettings) -> dict[str, Any]:
-    """ModelSettings as ``generationConfig`` fields; ``reasoning_effort`` is Gemini 3's
-    ``thinkingLevel`` (for Gemini 2.5's ``thinkingBudget``, use generation_config)."""
+def _settings_fields(settings: ModelSettings, model: str) -> dict[str, Any]:
+    """ModelSettings as ``generationConfig`` fields, as the model's profile allows;
+    ``reasoning_effort`` is Gemini 3's ``thinkingLevel`` (Gemini 2.5 thinks by budget:
+    ``generation_config={"thinkingConfig": {"thinkingBudget": N}}``)."""
+    profile = profile_for("gemini", model)
+    settings = apply_profile(settings, profile, model)
     fields = {
         "temperature": "temperature",
         "top_p": "topP",
@@ -228,7 +232,7 @@ class GeminiProvider(HttpProvider[ReplyBuilder]):
         if turn.settings is not None or turn.output is not None:
             config = dict(config)
             if turn.settings is not None:
-                config.update(_settings_fields(turn.settings))
+                config.update(_settings_fields(turn.settings, self.model))
             if turn.output is not None:
                 compiled = self.output_compiled(turn)
                 config["responseMimeType"] = "application/json"

@@ -345,7 +345,8 @@ class _ChatProvider(OpenAIBase):
 
     def _settings_fields(self, settings: ModelSettings) -> dict[str, Any]:
         """ModelSettings as Chat Completions fields (parallel_tool_calls is sent with the
-        tools, from ``turn.parallel``)."""
+        tools, from ``turn.parallel``), as the model's profile allows."""
+        settings = self._profiled(settings)
         stop, most = settings.stop, self.max_stop
         if stop is not None and most is not None and len(stop) > most:
             raise UsageError(f"{self.name} takes at most {most} stop sequences, got {len(stop)}")
@@ -580,6 +581,7 @@ class OpenRouterProvider(_ChatProvider):
     """
 
     name: ClassVar[str] = "openrouter"
+    profile_vendor: ClassVar[str | None] = None  # many vendors' models: OpenRouter adapts
     error_mapper: ClassVar[ErrorMapper | None] = OPENROUTER_ERRORS
     max_tokens_field: ClassVar[str] = "max_tokens"
     default_model: ClassVar[str] = "openai/gpt-4.1"
@@ -659,6 +661,7 @@ class OpenAICompatibleProvider(_ChatProvider):
     """
 
     name: ClassVar[str] = "openai-compatible"
+    profile_vendor: ClassVar[str | None] = None  # the server's own models: no profile known
     default_model: ClassVar[str] = ""
     max_tokens_field: ClassVar[str] = "max_tokens"
     supports_requirement: ClassVar[bool] = False

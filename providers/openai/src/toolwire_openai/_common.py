@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Literal, Union, cast
 import attrs
 import httpx
 
-from toolwire import ResolvedTurn, Session, ToolCall
+from toolwire import ModelSettings, ResolvedTurn, Session, ToolCall
 from toolwire.adapters import (
     DEFAULT_CONTEXT_LENGTH_MARKERS,
     DEFAULT_DEADLINE,
@@ -34,7 +34,9 @@ from toolwire.adapters import (
     cached_wire,
     malformed,
 )
+from toolwire.exceptions import UnsupportedSettingError
 from toolwire.media import COMMON_IMAGES, TEXT_ONLY, Audio, File, Image, MediaSupport, Part
+from toolwire.profiles import ModelProfile, apply_profile, profile_for
 from toolwire.schema import CompiledTool, CompileOptions, SchemaCompiler, compile_tool
 from toolwire_openai._schema import compiler_for
 
@@ -341,12 +343,34 @@ class OpenAIBase(HttpProvider[StreamState]):
             return None
         return cast(CompiledTool, spec.compiled(self.schema_compiler, self._compile_options))
 
+    #: Whose model profiles the adapter applies (``toolwire.profiles``): OpenAI's models for
+    #: Chat and Responses; None for servers that serve other models under the same shape.
+    profile_vendor: ClassVar[str | None] = "openai"
+
+    def profile(self) -> ModelProfile | None:
+        """The request's model's profile (the model can change between requests)."""
+        vendor = self.profile_vendor
+        return None if vendor is None else profile_for(vendor, self.model)
+
+    def _profiled(self, settings: ModelSettings) -> ModelSettings:
+        """``settings`` as the model's profile allows (refused, or left out with
+        ``strict=False``)."""
+        profile = self.profile()
+        return settings if profile is None else apply_profile(settings, profile, self.model)
+
     def _output_format(self, turn: ResolvedTurn) -> dict[str, Any] | None:
         """The ``json_schema`` format object (name, description, schema, strict)."""
         spec = turn.output
         compiled = self.output_compiled(turn)
         if spec is None or compiled is None:
             return None
+        profile = self.profile()
+        if profile is not None and not profile.native_output:
+            raise UnsupportedSettingError(
+                f"model `{self.model}` ({profile.family}) takes no json_schema structured "
+                f"output; nothing was sent. Ask for the answer as text, or use a model that "
+                f"takes it (gpt-4o, gpt-4.1, gpt-5, o3)"
+            )
         fmt: dict[str, Any] = {"name": spec.name}
         if spec.description:
             fmt["description"] = spec.description

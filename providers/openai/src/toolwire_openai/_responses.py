@@ -15,7 +15,6 @@ Encrypted reasoning is asked for only where the model reasons: the API answers
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
@@ -50,6 +49,7 @@ from toolwire.adapters import (
     synthesize_call_id,
 )
 from toolwire.exceptions import StreamError
+from toolwire.profiles import profile_for
 from toolwire.schema import CompiledTool
 
 from ._common import (
@@ -65,28 +65,19 @@ from ._common import (
 
 __all__ = ["OpenAIResponsesProvider"]
 
-# OpenAI's reasoning models: the o-series (o1, o3, o4-mini, o3-pro, ...),
-# gpt-5 and its dated, sized and -codex/-pro variants (not gpt-5-chat, which
-# does not reason), codex-mini, and the open-weight gpt-oss models.
-_REASONING_MODEL = re.compile(r"(o\d+|gpt-5(?!-chat)|codex-mini|gpt-oss)(\b|[-.:_]|$)")
-
 
 def is_reasoning_model(model: str) -> bool:
-    """Whether ``model`` is one of OpenAI's reasoning models, by name.
+    """Whether ``model`` is one of OpenAI's reasoning models: a lookup in its profile
+    (``toolwire.profiles``, ``thinking``): the o-series, ``gpt-5*`` except ``gpt-5-chat*``,
+    ``codex-mini*`` and ``gpt-oss*``, and whatever the application registers.
 
-    The rule the Responses adapter uses to decide whether to ask for encrypted
-    reasoning when ``store`` is false: the o-series (``o1``, ``o3-mini``,
-    ``o4-mini``, ...), ``gpt-5*`` except ``gpt-5-chat*``, ``codex-mini*`` and
-    ``gpt-oss*``. A ``provider/`` prefix (OpenRouter style) and a fine-tune's
-    ``ft:`` prefix are ignored. A model this rule does not know is treated as
-    not reasoning (a request still succeeds; only its reasoning is not carried
-    to the next request): pass ``include_encrypted_reasoning=True`` for it.
+    The rule the Responses adapter uses to decide whether to ask for encrypted reasoning
+    when ``store`` is false. A ``provider/`` prefix (OpenRouter style) and a fine-tune's
+    ``ft:`` prefix are ignored. A model no profile knows is treated as not reasoning (a
+    request still succeeds; only its reasoning is not carried to the next request): pass
+    ``include_encrypted_reasoning=True`` for it, or register its profile.
     """
-    name = model.strip().lower()
-    if name.startswith("ft:"):
-        name = name[3:]
-    name = name.rpartition("/")[2]
-    return _REASONING_MODEL.match(name) is not None
+    return profile_for("openai", model).thinking
 
 
 _REASONING_KEYS = ("type", "id", "summary", "content", "encrypted_content")
@@ -438,7 +429,9 @@ class OpenAIResponsesProvider(OpenAIBase):
         return self._merge_body(body)
 
     def _settings_fields(self, settings: ModelSettings) -> dict[str, Any]:
-        """ModelSettings as Responses fields; it has no stop sequences and no seed."""
+        """ModelSettings as Responses fields, as the model's profile allows; it has no stop
+        sequences and no seed."""
+        settings = self._profiled(settings)
         fields = {
             "temperature": "temperature",
             "top_p": "top_p",
