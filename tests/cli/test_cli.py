@@ -455,3 +455,26 @@ def test_chat_offline_with_a_media_tool(venv: Any) -> None:
     done = venv.cli("--app", "media_app:toolset", "chat", "snapshot 'home'", **MEDIA)
     assert done.returncode == 0, done.stderr
     assert "[../../escape.png image/png 70 B]" in done.stdout
+
+
+# -- model profiles (#28) ----------------------------------------------------------------------
+
+
+def test_models_lists_the_profiles_installed_distributions_ship(venv: Any) -> None:
+    # The fixture environment holds no provider distribution: only the profile the
+    # tw-canned-provider fixture ships through its `toolwire.profiles` entry point.
+    done = venv.cli("models", **QUIET)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "canned     Canned small  (canned-small*)",
+        "           refuses: temperature; reasoning_effort: low; answers: the output tool",
+    ]
+    data = json.loads(venv.cli("models", "--provider", "canned", "--json", **QUIET).stdout)
+    assert data["format"] == "toolwire.models/1"
+    assert [p["family"] for p in data["profiles"]] == ["Canned small"]
+
+
+def test_models_of_an_unknown_provider_exits_4(venv: Any) -> None:
+    done = venv.cli("models", "--provider", "cannd", **QUIET)
+    assert done.returncode == 4
+    assert "did you mean `canned`?" in done.stderr

@@ -284,7 +284,9 @@ def test_every_command_has_a_description_and_every_argument_help(tmp_path: Path)
     lines = done.stdout.splitlines()
     block = lines[lines.index("positional arguments:") + 2 : lines.index("options:")]
     listed = [line.split(None, 1) for line in block if line.startswith("    ") and line[4] != " "]
-    assert ["plugins", "tools", "call", "chat", "check", "new", "mcp"] == [row[0] for row in listed]
+    assert ["plugins", "tools", "call", "chat", "check", "models", "new", "mcp"] == [
+        row[0] for row in listed
+    ]
     assert all(len(row) == 2 for row in listed)  # each with its one-line description
 
 
@@ -293,6 +295,7 @@ def test_json_documents_share_one_shape(tmp_path: Path) -> None:
         (("plugins", "--json"), "plugins"),
         (("tools", "--json"), "tools"),
         (("check", "--provider", "openai", "--json"), "check"),
+        (("models", "--json"), "models"),
     ):
         done = _cli(tmp_path, *args)
         assert 0 == done.returncode, done.stderr

@@ -685,3 +685,56 @@ def test_bad_request_is_still_mapped_when_a_profile_is_wrong(fake_openai: FakeOp
         pytest.raises(BadRequestError, match="'temperature' does not support"),
     ):
         tw.run_turn(provider, _session(), _turn(tw.ModelSettings(temperature=0.2)))
+
+
+# -- the command line --------------------------------------------------------------------------
+
+
+def _cli(*args: str, cwd: Any = None) -> Any:
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "toolwire", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+    )
+
+
+def test_toolwire_models_lists_the_shipped_profiles() -> None:
+    done = _cli("models", "--provider", "anthropic", "--json")
+    assert done.returncode == 0, done.stderr
+    families = [p["family"] for p in __import__("json").loads(done.stdout)["profiles"]]
+    assert families[:2] == ["Claude Opus 4.5", "Claude Sonnet 4.5 / Haiku 4.5"]
+    assert families[-1] == "default"
+
+
+def test_toolwire_check_model_shows_the_profile_and_the_answers_fallback(tmp_path: Any) -> None:
+    (tmp_path / "answers.py").write_text(
+        "from __future__ import annotations\nfrom pydantic import BaseModel\n\n\n"
+        "class Node(BaseModel):\n    name: str\n    kids: list[Node] = []\n"
+    )
+    done = _cli(
+        "check",
+        "--provider",
+        "anthropic",
+        "--model",
+        "claude-sonnet-4-5",
+        "--output-type",
+        "answers:Node",
+        "--verbose",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (
+        "model `claude-sonnet-4-5`: anthropic profile `Claude Sonnet 4.5 / Haiku 4.5`"
+        in done.stdout
+    )
+    assert "refuses: seed, temperature with top_p" in done.stdout
+    assert "tool `answer (answers:Node)` for anthropic (input_schema)" in done.stdout
+    assert "native_output_fallback" in done.stdout
+    bad = _cli("check", "--provider", "openai", "--output-type", "answers:Node", cwd=tmp_path)
+    assert bad.returncode == 2
+    assert "--output-type needs --model" in bad.stderr

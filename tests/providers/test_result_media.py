@@ -255,7 +255,7 @@ def test_the_docs_table_is_generated_from_the_adapters_data() -> None:
     import sys
     from pathlib import Path
 
-    tool = Path(__file__).resolve().parents[2] / "tools" / "gen_media_table.py"
+    tool = Path(__file__).resolve().parents[2] / "tools" / "gen_tables.py"
     done = subprocess.run(
         [sys.executable, str(tool), "--check"], capture_output=True, text=True, timeout=60
     )

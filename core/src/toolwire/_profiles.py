@@ -238,6 +238,14 @@ _PACKAGES: dict[str, str] = {
 }
 
 
+def _installed(provider: str) -> bool:
+    """Whether the distribution that ships ``provider``'s profiles is installed."""
+    import importlib.util
+
+    package = _PACKAGES.get(provider)
+    return package is not None and importlib.util.find_spec(package) is not None
+
+
 def _config_file(environ: Mapping[str, str] | None = None) -> Path | None:
     env = os.environ if environ is None else environ
     named = env.get("TOOLWIRE_CONFIG", "").strip()
@@ -251,13 +259,41 @@ def _config_file(environ: Mapping[str, str] | None = None) -> Path | None:
 _MAX_CONFIG = 1024 * 1024
 
 
+ENTRY_POINT_GROUP = "toolwire.profiles"
+
+
+def _read_entry_points() -> None:
+    """The profiles installed distributions ship (entry-point group ``toolwire.profiles``:
+    a list of ModelProfile, or a function returning one), registered in name order. One
+    that cannot be loaded is skipped with an error logged: the shipped profiles still
+    hold."""
+    import importlib_metadata
+
+    for ep in sorted(
+        importlib_metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name
+    ):
+        try:
+            value = ep.load()
+            made = value() if callable(value) else value
+            found = list(made)
+            if not all(isinstance(p, ModelProfile) for p in found):
+                raise ProfileError("it gave something that is not a ModelProfile")
+        except Exception as exc:  # a plugin's failure is the plugin's: reported, skipped
+            logger.error("model profiles `%s` (%s) are not used: %s", ep.name, ep.value, exc)
+            continue
+        for p in found:
+            register_profile(p)
+
+
 def _read_config() -> None:
-    """The ``[[profiles]]`` of the user's toolwire.toml, registered once per process."""
+    """The profiles of installed distributions, then the ``[[profiles]]`` of the user's
+    toolwire.toml (which win), registered once per process."""
     global _CONFIG_READ
     with _LOCK:
         if _CONFIG_READ:
             return
         _CONFIG_READ = True
+    _read_entry_points()
     path = _config_file()
     if path is None:
         return
@@ -308,7 +344,7 @@ def profiles(provider: str | None = None) -> list[ModelProfile]:
         registered = list(_REGISTERED)
     out.extend(p for p in reversed(registered) if provider in (None, p.provider))
     for name in names:
-        if provider not in (None, name):
+        if provider not in (None, name) or not _installed(name):
             continue
         shipped, default = _shipped(name)
         out.extend(shipped)

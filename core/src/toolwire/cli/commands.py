@@ -13,6 +13,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+import attrs
+
 from toolwire._agent import Agent
 from toolwire._calls import ToolCall
 from toolwire._compile import CompileOptions, check_tools
@@ -458,6 +460,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
         reports = check_tools(toolset.tools(), compiler, options=options)
     except UsageError as exc:  # the compiler does not know that target
         raise CliError(str(exc), EXIT_USAGE) from exc
+    if args.output_type and not args.model:
+        raise CliError("--output-type needs --model (the answer is compiled for it)", EXIT_USAGE)
+    profile, output = (None, None)
+    if args.model:
+        profile, output = _model_check(host, args)
+        if output is not None:
+            reports = [*reports, output]
     if args.json:
         data = [
             {
@@ -473,12 +482,103 @@ def _cmd_check(args: argparse.Namespace) -> int:
             }
             for r in reports
         ]
-        _out(sys.stdout, json_document("check", reports=data))
+        fields: dict[str, Any] = {"reports": data}
+        if args.model:
+            fields["model"] = args.model
+            fields["profile"] = _profile_data(profile) if profile is not None else None
+        _out(sys.stdout, json_document("check", **fields))
     else:
+        if args.model:
+            _out(sys.stdout, _profile_text(args.model, profile))
         _out(sys.stdout, format_report(reports, verbose=args.verbose))
     worst = {"error"} if args.fail_on == "error" else {"error", "warning"}
     if any(c.severity in worst for r in reports for c in r.changes):
         return EXIT_SCHEMA
+    return EXIT_OK
+
+
+def _model_check(host: PluginHost, args: argparse.Namespace) -> tuple[Any, Any]:
+    """The model's profile (None when the provider applies none) and, with
+    ``--output-type``, the answer's compile report as the provider sends it for that model."""
+    provider = _provider(host, args.provider, args.model, render_only=True)
+    try:
+        lookup = getattr(provider, "profile", None)
+        profile = lookup() if callable(lookup) else None
+        output = None
+        if args.output_type:
+            from toolwire._turn import resolve_turn
+
+            answer = _imported(args.output_type, "--output-type")
+            turn = resolve_turn(Toolset("check", []), output_type=answer)
+            compile_answer = getattr(provider, "output_compiled", None)
+            if not callable(compile_answer):
+                raise CliError(f"provider `{args.provider}` takes no output type", EXIT_USAGE)
+            try:
+                compiled = compile_answer(turn)
+            except UsageError as exc:
+                raise CliError(str(exc), EXIT_USAGE) from None
+            output = attrs.evolve(compiled.report, tool=f"answer ({args.output_type})")
+        return profile, output
+    finally:
+        provider.close()
+
+
+def _profile_data(profile: Any) -> dict[str, Any]:
+    data = attrs.asdict(profile)
+    data["match"] = list(profile.match)
+    data["reasoning_efforts"] = list(profile.reasoning_efforts)
+    return data
+
+
+def _refuses(profile: Any) -> list[str]:
+    names = [
+        n
+        for n in ("temperature", "top_p", "stop", "seed", "parallel_tool_calls")
+        if not getattr(profile, n)
+    ]
+    if profile.temperature and profile.top_p and not profile.temperature_with_top_p:
+        names.append("temperature with top_p")
+    return names
+
+
+def _profile_text(model: str, profile: Any) -> str:
+    if profile is None:
+        return f"model `{model}`: this provider applies no model profile (the server decides)\n"
+    refused = ", ".join(_refuses(profile)) or "nothing"
+    efforts = ", ".join(profile.reasoning_efforts) or "none"
+    native = f"yes ({profile.output_dialect})" if profile.native_output else "no (the output tool)"
+    lines = [
+        f"model `{model}`: {profile.provider} profile `{profile.family}`",
+        f"  refuses: {refused}",
+        f"  reasoning_effort: {efforts}",
+        f"  extended thinking: {'yes' if profile.thinking else 'no'}",
+        f"  native structured output: {native}",
+    ]
+    if profile.source:
+        lines.append(f"  source: {profile.source}")
+    return "\n".join(lines) + "\n"
+
+
+def _cmd_models(args: argparse.Namespace) -> int:
+    from toolwire import profiles
+
+    listed = profiles.profiles(args.provider)
+    if args.provider and not listed:
+        known = sorted({p.provider for p in profiles.profiles()})
+        raise CliError(
+            f"no model profiles for `{args.provider}` (known: {', '.join(known)})"
+            + _did_you_mean(args.provider, known),
+            EXIT_PROVIDER,
+        )
+    if args.json:
+        _out(sys.stdout, json_document("models", profiles=[_profile_data(p) for p in listed]))
+        return EXIT_OK
+    for p in listed:
+        efforts = ", ".join(p.reasoning_efforts) or "-"
+        refused = ", ".join(_refuses(p)) or "-"
+        native = "answers: native" if p.native_output else "answers: the output tool"
+        _out(sys.stdout, f"{p.provider:<10} {p.family}  ({', '.join(p.match)})")
+        _out(sys.stdout, f"           refuses: {refused}; reasoning_effort: {efforts}; {native}")
     return EXIT_OK
 
 
@@ -563,6 +663,7 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "call": _cmd_call,
     "chat": _cmd_chat,
     "check": _cmd_check,
+    "models": _cmd_models,
     "mcp": _cmd_mcp,
     "new": _cmd_new,
 }

@@ -143,7 +143,21 @@ def _parser() -> argparse.ArgumentParser:
         help="exit 6 when a tool cannot be compiled (error, the default) "
         "or also when a schema loses a constraint (warning)",
     )
+    sp.add_argument(
+        "--model",
+        metavar="M",
+        help="also show what this model's profile takes and refuses (toolwire models)",
+    )
+    sp.add_argument(
+        "--output-type",
+        metavar="MODULE:ATTR",
+        help="with --model: the answer type, compiled as the model's provider sends it",
+    )
     sp.add_argument("--verbose", action="store_true", help="also show lossless changes")
+    sp.add_argument("--json", action="store_true", help="print JSON")
+
+    sp = command("models", "the model profiles: what each model family of a provider takes")
+    sp.add_argument("--provider", metavar="NAME", help="only this provider's (openai, ...)")
     sp.add_argument("--json", action="store_true", help="print JSON")
 
     sp = command("new", "write a ready package: a tool pack or a policy, with its tests")

@@ -28,7 +28,7 @@ from toolwire.adapters import (
     resolve_api_key,
 )
 from toolwire.exceptions import StreamError, UsageError
-from toolwire.profiles import apply_profile, profile_for
+from toolwire.profiles import ModelProfile, apply_profile, profile_for
 from toolwire.schema import CompiledTool, CompileOptions, compile_tool
 from toolwire_gemini._decode import ReplyBuilder, no_candidates
 from toolwire_gemini._encode import (
@@ -211,6 +211,10 @@ class GeminiProvider(HttpProvider[ReplyBuilder]):
         """The ``tools`` array exactly as sent (a copy: the cached originals stay untouched)."""
         declarations = self._declarations(turn)
         return copy.deepcopy([{"functionDeclarations": declarations}]) if declarations else []
+
+    def profile(self) -> ModelProfile:
+        """The request's model's profile (``toolwire.profiles``)."""
+        return profile_for("gemini", self.model)
 
     def build_body(self, session: Session, turn: ResolvedTurn) -> dict[str, Any]:
         """The JSON request body for this session and turn (a copy: change it freely; the
