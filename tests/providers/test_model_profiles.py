@@ -738,3 +738,30 @@ def test_toolwire_check_model_shows_the_profile_and_the_answers_fallback(tmp_pat
     bad = _cli("check", "--provider", "openai", "--output-type", "answers:Node", cwd=tmp_path)
     assert bad.returncode == 2
     assert "--output-type needs --model" in bad.stderr
+
+
+GOOD = [
+    profiles.ModelProfile(provider="acme", family="Acme 1", match=("acme-1*",), temperature=False)
+]
+NOT_PROFILES = ["not a profile"]
+
+
+def test_profiles_from_entry_points_and_a_broken_one_is_skipped(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import importlib_metadata
+
+    here = __name__
+    points = importlib_metadata.EntryPoints(
+        [
+            importlib_metadata.EntryPoint("a-good", f"{here}:GOOD", "toolwire.profiles"),
+            importlib_metadata.EntryPoint("b-wrong", f"{here}:NOT_PROFILES", "toolwire.profiles"),
+            importlib_metadata.EntryPoint("c-missing", "no_such_module_xyz:P", "toolwire.profiles"),
+        ]
+    )
+    monkeypatch.setattr(importlib_metadata, "entry_points", lambda group=None: points)
+    _profiles._reset_for_tests()
+    assert profiles.profile_for("acme", "acme-1-large").family == "Acme 1"
+    assert "model profiles `b-wrong`" in caplog.text
+    assert "not a ModelProfile" in caplog.text
+    assert "model profiles `c-missing`" in caplog.text
