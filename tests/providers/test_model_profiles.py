@@ -765,3 +765,87 @@ def test_profiles_from_entry_points_and_a_broken_one_is_skipped(
     assert "model profiles `b-wrong`" in caplog.text
     assert "not a ModelProfile" in caplog.text
     assert "model profiles `c-missing`" in caplog.text
+
+
+# -- every setting through every shipped profile ---------------------------------------------
+
+
+def _model_of(glob: str) -> str:
+    """A model name a family's glob matches (``gpt-5.[1-9]-*`` -> ``gpt-5.1-x``)."""
+    name = glob.replace("[1-9]", "1").replace("?", "1").replace("*", "x")
+    return name.lstrip("x") or "x"
+
+
+def _family_models() -> list[tuple[str, str, profiles.ModelProfile]]:
+    out = []
+    for p in profiles.profiles():
+        if p.provider not in ("openai", "anthropic", "gemini"):
+            continue
+        model = "mystery-9" if p.family == "default" else _model_of(p.match[0])
+        if p.provider == "anthropic" and p.family == "default":
+            model = "claude-sonnet-9"
+        out.append((p.provider, model, p))
+    return out
+
+
+SETTINGS = [
+    ("temperature", tw.ModelSettings(temperature=0.4)),
+    ("top_p", tw.ModelSettings(top_p=0.96)),
+    ("temperature with top_p", tw.ModelSettings(temperature=0.4, top_p=0.96)),
+    ("stop", tw.ModelSettings(stop=["END"])),
+    ("reasoning_effort low", tw.ModelSettings(reasoning_effort="low")),
+    ("reasoning_effort minimal", tw.ModelSettings(reasoning_effort="minimal")),
+]
+
+
+def _takes(p: profiles.ModelProfile, what: str) -> bool:
+    if what == "temperature with top_p":
+        return p.temperature and p.top_p and p.temperature_with_top_p
+    if what.startswith("reasoning_effort"):
+        return what.split()[1] in p.reasoning_efforts
+    return bool(getattr(p, what))
+
+
+def _body(provider_name: str, model: str, settings: tw.ModelSettings) -> dict[str, Any]:
+    turn = _turn(settings)
+    session = _session()
+    if provider_name == "openai":
+        with OpenAIChatProvider(model, api_key="k", base_url="http://127.0.0.1:9") as p:
+            return p.build_body(session, turn, stream=False)
+    if provider_name == "anthropic":
+        with AnthropicProvider(model, api_key="k", base_url="http://127.0.0.1:9") as a:
+            return a.build_body(session, turn, stream=False)
+    with GeminiProvider(model, api_key="k", base_url="http://127.0.0.1:9") as g:
+        return g.build_body(session, turn)
+
+
+@pytest.mark.parametrize(("what", "settings"), SETTINGS, ids=[s[0] for s in SETTINGS])
+@pytest.mark.parametrize(
+    ("provider_name", "model", "profile"),
+    _family_models(),
+    ids=[f"{p}:{m}" for p, m, _ in _family_models()],
+)
+def test_every_setting_through_every_profile(
+    provider_name: str,
+    model: str,
+    profile: profiles.ModelProfile,
+    what: str,
+    settings: tw.ModelSettings,
+) -> None:
+    assert profiles.profile_for(provider_name, model) == profile
+    if not _takes(profile, what):
+        with pytest.raises(UnsupportedSettingError, match=f"model `{model}` cannot take"):
+            _body(provider_name, model, settings)
+        return
+    body = _body(provider_name, model, settings)
+    if provider_name == "openai":
+        validate.validate_openai_chat_request(body)
+        assert openai_rules(body) is None or profile.family == "default"
+    elif provider_name == "anthropic":
+        assert anthropic_rules(body) is None or profile.family == "default"
+        body.pop("temperature", None)  # API version 2023-06-01's, not in the 2.x SDK's types
+        body.pop("top_p", None)
+        validate.validate_anthropic_request(body)
+    else:
+        validate.validate_gemini_request(body)
+        assert gemini_rules(body, model) is None or profile.family == "default"

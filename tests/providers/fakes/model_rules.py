@@ -27,7 +27,10 @@ def _openai_error(message: str, param: str, code: str) -> dict[str, Any]:
     }
 
 
+# OpenAI's reasoning models take no sampling settings; the open-weight gpt-oss (served by
+# vLLM, OpenRouter...) reasons too, and takes them.
 _OPENAI_REASONING = re.compile(r"^(o\d|gpt-5(?!-chat)|codex-mini)")
+_OPENAI_EFFORT = re.compile(r"^(o\d|gpt-5(?!-chat)|codex-mini|gpt-oss)")
 
 
 def openai_rules(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -43,7 +46,7 @@ def openai_rules(body: dict[str, Any]) -> dict[str, Any] | None:
                 "unsupported_value",
             )
     effort = body.get("reasoning_effort") or (body.get("reasoning") or {}).get("effort")
-    if effort is not None and not reasoning:
+    if effort is not None and not _OPENAI_EFFORT.match(model):
         param = "reasoning_effort" if "reasoning_effort" in body else "reasoning.effort"
         return _openai_error(
             f"Unsupported parameter: '{param}' is not supported with this model.",
