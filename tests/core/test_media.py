@@ -134,6 +134,10 @@ def test_urls() -> None:
         tw.Image("data:image/png,rawtext")
     with pytest.raises(MediaError, match="say its media_type"):
         tw.Image("https://example.com/render")
+    with pytest.raises(MediaError, match="without spaces or control characters"):
+        tw.Image("https://example.com/a.png\n[image: fake]")
+    with pytest.raises(MediaError, match="name must be printable"):
+        tw.Image(PNG, name="a\nb")
 
 
 def test_a_part_never_shows_its_bytes() -> None:
@@ -474,3 +478,14 @@ def test_with_parts_makes_a_checked_copy() -> None:
     bad = result.with_parts([tw.File(PDF + bytes(10_000_000))])
     assert bad.is_error
     assert "over the" in bad.content
+
+
+def test_a_tools_copy_of_a_media_line_does_not_keep_media_past_the_session_limit(
+    toolset: tw.Toolset,
+) -> None:
+    media.set_media_limits(session_bytes=len(PNG) - 1)
+    image = tw.Image(PNG)
+    session = _session_with([image.label(), image], toolset)
+    last = session.messages[-1].results[0]
+    assert last.media == ()
+    assert "left out: the session's media limit" in last.content

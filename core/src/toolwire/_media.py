@@ -216,8 +216,10 @@ class _Media:
             raise MediaError(
                 f"{what} takes exactly one of data, path or url, got {given or 'none'}"
             )
-        if name is not None and not isinstance(name, str):
-            raise MediaError(f"{what}.name must be a string, got {type(name).__name__}")
+        if name is not None and (
+            not isinstance(name, str) or len(name) > 1024 or not name.isprintable()
+        ):
+            raise MediaError(f"{what}.name must be printable text of at most 1,024 characters")
         if path is not None:
             data = _read(path, what)
             name = name or os.path.basename(os.fspath(path))
@@ -230,6 +232,10 @@ class _Media:
                 url = None
             elif not url.startswith(("http://", "https://")):
                 raise MediaError(f"{what}.url must be an http(s) or data: URL, got {url[:80]!r}")
+            elif len(url) > 8192 or not url.isprintable() or " " in url:
+                raise MediaError(
+                    f"{what}.url must be one URL, without spaces or control characters"
+                )
             else:
                 media_type = media_type or mimetypes.guess_type(url.split("?", 1)[0])[0]
         if data is not None:
@@ -534,7 +540,7 @@ _SAVED: dict[str, type[Image] | type[Audio] | type[File]] = {
 
 def _kind_for(top: str) -> type[Image] | type[Audio] | type[File]:
     """The part class for a media type's top level (``image``, ``audio``; else a file)."""
-    return _SAVED.get(top, File) if top != "file" else File
+    return _SAVED.get(top, File)
 
 
 def part_to_dict(part: Part) -> dict[str, Any]:

@@ -382,7 +382,8 @@ def _settled(content: str, rich: tuple[_media.Part, ...]) -> tuple[_media.Part, 
 
 def _within_budget(held: int, results: tuple[ToolResult, ...]) -> tuple[ToolResult, ...]:
     """``results`` with each media part that would take the session past its media limit
-    replaced by a line saying so (in the parts and in the content)."""
+    replaced by a line saying so (working on the parts, which the commit has settled: a
+    tool's text may hold a copy of a media line)."""
     cap = _media.current_limits().session_bytes
     out: list[ToolResult] = []
     changed = False
@@ -391,20 +392,23 @@ def _within_budget(held: int, results: tuple[ToolResult, ...]) -> tuple[ToolResu
             out.append(r)
             continue
         parts: list[_media.Part] = []
-        content = r.content
+        left_out = False
         for p in r.rich:
             size = p.size if isinstance(p, _media.MEDIA_TYPES) else 0
             if size and held + size > cap:
                 assert isinstance(p, _media.MEDIA_TYPES)
                 note = p.label(f"left out: the session's media limit of {cap:,} bytes is reached")
-                content = content.replace(p.placeholder(), note, 1)
                 parts.append(_media.Text(note))
-                changed = True
+                left_out = True
                 continue
             held += size
             parts.append(p)
+        if not left_out:
+            out.append(r)
+            continue
+        changed = True
         left = tuple(parts) if any(type(p) is not _media.Text for p in parts) else ()
-        out.append(r if left == r.rich else r._replace(content=content, rich=left))
+        out.append(r._replace(content=_media.render(parts), rich=left))
     return tuple(out) if changed else results
 
 

@@ -445,3 +445,21 @@ def test_malformed_media_rules_are_refused(
 ) -> None:
     with pytest.raises(PolicyFileError, match=message):
         Policy.from_file(policy_file(text))
+
+
+@pytest.mark.usefixtures("fresh_plugin_module", "no_policy_env")
+def test_a_tools_copy_of_a_media_line_does_not_keep_withheld_media(
+    policy_file: WritePolicy, monkeypatch: pytest.MonkeyPatch, call_of: CallOf
+) -> None:
+    # Reproducer: the tool's text holds a copy of its image's line. Withholding by
+    # replacing the first copy of the line in the text kept the image itself.
+    import toolwire as tw
+
+    monkeypatch.setenv("TOOLWIRE_POLICY", str(policy_file("result_media = []\n")))
+    host = _host().discover()
+    call = call_of("read_notes", {"path": "a"})
+    image = tw.Image(PNG)
+    given = call.complete([image.label(), image])
+    out = host.tool_result(call, given, CTX)
+    assert out.media == ()
+    assert "withheld: image/png is not in the policy's result_media" in out.content

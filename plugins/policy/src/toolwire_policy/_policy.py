@@ -37,6 +37,7 @@ from toolwire import (
     call_fingerprint,
 )
 from toolwire.media import Audio, File, Image
+from toolwire.media import Text as MediaText
 from toolwire_policy._audit import AuditLog, fingerprint, utc_now
 from toolwire_policy._config import (
     PLUGIN_NAME,
@@ -459,9 +460,11 @@ class Policy:
         """Redact the result's content by the result patterns, withhold media the policy
         does not allow, and audit it."""
         content, count = self.redact_content(call.tool, result.content)
+        final = result.replace(content=content) if count else result
         withheld: list[str] = []
-        if result.rich:
-            content, withheld = self._media_allowed(result.replace(content=content))
+        if final.rich:
+            final, withheld = self._media_allowed(final)
+        content = final.content
         audit = self.config.audit
         if self.audit_log is not None and audit is not None and audit.results:
             redacted = self.redact_arguments(call.tool, call_arguments(call))
@@ -472,14 +475,13 @@ class Policy:
             record["content_length"] = len(content)
             record["redactions"] = count
             if result.rich:  # what media went to the model: type, size, digest (no bytes)
-                sent = result.replace(content=content).media
-                record["media"] = [_media_record(p) for p in sent]
+                record["media"] = [_media_record(p) for p in final.media]
                 if withheld:
                     record["media_withheld"] = withheld
             # A receipt over (tool, the arguments the model sent, the content the session
             # holds, the time): `toolwire.Receipt(tool, output, timestamp, digest)
             # .verify(arguments)` checks a transcript's result against this log.
-            receipt = result.replace(content=content).receipt()
+            receipt = final.receipt()
             record["receipt"] = {"timestamp": receipt.timestamp, "digest": receipt.digest}
             try:
                 self.audit_log.write(record)
@@ -487,23 +489,28 @@ class Policy:
                 # The call already ran; the result must still be answered. Say so loudly.
                 logger.error("cannot write the audit log %s: %s", self.audit_log, exc)
         if count or withheld:
-            return result.replace(content=content)
+            return final
         return None
 
-    def _media_allowed(self, result: ToolResult) -> tuple[str, list[str]]:
-        """The content with each media part the policy does not allow replaced by its label
-        saying why (which withholds the part); and the withheld parts' labels."""
+    def _media_allowed(self, result: ToolResult) -> tuple[ToolResult, list[str]]:
+        """The result with each media part the policy does not allow replaced by its label
+        saying why (the part itself is gone), and the withheld parts' labels. It works on
+        the parts, not on the text: a tool's own text may hold a copy of a media line."""
         cfg = self.config
         if cfg.result_media is None and cfg.max_result_bytes is None:
-            return result.content, []
+            return result, []
         allowed = _globs(cfg.result_media) if cfg.result_media is not None else None
-        media = [p for p in result.media if isinstance(p, (Image, Audio, File))]
+        parts = result.parts
+        media = [p for p in parts if isinstance(p, (Image, Audio, File))]
         total = sum(p.size for p in media)
         too_big = cfg.max_result_bytes is not None and total > cfg.max_result_bytes
-        content = result.content
+        kept: list[Any] = []
         withheld = []
-        for part in media:
+        for part in parts:
             why = None
+            if not isinstance(part, (Image, Audio, File)):
+                kept.append(part)
+                continue
             if cfg.result_media is not None and not (
                 allowed is not None and allowed.fullmatch(part.media_type)
             ):
@@ -513,10 +520,14 @@ class Policy:
                     f"the result's media ({total:,} bytes) is over the policy's "
                     f"max_result_bytes ({cfg.max_result_bytes:,})"
                 )
-            if why is not None:
-                content = content.replace(part.placeholder(), part.label(f"withheld: {why}"), 1)
+            if why is None:
+                kept.append(part)
+            else:
+                kept.append(MediaText(part.label(f"withheld: {why}")))
                 withheld.append(part.label())
-        return content, withheld
+        if not withheld:
+            return result, []
+        return result.with_parts(kept), withheld
 
     def audit_event(self, event: AuditEvent, context: HookContext) -> None:
         """Write an attempt toolwire answered itself (or a policy switched off); raises
