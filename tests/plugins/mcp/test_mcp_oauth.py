@@ -213,3 +213,173 @@ def test_a_service_logs_in_with_its_secret_or_its_key(monkeypatch: pytest.Monkey
     monkeypatch.delenv("SVC_KEY")
     with pytest.raises(ConfigError, match="SVC_KEY \\(its OAuth private key\\) is not set"):
         auth_for(ServerSpec("s", oauth_private_key_env="SVC_KEY", **base))
+
+
+# -- enterprise-managed authorization (SEP-990, cross-app access) --------------------------------
+# The whole flow against the conformance suite's identity provider, authorization server and
+# MCP server is tests/conformance (auth/cross-app-access-complete-flow); these are its edges.
+
+CROSS_APP = {
+    "url": "https://mcp.example.com/mcp",
+    "auth": "cross_app",
+    "oauth_client_id": "app",
+    "oauth_client_secret_env": "APP_SECRET",
+    "oauth_issuer": "https://as.example.com",
+    "idp_client_id": "idp-app",
+}
+
+
+@pytest.mark.parametrize(
+    ("fields", "said"),
+    [
+        ({**CROSS_APP, "idp_token_endpoint": None}, "needs idp_token_endpoint"),
+        (
+            {**CROSS_APP, "oauth_issuer": None, "idp_token_endpoint": "https://idp/t"},
+            "needs oauth_issuer",
+        ),
+        (
+            {**CROSS_APP, "idp_token_endpoint": "http://idp.example.com/token"},
+            "must be an https URL",
+        ),
+    ],
+)
+def test_cross_app_settings_are_checked(fields: dict[str, Any], said: str) -> None:
+    with pytest.raises(ConfigError, match=said):
+        ServerSpec("s", **{k: v for k, v in fields.items() if v is not None})
+
+
+class _IdP:
+    """A token endpoint on 127.0.0.1 that answers as told and records each form."""
+
+    def __init__(self, status: int, body: bytes, delay: float = 0.0) -> None:
+        import http.server
+        import time
+        from urllib.parse import parse_qs
+
+        outer = self
+        self.forms: list[dict[str, list[str]]] = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                size = int(self.headers["content-length"])
+                outer.forms.append(parse_qs(self.rfile.read(size).decode()))
+                time.sleep(delay)
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                with contextlib.suppress(OSError):
+                    self.wfile.write(body)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/token"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _exchange(idp: _IdP, monkeypatch: pytest.MonkeyPatch, **extra: Any) -> str:
+    from toolwire_mcp._oauth import exchange_for_id_jag
+
+    monkeypatch.setenv("USER_ID_TOKEN", "the-users-id-token")
+    spec = ServerSpec(
+        "s",
+        **{
+            **CROSS_APP,
+            "idp_token_endpoint": idp.url,
+            "idp_id_token_env": "USER_ID_TOKEN",
+            **extra,
+        },
+    )
+    return asyncio.run(exchange_for_id_jag(spec, "https://as.example.com", CROSS_APP["url"]))
+
+
+def test_the_id_token_is_exchanged_for_an_id_jag(monkeypatch: pytest.MonkeyPatch) -> None:
+    answer = {
+        "access_token": "the-id-jag",
+        "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag",
+        "token_type": "N_A",
+    }
+    idp = _IdP(200, json.dumps(answer).encode())
+    try:
+        assert _exchange(idp, monkeypatch) == "the-id-jag"
+    finally:
+        idp.close()
+    (form,) = idp.forms
+    assert form == {
+        "grant_type": ["urn:ietf:params:oauth:grant-type:token-exchange"],
+        "requested_token_type": ["urn:ietf:params:oauth:token-type:id-jag"],
+        "subject_token": ["the-users-id-token"],
+        "subject_token_type": ["urn:ietf:params:oauth:token-type:id_token"],
+        "audience": ["https://as.example.com"],
+        "resource": ["https://mcp.example.com/mcp"],
+        "client_id": ["idp-app"],
+    }
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "said"),
+    [
+        (
+            400,
+            b'{"error": "invalid_grant", "error_description": "expired"}',
+            "refused the token exchange \\(400\\): invalid_grant: expired",
+        ),
+        (
+            200,
+            b'{"access_token": "x", '
+            b'"issued_token_type": "urn:ietf:params:oauth:token-type:access_token"}',
+            "did not answer with an ID-JAG",
+        ),
+        (200, b"not json", "refused the token exchange \\(200\\): no reason given"),
+        (200, b"{" + b" " * (70 << 10) + b"}", "answered over 65,536 bytes"),
+    ],
+)
+def test_an_identity_provider_that_refuses_or_misbehaves_is_said(
+    monkeypatch: pytest.MonkeyPatch, status: int, body: bytes, said: str
+) -> None:
+    idp = _IdP(status, body)
+    try:
+        with pytest.raises(RuntimeError, match=said):
+            _exchange(idp, monkeypatch)
+    finally:
+        idp.close()
+
+
+def test_an_identity_provider_that_does_not_answer_meets_the_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from toolwire_mcp import _oauth
+
+    monkeypatch.setattr(_oauth, "IDP_TIMEOUT", 0.5)
+    idp = _IdP(200, b"{}", delay=3.0)
+    try:
+        with pytest.raises(RuntimeError, match=r"did not answer within 0\.5 s"):
+            _exchange(idp, monkeypatch)
+    finally:
+        idp.close()
+
+
+def test_the_id_token_comes_from_the_application_when_it_says(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from toolwire_mcp import set_id_token_provider
+
+    answer = {"access_token": "jag", "issued_token_type": "urn:ietf:params:oauth:token-type:id-jag"}
+    idp = _IdP(200, json.dumps(answer).encode())
+
+    async def provider(server: str) -> str:
+        return f"token-for-{server}"
+
+    set_id_token_provider(provider)
+    try:
+        assert _exchange(idp, monkeypatch) == "jag"
+    finally:
+        set_id_token_provider(None)
+        idp.close()
+    assert idp.forms[0]["subject_token"] == ["token-for-s"]

@@ -45,7 +45,12 @@ if TYPE_CHECKING:
         set_elicitation_handler,
     )
     from toolwire_mcp._handle import MCPServerHandle, mcp_server
-    from toolwire_mcp._oauth import login_handler, set_login_handler, token_path
+    from toolwire_mcp._oauth import (
+        login_handler,
+        set_id_token_provider,
+        set_login_handler,
+        token_path,
+    )
     from toolwire_mcp._progress import ProgressEvent, progress_handler, set_progress_handler
     from toolwire_mcp._served import Prompt, Resource, prompt, resource
     from toolwire_mcp._server import Elicited, MCPCallContext, build_server, serve_mcp
@@ -71,6 +76,7 @@ _LAZY = {
     "MCPToolError": "toolwire_mcp._toolset",
     "MCPServerHandle": "toolwire_mcp._handle",
     "login_handler": "toolwire_mcp._oauth",
+    "set_id_token_provider": "toolwire_mcp._oauth",
     "set_login_handler": "toolwire_mcp._oauth",
     "token_path": "toolwire_mcp._oauth",
     "ProgressEvent": "toolwire_mcp._progress",
@@ -131,6 +137,7 @@ __all__ = [
     "sampling_enabled",
     "serve_mcp",
     "set_elicitation_handler",
+    "set_id_token_provider",
     "set_login_handler",
     "set_progress_handler",
     "set_roots",

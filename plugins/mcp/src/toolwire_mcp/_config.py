@@ -90,7 +90,7 @@ class ServerSpec:
     #: ``"oauth"``: log in with OAuth 2.1 when the server asks (see ``_oauth``); the
     #: scope to ask for, and a client registered beforehand (its ID, and the variable
     #: holding its secret, for a confidential client), instead of dynamic registration.
-    auth: Literal["oauth", "client_credentials"] | None = None
+    auth: Literal["oauth", "client_credentials", "cross_app"] | None = None
     oauth_scope: str | None = None
     oauth_client_id: str | None = None
     oauth_client_secret_env: str | None = None
@@ -104,6 +104,14 @@ class ServerSpec:
     #: The authorization server the client's credentials belong to: a token is asked of
     #: that server only (discovery leading elsewhere stops the flow).
     oauth_issuer: str | None = None
+    #: ``auth="cross_app"`` (enterprise-managed authorization, SEP-990): the enterprise
+    #: identity provider's token endpoint, this application's client ID there (and the
+    #: variable holding its secret, if it has one), and the variable holding the user's
+    #: ID token from it (or :func:`toolwire_mcp.set_id_token_provider`).
+    idp_token_endpoint: str | None = None
+    idp_client_id: str | None = None
+    idp_client_secret_env: str | None = None
+    idp_id_token_env: str | None = None
 
     def __attrs_post_init__(self) -> None:
         where = f"MCP server `{self.name}`"
@@ -122,10 +130,34 @@ class ServerSpec:
                 raise ConfigError(f"{where}: `{what}` must be a positive number of seconds")
         if self.annotations not in ("trust", "ignore"):
             raise ConfigError(f"{where}: `annotations` must be 'trust' or 'ignore'")
-        if self.auth not in (None, "oauth", "client_credentials"):
+        if self.auth not in (None, "oauth", "client_credentials", "cross_app"):
             raise ConfigError(
-                f"{where}: `auth` must be 'oauth' or 'client_credentials' (or left out)"
+                f"{where}: `auth` must be 'oauth', 'client_credentials' or 'cross_app' "
+                f"(or left out)"
             )
+        if self.auth == "cross_app":
+            missing = [
+                name
+                for name, value in (
+                    ("oauth_client_id", self.oauth_client_id),
+                    ("oauth_client_secret_env", self.oauth_client_secret_env),
+                    ("oauth_issuer", self.oauth_issuer),
+                    ("idp_token_endpoint", self.idp_token_endpoint),
+                    ("idp_client_id", self.idp_client_id),
+                )
+                if not value
+            ]
+            if missing:
+                raise ConfigError(
+                    f"{where}: `cross_app` needs {', '.join(missing)} (the authorization "
+                    f"server is configuration, not discovery)"
+                )
+            endpoint = self.idp_token_endpoint or ""
+            if not endpoint.startswith(("https://", "http://127.0.0.1", "http://localhost")):
+                raise ConfigError(
+                    f"{where}: `idp_token_endpoint` must be an https URL (http only on "
+                    f"127.0.0.1 or localhost)"
+                )
         if self.auth == "client_credentials" and not (
             self.oauth_client_id and (self.oauth_client_secret_env or self.oauth_private_key_env)
         ):
@@ -144,6 +176,10 @@ class ServerSpec:
             self.oauth_client_metadata_url,
             self.oauth_private_key_env,
             self.oauth_issuer,
+            self.idp_token_endpoint,
+            self.idp_client_id,
+            self.idp_client_secret_env,
+            self.idp_id_token_env,
         )
         if any(oauth) and self.auth is None:
             raise ConfigError(f"{where}: the oauth settings need `auth` set")
@@ -368,6 +404,10 @@ _KEYS = frozenset(
         "oauthPrivateKeyEnv",
         "oauthSigningAlgorithm",
         "oauthIssuer",
+        "idpTokenEndpoint",
+        "idpClientId",
+        "idpClientSecretEnv",
+        "idpIdTokenEnv",
         "disabled",
         "description",
     }
@@ -410,6 +450,10 @@ def spec_from_entry(name: str, entry: Any, source: str) -> ServerSpec | None:
         ("oauthPrivateKeyEnv", "oauth_private_key_env"),
         ("oauthSigningAlgorithm", "oauth_signing_algorithm"),
         ("oauthIssuer", "oauth_issuer"),
+        ("idpTokenEndpoint", "idp_token_endpoint"),
+        ("idpClientId", "idp_client_id"),
+        ("idpClientSecretEnv", "idp_client_secret_env"),
+        ("idpIdTokenEnv", "idp_id_token_env"),
     ):
         if key in entry:
             if not isinstance(entry[key], str) or not entry[key]:

@@ -38,7 +38,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from toolwire_mcp._config import ConfigError, ServerSpec, _user_dir, private_bytes
 from toolwire_mcp._slot import Slot
 
-__all__ = ["login_handler", "set_login_handler", "token_path"]
+__all__ = ["login_handler", "set_id_token_provider", "set_login_handler", "token_path"]
 
 logger = logging.getLogger("toolwire.mcp")
 
@@ -53,6 +53,18 @@ LoginHandler = Callable[[str, str], Union[LoginAnswer, Awaitable[LoginAnswer]]]
 to the redirect URI (sync or async)."""
 
 _HANDLER: Slot[LoginHandler] = Slot("login handler")
+
+IdTokenProvider = Callable[[str], Union[str, Awaitable[str]]]
+"""``provider(server)``: the user's current ID token from the enterprise identity provider
+(sync or async), for a server with ``auth="cross_app"``."""
+
+_ID_TOKEN: Slot[IdTokenProvider] = Slot("ID token provider")
+
+
+def set_id_token_provider(provider: IdTokenProvider | None) -> None:
+    """Where ``auth="cross_app"`` servers get the user's ID token (None: from the variable
+    the server's ``idp_id_token_env`` names)."""
+    _ID_TOKEN.set(provider)
 
 
 def set_login_handler(handler: LoginHandler | None) -> None:
@@ -195,6 +207,8 @@ def auth_for(spec: ServerSpec) -> Any:
     assert spec.url is not None
     if spec.auth == "client_credentials":
         return _service_auth(spec)
+    if spec.auth == "cross_app":
+        return _cross_app_auth(spec)
     storage = FileTokenStorage(spec.url)
     port = _free_port(storage.redirect_port())
     if port != storage.redirect_port():
@@ -307,6 +321,113 @@ def _service_provider(spec: ServerSpec) -> Any:
         scope=spec.oauth_scope,
         issuer=spec.oauth_issuer,
     )
+
+
+# -- enterprise-managed authorization (SEP-990, cross-app access) -----------------------------
+
+_TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+_ID_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:id_token"
+_ID_JAG_TYPE = "urn:ietf:params:oauth:token-type:id-jag"
+_MAX_IDP_ANSWER = 64 << 10
+IDP_TIMEOUT = 30.0
+
+
+def _cross_app_auth(spec: ServerSpec) -> Any:
+    """Leg 2 is the SDK's (the ID-JAG presented to the configured authorization server with
+    the jwt-bearer grant, client_secret_basic); leg 1 is here: the user's ID token exchanged
+    at the enterprise identity provider for an ID-JAG for that server (RFC 8693)."""
+    from mcp.client.auth.extensions.identity_assertion import IdentityAssertionOAuthProvider
+
+    assert spec.url is not None
+    assert spec.oauth_client_id is not None
+    assert spec.oauth_issuer is not None
+    secret = _secret(spec, spec.oauth_client_secret_env, "its OAuth client secret")
+    assert secret is not None
+
+    async def id_jag(audience: str, resource: str) -> str:
+        return await exchange_for_id_jag(spec, audience, resource)
+
+    return IdentityAssertionOAuthProvider(
+        spec.url,
+        FileTokenStorage(spec.url),
+        spec.oauth_client_id,
+        secret,
+        spec.oauth_issuer,
+        id_jag,
+        scope=spec.oauth_scope,
+        token_endpoint_auth_method="client_secret_basic",  # every server must take it
+    )
+
+
+async def _id_token(spec: ServerSpec) -> str:
+    provider = _ID_TOKEN.get()
+    if provider is not None:
+        got: Any = provider(spec.name)
+        if inspect.isawaitable(got):
+            got = await got
+        if not isinstance(got, str) or not got:
+            raise RuntimeError(f"MCP server `{spec.name}`: the ID token provider gave no token")
+        return got
+    token = _secret(spec, spec.idp_id_token_env, "the user's ID token")
+    if token is None:
+        raise ConfigError(
+            f"MCP server `{spec.name}`: no ID token: set idp_id_token_env, or "
+            f"toolwire_mcp.set_id_token_provider(...)"
+        )
+    return token
+
+
+async def exchange_for_id_jag(spec: ServerSpec, audience: str, resource: str) -> str:
+    """The user's ID token exchanged at the identity provider for an ID-JAG (RFC 8693:
+    ``requested_token_type`` id-jag, ``audience`` the authorization server, ``resource`` the
+    MCP server). No redirects, a deadline and a bounded answer; a refusal says why."""
+    import httpx
+
+    assert spec.idp_token_endpoint is not None
+    assert spec.idp_client_id is not None
+    form = {
+        "grant_type": _TOKEN_EXCHANGE,
+        "requested_token_type": _ID_JAG_TYPE,
+        "subject_token": await _id_token(spec),
+        "subject_token_type": _ID_TOKEN_TYPE,
+        "audience": audience,
+        "resource": resource,
+        "client_id": spec.idp_client_id,
+    }
+    if spec.oauth_scope:
+        form["scope"] = spec.oauth_scope
+    idp_secret = _secret(spec, spec.idp_client_secret_env, "its identity provider secret")
+    if idp_secret is not None:
+        form["client_secret"] = idp_secret
+    where = f"MCP server `{spec.name}`: the identity provider"
+    import anyio
+
+    body = bytearray()
+    try:
+        with anyio.fail_after(IDP_TIMEOUT):  # the whole exchange, not each read
+            async with (
+                httpx.AsyncClient(follow_redirects=False, timeout=IDP_TIMEOUT) as http,
+                http.stream("POST", spec.idp_token_endpoint, data=form) as answer,
+            ):
+                async for chunk in answer.aiter_bytes():
+                    body += chunk
+                    if len(body) > _MAX_IDP_ANSWER:
+                        raise RuntimeError(f"{where} answered over {_MAX_IDP_ANSWER:,} bytes")
+    except TimeoutError:
+        raise RuntimeError(f"{where} did not answer within {IDP_TIMEOUT:g} s") from None
+    try:
+        data = json.loads(bytes(body))
+    except ValueError:
+        data = None
+    if answer.status_code != 200 or not isinstance(data, dict):
+        error = data.get("error") if isinstance(data, dict) else None
+        described = data.get("error_description") if isinstance(data, dict) else None
+        why = ": ".join(str(x)[:200] for x in (error, described) if x) or "no reason given"
+        raise RuntimeError(f"{where} refused the token exchange ({answer.status_code}): {why}")
+    token = data.get("access_token")
+    if data.get("issued_token_type") != _ID_JAG_TYPE or not isinstance(token, str) or not token:
+        raise RuntimeError(f"{where} did not answer with an ID-JAG")
+    return token
 
 
 async def _login(server: str, url: str, port: int) -> tuple[str, str | None] | None:
