@@ -13,6 +13,7 @@ from typing import Any
 import attrs
 import pytest
 from _helpers import needs_tools
+from pydantic import BaseModel
 
 import toolwire as tw
 from toolwire import media
@@ -489,3 +490,21 @@ def test_a_tools_copy_of_a_media_line_does_not_keep_media_past_the_session_limit
     last = session.messages[-1].results[0]
     assert last.media == ()
     assert "left out: the session's media limit" in last.content
+
+
+class Event(BaseModel):
+    type: str = "text"
+    detail: str = "x"
+
+
+@tw.tool_fn
+def event() -> Event:
+    """An event."""
+    return Event()
+
+
+def test_an_applications_model_with_a_type_field_is_not_taken_for_an_mcp_block() -> None:
+    result = tw.Executor(tools=[event]).execute(tw.ToolCall("c1", "event", "{}"))
+    assert not result.is_error
+    assert result.content == '{"type":"text","detail":"x"}'
+    assert result.rich == ()

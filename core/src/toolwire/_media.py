@@ -384,12 +384,15 @@ def _checked_type(part: _Media, media_type: str, data: bytes | None) -> str:
 _MCP_KINDS = frozenset({"text", "image", "audio", "resource", "resource_link"})
 
 
+_MCP_MODULES = ("mcp_types", "mcp")
+
+
 def _is_mcp_block(value: Any) -> bool:
-    return (
-        not isinstance(value, (str, bytes, Mapping))
-        and getattr(value, "type", None) in _MCP_KINDS
-        and hasattr(value, "model_dump")
-    )
+    """An MCP SDK content block (never an application's own model that has a ``type``)."""
+    if isinstance(value, (str, bytes, Mapping)):
+        return False
+    module = type(value).__module__.partition(".")[0]
+    return module in _MCP_MODULES and getattr(value, "type", None) in _MCP_KINDS
 
 
 def is_rich(output: Any) -> bool:
