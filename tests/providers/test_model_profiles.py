@@ -649,6 +649,23 @@ def test_a_malformed_toolwire_toml_is_a_clear_error(
     _profiles._reset_for_tests()
     with pytest.raises(ProfileError, match=message):
         profiles.profile_for("openai", "gpt-4.1")
+    with pytest.raises(ProfileError, match=message):  # every time, until it is fixed
+        profiles.profile_for("openai", "gpt-4o")
+
+
+def test_the_applications_own_profile_wins_over_its_toolwire_toml(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path / "toolwire.toml"
+    config.write_text(
+        '[[profiles]]\nprovider = "openai"\nfamily = "from the file"\nmatch = ["ours-*"]\n'
+    )
+    monkeypatch.setenv("TOOLWIRE_CONFIG", str(config))
+    _profiles._reset_for_tests()
+    profiles.register_profile(
+        profiles.ModelProfile(provider="openai", family="from code", match=("ours-*",))
+    )
+    assert profiles.profile_for("openai", "ours-1").family == "from code"
 
 
 def test_the_shipped_tables_parse_and_name_their_sources() -> None:

@@ -11,8 +11,9 @@ anything is sent, naming the model, the setting and what it takes instead
 A model no profile matches gets its provider's ``[default]`` profile. An application adds
 or overrides profiles in code (:func:`register_profile`), in ``toolwire.toml`` (the user's,
 ``$XDG_CONFIG_HOME/toolwire/toolwire.toml``, or the file ``TOOLWIRE_CONFIG`` names:
-``[[profiles]]`` tables), or from a plugin (the ``toolwire_register_profiles`` hook). The
-last registered profile that matches wins over the shipped ones.
+``[[profiles]]`` tables), or from an installed distribution (the ``toolwire.profiles``
+entry point). Code wins over toolwire.toml, which wins over distributions, which win over
+the shipped tables; a malformed toolwire.toml is a ProfileError at every lookup until fixed.
 """
 
 from __future__ import annotations
@@ -262,16 +263,15 @@ _MAX_CONFIG = 1024 * 1024
 ENTRY_POINT_GROUP = "toolwire.profiles"
 
 
-def _read_entry_points() -> None:
+def _entry_point_profiles() -> list[ModelProfile]:
     """The profiles installed distributions ship (entry-point group ``toolwire.profiles``:
-    a list of ModelProfile, or a function returning one), registered in name order. One
-    that cannot be loaded is skipped with an error logged: the shipped profiles still
-    hold."""
+    a list of ModelProfile, or a function returning one), in name order. One that cannot
+    be loaded is skipped with an error logged: the shipped profiles still hold."""
     import importlib_metadata
 
-    for ep in sorted(
-        importlib_metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name
-    ):
+    out: list[ModelProfile] = []
+    points = importlib_metadata.entry_points(group=ENTRY_POINT_GROUP)
+    for ep in sorted(points, key=lambda e: e.name):
         try:
             value = ep.load()
             made = value() if callable(value) else value
@@ -281,22 +281,16 @@ def _read_entry_points() -> None:
         except Exception as exc:  # a plugin's failure is the plugin's: reported, skipped
             logger.error("model profiles `%s` (%s) are not used: %s", ep.name, ep.value, exc)
             continue
-        for p in found:
-            register_profile(p)
+        out.extend(found)
+    return out
 
 
-def _read_config() -> None:
-    """The profiles of installed distributions, then the ``[[profiles]]`` of the user's
-    toolwire.toml (which win), registered once per process."""
-    global _CONFIG_READ
-    with _LOCK:
-        if _CONFIG_READ:
-            return
-        _CONFIG_READ = True
-    _read_entry_points()
+def _config_profiles() -> list[ModelProfile]:
+    """The ``[[profiles]]`` of the user's toolwire.toml; a malformed file raises
+    ProfileError (every time it is looked at, until it is fixed), and none of it is used."""
     path = _config_file()
     if path is None:
-        return
+        return []
     try:
         with path.open("rb") as f:
             raw = f.read(_MAX_CONFIG + 1)
@@ -311,11 +305,27 @@ def _read_config() -> None:
     entries = data.get("profiles", [])
     if not isinstance(entries, list):
         raise ProfileError(f"{path}: profiles must be an array of tables ([[profiles]])")
+    out = []
     for i, entry in enumerate(entries):
         where = f"{path}: profiles[{i}]"
         if not isinstance(entry, Mapping) or not isinstance(entry.get("provider"), str):
             raise ProfileError(f'{where} needs provider = "NAME"')
-        register_profile(_parse_profile(entry, None, where, {}))
+        out.append(_parse_profile(entry, None, where, {}))
+    return out
+
+
+def _read_config() -> None:
+    """The profiles of installed distributions, then the user's toolwire.toml's (which win
+    over them; what the application registers in code wins over both), read once."""
+    global _CONFIG_READ
+    if _CONFIG_READ:
+        return
+    found = _entry_point_profiles() + _config_profiles()
+    with _LOCK:
+        if not _CONFIG_READ:  # another thread may have read it meanwhile
+            _REGISTERED[:0] = found
+            _CONFIG_READ = True
+    profile_for.cache_clear()
 
 
 @functools.lru_cache(maxsize=512)
