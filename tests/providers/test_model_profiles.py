@@ -431,7 +431,7 @@ def test_thinking_on_a_model_without_it_is_refused(fake_anthropic: FakeAnthropic
         _anthropic(fake_anthropic, "claude-3-5-haiku-latest", thinking=2048) as provider,
         pytest.raises(UnsupportedSettingError, match="takes no extended thinking"),
     ):
-        tw.run_turn(provider, _session(), _turn(tw.ModelSettings()))
+        tw.run_turn(provider, _session(), tw.resolve_turn(tw.Toolset("t", [])))
     assert fake_anthropic.requests == []
 
 

@@ -250,6 +250,12 @@ class AnthropicProvider(HttpProvider[MessageStream]):
                     {"type": "auto"} if thinking else {"type": "tool", "name": OUTPUT_TOOL}
                 )
         if self.thinking is not None:
+            if self._thinking_on() and not self.profile().thinking:
+                profile = self.profile()
+                raise UnsupportedSettingError(
+                    f"model `{self.model}` ({profile.family}) takes no extended thinking; "
+                    f"nothing was sent. Leave thinking unset for it"
+                )
             body["thinking"] = self.thinking
         config: dict[str, Any] = {}
         if turn.settings is not None:
@@ -330,17 +336,15 @@ class AnthropicProvider(HttpProvider[MessageStream]):
             "input_schema": self.output_compiled(turn).schema,
         }
 
+    def _thinking_on(self) -> bool:
+        return self.thinking is not None and self.thinking.get("type") != "disabled"
+
     def _settings_fields(self, settings: ModelSettings, config: dict[str, Any]) -> dict[str, Any]:
         """ModelSettings as Messages fields (``reasoning_effort`` goes into ``config``, the
         ``output_config``); the API has no seed, and API version 2026-10-21 has no
         ``temperature`` or ``top_p`` (they are sent under 2023-06-01, the default)."""
         profile = self.profile()
-        thinking = self.thinking is not None and self.thinking.get("type") != "disabled"
-        if thinking and not profile.thinking:
-            raise UnsupportedSettingError(
-                f"model `{self.model}` ({profile.family}) takes no extended thinking; nothing "
-                f"was sent. Leave thinking unset for it"
-            )
+        thinking = self._thinking_on()
         extra: list[tuple[str, str]] = []
         if thinking and settings.temperature is not None:
             # "Thinking isn't compatible with temperature or top_k modifications"
