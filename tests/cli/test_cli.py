@@ -352,6 +352,23 @@ def test_chat_with_an_unknown_provider_exits_4(venv: Any) -> None:
     assert 4 == done.returncode
 
 
+@pytest.mark.parametrize(
+    ("name", "dist"),
+    [
+        ("anthropic", "toolwire-anthropic"),
+        ("openai-responses", "toolwire-openai"),
+        ("openrouter", "toolwire-openai"),
+    ],
+)
+def test_an_official_provider_not_installed_says_which_distribution(
+    venv: Any, name: str, dist: str
+) -> None:
+    # The fixture environment holds no provider distribution.
+    done = venv.cli("chat", "hi", "--provider", name, **QUIET)
+    assert 4 == done.returncode
+    assert f"it comes with {dist}: pip install {dist}" in done.stderr
+
+
 def test_chat_max_rounds_must_be_positive(venv: Any) -> None:
     done = venv.cli("chat", "hi", "--max-rounds", "0", **QUIET)
     assert (2, "toolwire: error: --max-rounds must be at least 1, got 0\n") == (

@@ -56,6 +56,10 @@ def test_a_generated_package_installs_and_its_tests_pass(
         (("pack", "Bad Name"), "a name is lower-case letters and digits"),
         (("pack", "1st"), "a name is lower-case letters and digits"),
         (("thing", "x"), "invalid choice: 'thing'"),
+        (("pack", "fs"), "`toolwire-fs` is an official toolwire distribution"),
+        (("policy", "policy"), "`toolwire-policy` is an official toolwire distribution"),
+        (("pack", "openai"), "would shadow it"),
+        (("pack", "mcp"), "choose another name (like `mcp-extra` or `acme-mcp`)"),
     ],
 )
 def test_bad_names_and_kinds_are_usage_errors(

@@ -648,6 +648,13 @@ def test_unknown_provider_lists_the_known_ones(host: PluginHost) -> None:
         host.provider("tset")
 
 
+def test_an_official_name_not_installed_says_which_distribution(host: PluginHost) -> None:
+    with pytest.raises(
+        tw.exceptions.PluginError, match=r"it comes with toolwire-openai: `pip install toolwire"
+    ):
+        host.provider("openai-compatible")
+
+
 def test_a_factory_that_returns_no_provider_is_an_error(host: PluginHost) -> None:
     class Plugin:
         @hookimpl

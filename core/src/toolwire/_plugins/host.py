@@ -72,6 +72,18 @@ logger = logging.getLogger("toolwire.plugins")
 # -- the host -------------------------------------------------------------------------
 
 
+#: The provider and backend names the official distributions register, and which one.
+OFFICIAL_NAMES: Mapping[str, str] = {
+    "openai": "toolwire-openai",
+    "openai-responses": "toolwire-openai",
+    "openrouter": "toolwire-openai",
+    "openai-compatible": "toolwire-openai",
+    "anthropic": "toolwire-anthropic",
+    "gemini": "toolwire-gemini",
+    "ray": "toolwire-ray",
+}
+
+
 class PluginHost:
     """Discovers, loads and isolates plugins; the one typed facade over their hooks.
 
@@ -786,9 +798,14 @@ class PluginHost:
             known = ", ".join(f"`{n}`" for n in sorted(table)) or "none installed"
             hint = difflib.get_close_matches(name, list(table), n=1)
             did = f"; did you mean `{hint[0]}`?" if hint else ""
+            official = OFFICIAL_NAMES.get(name)
+            install = (
+                f"it comes with {official}: `pip install {official}`"
+                if official is not None
+                else "install the distribution that provides it"
+            )
             raise PluginError(
-                f"no {what} named `{name}` (known: {known}){did}; install the distribution "
-                f"that provides it (e.g. `pip install toolwire-{name}`)",
+                f"no {what} named `{name}` (known: {known}){did}; {install}",
                 plugin=name,
             )
         owner, factory = found

@@ -113,9 +113,13 @@ def _provider(
     a provider error (exit 4), with "did you mean" for a mistyped name."""
     known = sorted(host.providers())
     if name not in known:
+        from toolwire._plugins.host import OFFICIAL_NAMES
+
+        official = OFFICIAL_NAMES.get(name)
+        install = f"; it comes with {official}: pip install {official}" if official else ""
         raise CliError(
             f"unknown provider `{name}` (known: {', '.join(known) or 'none'})"
-            + _did_you_mean(name, known),
+            + (install or _did_you_mean(name, known)),
             EXIT_PROVIDER,
         )
     options: dict[str, Any] = {}

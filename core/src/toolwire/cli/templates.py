@@ -240,6 +240,22 @@ def _render(template: str, **values: str) -> str:
     return template.format(**values)
 
 
+#: The official distributions, whose names (and modules) a new package must not take.
+OFFICIAL = frozenset(
+    {
+        "toolwire",
+        "toolwire-fs",
+        "toolwire-http",
+        "toolwire-mcp",
+        "toolwire-policy",
+        "toolwire-ray",
+        "toolwire-openai",
+        "toolwire-anthropic",
+        "toolwire-gemini",
+    }
+)
+
+
 def new_package(kind: str, name: str, where: Path) -> list[Path]:
     """Write a ``kind`` (``pack`` or ``policy``) package called ``name`` under ``where``;
     returns the files written. UsageError for a bad kind or name, or when the target
@@ -253,6 +269,12 @@ def new_package(kind: str, name: str, where: Path) -> list[Path]:
         )
     slug = name.replace("-", "_")
     dist = f"toolwire-{name.replace('_', '-')}"
+    if dist in OFFICIAL:
+        raise UsageError(
+            f"`{dist}` is an official toolwire distribution: a package of that name (and "
+            f"module `toolwire_{slug}`) would shadow it, or be shadowed by it, when both are "
+            f"installed; choose another name (like `{name}-extra` or `acme-{name}`)"
+        )
     module = f"toolwire_{slug}"
     root = where / dist
     if root.exists():
