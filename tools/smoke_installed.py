@@ -20,6 +20,15 @@ from toolwire.providers.test import TestProvider
 WORKSPACE_MARKERS = ("/core/src/", "/providers/", "/plugins/")
 
 
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(16)
+
+
+@tw.tool_fn
+def shot() -> list[tw.Image]:
+    """A screenshot."""
+    return [tw.Image(PNG)]
+
+
 class City(BaseModel):
     name: str
     population: int
@@ -52,6 +61,18 @@ def main() -> int:
     )
     assert isinstance(city.output, City), city.output
     assert city.output.name == "Oslo", city.output
+    # The model profiles ship inside the provider wheels (package data, not code).
+    from toolwire import profiles
+
+    for provider, model, family in (
+        ("openai", "o3", "o3 / o4-mini"),
+        ("anthropic", "claude-sonnet-4-5", "Claude Sonnet 4.5 / Haiku 4.5"),
+        ("gemini", "gemini-2.5-flash", "Gemini 2.5"),
+    ):
+        assert profiles.profile_for(provider, model).family == family, (provider, model)
+    # A tool result with an image, through the executor, as the wheels run it.
+    result = tw.Executor(tools=[shot]).execute(tw.ToolCall("c1", "shot", "{}"))
+    assert result.media == (tw.Image(PNG),), result
     cli = Path(sys.executable).with_name("toolwire")
     done = subprocess.run(
         [str(cli), "chat", "list the files here", "--json"],
