@@ -183,6 +183,13 @@ class HttpProvider(Provider, Generic[_S]):
         env = tuple(self.key_env if key_env is None else key_env)
         key = resolve_api_key(api_key, env, provider=self.name, required=False)
         self._missing_key: str | None = None
+        #: Said with a 401 when the request went without a key (a server that may need none).
+        self._keyless_note: str | None = None
+        if key is None and not key_required:
+            self._keyless_note = (
+                f"the request was sent without an API key; if this server needs one, "
+                f"{key_hint}" + (f" or set {' or '.join(env)}" if env else "")
+            )
         if key is None and key_required:
             where = f"{key_hint} or set the environment variable {' or '.join(env)}"
             self._missing_key = f"no API key for {self.name}: {where if env else key_hint}"
@@ -332,16 +339,28 @@ class HttpProvider(Provider, Generic[_S]):
         if self._missing_key is not None:
             raise AuthenticationError(self._missing_key, provider=self.name)
 
+    def _keyless(self, exc: AuthenticationError) -> AuthenticationError:
+        """A 401 to a request sent without a key says so (and how to give one)."""
+        if self._keyless_note is None:
+            return exc
+        return AuthenticationError(f"{exc} ({self._keyless_note})", provider=self.name)
+
     def generate(self, session: Session, turn: ResolvedTurn) -> AssistantReply:
         self._check_key()
         body = self._build_request(session, turn, stream=False)
-        data = self._transport.post_json(self._request_path(stream=False), body)
+        try:
+            data = self._transport.post_json(self._request_path(stream=False), body)
+        except AuthenticationError as exc:
+            raise self._keyless(exc) from None
         return self._decode_body(data, turn)
 
     async def agenerate(self, session: Session, turn: ResolvedTurn) -> AssistantReply:
         self._check_key()
         body = self._build_request(session, turn, stream=False)
-        data = await self._transport.apost_json(self._request_path(stream=False), body)
+        try:
+            data = await self._transport.apost_json(self._request_path(stream=False), body)
+        except AuthenticationError as exc:
+            raise self._keyless(exc) from None
         return self._decode_body(data, turn)
 
     def stream(self, session: Session, turn: ResolvedTurn) -> Iterator[StreamEvent]:
@@ -356,6 +375,8 @@ class HttpProvider(Provider, Generic[_S]):
                 # goes back to the pool instead of being torn down.
                 if not self._stream_done(state):
                     yield from self._feed(state, event)
+        except AuthenticationError as exc:
+            raise self._keyless(exc) from None
         finally:
             close = getattr(events, "close", None)
             if close is not None:
@@ -372,6 +393,8 @@ class HttpProvider(Provider, Generic[_S]):
                 if not self._stream_done(state):
                     for out in self._feed(state, event):
                         yield out
+        except AuthenticationError as exc:
+            raise self._keyless(exc) from None
         finally:
             aclose = getattr(events, "aclose", None)
             if aclose is not None:

@@ -282,10 +282,35 @@ def test_missing_key_is_an_authentication_error_naming_the_variable(
         (OpenRouterProvider, "OPENROUTER_API_KEY"),
     ]
     for cls, var in pairs:
-        provider = cls("m", base_url=fake_openai.base_url)
+        provider = cls("m")  # the API's own URL: nothing is sent without a key
         with provider, pytest.raises(tw.exceptions.AuthenticationError, match=var):
             tw.run_turn(provider, session, _turn(toolset))
     assert [] == fake_openai.requests
+
+
+def test_a_server_of_ones_own_is_asked_without_a_key_and_a_401_says_so(
+    fake_openai: FakeOpenAI,
+    monkeypatch: pytest.MonkeyPatch,
+    toolset: tw.Toolset,
+    session: tw.Session,
+) -> None:
+    # `--provider openai --base-url http://localhost:8000/v1` for a server that needs no key:
+    # the request goes without an Authorization header; a 401 says it went without one.
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with (
+        OpenAIChatProvider("m", base_url=fake_openai.base_url) as provider,
+        pytest.raises(tw.exceptions.AuthenticationError) as info,
+    ):
+        tw.run_turn(provider, session, _turn(toolset))
+    assert "the request was sent without an API key" in str(info.value)
+    assert "OPENAI_API_KEY" in str(info.value)
+    (request,) = fake_openai.requests
+    assert "authorization" not in request.headers
+    fake_openai.api_key = None  # a server that takes no key
+    fake_openai.enqueue_chat(openai_chat.completion(content="hi"))
+    with OpenAIChatProvider("m", base_url=fake_openai.base_url) as provider:
+        reply = tw.run_turn(provider, session, _turn(toolset))
+    assert isinstance(reply, tw.Finished)
 
 
 def test_keys_come_from_the_environment(

@@ -170,6 +170,11 @@ class OpenAIBase(HttpProvider[StreamState]):
                 f"{type(self).__name__} needs base_url=... (the server's OpenAI-compatible "
                 f"root, e.g. 'http://localhost:11434/v1' for Ollama)"
             )
+        # A server of one's own (a base URL that is not the API's own) may need no key:
+        # with none, the request goes without an Authorization header, and a 401 says so.
+        chosen = (base_url or self._base_url_from_env() or "").rstrip("/")
+        if chosen and chosen != self.default_base_url.rstrip("/"):
+            _key_required = False
         super().__init__(
             model,
             api_key=api_key,
