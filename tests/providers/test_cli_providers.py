@@ -303,3 +303,20 @@ def test_json_documents_share_one_shape(tmp_path: Path) -> None:
     events = _cli(tmp_path, "call", "list_dir", "{}", "--json")
     lines = [json.loads(line) for line in events.stdout.splitlines()]
     assert {"toolwire.event/1"} == {e["format"] for e in lines}
+
+
+def test_plugins_lists_every_provider_name_a_distribution_registers(tmp_path: Path) -> None:
+    done = _cli(tmp_path, "plugins")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.split()[:1] == ["openai"])
+    assert lines[at + 1].split() == [
+        "registers:",
+        "openai,",
+        "openai-compatible,",
+        "openai-responses,",
+        "openrouter",
+    ]
+    data = json.loads(_cli(tmp_path, "plugins", "--json").stdout)
+    openai = next(p for p in data["plugins"] if p["name"] == "openai" and p["kind"] == "provider")
+    assert openai["registers"] == ["openai", "openai-compatible", "openai-responses", "openrouter"]

@@ -746,6 +746,14 @@ class PluginHost:
             self._ensure_providers(None)
             return tuple(sorted(self._providers))
 
+    def registered_by(self, plugin: str) -> tuple[str, ...]:
+        """The provider and backend names a plugin registered (of those imported so far:
+        call :meth:`providers` and :meth:`backends` first to import them all)."""
+        with self._lock:
+            names = [n for n, (owner, _) in self._providers.items() if owner == plugin]
+            names += [n for n, (owner, _) in self._backends.items() if owner == plugin]
+        return tuple(sorted(names))
+
     def schema_compilers(self) -> Mapping[str, SchemaCompiler]:
         """The schema compilers the providers registered, by provider name (imports all
         provider plugins)."""

@@ -186,6 +186,7 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
                 "status": r.status,
                 "reason": r.reason,
                 "plugin_status": host.plugin_status(r),
+                "registers": list(host.registered_by(r.name)),
             }
             for r in records
         ]
@@ -204,6 +205,9 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
         for r in rows:
             dist = f"{r.distribution} {r.version}".strip() or "(registered directly)"
             _out(sys.stdout, f"  {r.name:<20} {dist:<28} {r.status}")
+            names = host.registered_by(r.name)
+            if names and names != (r.name,):
+                _out(sys.stdout, f"{'':<23}registers: {', '.join(names)}")
             own = host.plugin_status(r)
             if own:
                 _out(sys.stdout, "\n".join(f"{'':<23}{line}" for line in own.splitlines()))
