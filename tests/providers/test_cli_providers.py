@@ -225,8 +225,11 @@ def test_tools_renders_for_any_provider_without_a_url_or_a_key(tmp_path: Path, n
     assert "read_file" in json.dumps(doc["tools"])
     text = _cli(tmp_path, "tools", "--provider", name)
     assert 0 == text.returncode
-    assert text.stdout.startswith(f"7 tool(s) as {name} sends them, ")  # fs and http
+    # fs and http: what a turn sends (the tools that are on), and the off ones said so.
+    assert text.stdout.startswith(f"5 tool(s) as {name} sends them, ")
     assert "  read_file(path, offset?, limit?)" in text.stdout
+    assert "  write_file: not sent (off; a turn that names it offers it)" in text.stdout
+    assert "write_file" not in json.dumps(doc["tools"])
     with pytest.raises(json.JSONDecodeError):
         json.loads(text.stdout)  # JSON only with --json
 

@@ -271,9 +271,10 @@ def _wire_tools(host: PluginHost, toolset: Toolset, args: argparse.Namespace) ->
         render_only=True,
     )
     try:
+        # What a turn sends: the tools that are on (as chat offers them), not the off ones.
         turn = resolve_turn(
             toolset,
-            availability=Availability.all(),
+            availability=Availability.default(),
             hooks=host.hook_sets(),
             context=HookContext(app=APP, provider=provider.name, model=provider.model),
         )
@@ -296,6 +297,10 @@ def _wire_tools(host: PluginHost, toolset: Toolset, args: argparse.Namespace) ->
         _out(sys.stdout, f"  {rt.name}({_parameters(rt.tool.input_schema)})")
     for name, hook in turn.hidden.items():
         _out(sys.stdout, f"  {name}: not sent (hidden by {hook})")
+    sent = {rt.name for rt in turn.tools}
+    for t in toolset.tools():
+        if toolset.is_off(t.name) and t.name not in sent and t.name not in turn.hidden:
+            _out(sys.stdout, f"  {t.name}: not sent (off; a turn that names it offers it)")
     return EXIT_OK
 
 
