@@ -495,3 +495,77 @@ def test_models_of_an_unknown_provider_exits_4(venv: Any) -> None:
     done = venv.cli("models", "--provider", "cannd", **QUIET)
     assert done.returncode == 4
     assert "did you mean `canned`?" in done.stderr
+
+
+# -- --schema (#29) ------------------------------------------------------------------------------
+
+
+def test_chat_schema_in_the_concise_syntax_prints_the_answer_as_json(venv: Any) -> None:
+    done = venv.cli("chat", "Tell me about 'Ada'", "--schema", "name, age int, bio: a bio", **QUIET)
+    assert done.returncode == 0, done.stderr
+    answer = json.loads(done.stdout[done.stdout.index("{") :])
+    assert answer["name"] == "Ada"
+    assert isinstance(answer["age"], int)
+
+
+def test_chat_schema_from_a_json_schema_file_and_a_model(venv: Any, tmp_path: Path) -> None:
+    schema = tmp_path / "city.json"
+    schema.write_text(
+        json.dumps(
+            {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "pop": {"type": "integer"}},
+                "required": ["city", "pop"],
+            }
+        )
+    )
+    done = venv.cli("chat", "Tell me about 'Oslo'", "--schema", str(schema), **QUIET)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout[done.stdout.index("{") :])["city"] == "Oslo"
+    (tmp_path / "shapes.py").write_text(
+        "from pydantic import BaseModel\n\n\nclass Town(BaseModel):\n    name: str\n"
+    )
+    done = venv.cli(
+        "chat",
+        "Tell me about 'Bergen'",
+        "--schema",
+        "shapes:Town",
+        "--json",
+        **{**QUIET, "PYTHONPATH": str(tmp_path)},
+    )
+    assert done.returncode == 0, done.stderr
+    answer = [json.loads(line) for line in done.stdout.splitlines()][-1]
+    assert answer["output"] == {"name": "Bergen"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        ("name, age integer", "has type 'integer'; the types are str, int, float, bool"),
+        ("name, 9lives int", "is not a field"),
+        ("name, name", "is given twice"),
+        ("missing.json", "cannot read it"),
+    ],
+)
+def test_a_malformed_schema_is_a_usage_error(venv: Any, spec: str, said: str) -> None:
+    done = venv.cli("chat", "x", "--schema", spec, **QUIET)
+    assert done.returncode == 2
+    assert said in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        ("{not json", "not JSON"),
+        ('{"type": "array"}', "must describe an object"),
+        ('{"type": "object", "properties": {"a": {"type": 5}}}', "not a valid JSON Schema"),
+    ],
+)
+def test_a_malformed_schema_file_is_a_usage_error(
+    venv: Any, tmp_path: Path, content: str, said: str
+) -> None:
+    path = tmp_path / "s.json"
+    path.write_text(content)
+    done = venv.cli("chat", "x", "--schema", str(path), **QUIET)
+    assert done.returncode == 2
+    assert said in done.stderr

@@ -428,7 +428,15 @@ def _cmd_chat(args: argparse.Namespace) -> int:
     ctx = HookContext(app=APP, session_id=session.id, provider=provider.name, model=provider.model)
     spinner = Spinner(f"waiting for {provider.name}", enabled=None if not args.json else False)
     events = _Events(_printer(args.json), spinner, save_media=args.save_media)
-    agent = _agent(host, provider, toolset, ctx, args, events.emit, max_rounds=args.max_rounds)
+    options: dict[str, Any] = {"max_rounds": args.max_rounds}
+    if args.schema:
+        from toolwire.cli.schema_arg import answer_type
+
+        try:
+            options["output_type"] = answer_type(args.schema, _imported)
+        except UsageError as exc:
+            raise CliError(str(exc), EXIT_USAGE) from None
+    agent = _agent(host, provider, toolset, ctx, args, events.emit, **options)
     retries = RetryNotice(before=spinner.stop)
     http_log = logging.getLogger("toolwire.http")
     http_log.addHandler(retries)
@@ -437,7 +445,9 @@ def _cmd_chat(args: argparse.Namespace) -> int:
         http_log.setLevel(logging.INFO)
     try:
         spinner.start()
-        asyncio.run(agent.arun(session, args.prompt, on_event=events, stream=args.stream))
+        # A structured answer is printed whole, as JSON: its text is not streamed.
+        stream = args.stream and not args.schema
+        asyncio.run(agent.arun(session, args.prompt, on_event=events, stream=stream))
     except RoundLimitError:
         raise CliError(
             f"the model did not finish within {args.max_rounds} tool round(s): it asked for "

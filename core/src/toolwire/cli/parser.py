@@ -116,6 +116,12 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--model", metavar="M", help="model name (default: the provider's)")
     _provider_options(sp)
     sp.add_argument("--max-rounds", type=int, default=8, metavar="N", help="tool rounds (8)")
+    sp.add_argument(
+        "--schema",
+        metavar="SPEC",
+        help="answer as JSON of this shape: a JSON Schema file, MODULE:ATTR, or fields "
+        'like "name, age int, bio: a short biography"',
+    )
     _backend_option(sp)
     sp.add_argument(
         "--no-stream",

@@ -317,7 +317,10 @@ class _TextPrinter:
                 for line in lines:
                     self._line(line)
             self.blocks.clear()
-            if self.streaming and self.streamed == event["text"]:
+            if "output" in event:  # a structured answer (--schema): its JSON, as it is
+                self._end_text()
+                self._line(json.dumps(event["output"], indent=2, ensure_ascii=False))
+            elif self.streaming and self.streamed == event["text"]:
                 self._end_text()
             else:
                 self._line(f"assistant: {event['text']}")
