@@ -365,3 +365,29 @@ def test_the_terminal_asks_each_field_and_declines_at_the_end_of_input() -> None
     assert terminal_handler(lambda p: next(wrong), io.StringIO())(request) is None
     # a run that is not interactive installs nothing: every request is declined
     assert install_terminal_handler(io.StringIO()) is False
+
+
+_WITH_ACTIVE_POLICY = """
+import sys
+from toolwire import Reject, hookimpl
+from toolwire._plugins import get_host
+from toolwire.cli import main
+
+class OrgPolicy:
+    @hookimpl
+    def toolwire_tool_decision(self, call):
+        return Reject("the organisation says no") if call.name == "find" else None
+
+get_host().register(OrgPolicy(), "org", kind="policy")
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_an_inert_policy_beside_an_active_one_is_a_status_line_not_a_warning(
+    here: Path,
+) -> None:
+    # "tool calls are not checked" was printed while another policy checked every call.
+    done = _run(here, "chat", "list the files here", code=_WITH_ACTIVE_POLICY)
+    assert done.returncode == 0, done.stderr
+    assert "checks nothing" not in done.stderr
+    assert "toolwire: policy `policy`: inert: no policy file" in done.stderr

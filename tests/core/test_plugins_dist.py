@@ -212,6 +212,17 @@ def test_the_deny_list_does_not_switch_a_policy_off(venv: Any) -> None:
     ) in done.stderr
 
 
+def test_a_deny_list_given_in_code_is_named_as_such(venv: Any) -> None:
+    # It was reported as the environment variable, which the user never set.
+    done = venv.python_code(
+        "from toolwire import PluginHost; h = PluginHost(deny=['goodpack']).discover();"
+        "print([r.reason for r in h.plugins if r.name == 'goodpack'])",
+        TOOLWIRE_DISABLE_POLICIES="brokenpolicy",
+    )
+    assert 0 == done.returncode, done.stderr
+    assert "['listed in PluginHost(deny=...)']" == done.stdout.strip()
+
+
 def test_switching_a_policy_off_by_name_is_loud(venv: Any) -> None:
     done = venv.python_code(
         "from toolwire import PluginHost; h = PluginHost().discover();"

@@ -147,6 +147,8 @@ class PluginHost:
             if deny is None
             else frozenset(deny)
         )
+        #: Where the deny-list came from, as its reason says it.
+        self._deny_source = "TOOLWIRE_DISABLE_PLUGINS" if deny is None else "PluginHost(deny=...)"
         if hook_timeout is not None and not hook_timeout > 0:
             raise PluginError(f"hook_timeout must be a positive number, got {hook_timeout!r}")
         self.hook_timeout = _env_timeout() if hook_timeout is None else float(hook_timeout)
@@ -312,15 +314,16 @@ class PluginHost:
         if ep.name in self.deny and kind == "policy":
             # The deny-list selects tool packs and providers; a policy stays on.
             logger.warning(
-                "policy %s is listed in TOOLWIRE_DISABLE_PLUGINS, which does not turn a "
-                "policy off: it stays in force (turning it off is %s=%s)",
+                "policy %s is listed in %s, which does not turn a policy off: it stays in "
+                "force (turning it off is %s=%s)",
                 record.label(),
+                self._deny_source,
                 DISABLE_POLICIES_ENV,
                 ep.name,
             )
         elif ep.name in self.deny:
             self._records[(kind, ep.name)] = attrs.evolve(
-                record, status="disabled", reason="listed in TOOLWIRE_DISABLE_PLUGINS"
+                record, status="disabled", reason=f"listed in {self._deny_source}"
             )
             return
         # The allow-list narrows tool packs and providers; it never removes a policy (an

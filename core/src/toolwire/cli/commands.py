@@ -150,11 +150,13 @@ def _provider(
 def _warn_blocked(host: PluginHost) -> None:
     """Before calls run: which policies decide them, a warning for a policy that checks
     nothing (installed, no configuration), and why calls are blocked."""
-    for record in host.plugins:
-        if record.kind != "policy" or record.status != "loaded":
-            continue
+    loaded = [r for r in host.plugins if r.kind == "policy" and r.status == "loaded"]
+    # "Tool calls are not checked" is true only when no policy checks them: an inert policy
+    # beside an active one is said as a status line, not as a warning.
+    active = [r for r in loaded if not host.is_inert(r)]
+    for record in loaded:
         state = host.plugin_status(record)
-        if host.is_inert(record):
+        if host.is_inert(record) and not active:
             _out(
                 sys.stderr,
                 f"toolwire: warning: policy {record.label()} checks nothing: "
