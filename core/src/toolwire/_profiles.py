@@ -33,6 +33,7 @@ import attrs
 
 from toolwire._errors import ProfileError, UnsupportedSettingError, UsageError
 from toolwire._exports import publish
+from toolwire._files import read_capped
 
 __all__ = [
     "FORMAT",
@@ -291,13 +292,7 @@ def _config_profiles() -> list[ModelProfile]:
     path = _config_file()
     if path is None:
         return []
-    try:
-        with path.open("rb") as f:
-            raw = f.read(_MAX_CONFIG + 1)
-    except OSError as exc:
-        raise ProfileError(f"cannot read {path}: {exc.strerror}") from None
-    if len(raw) > _MAX_CONFIG:
-        raise ProfileError(f"{path} is over {_MAX_CONFIG:,} bytes")
+    raw = read_capped(path, _MAX_CONFIG, str(path), ProfileError)
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field, WithJsonSchema, create_model
 
 from toolwire._errors import UsageError
+from toolwire._files import read_capped
 
 __all__ = ["MAX_SCHEMA_BYTES", "answer_type"]
 
@@ -40,13 +41,7 @@ def answer_type(spec: str, imported: Any) -> Any:
 
 
 def _from_file(path: Path) -> Any:
-    try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_SCHEMA_BYTES + 1)
-    except OSError as exc:
-        raise UsageError(f"--schema {path}: cannot read it: {exc.strerror}") from None
-    if len(raw) > MAX_SCHEMA_BYTES:
-        raise UsageError(f"--schema {path}: over {MAX_SCHEMA_BYTES:,} bytes")
+    raw = read_capped(path, MAX_SCHEMA_BYTES, f"--schema {path}", UsageError)
     try:
         schema = json.loads(raw)
     except (ValueError, RecursionError) as exc:
