@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import mimetypes
 import os
 import stat
 from collections.abc import Iterable, Mapping, Sequence
@@ -146,6 +145,14 @@ def _token_ok(media_type: str) -> bool:
     return bool(sep and top and sub) and set(top) <= allowed and set(sub) <= allowed
 
 
+def _guess(name: str) -> str | None:
+    """The media type a file name's extension says (``mimetypes``, imported on first use:
+    it costs a cold start milliseconds every text result would pay)."""
+    import mimetypes
+
+    return mimetypes.guess_type(name)[0]
+
+
 def _size_text(n: int) -> str:
     return f"{n:,} bytes"
 
@@ -223,7 +230,7 @@ class _Media:
         if path is not None:
             data = _read(path, what)
             name = name or os.path.basename(os.fspath(path))
-            media_type = media_type or sniff(data) or mimetypes.guess_type(os.fspath(path))[0]
+            media_type = media_type or sniff(data) or _guess(os.fspath(path))
         elif url is not None:
             if not isinstance(url, str):
                 raise MediaError(f"{what}.url must be a string, got {type(url).__name__}")
@@ -237,7 +244,7 @@ class _Media:
                     f"{what}.url must be one URL, without spaces or control characters"
                 )
             else:
-                media_type = media_type or mimetypes.guess_type(url.split("?", 1)[0])[0]
+                media_type = media_type or _guess(url.split("?", 1)[0])
         if data is not None:
             if isinstance(data, (bytearray, memoryview)):
                 data = bytes(data)
