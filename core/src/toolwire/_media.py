@@ -332,7 +332,6 @@ class File(_Media):
 
 
 Part = Union[Text, Image, Audio, File, ResourceLink]
-Media = Union[Image, Audio, File]
 PART_TYPES = (Text, Image, Audio, File, ResourceLink)
 MEDIA_TYPES = (Image, Audio, File)
 
@@ -497,9 +496,9 @@ def render(parts: Sequence[Part]) -> str:
     return "\n\n".join(placeholder(p) for p in parts)
 
 
-def over_limit(parts: Sequence[Part], limit: int | None = None) -> str | None:
+def over_limit(parts: Sequence[Part]) -> str | None:
     """Why ``parts`` carry too much media for one result, or None."""
-    cap = _Limits.now.result_bytes if limit is None else limit
+    cap = _Limits.now.result_bytes
     total = media_bytes(parts)
     if total > cap:
         return (
@@ -619,7 +618,8 @@ publish(globals())
 
 # -- what an API takes ------------------------------------------------------------------
 
-_IMAGES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+#: The image types every API with image input takes (PNG, JPEG, GIF, WebP).
+COMMON_IMAGES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 
 
 @attrs.frozen
@@ -679,7 +679,6 @@ class MediaSupport:
 
 
 TEXT_ONLY = MediaSupport("a text-only API")
-COMMON_IMAGES = _IMAGES
 
 
 # -- fetching a URL, when the application allows it --------------------------------------
