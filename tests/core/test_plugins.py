@@ -902,6 +902,58 @@ def test_toolwire_audit(host: PluginHost) -> None:
     ] == policy.events
 
 
+def test_toolwire_redact_arguments(host: PluginHost) -> None:
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    class Pack:
+        @hookimpl
+        def toolwire_redact_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
+            seen.append(("pack", arguments))
+            return {**arguments, "path": "[pack]"}
+
+    class Corp:
+        @hookimpl
+        def toolwire_redact_arguments(
+            self, tool: tw.Tool[Any, Any], arguments: dict[str, Any], context: tw.HookContext
+        ) -> dict[str, Any] | None:
+            seen.append((f"corp:{tool.name}:{context.app}", arguments))
+            return dict.fromkeys(arguments, "[REDACTED]")
+
+    host.register(Corp(), "corp", kind="policy")
+    host.register(Pack(), "pack", kind="toolset")
+    got = host.redact_arguments(wipe, {"path": "/etc"}, tw.HookContext(app="cli"))
+    # Tool packs first, each seeing what the one before left; the policy has the last word.
+    assert {"path": "[REDACTED]"} == got
+    assert [("pack", {"path": "/etc"}), ("corp:wipe:cli", {"path": "[pack]"})] == seen
+    # The policies-only view skips the tool pack.
+    seen.clear()
+    assert {"path": "[REDACTED]"} == host.policies_only().redact_arguments(wipe, {"path": "/"})
+    assert ["corp:wipe:"] == [who for who, _ in seen]
+
+
+@pytest.mark.parametrize("bad", ["raises", "async", "list"])
+def test_a_redact_hook_that_fails_keeps_no_arguments(
+    host: PluginHost, bad: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    class Broken:
+        @hookimpl
+        def toolwire_redact_arguments(self, arguments: dict[str, Any]) -> Any:
+            if bad == "raises":
+                raise KeyError("password")
+            if bad == "async":
+
+                async def later() -> None:
+                    return None
+
+                return later()
+            return ["not", "a", "dict"]
+
+    host.register(Broken(), "corp", kind="policy")
+    # Fail closed: the record keeps nothing rather than what the hook would have hidden.
+    assert host.redact_arguments(wipe, {"path": "secret"}) is None
+    assert "redact hook of plugin `corp`" in caplog.text
+
+
 def test_toolwire_audit_sees_the_executors_own_refusals(host: PluginHost) -> None:
     policy = Auditing()
     host.register(policy, "corp", kind="policy")

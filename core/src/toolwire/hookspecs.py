@@ -277,6 +277,30 @@ def toolwire_audit(event: AuditEvent, context: HookContext) -> None:
     """
 
 
+@hookspec
+def toolwire_redact_arguments(
+    tool: Tool[object, object], arguments: dict[str, object], context: HookContext
+) -> dict[str, object] | None:
+    """Hide argument values from a record kept outside the policies' own audit (the
+    CLI's conversation log, an application's logs): a policy redacts there what it
+    redacts in its audit log.
+
+    Calling rule: pipeline, sync only: tool packs first, then policies; each
+    implementation gets the arguments as the previous one left them and returns a
+    redacted copy (or None to leave them). The call itself is unchanged: this decides
+    only what a record keeps. An implementation that raises, is async, overruns the time
+    budget or returns something other than a dict makes the record keep no arguments
+    at all (fail closed), and is logged.
+
+    :param tool: the tool called.
+    :param arguments: the call's arguments (JSON data) as the previous hook left them.
+    :param context: the turn's context.
+    :returns: the arguments with values replaced (``"[REDACTED]"``), or None.
+
+    Added in 0.2.
+    """
+
+
 # -- the reference ---------------------------------------------------------------
 
 

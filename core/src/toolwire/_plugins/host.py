@@ -19,6 +19,7 @@ import importlib
 import inspect
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -1069,6 +1070,65 @@ class PluginHost:
                     type(out).__name__,
                 )
 
+    # -- records kept outside the policies' audit ------------------------------------
+
+    def redact_arguments(
+        self,
+        tool: Tool[Any, Any],
+        arguments: Mapping[str, Any],
+        context: HookContext | None = None,
+        *,
+        policies_only: bool = False,
+    ) -> dict[str, Any] | None:
+        """``arguments`` as a record outside the policies' audit may keep them: through
+        every ``toolwire_redact_arguments`` (tool packs, then policies). None when a hook
+        failed (raised, async, over its budget, not a dict): keep no arguments at all."""
+        with self._lock:
+            self._ensure_toolsets()
+            impls = self._live_impls("toolwire_redact_arguments")
+        if self._notices:
+            return None  # a policy that failed to load cannot say what it would redact
+        kinds = [False, True]
+        ordered = [
+            i
+            for policy in kinds
+            for i in impls
+            if (self._kind.get(i.plugin_name) == "policy") == policy
+            and (policy or not policies_only)
+        ]
+        ctx = context or HookContext()
+        current: dict[str, Any] = dict(arguments)
+        for impl in ordered:
+            args = {"tool": tool, "arguments": dict(current), "context": ctx}
+            started = time.monotonic()
+            try:
+                out = impl.function(**{a: args[a] for a in impl.argnames})
+            except Exception as exc:
+                logger.error(
+                    "redact hook of plugin `%s` failed: %s", impl.plugin_name, _describe(exc)
+                )
+                return None
+            if inspect.isawaitable(out):
+                _close(out)
+                logger.error("redact hook of plugin `%s` must be sync", impl.plugin_name)
+                return None
+            if time.monotonic() - started > self.hook_timeout:
+                logger.error(
+                    "redact hook of plugin `%s` took over %g s", impl.plugin_name, self.hook_timeout
+                )
+                return None
+            if out is None:
+                continue
+            if not isinstance(out, dict):
+                logger.error(
+                    "redact hook of plugin `%s` returned %s; it returns a dict or None",
+                    impl.plugin_name,
+                    type(out).__name__,
+                )
+                return None
+            current = out
+        return current
+
     def policies_only(self) -> PolicyHost:
         """This host without its tool packs: what ``plugins=False`` means (tool packs
         drop out; the policies keep deciding, hiding, redacting and auditing)."""
@@ -1135,6 +1195,12 @@ class PolicyHost:
 
     def audit(self, event: AuditEvent, context: HookContext | None = None) -> None:
         self.host.audit(event, context)
+
+    def redact_arguments(
+        self, tool: Tool[Any, Any], arguments: Mapping[str, Any], context: HookContext | None = None
+    ) -> dict[str, Any] | None:
+        """The policies' redaction of ``arguments`` (see :meth:`PluginHost.redact_arguments`)."""
+        return self.host.redact_arguments(tool, arguments, context, policies_only=True)
 
     def backend(self, name: str, **options: Any) -> Any:
         return self.host.backend(name, **options)

@@ -172,6 +172,19 @@ class PolicyPlugin:
             return None
         return self.policy.on_result(call, result, context)
 
+    @hookimpl(trylast=True)
+    def toolwire_redact_arguments(
+        self, tool: Tool[Any, Any], arguments: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """What the audit log redacts, a record kept elsewhere (the CLI's conversation
+        log) redacts too; a policy that failed to load lets no argument be kept."""
+        if self.error is not None:
+            raise self.error
+        if self.policy is None:
+            return None
+        redacted = self.policy.redact_arguments(tool, arguments)
+        return redacted if isinstance(redacted, dict) else None
+
     @hookimpl
     def toolwire_audit(self, event: AuditEvent, context: HookContext) -> None:
         """Write the attempts toolwire answered itself (unknown, not offered, hidden,

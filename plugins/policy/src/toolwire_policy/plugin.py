@@ -21,6 +21,7 @@ from toolwire_policy._plugin import PolicyPlugin
 __all__ = [
     "status",
     "toolwire_audit",
+    "toolwire_redact_arguments",
     "toolwire_tool_availability",
     "toolwire_tool_decision",
     "toolwire_tool_result",
@@ -59,6 +60,12 @@ def toolwire_tool_result(
 ) -> ToolResult | None:
     """Audit every result; redact its content by the policy's result patterns."""
     return PLUGIN.toolwire_tool_result(call, result, context)
+
+
+@hookimpl(trylast=True)
+def toolwire_redact_arguments(tool: Tool[Any, Any], arguments: dict[str, Any]) -> Any:
+    """Redact, in records kept outside the audit log, what the audit log redacts."""
+    return PLUGIN.toolwire_redact_arguments(tool, arguments)
 
 
 @hookimpl
