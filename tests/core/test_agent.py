@@ -163,6 +163,18 @@ def test_a_rejection_names_the_hook_that_rejected(session: tw.Session) -> None:
     assert [("rejected", "read-only"), ("invalid", "")] == [(d.outcome, d.source) for d in decided]
 
 
+def test_an_answered_call_names_the_hook_that_answered(session: tw.Session) -> None:
+    hooks = tw.HookSet("app-rules")
+    hooks.on(drop, lambda c: tw.Complete("dropped (dry run)"), name="dry-run")
+    provider = TestProvider(
+        script=[{"tool_calls": [call("drop", "a", table="users")]}, {"text": "done"}]
+    )
+    events: list[Any] = []
+    tw.run_agent(provider, toolset(), session, "drop it", hooks=[hooks], on_event=events.append)
+    decided = [e for e in events if isinstance(e, tw.ToolCallDecided)]
+    assert [("handled", "dry-run")] == [(d.outcome, d.source) for d in decided]
+
+
 def test_a_forced_tool_round_goes_back_to_optional(session: tw.Session) -> None:
     provider = TestProvider(
         script=[{"tool_calls": [call("lookup", "a", city="Oslo")]}, {"text": "Oslo is warm."}]

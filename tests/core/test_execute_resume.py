@@ -145,6 +145,7 @@ def test_to_dict_holds_what_a_resume_needs() -> None:
     assert [a["call_id"] for a in data["approvals"]] == ["2", "6"]
     assert data["handled"][0]["call_id"] == "5"
     assert data["handled"][0]["result"] == {"content": "cached contents", "is_error": False}
+    assert data["handled"][0]["source"].endswith("guard")
     [rej] = data["rejected"]
     assert (rej["call_id"], rej["reason"]) == ("4", "no secrets")
     assert rej["source"].endswith("guard")

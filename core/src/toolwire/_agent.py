@@ -68,8 +68,8 @@ class ToolCallDecided:
     answered it), ``rejected`` (a hook rejected it, ``reason`` says why) or
     ``invalid`` (a recoverable issue: unknown tool, not offered, bad arguments;
     for bad arguments ``reason`` lists the errors per field).
-    ``source`` names the hook (or plugin, ``plugin:NAME``) that rejected the
-    call; empty otherwise.
+    ``source`` names the hook (or plugin, ``plugin:NAME``) that rejected or answered
+    the call; empty for ``run`` and ``invalid`` (toolwire's own checks).
     """
 
     round: int
@@ -554,7 +554,7 @@ def _decisions(rounds: int, round_: ToolRound, plan: ToolRoundPlan) -> Iterator[
     for c in plan.pending:
         outcome[c.id] = ("run", "", "")
     for h in plan.handled:
-        outcome[h.call.id] = ("handled", "", "")
+        outcome[h.call.id] = ("handled", "", h.source)
     for r in plan.rejected:
         outcome[r.call.id] = ("rejected", r.reason, r.source)
     for issue in plan.issues:

@@ -518,11 +518,13 @@ def _answer(decided: HandledCall | RejectedCall) -> Any:
 
 @attrs.frozen
 class HandledCall:
-    """A call answered without running the tool (a hook's Complete)."""
+    """A call answered without running the tool (a hook's Complete); ``source`` names
+    the hook (or plugin) that answered it (empty when not known)."""
 
     call: TypedCall[Any]
     output: Any
     result: ToolResult
+    source: str = ""
 
 
 @attrs.frozen

@@ -624,7 +624,8 @@ def _interpret(
     if isinstance(decision, Complete):
         # The handled call carries the input as it was before this pass.
         try:
-            return HandledCall(start, decision.output, start.complete(decision.output))
+            result = start.complete(decision.output)
+            return HandledCall(start, decision.output, result, h.name)
         except Exception as exc:  # an output that cannot be serialised: fail closed
             return _failed(call, h, exc)
     if isinstance(decision, Reject):

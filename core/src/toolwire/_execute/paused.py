@@ -123,6 +123,7 @@ class RoundExecution:
                     **_call_entry(h.call),
                     "output": pydantic_core.to_jsonable_python(h.output, fallback=repr),
                     "result": _result_entry(h.result),
+                    "source": h.source,
                 }
                 for h in _in_order(handled, lambda h: h.call.id, order)
             ],
@@ -408,7 +409,12 @@ def _restore(
     ctx = context or turn.context or HookContext()
     calls = tuple(_typed(turn, raw, e, w) for raw, e, w in recorded("calls"))
     handled = tuple(
-        HandledCall(_answered(turn, raw, e, w), e.get("output"), _result(raw, e, w))
+        HandledCall(
+            _answered(turn, raw, e, w),
+            e.get("output"),
+            _result(raw, e, w),
+            field(e, "source", w, str, ""),  # absent from rounds paused before 0.2
+        )
         for raw, e, w in recorded("handled")
     )
     rejected = tuple(
