@@ -27,8 +27,14 @@ def _no_ambient_policy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Non
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(tmp_path_factory.mktemp("cwd"))
         mp.setenv("XDG_CONFIG_HOME", str(tmp_path_factory.mktemp("config")))
-        mp.delenv("TOOLWIRE_POLICY", raising=False)
-        mp.delenv("TOOLWIRE_CONFIG", raising=False)
+        # The CLI's conversation log and history, and toolwire-mcp's tool-list cache:
+        # never the machine's.
+        mp.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data")))
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
+        for name in ("TOOLWIRE_POLICY", "TOOLWIRE_CONFIG", "TOOLWIRE_LOGS_PATH"):
+            mp.delenv(name, raising=False)
+        for name in ("TOOLWIRE_PROVIDER", "TOOLWIRE_MODEL", "TOOLWIRE_MCP_CACHE"):
+            mp.delenv(name, raising=False)
         yield
 
 

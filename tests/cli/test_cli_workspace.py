@@ -283,7 +283,7 @@ def test_results_a_hook_answered_go_through_the_hosts_result_hooks(here: Path) -
     done = _run(here, "call", "lookup", '{"city": "cached"}', code=_WITH_PLUGINS)
     assert (
         0,
-        ["  decision: answered by a hook (not run)", "  result: cached: Oslo 21C (checked)"],
+        ["  decision: answered by plugin:app (not run)", "  result: cached: Oslo 21C (checked)"],
     ) == (done.returncode, done.stdout.splitlines()[1:])
 
 

@@ -25,15 +25,21 @@ __all__ = ["main"]
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; returns the exit status (see ``toolwire --help``)."""
-    args = _parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["__complete"]:  # what a shell's completion script asks
+        from toolwire.cli.completion import complete
+
+        return complete(words[1:])
+    args = _parser().parse_args(words)
     # After parsing: --help, --version and argument errors need none of the machinery
     # (pydantic, the plugin host, the agent), which takes a fifth of a second to import.
+    from toolwire.cli.chat import COMMANDS
     from toolwire.cli.commands import _COMMANDS
     from toolwire.cli.render import _out
 
     _log_to_stderr()
     try:
-        return _COMMANDS[args.command](args)
+        return {**_COMMANDS, **COMMANDS}[args.command](args)
     except Exception as exc:
         if args.debug:
             raise

@@ -7,7 +7,6 @@ import asyncio
 import difflib
 import importlib
 import json
-import logging
 import os
 import sys
 from collections.abc import Callable
@@ -20,7 +19,6 @@ from toolwire._calls import ToolCall
 from toolwire._compile import CompileOptions, check_tools
 from toolwire._errors import (
     ProviderError,
-    RoundLimitError,
     ToolwireError,
     UsageError,
 )
@@ -40,7 +38,6 @@ from toolwire.cli.parser import (
     EXIT_OK,
     EXIT_PLUGIN,
     EXIT_PROVIDER,
-    EXIT_ROUNDS,
     EXIT_SCHEMA,
     EXIT_TOOL,
     EXIT_USAGE,
@@ -48,12 +45,11 @@ from toolwire.cli.parser import (
 )
 from toolwire.cli.render import (
     Emit,
-    RetryNotice,
-    Spinner,
     _Events,
     _out,
     _printer,
     json_document,
+    style_for,
 )
 from toolwire.providers.test import TestProvider
 
@@ -327,7 +323,7 @@ def _approver(approve: bool, command: str, emit: Emit) -> Callable[[ApprovalRequ
     """
 
     def decide(request: ApprovalRequest) -> Allow | Deny:
-        event: dict[str, Any] = {"event": "approval", "id": request.call_id}
+        event: dict[str, Any] = {"event": "approval", "id": request.call_id, "source": "cli"}
         if approve:
             emit({**event, "decision": "allow", "reason": "--approve"})
             return Allow()
@@ -361,7 +357,20 @@ def _agent(
     return Agent(provider, toolset, executor=executor, plugins=host, context=ctx, **options)
 
 
-def _status(host: PluginHost, events: _Events) -> int:
+def _color(args: argparse.Namespace) -> str:
+    """``--color``, else the user's toolwire.toml's ``color``."""
+    if args.color:
+        return str(args.color)
+    from toolwire.cli.config import cli_config
+
+    try:
+        return str(cli_config()["color"])
+    except UsageError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+
+
+def _status(host: PluginHost, events: Any) -> int:
+    """0 when every call went through (``events.clean``), else why not."""
     if events.clean:
         return EXIT_OK
     return EXIT_PLUGIN if host.blocked else EXIT_TOOL
@@ -393,7 +402,8 @@ def _cmd_call(args: argparse.Namespace) -> int:
     # The call is replayed as the model's reply, so it takes exactly the path a
     # chat's tool call takes (hooks, executor, result hooks) for one round.
     reply = AssistantReply("", (ToolCall("call_cli", args.name, args.arguments),), "tool_calls")
-    events = _Events(_printer(args.json), save_media=args.save_media)
+    style = style_for(_color(args), sys.stdout, args.verbose)
+    events = _Events(_printer(args.json, style=style), save_media=args.save_media)
     agent = _agent(
         host,
         TestProvider(script=[reply]),
@@ -410,58 +420,6 @@ def _cmd_call(args: argparse.Namespace) -> int:
         asyncio.run(agent.arun(Session(), on_event=events))
     finally:
         agent.executor.close()
-    return _status(host, events)
-
-
-# -- chat ------------------------------------------------------------------------------
-
-
-def _cmd_chat(args: argparse.Namespace) -> int:
-    if args.max_rounds < 1:
-        raise CliError(f"--max-rounds must be at least 1, got {args.max_rounds}", EXIT_USAGE)
-    install_terminal_handler()  # an MCP server's question is asked here, when interactive
-    host = _host()
-    toolset = host.assemble(_app_toolset(args.app))
-    provider = _provider(
-        host, args.provider, args.model, base_url=args.base_url, api_key_env=args.api_key_env
-    )
-    _warn_blocked(host)
-    session = Session()
-    ctx = HookContext(app=APP, session_id=session.id, provider=provider.name, model=provider.model)
-    spinner = Spinner(f"waiting for {provider.name}", enabled=None if not args.json else False)
-    events = _Events(_printer(args.json), spinner, save_media=args.save_media)
-    options: dict[str, Any] = {"max_rounds": args.max_rounds}
-    if args.schema:
-        from toolwire.cli.schema_arg import answer_type
-
-        try:
-            options["output_type"] = answer_type(args.schema, _imported)
-        except UsageError as exc:
-            raise CliError(str(exc), EXIT_USAGE) from None
-    agent = _agent(host, provider, toolset, ctx, args, events.emit, **options)
-    retries = RetryNotice(before=spinner.stop)
-    http_log = logging.getLogger("toolwire.http")
-    http_log.addHandler(retries)
-    level = http_log.level
-    if not http_log.isEnabledFor(logging.INFO):
-        http_log.setLevel(logging.INFO)
-    try:
-        spinner.start()
-        # A structured answer is printed whole, as JSON: its text is not streamed.
-        stream = args.stream and not args.schema
-        asyncio.run(agent.arun(session, args.prompt, on_event=events, stream=stream))
-    except RoundLimitError:
-        raise CliError(
-            f"the model did not finish within {args.max_rounds} tool round(s): it asked for "
-            f"tools again (not run); raise --max-rounds",
-            EXIT_ROUNDS,
-        ) from None
-    finally:
-        spinner.close()
-        http_log.removeHandler(retries)
-        http_log.setLevel(level)
-        agent.executor.close()
-        provider.close()
     return _status(host, events)
 
 
@@ -686,7 +644,6 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "plugins": _cmd_plugins,
     "tools": _cmd_tools,
     "call": _cmd_call,
-    "chat": _cmd_chat,
     "check": _cmd_check,
     "models": _cmd_models,
     "mcp": _cmd_mcp,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 EXIT_OK = 0
 EXIT_TOOL = 1
@@ -27,9 +27,10 @@ exit status:
      or its schema loses a constraint)
 
 approval:
-  `call` and `chat` have no interactive approver: mutating and destructive
-  tools run only with --approve (or --yes); without it they are denied.
-  Policies decide first: --approve never overrides a policy's rejection.
+  An interactive `chat` asks at the terminal before a mutating or destructive
+  call runs; otherwise (`call`, a chat with a prompt) those tools run only with
+  --approve (or --yes), and without it they are denied. Policies decide first:
+  --approve never overrides a policy's rejection.
 
 environment:
   TOOLWIRE_PLUGINS           allow-list of plugin names (comma separated; never a policy)
@@ -42,6 +43,13 @@ environment:
   TOOLWIRE_PLUGIN_IMPORT_TIMEOUT
                              seconds a plugin's import may take (default 30)
   TOOLWIRE_BACKEND           where tool bodies run (an executor backend's name)
+  TOOLWIRE_CONFIG            the command line's toolwire.toml (default:
+                             $XDG_CONFIG_HOME/toolwire/toolwire.toml; `toolwire config`)
+  TOOLWIRE_PROVIDER, TOOLWIRE_MODEL
+                             chat's provider and model (the command line wins)
+  TOOLWIRE_LOGS_PATH         the conversation log (default:
+                             $XDG_DATA_HOME/toolwire/logs.db; `toolwire logs path`)
+  NO_COLOR                   no colour on a terminal
 """
 
 APP = "toolwire-cli"
@@ -106,16 +114,25 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("name", help="the tool's wire name")
     sp.add_argument("arguments", metavar="JSON", help="the arguments, as a JSON object")
     sp.add_argument("--json", action="store_true", help="print one JSON event per line")
+    _shape_options(sp)
     _save_media_option(sp)
     _backend_option(sp)
     _approve_switch(sp)
 
-    sp = command("chat", "the tool loop with a provider (the offline `test` one by default)")
-    sp.add_argument("prompt", help="what to ask the model")
-    sp.add_argument("--provider", metavar="NAME", default="test", help="provider (default: test)")
+    sp = command(
+        "chat",
+        "the tool loop with a provider (the offline `test` one by default); without a "
+        "prompt, an interactive session on a terminal (or the prompt from stdin)",
+    )
+    sp.add_argument("prompt", nargs="?", help="what to ask the model (none: interactive)")
+    sp.add_argument(
+        "--provider", metavar="NAME", help="provider (default: toolwire.toml's, else test)"
+    )
     sp.add_argument("--model", metavar="M", help="model name (default: the provider's)")
     _provider_options(sp)
-    sp.add_argument("--max-rounds", type=int, default=8, metavar="N", help="tool rounds (8)")
+    sp.add_argument(
+        "--max-rounds", type=int, default=None, metavar="N", help="tool rounds per prompt (8)"
+    )
     sp.add_argument(
         "--schema",
         metavar="SPEC",
@@ -129,9 +146,51 @@ def _parser() -> argparse.ArgumentParser:
         action="store_false",
         help="wait for each whole reply instead of streaming the answer's text",
     )
+    sp.add_argument(
+        "-c",
+        "--continue",
+        dest="cont",
+        action="store_true",
+        help="continue the latest logged conversation",
+    )
+    sp.add_argument("--cid", metavar="ID", help="continue this logged conversation")
+    sp.add_argument(
+        "--no-log", action="store_true", help="do not record this chat in the conversation log"
+    )
     sp.add_argument("--json", action="store_true", help="print one JSON event per line")
+    _shape_options(sp)
     _save_media_option(sp)
     _approve_switch(sp)
+
+    sp = command("logs", "the conversation log: list, show, search, export")
+    lsub = sp.add_subparsers(dest="logs_command", metavar="ACTION", parser_class=_Parser)
+    lsub.required = False
+    _logs_options(sp, 3, False)
+
+    def action(name: str, about: str) -> argparse.ArgumentParser:
+        ap = lsub.add_parser(name, help=about, description=about)
+        _logs_options(ap, argparse.SUPPRESS, argparse.SUPPRESS)
+        return ap
+
+    action("list", "the latest responses (the default)")
+    action("conversations", "the conversations, newest first")
+    show = action("show", "one response (by number) or conversation (by id)")
+    show.add_argument("id", help="a response's number or a conversation's id")
+    search = action("search", "full-text search of prompts and answers")
+    search.add_argument("query", nargs="+", help="words that must all appear")
+    action("export", "every response as JSON (with --cid, one conversation's)")
+    action("path", "where the log is")
+
+    sp = command("config", "the command line's settings, and where each came from")
+    sp.add_argument("--json", action="store_true", help="print JSON")
+
+    sp = command("completion", "print a shell completion script")
+    sp.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell")
+    sp.epilog = (
+        "install: bash: toolwire completion bash >> ~/.bashrc; zsh: toolwire completion zsh "
+        '> "${fpath[1]}/_toolwire"; fish: toolwire completion fish > '
+        "~/.config/fish/completions/toolwire.fish"
+    )
 
     sp = command("check", "schema loss report per tool for a provider")
     sp.add_argument("--provider", metavar="NAME", required=True, help="schema compiler's name")
@@ -224,6 +283,30 @@ def _app_option(p: argparse.ArgumentParser, default: object = argparse.SUPPRESS)
         default=default,
         help="the application's Toolset to assemble the plugins' tools into "
         "(the current directory is importable)",
+    )
+
+
+def _logs_options(sp: argparse.ArgumentParser, count: Any, flag: Any) -> None:
+    """``-n``, ``--cid``, ``--json``: before or after the action (after it, they win)."""
+    sp.add_argument("-n", "--count", type=int, default=count, metavar="N", help="how many (3)")
+    sp.add_argument(
+        "--cid", metavar="ID", default=None if flag is False else flag, help="one conversation"
+    )
+    sp.add_argument("--json", action="store_true", default=flag, help="print JSON")
+
+
+def _shape_options(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="on a terminal, show each call's arguments and result whole (not folded)",
+    )
+    sp.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default=None,
+        help="colour: on a terminal without NO_COLOR (auto, the default), always or never",
     )
 
 

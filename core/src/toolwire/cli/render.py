@@ -235,6 +235,68 @@ def _jsonable(value: Any) -> Any:
     return dump(mode="json") if callable(dump) else value
 
 
+class Style:
+    """How text output looks: ``color`` (ANSI: calls bold, refusals and errors red,
+    results dim) and ``fold`` (a call's arguments and its result cut to one line each,
+    ``-v`` for all of them); both off when piped, so scripts read the plain text."""
+
+    _RESET = "\033[0m"
+
+    def __init__(self, *, color: bool = False, fold: bool = False, width: int = 100) -> None:
+        self.color = color
+        self.fold_lines = fold
+        self.width = width
+
+    def _paint(self, code: str, text: str) -> str:
+        if not self.color:
+            return text
+        return "\n".join(f"\033[{code}m{line}{self._RESET}" for line in text.split("\n"))
+
+    def call(self, text: str) -> str:
+        return self._paint("1;36", text)
+
+    def bad(self, text: str) -> str:
+        return self._paint("31", text)
+
+    def dim(self, text: str) -> str:
+        return self._paint("2", text)
+
+    def fold(self, text: str) -> str:
+        """One line of at most ``width`` characters, saying how much was left out."""
+        if not self.fold_lines:
+            return text
+        lines = text.split("\n")
+        first = lines[0]
+        more = f" (+{len(lines) - 1} lines)" if len(lines) > 1 else ""
+        room = max(20, self.width - len(more))
+        if len(first) > room:
+            first = first[: room - 1] + "…"
+        return first + more
+
+    def folded(self, label: str, text: str) -> str:
+        """``label: text``, the text folded to the rest of one line, or indented whole."""
+        if not self.fold_lines:
+            return _indented(label, text)
+        return self.fold(f"{label}: {text.strip()}")
+
+
+PLAIN = Style()
+
+
+def style_for(choice: str | None, stream: TextIO, verbose: bool) -> Style:
+    """Colour on a terminal unless NO_COLOR or TERM=dumb (``choice`` ``auto``), or
+    ``always`` / ``never``; folded calls and results on a terminal unless ``verbose``."""
+    import shutil
+
+    tty = _is_terminal(stream)
+    env = os.environ
+    color = choice == "always" or (
+        choice in (None, "auto") and tty and not env.get("NO_COLOR") and env.get("TERM") != "dumb"
+    )
+    width = shutil.get_terminal_size((100, 24)).columns if tty else 100
+    return Style(color=color, fold=tty and not verbose, width=max(40, width - 1))
+
+
 def _indented(label: str, text: str) -> str:
     """``label: text`` on one line, or ``label:`` then the lines of ``text`` indented."""
     text = text.rstrip("\n")
@@ -247,8 +309,9 @@ class _TextPrinter:
     """Text mode: a block per call, printed whole once its result is in; the answer's
     text as it streams."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, style: Style = PLAIN) -> None:
         self.stream = stream
+        self.style = style
         self.blocks: dict[str, list[str]] = {}
         self.explained: set[str] = set()  # calls whose rejection reason was already shown
         self.streaming = False  # the answer's text is being written, no newline yet
@@ -279,7 +342,8 @@ class _TextPrinter:
         elif kind == "call":
             self._end_text()
             self.streamed = ""
-            self._block(event["id"], f"> {event['name']} {event['arguments']}")
+            line = self.style.fold(f"> {event['name']} {event['arguments']}")
+            self._block(event["id"], self.style.call(line))
         elif kind == "decision":
             if event["decision"] == "reject":
                 self.explained.add(event["id"])
@@ -288,8 +352,10 @@ class _TextPrinter:
                 line = "\n".join(
                     [f"  decision: rejected{source}: {first}", *(f"    {r}" for r in rest)]
                 )
+                line = self.style.bad(self.style.fold(line))
             elif event["decision"] == "complete":
-                line = "  decision: answered by a hook (not run)"
+                by = event.get("source") or "a hook"
+                line = f"  decision: answered by {by} (not run)"
             else:
                 line = "  decision: run"
             self._block(event["id"], line)
@@ -298,7 +364,8 @@ class _TextPrinter:
                 self._block(event["id"], f"  approval: approved ({event['reason']})")
             else:
                 self.explained.add(event["id"])
-                self._block(event["id"], f"  approval: denied: {event['reason']}")
+                line = self.style.fold(f"  approval: denied: {event['reason']}")
+                self._block(event["id"], self.style.bad(line))
         elif kind == "result":
             lines = self.blocks.pop(event["id"], [])
             reason = rejection_reason(event["content"])
@@ -307,11 +374,17 @@ class _TextPrinter:
                 text = event["content"]
                 if "parts" in event:
                     text = _parts_text(event["parts"], event.get("saved", {}))
-                lines.append(_indented(label, text))
+                shown = self.style.folded(label, text)
+                paint = self.style.bad if event["is_error"] else self.style.dim
+                lines.append(paint(shown))
             elif event["id"] not in self.explained:
-                lines.append(_indented("  refused", reason))
+                lines.append(self.style.bad(self.style.folded("  refused", reason)))
             for line in lines:
                 self._line(line)
+        elif kind == "cancelled":  # Ctrl-C in an interactive chat: what was shown stays
+            self._end_text()
+            self.blocks.clear()
+            self.streamed = ""
         elif kind == "answer":
             for lines in self.blocks.values():  # calls that never got a result (approval)
                 for line in lines:
@@ -327,10 +400,10 @@ class _TextPrinter:
             self.streamed = ""
 
 
-def _printer(as_json: bool, stream: TextIO | None = None) -> Emit:
+def _printer(as_json: bool, stream: TextIO | None = None, style: Style = PLAIN) -> Emit:
     out = stream if stream is not None else sys.stdout
     if not as_json:
-        return _TextPrinter(out)
+        return _TextPrinter(out, style)
 
     def emit(event: dict[str, Any]) -> None:
         if event["event"] == "text":

@@ -1,0 +1,381 @@
+"""The command line as a daily driver: its configuration file, the conversation log,
+continuing a conversation, and shell completion."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from toolwire.cli.completion import candidates, script
+from toolwire.cli.config import cli_config
+from toolwire.cli.logs import ConversationLog, Recorder, redact_call_arguments
+from toolwire.exceptions import UsageError
+
+
+def _env(tmp: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    env.pop("PYTHONPATH", None)
+    env.update(
+        XDG_CONFIG_HOME=str(tmp / "config"),
+        XDG_DATA_HOME=str(tmp / "data"),
+        XDG_CACHE_HOME=str(tmp / "cache"),
+        **extra,
+    )
+    return env
+
+
+def _toolwire(tmp: Path, *args: str, stdin: str | None = None, **extra: str) -> Any:
+    work = tmp / "work"
+    work.mkdir(exist_ok=True)
+    return subprocess.run(
+        [sys.executable, "-m", "toolwire", *args],
+        cwd=work,
+        env=_env(tmp, **extra),
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _config(tmp: Path, text: str) -> Path:
+    path = tmp / "config" / "toolwire" / "toolwire.toml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+# -- the configuration file ----------------------------------------------------------------
+
+
+def test_each_value_says_where_it_came_from(tmp_path: Path) -> None:
+    path = _config(
+        tmp_path,
+        """
+        [cli]
+        model = "from-the-file"
+        max_rounds = 3
+        logs_path = "~/chats.db"
+        [cli.settings]
+        temperature = 0.2
+        """,
+    )
+    env = _env(tmp_path, TOOLWIRE_LOGS_PATH=str(tmp_path / "env.db"), HOME=str(tmp_path))
+    cfg = cli_config({"model": ("from-the-flag", "--model")}, environ=env)
+    assert ("from-the-flag", "--model") == (cfg["model"], cfg.source("model"))
+    assert (3, f"{path} [cli]") == (cfg["max_rounds"], cfg.source("max_rounds"))
+    assert (str(tmp_path / "env.db"), "$TOOLWIRE_LOGS_PATH") == (
+        cfg["logs_path"],
+        cfg.source("logs_path"),
+    )
+    assert ("test", "default") == (cfg["provider"], cfg.source("provider"))
+    assert {"temperature": 0.2} == cfg["settings"]
+
+    done = _toolwire(tmp_path, "config", "--json", TOOLWIRE_MODEL="env-model")
+    values = json.loads(done.stdout)["values"]
+    assert {"value": "env-model", "source": "$TOOLWIRE_MODEL"} == values["model"]
+    assert f"{path} [cli]" == values["max_rounds"]["source"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[cli]\nprovidr = "openai"\n', "unknown key `providr`"),
+        ('[cli]\nprovidr = "openai"\n', "did you mean `provider`?"),
+        ("[cli]\nmax_rounds = 0\n", "`max_rounds` takes a whole number of at least 1, got 0"),
+        ('[cli]\nlog = "yes"\n', "`log` takes true or false, got 'yes'"),
+        ('[cli]\ncolor = "blue"\n', "`color` takes auto, always or never"),
+        ("[cli.settings]\ntemprature = 1\n", "did you mean `temperature`?"),
+        ("[cli.settings]\ntemperature = 9\n", "temperature"),
+        ('cli = "x"\n', "`cli` must be a table"),
+        ("[cli\n", "is not valid TOML"),
+    ],
+)
+def test_a_config_file_with_one_typo_is_refused_by_name(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    path = _config(tmp_path, text)
+    with pytest.raises(UsageError) as caught:
+        cli_config(environ=_env(tmp_path))
+    assert message in str(caught.value)
+    assert str(path) in str(caught.value)
+    done = _toolwire(tmp_path, "chat", "hello")
+    assert 2 == done.returncode, done.stderr
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_the_config_file_is_never_the_current_directorys(tmp_path: Path) -> None:
+    # A cloned repository's toolwire.toml does not choose the provider or the logs path.
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "toolwire.toml").write_text('[cli]\nprovider = "evil"\nlogs_path = "/tmp/x"\n')
+    done = _toolwire(tmp_path, "chat", "hello", "--json")
+    assert 0 == done.returncode, done.stderr
+    assert (tmp_path / "data" / "toolwire" / "logs.db").is_file()
+
+
+def test_the_files_provider_and_settings_reach_the_chat(tmp_path: Path) -> None:
+    _config(
+        tmp_path,
+        """
+        [cli]
+        provider = "openai"
+        model = "o3-mini"
+        [cli.settings]
+        temperature = 0.5
+        """,
+    )
+    done = _toolwire(tmp_path, "chat", "hello", OPENAI_API_KEY="k")
+    # The model's profile refuses temperature before anything is sent: proof that the
+    # file's provider, model and settings all reached the request.
+    assert 4 == done.returncode or 1 == done.returncode, done.stderr
+    assert "temperature" in done.stderr
+    assert "o3-mini" in done.stderr
+
+
+# -- the conversation log ------------------------------------------------------------------
+
+
+def test_a_chat_is_logged_and_continued(tmp_path: Path) -> None:
+    first = _toolwire(tmp_path, "chat", "remember the word pelican")
+    assert 0 == first.returncode, first.stderr
+    again = _toolwire(tmp_path, "chat", "-c", "what word?", "--json")
+    assert 0 == again.returncode, again.stderr
+    db = tmp_path / "data" / "toolwire" / "logs.db"
+    assert stat.S_IMODE(db.stat().st_mode) == 0o600
+    assert stat.S_IMODE(db.parent.stat().st_mode) == 0o700
+    rows = json.loads(_toolwire(tmp_path, "logs", "--json").stdout)["responses"]
+    assert ["remember the word pelican", "what word?"] == [r["prompt"] for r in rows]
+    assert rows[0]["conversation_id"] == rows[1]["conversation_id"]
+    # Continuing sent the whole conversation: the provider saw three messages in.
+    assert rows[1]["input_tokens"] > rows[0]["input_tokens"]
+
+    found = json.loads(_toolwire(tmp_path, "logs", "search", "pelican", "--json").stdout)
+    assert ["remember the word pelican"] == [r["prompt"] for r in found["responses"]]
+    shown = _toolwire(tmp_path, "logs", "show", rows[0]["conversation_id"])
+    assert "what word?" in shown.stdout
+    assert "remember the word pelican" in shown.stdout
+    cid = rows[0]["conversation_id"]
+    exported = json.loads(_toolwire(tmp_path, "logs", "export", "--cid", cid).stdout)
+    assert 2 == len(exported["responses"])
+    assert str(db) == _toolwire(tmp_path, "logs", "path").stdout.strip()
+
+
+def test_no_log_and_a_continue_with_nothing_to_continue(tmp_path: Path) -> None:
+    done = _toolwire(tmp_path, "chat", "hello", "--no-log")
+    assert 0 == done.returncode
+    assert not (tmp_path / "data" / "toolwire" / "logs.db").exists()
+    done = _toolwire(tmp_path, "chat", "-c", "again")
+    assert 2 == done.returncode
+    assert "no conversation log yet" in done.stderr
+    done = _toolwire(tmp_path, "chat", "hello")
+    done = _toolwire(tmp_path, "chat", "--cid", "nope", "again")
+    assert 2 == done.returncode
+    assert "no conversation `nope`" in done.stderr
+
+
+def test_a_prompt_on_stdin(tmp_path: Path) -> None:
+    done = _toolwire(tmp_path, "chat", stdin="piped in\n")
+    assert "You said: piped in" in done.stdout, done.stderr
+    done = _toolwire(tmp_path, "chat", stdin="  \n")
+    assert 2 == done.returncode
+    assert "no prompt" in done.stderr
+
+
+def test_logged_arguments_keep_no_secret_and_nothing_a_policy_redacts(tmp_path: Path) -> None:
+    pytest.importorskip("toolwire_policy")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "app.py").write_text(
+        textwrap.dedent(
+            """
+            import toolwire as tw
+            from pydantic import SecretStr
+
+            def deploy(target: str, api_token: str, password: SecretStr) -> str:
+                '''Deploy.'''
+                return "deployed " + target
+
+            tools = tw.Toolset("app", [tw.tool_fn(deploy)])
+            """
+        )
+    )
+    policy = tmp_path / "config" / "toolwire" / "policy.toml"
+    policy.parent.mkdir(parents=True)
+    policy.write_text('[[redact]]\ntools = ["deploy"]\narguments = ["api_*"]\n')
+    done = _toolwire(tmp_path, "chat", "deploy it", "--app", "app:tools")
+    assert 0 == done.returncode, done.stderr
+    (row,) = json.loads(_toolwire(tmp_path, "logs", "--json").stdout)["responses"]
+    (call,) = row["tool_calls"]
+    args = json.loads(call["arguments"])
+    assert {"target": "example", "api_token": "[REDACTED]", "password": "[REDACTED]"} == args
+    # The saved conversation (what -c sends again) holds the same redacted text.
+    with sqlite3.connect(tmp_path / "data" / "toolwire" / "logs.db") as db:
+        (saved,) = db.execute("SELECT session FROM conversations").fetchone()
+    messages = json.loads(saved)["messages"]
+    kept = [c["arguments"] for m in messages for c in m.get("tool_calls", ())]
+    kept += [r["arguments"] for m in messages for r in m.get("results", ())]
+    assert 2 == len(kept)
+    assert {call["arguments"]} == set(kept)
+    again = _toolwire(tmp_path, "chat", "-c", "thanks", "--app", "app:tools")
+    assert 0 == again.returncode, again.stderr
+
+
+def test_redaction_fails_closed_and_malformed_arguments_are_not_kept() -> None:
+    class T:
+        input_schema: ClassVar[dict[str, Any]] = {
+            "properties": {"pin": {"type": "string", "writeOnly": True}}
+        }
+
+    assert '{"a": 1, "pin": "[REDACTED]"}' == redact_call_arguments(
+        '{"pin": "1234", "a": 1}', T(), None
+    )
+    failed = redact_call_arguments('{"pin": "1234"}', T(), lambda tool, data: None)
+    assert "1234" not in failed
+    assert "not kept" in failed
+    for text in ('{"pin": "1234"', "[1234]", "[" * 100_000):
+        kept = redact_call_arguments(text, T(), None)
+        assert "1234" not in kept
+        assert "not kept" in kept
+
+
+def test_a_log_that_is_not_a_log(tmp_path: Path) -> None:
+    bad = tmp_path / "logs.db"
+    bad.write_bytes(b"not a database at all" * 100)
+    with pytest.raises(UsageError, match="not a toolwire conversation log"):
+        ConversationLog(bad).responses()
+    newer = tmp_path / "newer.db"
+    with sqlite3.connect(newer) as db:
+        db.execute("PRAGMA user_version = 99")
+    with pytest.raises(UsageError, match="written by a newer toolwire"):
+        ConversationLog(newer).responses()
+
+
+def test_search_takes_any_text_as_words(tmp_path: Path) -> None:
+    log = ConversationLog(tmp_path / "l.db")
+    rec = Recorder('say "NEAR" (x OR y) 100%_done', lambda name, text: text)
+    rec({"event": "answer", "text": "ok"})
+    log.record(
+        conversation="c1",
+        session={},
+        provider="test",
+        model="m",
+        recorder=rec,
+        status="finished",
+        rounds=0,
+        usage=None,
+    )
+    for query in ('"NEAR"', "(x", "OR", "100%_done", "*"):
+        found = log.responses(query=query)
+        assert len(found) == (0 if query == "*" else 1), query
+    log.fts = False  # a SQLite without FTS5: the plain match, with LIKE's wildcards escaped
+    assert 1 == len(log.responses(query="100%_done"))
+    assert 0 == len(log.responses(query="100%x"))
+    with pytest.raises(UsageError, match="at least one word"):
+        log.responses(query="  ")
+
+
+# -- completion ----------------------------------------------------------------------------
+
+
+def test_completion_candidates() -> None:
+    assert {"chat", "check", "completion", "config", "call"} <= set(candidates(["c"], 0))
+    assert ["--provider"] == candidates(["chat", "--prov"], 1)
+    assert "test" in candidates(["chat", "--provider", ""], 2)
+    assert ["bash"] == candidates(["completion", "b"], 1)
+    assert {"list", "search", "show"} <= set(candidates(["logs", ""], 1))
+    assert [] == candidates(["chat", "--schema", ""], 2)  # a path: the shell completes it
+    models = candidates(["chat", "--model", "gpt-4"], 2)
+    assert models
+    assert all(m.startswith("gpt-4") for m in models)
+
+
+def _shim(tmp_path: Path) -> dict[str, str]:
+    """An environment whose PATH has a `toolwire` that runs this checkout's."""
+    bindir = tmp_path / "bin"
+    bindir.mkdir(exist_ok=True)
+    shim = bindir / "toolwire"
+    shim.write_text(f'#!/bin/sh\nexec "{sys.executable}" -m toolwire "$@"\n')
+    shim.chmod(0o755)
+    return _env(tmp_path, PATH=f"{bindir}:{os.environ['PATH']}")
+
+
+def _shell(name: str) -> str:
+    found = shutil.which(name)
+    if found is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI installs {name} (.ci/run): it is missing")
+        pytest.skip(f"no {name} on this machine")
+    return found
+
+
+def test_the_bash_script_completes_in_a_real_bash(tmp_path: Path) -> None:
+    code = (
+        f"{script('bash')}\n"
+        "COMP_WORDS=(toolwire chat --pro); COMP_CWORD=2; _toolwire_complete\n"
+        'printf "%s\\n" "${COMPREPLY[@]}"\n'
+    )
+    done = subprocess.run(
+        [_shell("bash"), "-c", code],
+        env=_shim(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert "--provider" == done.stdout.strip()
+
+
+def test_the_zsh_script_completes_in_a_real_zsh(tmp_path: Path) -> None:
+    # compadd and compdef are the completion system's; stand-ins print what they are given.
+    code = (
+        "compdef() { :; }\n"
+        f"{script('zsh')}\n"
+        "compadd() { print -l -- ${(P)2}; }\n"
+        "_files() { print FILES; }\n"
+        "words=(toolwire logs se); CURRENT=3; _toolwire\n"
+        "words=(toolwire chat --schema ''); CURRENT=4; _toolwire\n"
+    )
+    done = subprocess.run(
+        [_shell("zsh"), "-f", "-c", code],
+        env=_shim(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert ["search", "FILES"] == done.stdout.split()
+
+
+def test_the_fish_script_completes_in_a_real_fish(tmp_path: Path) -> None:
+    path = tmp_path / "toolwire.fish"
+    path.write_text(script("fish"))
+    code = f"source {path}; complete -C 'toolwire completion f'; complete -C 'toolwire chat --prov'"
+    done = subprocess.run(
+        [_shell("fish"), "--no-config", "-c", code],
+        env=_shim(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert ["fish", "--provider"] == [line.split("\t")[0] for line in done.stdout.splitlines()]
+
+
+def test_completion_never_fails_loudly(tmp_path: Path) -> None:
+    done = _toolwire(tmp_path, "__complete", "not-a-number")
+    assert (0, "", "") == (done.returncode, done.stdout, done.stderr)
+    done = _toolwire(tmp_path, "completion", "fish")
+    assert "complete -c toolwire" in done.stdout
