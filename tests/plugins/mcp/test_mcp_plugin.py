@@ -3,8 +3,10 @@ organisation's policy in front of them, and the ``toolwire`` command, in real su
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -163,3 +165,119 @@ def test_a_policy_decides_reads_of_an_mcp_servers_resources(here: Path, record: 
     assert 1 == done.returncode
     assert "not available" in done.stdout
     assert [] == calls_in(record)
+
+
+# -- start-up: cached tool lists, servers started together --------------------------------
+
+
+def _counted(record: Path, starts: Path) -> dict[str, Any]:
+    """A server that appends a line to ``starts`` each time it is started."""
+    script = f'echo start >> "{starts}"; exec "{sys.executable}" "{SERVER}" stdio'
+    return {
+        "command": "sh",
+        "args": ["-c", script],
+        "env": {"MCP_RECORD": str(record)},
+        "timeout": 20,
+    }
+
+
+def _starts(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def _cache_entries(here: Path) -> list[Path]:
+    return sorted((here.parent / "cache" / "toolwire" / "mcp-tools").glob("*.json"))
+
+
+def _cached_run(here: Path, *args: str, **switches: str) -> subprocess.CompletedProcess[str]:
+    return _run(here, *args, XDG_CACHE_HOME=str(here.parent / "cache"), **switches)
+
+
+def test_a_cached_tool_list_starts_no_server_until_a_call(here: Path, record: Path) -> None:
+    starts = here.parent / "starts"
+    _configure(here, record, srv=_counted(record, starts))
+    first = _cached_run(here, "tools", "--json")
+    assert 0 == first.returncode, first.stderr
+    names = sorted(t["name"] for t in json.loads(first.stdout)["tools"])
+    assert 1 == _starts(starts)
+    (entry,) = _cache_entries(here)
+    assert 0o600 == stat.S_IMODE(entry.stat().st_mode)
+    assert 0o700 == stat.S_IMODE(entry.parent.stat().st_mode)
+
+    # Listing again, and the plugin's status, start nothing.
+    again = _cached_run(here, "tools", "--json")
+    assert names == sorted(t["name"] for t in json.loads(again.stdout)["tools"])
+    status = _cached_run(here, "plugins", "--json")
+    line = {p["name"]: p for p in json.loads(status.stdout)["plugins"]}["mcp"]["plugin_status"]
+    assert "srv ok (23 tools, stdio); tools from the cache; starts on first use" == line
+    assert 1 == _starts(starts)
+
+    # The first call starts it; the server's own list is read again and cached.
+    written = json.loads(entry.read_text())["written"]
+    called = _cached_run(here, "call", "srv_echo", '{"text": "hi"}')
+    assert 0 == called.returncode, called.stdout + called.stderr
+    assert "echo: hi" in called.stdout
+    assert 2 == _starts(starts)
+    assert json.loads(entry.read_text())["written"] > written
+
+    # Off: every start lists afresh.
+    _cached_run(here, "tools", "--json", TOOLWIRE_MCP_CACHE="0")
+    assert 3 == _starts(starts)
+
+
+def test_an_upgraded_or_damaged_cache_entry_lists_afresh(here: Path, record: Path) -> None:
+    starts = here.parent / "starts"
+    server = here.parent / "server.py"  # the installed server: it records each start
+    server.write_text(
+        "import runpy, sys\n"
+        f"open({str(starts)!r}, 'a').write('start\\n')\n"
+        f"sys.argv[0] = {SERVER!r}\n"
+        f"runpy.run_path({SERVER!r}, run_name='__main__')\n"
+    )
+    entry = {"command": sys.executable, "args": [str(server), "stdio"], "timeout": 20}
+    _configure(here, record, srv={**entry, "env": {"MCP_RECORD": str(record)}})
+    _cached_run(here, "tools", "--json")
+    assert 1 == _starts(starts)
+    # The command's files are part of the key: an upgraded server lists afresh...
+    server.write_text(server.read_text() + "\n# 2.0\n")
+    _cached_run(here, "tools", "--json")
+    assert 2 == _starts(starts)
+    # ...and only the new entry is used, not the old one.
+    _cached_run(here, "tools", "--json")
+    assert 2 == _starts(starts)
+    # A damaged entry is a miss, removed and written again.
+    for damaged in _cache_entries(here):
+        damaged.write_text('{"format": "toolwire.mcp-tools/1", "written": 1e18, "tools": [')
+    done = _cached_run(here, "tools", "--json")
+    assert 0 == done.returncode, done.stderr
+    assert "srv_echo" in done.stdout
+    assert 3 == _starts(starts)
+    whole = []  # the entry in use is written again; the old version's stays as it was
+    for entry in _cache_entries(here):
+        with contextlib.suppress(ValueError):
+            whole.append(json.loads(entry.read_text())["server"])
+    assert ["srv"] == whole
+
+
+def test_servers_are_started_together(here: Path, record: Path) -> None:
+    # Each server waits until all four have been started before it starts; one at a time,
+    # the first would wait past its connect timeout and fail.
+    gate = here.parent / "gate"
+    gate.mkdir()
+    servers = {}
+    for name in ("a", "b", "c", "d"):
+        wait = (
+            f'touch "{gate}/{name}"; i=0; while [ "$(ls "{gate}" | wc -l)" -lt 4 ] '
+            f"&& [ $i -lt 150 ]; do sleep 0.1; i=$((i+1)); done; "
+            f'exec "{sys.executable}" "{SERVER}" stdio'
+        )
+        servers[name] = {
+            "command": "sh",
+            "args": ["-c", wait],
+            "env": {"MCP_RECORD": str(record)},
+            "connectTimeout": 12,
+        }
+    _configure(here, record, **servers)
+    done = _cached_run(here, "plugins", "--json")
+    line = {p["name"]: p for p in json.loads(done.stdout)["plugins"]}["mcp"]["plugin_status"]
+    assert "a ok (23 tools, stdio); b ok (23 tools, stdio); c ok (23 tools, stdio); d ok" in line

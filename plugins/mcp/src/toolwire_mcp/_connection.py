@@ -196,6 +196,9 @@ class Connection:
         #: The server's ``instructions`` from its last ``initialize`` (None: it gave none).
         self.instructions: str | None = None
         self.connects = 0
+        #: Tell the tools-changed listeners on each connect: a toolset made from a cached
+        #: tool list reads the server's own list as soon as the server is up.
+        self.refresh_on_connect = False
         # Set by connected(): the connection opened on the block's loop (``_home``), which
         # serves every call while the block lasts; ``_retired`` once the block has ended.
         self._local: Connection | None = None
@@ -508,6 +511,8 @@ class Connection:
             except Exception:  # a session that cannot say: no instructions
                 found = None
             self.instructions = found[:_MAX_INSTRUCTIONS] if isinstance(found, str) else None
+            if self.refresh_on_connect:
+                self._tools_changed()
             return client
 
     async def _stop(self) -> None:
@@ -1039,6 +1044,7 @@ async def connected(*servers: str) -> AsyncIterator[None]:
                 local = Connection(conn.spec)
                 local._home = loop
                 local._listeners = conn._listeners  # list_changed reaches the same toolsets
+                local.refresh_on_connect = conn.refresh_on_connect
                 conn._local = local
                 bound.append(conn)
         for conn in bound:

@@ -31,6 +31,7 @@ from toolwire_mcp._content import (
     result_text,
     structured_output,
 )
+from toolwire_mcp._listcache import Listing, load_listing, store_listing
 from toolwire_mcp._names import local_names
 
 __all__ = ["MCPToolError", "mcp_toolset", "metadata_for", "tools_from"]
@@ -262,25 +263,50 @@ def _with_resources(
     return [*tools, resource_tool(conn, resources, templates)]
 
 
-def members_sync(conn: Connection) -> list[Any]:
-    """A server's tools, and the read tool when it has resources."""
-    _BY_SERVER[conn.spec.name] = conn
-    tools = tools_from(conn, conn.list_tools_sync())
+def listing_sync(conn: Connection) -> Listing:
+    """What the server lists now: its tools, and its resources when it has them."""
+    tools = tuple(conn.list_tools_sync())
     if "resources" not in conn.capabilities_sync():
-        return tools
+        return Listing(tools, instructions=conn.instructions)
     resources = _or_none(conn.listing_sync, "resources")
     templates = _or_none(conn.listing_sync, "templates", quiet=True)
-    return _with_resources(conn, tools, *_known(resources, templates))
+    return _listed(conn, tools, resources, templates)
+
+
+async def listing(conn: Connection) -> Listing:
+    tools = tuple(await conn.list_tools())
+    if "resources" not in await conn.capabilities():
+        return Listing(tools, instructions=conn.instructions)
+    resources = await _or_none_async(conn.listing, "resources")
+    templates = await _or_none_async(conn.listing, "templates", quiet=True)
+    return _listed(conn, tools, resources, templates)
+
+
+def _listed(
+    conn: Connection,
+    tools: tuple[types.Tool, ...],
+    resources: list[Any] | None,
+    templates: list[Any] | None,
+) -> Listing:
+    known, shown = _known(resources, templates)
+    return Listing(tools, tuple(known), tuple(shown), conn.instructions)
+
+
+def members_from(conn: Connection, listed: Listing) -> list[Any]:
+    """A server's tools, and the read tool when it has resources."""
+    _BY_SERVER[conn.spec.name] = conn
+    tools = tools_from(conn, listed.tools)
+    if listed.resources is None:
+        return tools
+    return _with_resources(conn, tools, listed.resources, listed.templates)
+
+
+def members_sync(conn: Connection) -> list[Any]:
+    return members_from(conn, listing_sync(conn))
 
 
 async def members(conn: Connection) -> list[Any]:
-    _BY_SERVER[conn.spec.name] = conn
-    tools = tools_from(conn, await conn.list_tools())
-    if "resources" not in await conn.capabilities():
-        return tools
-    resources = await _or_none_async(conn.listing, "resources")
-    templates = await _or_none_async(conn.listing, "templates", quiet=True)
-    return _with_resources(conn, tools, *_known(resources, templates))
+    return members_from(conn, await listing(conn))
 
 
 def _known(resources: list[Any] | None, templates: list[Any] | None) -> tuple[list[Any], list[Any]]:
@@ -325,6 +351,7 @@ def mcp_toolset(
     bearer_token_env: str | None = None,
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
+    cache: bool = False,
 ) -> Toolset:
     """A toolset of the MCP server's tools, named ``name``.
 
@@ -334,22 +361,39 @@ def mcp_toolset(
     The server is connected now (or its existing connection reused) to list its tools; a
     ``list_changed`` notification refreshes them. Mount it under a prefix to keep two
     servers' names apart: ``app.add(mcp_toolset("git", ...), prefix="git_")``.
+
+    ``cache=True``: take the tool list from the cache when it holds a fresh one for this
+    server (see ``toolwire_mcp._listcache``), and start the server on its first call,
+    not now; the list is read again each time the server connects, and cached.
     """
     spec = _spec(
         name, server, timeout, connect_timeout, annotations, headers, bearer_token_env, env, cwd
     )
+    return made_toolset(spec, cache=cache)[0]
+
+
+def made_toolset(spec: ServerSpec, *, cache: bool) -> tuple[Toolset, bool]:
+    """The toolset of ``spec``'s server, and whether its tools came from the cache."""
+    name = spec.name
     conn = connection_for(spec)
     toolset = Toolset(name, description=f"tools of the MCP server `{name}`")
-    toolset.reset(members_sync(conn))
-    if conn.instructions:
+    cached = load_listing(spec) if cache else None
+    listed = cached if cached is not None else listing_sync(conn)
+    toolset.reset(members_from(conn, listed))
+    if cache and cached is None:
+        store_listing(spec, listed)
+    if listed.instructions:
         # What the server says about using its tools: for the application to show the
         # model (a system prompt); toolwire sends it nowhere by itself.
-        toolset.description = conn.instructions
+        toolset.description = listed.instructions
 
     def refresh() -> None:
         async def again() -> None:
             try:
-                toolset.reset(await members(conn))
+                fresh = await listing(conn)
+                toolset.reset(members_from(conn, fresh))
+                if cache:
+                    store_listing(spec, fresh)
             except Exception as exc:
                 logger.warning("MCP server `%s`: refreshing its tools failed: %s", name, exc)
                 return
@@ -364,7 +408,9 @@ def mcp_toolset(
         task.add_done_callback(_REFRESHING.discard)
 
     conn.on_tools_changed(refresh)
-    return toolset
+    if cache:
+        conn.refresh_on_connect = True  # a cached list is checked against the server's own
+    return toolset, cached is not None
 
 
 #: Called (on the loop that refreshed it) after an MCP toolset took a server's new tool

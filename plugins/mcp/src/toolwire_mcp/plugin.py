@@ -1,10 +1,12 @@
 """The toolwire-mcp plugin (entry point ``toolwire.toolsets: mcp``): every configured MCP
 server's tools in every toolwire application.
 
-Importing this module is cheap; the servers are read from the config files and
-connected when the host first assembles toolsets (or ``toolwire plugins`` asks for the
-status). Each server is mounted under its name as a prefix (``git_status`` for the
-``status`` tool of the server ``git``). A server that fails to start is skipped and
+Importing this module is cheap; the servers are read from the config files when the
+host first assembles toolsets (or ``toolwire plugins`` asks for the status). A server
+whose tool list is cached (``toolwire_mcp._listcache``) starts on its first call; the
+others are started then, all at once, and their lists cached. Each server is mounted
+under its name as a prefix (``git_status`` for the ``status`` tool of the server
+``git``). A server that fails to start is skipped and
 reported (tool packs fail open: ``toolwire plugins`` and :func:`server_status` say why);
 a malformed entry skips that server, and a project's own ``./.toolwire/mcp.json`` starts
 nothing until the user trusts it (``toolwire mcp trust``); both are reported.
@@ -13,9 +15,10 @@ Policies are not affected either way: they apply to whatever tools are there.
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
@@ -50,6 +53,8 @@ class ServerStatus:
         return f"{self.name} failed ({self.transport}): {self.reason}"
 
 
+#: Servers started at once (each waits on its own process or HTTP server).
+_MAX_STARTING = 8
 _LOCK = threading.Lock()
 _STATUS: dict[str, ServerStatus] = {}
 _TOOLSETS: dict[str, Toolset] = {}
@@ -70,17 +75,25 @@ def _load() -> None:
                 item.name if item.name != "*" else where, "config", "skipped", reason=item.reason
             )
         if specs:
-            from toolwire_mcp._toolset import mcp_toolset  # imports the SDK: only when needed
+            from toolwire_mcp._toolset import made_toolset  # imports the SDK: only when needed
 
+            # Servers whose tool list is cached start on their first call; the others
+            # are started together, not one after the other.
+            made: dict[str, Any] = {}
+            workers = min(_MAX_STARTING, len(specs))
+            with concurrent.futures.ThreadPoolExecutor(workers, "toolwire-mcp-start") as pool:
+                for name, spec in specs.items():
+                    made[name] = pool.submit(made_toolset, spec, cache=True)
             for name, spec in specs.items():
                 try:
-                    toolset = mcp_toolset(name, spec)
+                    toolset, cached = made[name].result()
                 except Exception as exc:
                     _STATUS[name] = ServerStatus(name, spec.transport, "failed", reason=str(exc))
                     logger.warning("MCP server `%s` skipped: %s", name, exc)
                     continue
                 _TOOLSETS[name] = toolset
-                _STATUS[name] = ServerStatus(name, spec.transport, "ok", len(toolset))
+                note = "tools from the cache; starts on first use" if cached else ""
+                _STATUS[name] = ServerStatus(name, spec.transport, "ok", len(toolset), note)
         _LOADED[0] = True
 
 
