@@ -379,3 +379,24 @@ def test_completion_never_fails_loudly(tmp_path: Path) -> None:
     assert (0, "", "") == (done.returncode, done.stdout, done.stderr)
     done = _toolwire(tmp_path, "completion", "fish")
     assert "complete -c toolwire" in done.stdout
+
+
+def test_the_files_mcp_config_names_the_servers_every_command_sees(tmp_path: Path) -> None:
+    pytest.importorskip("toolwire_mcp")
+    server = Path(__file__).parents[1] / "plugins" / "mcp" / "mcp_server.py"
+    servers = tmp_path / "servers.json"
+    servers.write_text(
+        json.dumps(
+            {"mcpServers": {"srv": {"command": sys.executable, "args": [str(server), "stdio"]}}}
+        )
+    )
+    _config(tmp_path, f'[cli]\nmcp_config = "{servers}"\n')
+    done = _toolwire(tmp_path, "tools", "--json")
+    assert 0 == done.returncode, done.stderr
+    assert "srv_echo" in [t["name"] for t in json.loads(done.stdout)["tools"]]
+    assert (
+        str(servers)
+        == json.loads(_toolwire(tmp_path, "config", "--json").stdout)["values"]["mcp_config"][
+            "value"
+        ]
+    )

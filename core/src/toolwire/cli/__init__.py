@@ -16,6 +16,7 @@ from toolwire.cli.parser import (
     EXIT_PROVIDER,
     EXIT_ROUNDS,
     EXIT_TOOL,
+    EXIT_USAGE,
     CliError,
     _parser,
 )
@@ -39,6 +40,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     _log_to_stderr()
     try:
+        if args.command != "completion":
+            from toolwire.cli.config import use_mcp_config
+
+            try:
+                use_mcp_config()  # the MCP servers the user's toolwire.toml names
+            except ToolwireError as exc:
+                raise CliError(str(exc), EXIT_USAGE) from None
         return {**_COMMANDS, **COMMANDS}[args.command](args)
     except Exception as exc:
         if args.debug:

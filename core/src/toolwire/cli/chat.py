@@ -91,13 +91,6 @@ def _config(args: argparse.Namespace) -> CliConfig:
         raise CliError(str(exc), EXIT_USAGE) from None
 
 
-def _use_mcp_config(cfg: CliConfig) -> None:
-    """The ``mcp_config`` the user's file names, unless the environment names one."""
-    path = cfg["mcp_config"]
-    if path and not os.environ.get("TOOLWIRE_MCP_CONFIG"):
-        os.environ["TOOLWIRE_MCP_CONFIG"] = path
-
-
 def _isatty(stream: Any) -> bool:
     try:
         return bool(stream.isatty())
@@ -441,7 +434,6 @@ def cmd_chat(args: argparse.Namespace) -> int:
     interactive = prompt is None and _isatty(sys.stdin) and not args.json
     if prompt is None and not interactive:
         prompt = _stdin_prompt()
-    _use_mcp_config(cfg)
     install_terminal_handler()  # an MCP server's question is asked here, when interactive
     host = _host()
     toolset = host.assemble(_app_toolset(args.app))

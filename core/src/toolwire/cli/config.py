@@ -181,3 +181,15 @@ def cli_config(
         if value is not None:
             values[key] = Setting(value, flag)
     return CliConfig(path, values)
+
+
+def use_mcp_config(environ: dict[str, str] | None = None) -> str | None:
+    """Point toolwire-mcp at the ``mcp_config`` file the user's toolwire.toml names,
+    unless ``TOOLWIRE_MCP_CONFIG`` names one already; the path set, if any."""
+    env: Any = os.environ if environ is None else environ
+    if env.get("TOOLWIRE_MCP_CONFIG"):
+        return None
+    path = cli_config(environ=env)["mcp_config"]
+    if path:
+        env["TOOLWIRE_MCP_CONFIG"] = path
+    return path if isinstance(path, str) else None
