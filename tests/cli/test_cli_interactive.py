@@ -12,6 +12,7 @@ import json
 import os
 import re
 import select
+import signal
 import subprocess
 import sys
 import termios
@@ -60,6 +61,9 @@ class Terminal:
         fcntl.ioctl(slave, termios.TIOCSWINSZ, b"\x00\x18\x00\x50\x00\x00\x00\x00")  # 24x80
 
         def controlling() -> None:
+            # A person's terminal delivers Ctrl-C: the test runner's workers may ignore
+            # SIGINT, and an ignored signal stays ignored in the child.
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.setsid()
             fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 

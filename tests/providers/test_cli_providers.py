@@ -287,9 +287,19 @@ def test_every_command_has_a_description_and_every_argument_help(tmp_path: Path)
     lines = done.stdout.splitlines()
     block = lines[lines.index("positional arguments:") + 2 : lines.index("options:")]
     listed = [line.split(None, 1) for line in block if line.startswith("    ") and line[4] != " "]
-    assert ["plugins", "tools", "call", "chat", "check", "models", "new", "mcp"] == [
-        row[0] for row in listed
-    ]
+    assert [
+        "plugins",
+        "tools",
+        "call",
+        "chat",
+        "logs",
+        "config",
+        "completion",
+        "check",
+        "models",
+        "new",
+        "mcp",
+    ] == [row[0] for row in listed]
     assert all(len(row) == 2 for row in listed)  # each with its one-line description
 
 

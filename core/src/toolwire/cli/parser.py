@@ -163,7 +163,12 @@ def _parser() -> argparse.ArgumentParser:
     _approve_switch(sp)
 
     sp = command("logs", "the conversation log: list, show, search, export")
-    lsub = sp.add_subparsers(dest="logs_command", metavar="ACTION", parser_class=_Parser)
+    lsub = sp.add_subparsers(
+        dest="logs_command",
+        metavar="ACTION",
+        parser_class=_Parser,
+        help="list (the default), conversations, show, search, export, path",
+    )
     lsub.required = False
     _logs_options(sp, 3, False)
 
