@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -155,8 +156,8 @@ def test_the_readme_results_are_written_from_a_run(
     results = json.loads(out.read_text())
     s2 = next(r for r in results["rows"] if r["label"].startswith("S2"))
     ratio = s2["libs"]["toolwire"]["ratio"]
-    status = "met" if ratio <= 1.3 else "**missed**"
-    assert f"| S2 decode <= 1.30x | {ratio:.2f}x | {status} |" in text
+    status = "met" if ratio <= 1.6 else "**missed**"
+    assert f"| S2 decode <= 1.60x | {ratio:.2f}x | {status} |" in text
     assert 0 == subprocess.run([*args, "--check"], cwd=REPO_ROOT, check=False).returncode
 
 
@@ -206,3 +207,66 @@ def test_the_readme_has_the_ray_markers() -> None:
     text = (REPO_ROOT / "bench" / "README.md").read_text()
     assert text.count("<!-- ray:start -->") == 1
     assert text.index("<!-- ray:start -->") < text.index("<!-- ray:end -->")
+
+
+def _gateway_row(tool: str, clients: int, toolwire_rps: float, toolwire_p99: float) -> Any:
+    def cell(rps: float, p99: float) -> dict[str, float]:
+        return {"rps": rps, "p50_ms": 1.0, "p99_ms": p99}
+
+    row = {
+        "tool": tool,
+        "clients": clients,
+        "calls": 100,
+        "direct": cell(1000, 10),
+        "null": cell(400, 20),
+        "toolwire": cell(toolwire_rps, toolwire_p99),
+        "fastmcp": cell(50, 300),
+    }
+    row["toolwire_vs_null"] = toolwire_rps / 400
+    row["toolwire_p99_vs_null"] = toolwire_p99 / 20
+    return row
+
+
+@pytest.mark.parametrize(
+    ("rps", "p99", "status"), [(360, 30, "met"), (300, 30, "**missed**"), (360, 50, "**missed**")]
+)
+def test_the_gateway_section_is_written_from_a_gateway_run(
+    tmp_path: Path, rps: float, p99: float, status: str
+) -> None:
+    # The shape bench.gateway_load writes (the numbers are the test's own): every row, the
+    # memory line, and the targets against the null proxy, met or missed.
+    run = {
+        "meta": {
+            "mode": "smoke",
+            "date": "2026-01-01",
+            "elapsed_s": 9,
+            "cpus": 2,
+            "python": "3.11.7",
+            "mcp": "2.3.0",
+            "fastmcp": "4.2.3",
+        },
+        "rows": [_gateway_row("echo", 1, 380, 25), _gateway_row("echo", 64, rps, p99)],
+        "memory": {"calls": 200, "sessions": 4, "rss_before_mb": 90.0, "rss_after_mb": 90.5},
+        "audit_records": 1234,
+    }
+    data = tmp_path / "gateway.json"
+    data.write_text(json.dumps(run))
+    readme = tmp_path / "README.md"
+    readme.write_text("x\n<!-- gateway:start -->\nSTALE\n<!-- gateway:end -->\ny\n")
+    subprocess.run(
+        [sys.executable, "-m", "bench.readme", "--gateway", str(data), "--readme", str(readme)],
+        cwd=REPO_ROOT,
+        check=True,
+    )
+    text = readme.read_text()
+    assert "STALE" not in text
+    assert "| echo | 1 | 1000/s, p50 1.0 ms, p99 10.0 ms | 400/s" in text
+    assert "90.0 MB after warming, 90.5 MB after 200 more calls from 4 sessions" in text
+    assert "opened and closed in turn (+0.5 MB); 1,234 audit records" in text
+    assert f"the null proxy's: {status} in this run." in text
+
+
+def test_the_readme_has_the_gateway_markers() -> None:
+    text = (REPO_ROOT / "bench" / "README.md").read_text()
+    assert text.count("<!-- gateway:start -->") == 1
+    assert text.index("<!-- gateway:start -->") < text.index("<!-- gateway:end -->")
