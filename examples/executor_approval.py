@@ -12,11 +12,10 @@ from toolwire import (
     ToolCall,
     ToolEffect,
     Toolset,
-    rejection_reason,
     resolve_turn,
     tool_fn,
 )
-from toolwire.adapters import AssistantReply, decode_reply
+from toolwire.adapters import AssistantReply, decode_reply, rejection_reason
 
 NOTES = {"todo": "buy milk"}
 

@@ -15,9 +15,9 @@ from toolwire import (
     ToolResultsMessage,
     Toolset,
     hookimpl,
-    rejection_reason,
     tool_fn,
 )
+from toolwire.adapters import rejection_reason
 from toolwire.providers.test import TestProvider
 
 

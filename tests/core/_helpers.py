@@ -16,7 +16,7 @@ def reply(*calls: tuple[str, str, str], text: str = "") -> tw.adapters.Assistant
 
 def needs_tools(
     session: tw.Session,
-    turn: tw.ResolvedTurn,
+    turn: tw.adapters.ResolvedTurn,
     *calls: tuple[str, str, str],
 ) -> tw.ToolRound:
     out = tw.adapters.decode_reply(session, turn, reply(*calls))

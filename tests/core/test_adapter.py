@@ -58,12 +58,12 @@ class EchoProvider(HttpProvider[EchoStream]):
     error_mapper: ClassVar[ErrorMapper | None] = ErrorMapper(kind_status={"overloaded_error": 529})
 
     def _build_request(
-        self, session: tw.Session, turn: tw.ResolvedTurn, *, stream: bool
+        self, session: tw.Session, turn: tw.adapters.ResolvedTurn, *, stream: bool
     ) -> dict[str, Any]:
         return {"model": self.model, "n": len(session.messages), "stream": stream}
 
     def _decode_json(
-        self, data: Mapping[str, Any], turn: tw.ResolvedTurn
+        self, data: Mapping[str, Any], turn: tw.adapters.ResolvedTurn
     ) -> tw.adapters.AssistantReply:
         if data.get("error") is not None:
             raise self.transport.error_from_payload(data)
@@ -72,7 +72,7 @@ class EchoProvider(HttpProvider[EchoStream]):
             raise TypeError(f"text must be a string, got {text!r}")
         return tw.adapters.AssistantReply(text=text)
 
-    def _new_stream(self, turn: tw.ResolvedTurn) -> EchoStream:
+    def _new_stream(self, turn: tw.adapters.ResolvedTurn) -> EchoStream:
         return EchoStream()
 
     def _handle_event(self, state: EchoStream, event: SSEEvent) -> list[tw.adapters.StreamEvent]:
@@ -86,7 +86,9 @@ class EchoProvider(HttpProvider[EchoStream]):
         state.parts.append(delta)
         return [tw.adapters.TextDelta(delta)]
 
-    def _stream_reply(self, state: EchoStream, turn: tw.ResolvedTurn) -> tw.adapters.AssistantReply:
+    def _stream_reply(
+        self, state: EchoStream, turn: tw.adapters.ResolvedTurn
+    ) -> tw.adapters.AssistantReply:
         if not state.done:
             raise StreamError("the stream ended without `end`", provider=self.name)
         return tw.adapters.AssistantReply(text="".join(state.parts))
@@ -148,11 +150,13 @@ def session() -> tw.Session:
 
 
 @pytest.fixture
-def turn() -> tw.ResolvedTurn:
+def turn() -> tw.adapters.ResolvedTurn:
     return tw.resolve_turn(tw.Toolset("t", []))
 
 
-def _stream(provider: EchoProvider, session: tw.Session, turn: tw.ResolvedTurn) -> list[Any]:
+def _stream(
+    provider: EchoProvider, session: tw.Session, turn: tw.adapters.ResolvedTurn
+) -> list[Any]:
     return list(provider.stream(session, turn))
 
 
@@ -160,7 +164,7 @@ def _stream(provider: EchoProvider, session: tw.Session, turn: tw.ResolvedTurn) 
 
 
 def test_generate_posts_the_body_to_path_and_decodes(
-    server: Server, session: tw.Session, turn: tw.ResolvedTurn
+    server: Server, session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     server.json({"text": "hello"})
     with make(server) as provider:
@@ -172,7 +176,9 @@ def test_generate_posts_the_body_to_path_and_decodes(
     assert f"Bearer {KEY}" == request.headers["authorization"]
 
 
-async def test_agenerate(server: Server, session: tw.Session, turn: tw.ResolvedTurn) -> None:
+async def test_agenerate(
+    server: Server, session: tw.Session, turn: tw.adapters.ResolvedTurn
+) -> None:
     server.json({"text": "hello"})
     async with make(server) as provider:
         reply = await provider.agenerate(session, turn)
@@ -180,7 +186,7 @@ async def test_agenerate(server: Server, session: tw.Session, turn: tw.ResolvedT
 
 
 def test_stream_yields_deltas_then_the_reply(
-    server: Server, session: tw.Session, turn: tw.ResolvedTurn
+    server: Server, session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     server.stream(sse(("m", {"delta": "he"}), ("m", {"delta": "llo"}), ("end", {})))
     events = _stream(make(server), session, turn)
@@ -190,7 +196,7 @@ def test_stream_yields_deltas_then_the_reply(
 
 
 async def test_astream_yields_deltas_then_the_reply(
-    server: Server, session: tw.Session, turn: tw.ResolvedTurn
+    server: Server, session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     server.stream(sse(("m", {"delta": "hi"}), ("end", {})))
     events = [e async for e in make(server).astream(session, turn)]
@@ -201,7 +207,7 @@ async def test_astream_yields_deltas_then_the_reply(
 
 
 def test_events_after_the_end_marker_are_drained_not_fed(
-    server: Server, session: tw.Session, turn: tw.ResolvedTurn
+    server: Server, session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     server.stream(sse(("m", {"delta": "a"}), ("end", {}), ("m", "not an object")))
     events = _stream(make(server), session, turn)
@@ -209,7 +215,7 @@ def test_events_after_the_end_marker_are_drained_not_fed(
 
 
 async def test_async_events_after_the_end_marker_are_drained_not_fed(
-    server: Server, session: tw.Session, turn: tw.ResolvedTurn
+    server: Server, session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     server.stream(sse(("end", {}), ("m", {"no": "delta"})))
     events = [e async for e in make(server).astream(session, turn)]
@@ -217,7 +223,7 @@ async def test_async_events_after_the_end_marker_are_drained_not_fed(
 
 
 def test_request_path_can_differ_for_streaming(
-    server: Server, session: tw.Session, turn: tw.ResolvedTurn
+    server: Server, session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     server.json({"text": "x"})
     server.stream(sse(("end", {})))
@@ -228,7 +234,7 @@ def test_request_path_can_differ_for_streaming(
 
 
 def test_a_provider_without_path_says_so(
-    server: Server, session: tw.Session, turn: tw.ResolvedTurn
+    server: Server, session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     class NoPath(EchoProvider):
         path = None  # type: ignore[assignment]
@@ -271,7 +277,7 @@ def test_the_event_iterator_is_closed_however_the_stream_ends(
     monkeypatch: pytest.MonkeyPatch,
     server: Server,
     session: tw.Session,
-    turn: tw.ResolvedTurn,
+    turn: tw.adapters.ResolvedTurn,
     stop: str,
 ) -> None:
     sent = [SSEEvent("m", '{"delta": "a"}')]
@@ -290,7 +296,10 @@ def test_the_event_iterator_is_closed_however_the_stream_ends(
 
 
 async def test_the_async_event_iterator_is_closed(
-    monkeypatch: pytest.MonkeyPatch, server: Server, session: tw.Session, turn: tw.ResolvedTurn
+    monkeypatch: pytest.MonkeyPatch,
+    server: Server,
+    session: tw.Session,
+    turn: tw.adapters.ResolvedTurn,
 ) -> None:
     events = _Recording([SSEEvent("m", "[]")])
     monkeypatch.setattr(Transport, "astream_sse", lambda *a, **k: events)
@@ -303,7 +312,10 @@ async def test_the_async_event_iterator_is_closed(
 
 
 def test_a_missing_key_is_reported_on_the_first_request_not_at_construction(
-    monkeypatch: pytest.MonkeyPatch, server: Server, session: tw.Session, turn: tw.ResolvedTurn
+    monkeypatch: pytest.MonkeyPatch,
+    server: Server,
+    session: tw.Session,
+    turn: tw.adapters.ResolvedTurn,
 ) -> None:
     monkeypatch.delenv("ECHO_API_KEY", raising=False)
     provider = make(server, api_key=None)
@@ -318,7 +330,10 @@ def test_a_missing_key_is_reported_on_the_first_request_not_at_construction(
 
 
 async def test_a_missing_key_is_reported_by_the_async_calls(
-    monkeypatch: pytest.MonkeyPatch, server: Server, session: tw.Session, turn: tw.ResolvedTurn
+    monkeypatch: pytest.MonkeyPatch,
+    server: Server,
+    session: tw.Session,
+    turn: tw.adapters.ResolvedTurn,
 ) -> None:
     monkeypatch.delenv("ECHO_API_KEY", raising=False)
     provider = make(server, api_key=None)
@@ -330,7 +345,7 @@ async def test_a_missing_key_is_reported_by_the_async_calls(
 
 
 def test_the_missing_key_message_names_the_hint_and_every_variable(
-    server: Server, session: tw.Session, turn: tw.ResolvedTurn
+    server: Server, session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     provider = make(server, api_key=None, key_env=(), key_hint="pass token=...")
     with pytest.raises(AuthenticationError, match=r"no API key for echo: pass token=\.\.\.$"):
@@ -341,7 +356,7 @@ def test_the_missing_key_message_names_the_hint_and_every_variable(
 
 
 def test_a_key_that_is_not_required_may_be_missing(
-    server: Server, session: tw.Session, turn: tw.ResolvedTurn
+    server: Server, session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     server.json({"text": "local"})
     provider = make(server, api_key=None, key_env=(), key_required=False)
@@ -350,7 +365,10 @@ def test_a_key_that_is_not_required_may_be_missing(
 
 
 def test_key_and_base_url_come_from_the_environment(
-    monkeypatch: pytest.MonkeyPatch, server: Server, session: tw.Session, turn: tw.ResolvedTurn
+    monkeypatch: pytest.MonkeyPatch,
+    server: Server,
+    session: tw.Session,
+    turn: tw.adapters.ResolvedTurn,
 ) -> None:
     monkeypatch.setenv("ECHO_API_KEY", "env-key-1234")
     monkeypatch.setenv("ECHO_BASE_URL", "http://proxy.invalid/root/")
@@ -391,7 +409,7 @@ def test_repr_masks_a_key_in_the_url(server: Server) -> None:
 
 
 def test_close_closes_the_clients_the_transport_created(
-    server: Server, session: tw.Session, turn: tw.ResolvedTurn
+    server: Server, session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     provider = EchoProvider(api_key=KEY)
     with provider as entered:
@@ -412,7 +430,7 @@ async def test_aclose_closes_the_async_client() -> None:
 
 
 def test_a_malformed_body_is_a_provider_error_not_a_key_error(
-    server: Server, session: tw.Session, turn: tw.ResolvedTurn
+    server: Server, session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     server.json({"txet": "typo"})
     with pytest.raises(ProviderError) as caught:
@@ -423,7 +441,7 @@ def test_a_malformed_body_is_a_provider_error_not_a_key_error(
 
 
 def test_the_key_is_masked_in_a_malformed_body_message(
-    server: Server, session: tw.Session, turn: tw.ResolvedTurn
+    server: Server, session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     server.json({"text": {"echo": KEY}})
     with pytest.raises(ProviderError) as caught:
@@ -435,7 +453,7 @@ def test_the_key_is_masked_in_a_malformed_body_message(
 
 
 def test_describe_error_words_the_cause(
-    server: Server, session: tw.Session, turn: tw.ResolvedTurn
+    server: Server, session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     server.json({})
     with pytest.raises(ProviderError, match=r"malformed response: KeyError: 'text'$"):
@@ -443,7 +461,7 @@ def test_describe_error_words_the_cause(
 
 
 def test_an_error_object_in_a_200_body_is_mapped(
-    server: Server, session: tw.Session, turn: tw.ResolvedTurn
+    server: Server, session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     server.json({"error": {"type": "overloaded_error", "message": f"busy, {KEY}"}})
     with pytest.raises(OverloadedError) as caught:
@@ -453,7 +471,7 @@ def test_an_error_object_in_a_200_body_is_mapped(
 
 
 def test_a_malformed_event_is_a_stream_error_quoting_the_event(
-    server: Server, session: tw.Session, turn: tw.ResolvedTurn
+    server: Server, session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     server.stream(sse(("m", {"delta": "a"}), ("m", {"detla": KEY + "x" * 300})))
     with pytest.raises(StreamError) as caught:
@@ -466,7 +484,7 @@ def test_a_malformed_event_is_a_stream_error_quoting_the_event(
 
 
 def test_event_data_that_is_not_json_is_a_stream_error(
-    server: Server, session: tw.Session, turn: tw.ResolvedTurn
+    server: Server, session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     server.stream(b"event: m\ndata: {oops\n\n")
     with pytest.raises(StreamError, match=r"malformed stream event: .* in '\{oops'$"):
@@ -474,7 +492,7 @@ def test_event_data_that_is_not_json_is_a_stream_error(
 
 
 def test_an_error_event_keeps_its_own_type(
-    server: Server, session: tw.Session, turn: tw.ResolvedTurn
+    server: Server, session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     server.stream(sse(("m", {"error": {"type": "overloaded_error", "message": KEY}})))
     with pytest.raises(OverloadedError) as caught:
@@ -486,7 +504,7 @@ def test_an_error_event_keeps_its_own_type(
 
 
 def test_a_stream_cut_short_raises_the_adapters_own_stream_error(
-    server: Server, session: tw.Session, turn: tw.ResolvedTurn
+    server: Server, session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     server.stream(sse(("m", {"delta": "a"})))
     with pytest.raises(StreamError, match=r"the stream ended without `end`$"):
@@ -494,11 +512,11 @@ def test_a_stream_cut_short_raises_the_adapters_own_stream_error(
 
 
 def test_a_shape_error_while_finishing_is_a_malformed_stream_error(
-    server: Server, session: tw.Session, turn: tw.ResolvedTurn
+    server: Server, session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     class BadFinish(EchoProvider):
         def _stream_reply(
-            self, state: EchoStream, turn: tw.ResolvedTurn
+            self, state: EchoStream, turn: tw.adapters.ResolvedTurn
         ) -> tw.adapters.AssistantReply:
             raise IndexError(f"part {KEY} missing")
 
@@ -508,11 +526,11 @@ def test_a_shape_error_while_finishing_is_a_malformed_stream_error(
 
 
 def test_other_exceptions_are_not_disguised(
-    server: Server, session: tw.Session, turn: tw.ResolvedTurn
+    server: Server, session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     class Buggy(EchoProvider):
         def _decode_json(
-            self, data: Mapping[str, Any], turn: tw.ResolvedTurn
+            self, data: Mapping[str, Any], turn: tw.adapters.ResolvedTurn
         ) -> tw.adapters.AssistantReply:
             raise RuntimeError("a bug, not a bad reply")
 

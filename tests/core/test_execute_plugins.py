@@ -51,7 +51,7 @@ def test_an_executor_on_a_host_with_a_failed_policy_runs_nothing() -> None:
     host.register(BrokenPolicy(), "corp", kind="policy")
     result = tw.Executor(plugins=host).execute(_call())
     assert result.is_error
-    reason = tw.rejection_reason(result)
+    reason = tw.adapters.rejection_reason(result)
     assert reason is not None
     assert reason.startswith("tool `lookup` was not run: policy `corp` failed to load")
 
@@ -91,7 +91,7 @@ def test_the_agent_applies_the_host_policies_by_default() -> None:
     session = tw.Session().add_user("look up k")
     result = tw.Agent(provider, tw.Toolset("t", [lookup]), plugins=host).run(session)
     assert "finished" == result.status
-    assert "lookups are off today" == tw.rejection_reason(session.messages[-2].results[0])
+    assert "lookups are off today" == tw.adapters.rejection_reason(session.messages[-2].results[0])
 
 
 def test_the_agent_without_plugins_runs_the_tool() -> None:
@@ -127,7 +127,7 @@ def test_a_policy_registered_after_the_agent_was_made_still_decides() -> None:
     host.register(NoLookups(), "corp", kind="policy")
     session = tw.Session().add_user("look up k")
     agent.run(session)
-    assert "lookups are off today" == tw.rejection_reason(session.messages[-2].results[0])
+    assert "lookups are off today" == tw.adapters.rejection_reason(session.messages[-2].results[0])
 
 
 def test_host_sets_passed_explicitly_are_not_applied_twice() -> None:
@@ -161,7 +161,7 @@ def test_an_approver_cannot_rewrite_arguments_past_a_policy() -> None:
     assert result.is_error
     assert (
         "the approver's arguments for tool `lookup` were rejected: secret keys are off limits"
-        == tw.rejection_reason(result)
+        == tw.adapters.rejection_reason(result)
     )
 
 

@@ -69,7 +69,7 @@ def test_reject_gives_a_rejection_result(session: tw.Session, toolset: tw.Toolse
     rejected = _one(session, toolset).apply_hooks(hooks).rejected[0]
     assert ("policy", "not today", True) == (
         rejected.source,
-        tw.rejection_reason(rejected.result),
+        tw.adapters.rejection_reason(rejected.result),
         rejected.result.is_error,
     )
 

@@ -262,7 +262,7 @@ def test_redacting_the_content_redacts_the_parts() -> None:
 
 def test_a_rejection_sends_its_reason_alone() -> None:
     result = tw.ToolCall("c1", "x", "{}").result(["a", tw.Image(PNG)])
-    rejected = result.replace(content=tw.REJECTION_PREFIX + "no")
+    rejected = result.replace(content=tw.adapters.REJECTION_PREFIX + "no")
     parts, is_error = rejected.model_parts()
     assert parts == (media.Text("The call was rejected and did not run: no"),)
     assert is_error

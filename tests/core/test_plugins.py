@@ -111,12 +111,12 @@ def test_toolwire_register_toolsets(host: PluginHost) -> None:
 
 
 def test_toolwire_register_providers(host: PluginHost) -> None:
-    class Mine(tw.Provider):
+    class Mine(tw.adapters.Provider):
         name = "mine"
         default_model = "m0"
 
         def generate(
-            self, session: tw.Session, turn: tw.ResolvedTurn
+            self, session: tw.Session, turn: tw.adapters.ResolvedTurn
         ) -> tw.adapters.AssistantReply:
             return tw.adapters.AssistantReply("hello")
 
@@ -434,7 +434,9 @@ def test_result_for_another_call_is_withheld_from_a_policy(host: PluginHost) -> 
     call = _round(host).calls[0]
     result = host.tool_result(call, call.complete("secret"))
     assert (True, "c1") == (result.is_error, result.call_id)
-    assert (tw.rejection_reason(result) or "").startswith("policy `corp` returned a result for")
+    assert (tw.adapters.rejection_reason(result) or "").startswith(
+        "policy `corp` returned a result for"
+    )
 
 
 SECRET = "postgres://admin:hunter2@db.internal:5432"
@@ -487,7 +489,7 @@ def test_a_policys_result_hook_error_text_stays_in_the_log(
     with caplog.at_level(logging.WARNING, logger="toolwire.plugins"):
         result = host.tool_result(call, call.complete("hi"))
     assert "policy `corp` failed (ConnectionError); the result was withheld" == (
-        tw.rejection_reason(result)
+        tw.adapters.rejection_reason(result)
     )
     assert SECRET not in result.content
     assert SECRET in caplog.text
@@ -873,7 +875,7 @@ class Auditing:
         return False if tool.name == "wipe" else None
 
     @hookimpl
-    def toolwire_audit(self, event: tw.AuditEvent, context: tw.HookContext) -> None:
+    def toolwire_audit(self, event: tw.adapters.AuditEvent, context: tw.HookContext) -> None:
         self.events.append((event.kind, event.call_id, event.source, context.app))
 
 
@@ -968,7 +970,7 @@ def test_an_audit_hook_that_fails_is_logged_and_refuses_nothing_more(
 ) -> None:
     class Broken:
         @hookimpl
-        def toolwire_audit(self, event: tw.AuditEvent) -> None:
+        def toolwire_audit(self, event: tw.adapters.AuditEvent) -> None:
             raise OSError("disk full")
 
     host.register(Broken(), "corp", kind="policy")
@@ -990,7 +992,7 @@ def test_an_executor_applies_its_toolsets_own_hooks_to_a_raw_call(host: PluginHo
     executor = tw.Executor(tools=tw.Toolset("app", [echo, wipe], hooks=hooks), plugins=host)
     wiped = executor.execute(tw.ToolCall("c1", "wipe", '{"path": "/"}'))
     echoed = executor.execute(tw.ToolCall("c2", "echo", '{"text": "hi"}'))
-    assert ("never wipe", "edited") == (tw.rejection_reason(wiped), echoed.content)
+    assert ("never wipe", "edited") == (tw.adapters.rejection_reason(wiped), echoed.content)
 
 
 def test_toolwire_audit_sees_a_result_withheld_while_a_policy_is_broken(
@@ -1030,9 +1032,9 @@ def test_an_audit_hook_that_answers_something_is_logged(
 ) -> None:
     class Chatty:
         @hookimpl
-        def toolwire_audit(self, event: tw.AuditEvent) -> str:
+        def toolwire_audit(self, event: tw.adapters.AuditEvent) -> str:
             return "noted"
 
     host.register(Chatty(), "corp", kind="policy")
-    host.audit(tw.AuditEvent("unknown_tool", "no such tool", "nope", "c1"))
+    host.audit(tw.adapters.AuditEvent("unknown_tool", "no such tool", "nope", "c1"))
     assert "audit hook of plugin `corp` returned str; it returns None" in caplog.text

@@ -78,7 +78,7 @@ TOOLS = tw.Toolset("app", [lookup, ping])
 CALLS = (tw.ToolCall("c1", "lookup", '{"key": "k"}'), tw.ToolCall("c2", "ping", "{}"))
 
 
-def _round(session: tw.Session, turn: tw.ResolvedTurn) -> tw.ToolRound:
+def _round(session: tw.Session, turn: tw.adapters.ResolvedTurn) -> tw.ToolRound:
     outcome = decode_reply(session, turn, AssistantReply(tool_calls=CALLS))
     assert isinstance(outcome, tw.NeedsTools)
     return outcome.round
@@ -105,7 +105,7 @@ def test_the_readme_loop_does_not_run_a_call_the_policy_rejects() -> None:
     assert ["lookups are off today"] == [r[r.index(": ") + 2 : r.index(". It")] for r in refused]
     round_.commit(results)
     [rejected, ran] = session.messages[-1].results  # type: ignore[union-attr]
-    assert "lookups are off today" == tw.rejection_reason(rejected)
+    assert "lookups are off today" == tw.adapters.rejection_reason(rejected)
     assert "pong" == ran.content
     assert ["c1", "c2"] == policy.seen  # each call decided once
 
@@ -144,7 +144,7 @@ def test_plugins_false_drops_tool_packs_never_the_policy(monkeypatch: pytest.Mon
     round_.commit([round_.calls[1].complete(round_.calls[1].run())])
     assert (["ping"], "lookups are off today") == (
         RAN,
-        tw.rejection_reason(session.messages[-1].results[0]),  # type: ignore[union-attr]
+        tw.adapters.rejection_reason(session.messages[-1].results[0]),  # type: ignore[union-attr]
     )
 
 
@@ -173,7 +173,7 @@ def test_a_policy_is_turned_off_only_by_its_own_switch_and_that_is_audited() -> 
 
     class Auditor(NoLookups):
         @hookimpl
-        def toolwire_audit(self, event: tw.AuditEvent) -> None:
+        def toolwire_audit(self, event: tw.adapters.AuditEvent) -> None:
             events.append((event.kind, event.source))
 
     host = PluginHost(autoload=False, disable_policies=["corp"], policy_required=False)
@@ -261,7 +261,7 @@ def test_the_executor_decides_a_bare_round_once() -> None:
     round_ = _round(session, tw.resolve_turn(TOOLS, plugins=host))
     tw.Executor(plugins=host).execute_and_commit(round_)
     assert (["ping"], ["c1", "c2"]) == (RAN, policy.seen)
-    assert "lookups are off today" == tw.rejection_reason(session.messages[-1].results[0])  # type: ignore[union-attr]
+    assert "lookups are off today" == tw.adapters.rejection_reason(session.messages[-1].results[0])  # type: ignore[union-attr]
 
 
 def test_the_executor_decides_a_call_of_a_round_given_alone() -> None:

@@ -45,13 +45,13 @@ def test_a_tampered_receipt_does_not_verify(field: str) -> None:
     receipt = RESULT.receipt(at=AT)
     data = receipt.to_dict()
     data[field] = data[field] + "x"
-    assert not tw.Receipt.from_dict(data).verify(RESULT.arguments)
+    assert not tw.adapters.Receipt.from_dict(data).verify(RESULT.arguments)
 
 
 def test_a_receipt_round_trips_through_json_and_takes_other_time_zones() -> None:
     receipt = RESULT.receipt(at=AT.astimezone(timezone(timedelta(hours=2))))
     assert "2026-11-24T12:00:00.123456Z" == receipt.timestamp
-    again = tw.Receipt.from_dict(json.loads(json.dumps(receipt.to_dict())))
+    again = tw.adapters.Receipt.from_dict(json.loads(json.dumps(receipt.to_dict())))
     assert again == receipt
     assert again.verify(RESULT.arguments)
 
@@ -72,7 +72,7 @@ def test_text_that_is_not_json_is_hashed_as_text() -> None:
 )
 def test_a_malformed_receipt_is_refused_clearly(data: Any, message: str) -> None:
     with pytest.raises(tw.UsageError, match=message):
-        tw.Receipt.from_dict(data)
+        tw.adapters.Receipt.from_dict(data)
 
 
 def test_a_naive_time_is_refused() -> None:

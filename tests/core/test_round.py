@@ -22,7 +22,7 @@ OK = '{"city":"Oslo"}'
 
 
 @pytest.fixture
-def turn(toolset: tw.Toolset) -> tw.ResolvedTurn:
+def turn(toolset: tw.Toolset) -> tw.adapters.ResolvedTurn:
     return tw.resolve_turn(toolset, availability=tw.Availability.only("get_weather"))
 
 
@@ -30,23 +30,27 @@ def turn(toolset: tw.Toolset) -> tw.ResolvedTurn:
 
 
 def test_reply_without_calls_is_finished_and_committed(
-    session: tw.Session, turn: tw.ResolvedTurn
+    session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     out = tw.adapters.decode_reply(session, turn, reply(text="Hello."))
     assert (tw.Finished, "Hello.", "Hello.") == (type(out), out.text, session.messages[-1].text)  # type: ignore[union-attr]
 
 
-def test_valid_call_is_typed(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+def test_valid_call_is_typed(session: tw.Session, turn: tw.adapters.ResolvedTurn) -> None:
     rnd = needs_tools(session, turn, ("c1", "get_weather", OK))
     assert ("Oslo", 1) == (rnd.expect_one().input.city, rnd.expect_one().input.days)
 
 
-def test_nothing_is_written_before_commit(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+def test_nothing_is_written_before_commit(
+    session: tw.Session, turn: tw.adapters.ResolvedTurn
+) -> None:
     needs_tools(session, turn, ("c1", "get_weather", OK))
     assert 1 == len(session)
 
 
-def test_tool_not_offered_is_not_available(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+def test_tool_not_offered_is_not_available(
+    session: tw.Session, turn: tw.adapters.ResolvedTurn
+) -> None:
     rnd = needs_tools(session, turn, ("c1", "search_docs", '{"query":"x"}'))
     assert (
         [tw.NotAvailable],
@@ -54,7 +58,7 @@ def test_tool_not_offered_is_not_available(session: tw.Session, turn: tw.Resolve
     ) == ([type(i) for i in rnd.issues], rnd.issues[0].reason)
 
 
-def test_unknown_tool(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+def test_unknown_tool(session: tw.Session, turn: tw.adapters.ResolvedTurn) -> None:
     rnd = needs_tools(session, turn, ("c1", "nope", "{}"))
     assert (
         [tw.UnknownTool],
@@ -68,17 +72,21 @@ def test_all_availability_accepts_off_tools(session: tw.Session, toolset: tw.Too
     assert (1, ()) == (len(rnd.calls), rnd.issues)
 
 
-def test_argument_text_that_is_not_json(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+def test_argument_text_that_is_not_json(
+    session: tw.Session, turn: tw.adapters.ResolvedTurn
+) -> None:
     issue = needs_tools(session, turn, ("c1", "get_weather", "{city")).issues[0]
     assert (tw.InvalidArguments, "json_invalid") == (type(issue), issue.errors[0]["type"])  # type: ignore[union-attr]
 
 
-def test_json_that_is_not_an_object(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+def test_json_that_is_not_an_object(session: tw.Session, turn: tw.adapters.ResolvedTurn) -> None:
     issue = needs_tools(session, turn, ("c1", "get_weather", "[1]")).issues[0]
     assert "model_type" == issue.errors[0]["type"]  # type: ignore[union-attr]
 
 
-def test_wrong_types_keep_pydantic_detail(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+def test_wrong_types_keep_pydantic_detail(
+    session: tw.Session, turn: tw.adapters.ResolvedTurn
+) -> None:
     issue = needs_tools(session, turn, ("c1", "get_weather", '{"city":"x","days":"many"}')).issues[
         0
     ]
@@ -86,31 +94,39 @@ def test_wrong_types_keep_pydantic_detail(session: tw.Session, turn: tw.Resolved
 
 
 def test_invalid_arguments_rejection_carries_the_detail(
-    session: tw.Session, turn: tw.ResolvedTurn
+    session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     issue = needs_tools(session, turn, ("c1", "get_weather", "{}")).issues[0]
     assert (
         "tool `get_weather` arguments did not match the expected schema:\n"
-        "- city: Field required" == tw.rejection_reason(issue.rejection())
+        "- city: Field required" == tw.adapters.rejection_reason(issue.rejection())
     )
 
 
-def test_issues_set_the_continue_suggestion(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+def test_issues_set_the_continue_suggestion(
+    session: tw.Session, turn: tw.adapters.ResolvedTurn
+) -> None:
     rnd = needs_tools(session, turn, ("c1", "nope", "{}"))
     assert tw.ContinueSuggestion.RECOVERABLE_TOOL_CALL_ISSUE == rnd.continue_suggestion
 
 
-def test_valid_calls_suggest_running_tools(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+def test_valid_calls_suggest_running_tools(
+    session: tw.Session, turn: tw.adapters.ResolvedTurn
+) -> None:
     rnd = needs_tools(session, turn, ("c1", "get_weather", OK))
     assert tw.ContinueSuggestion.RUN_TOOLS == rnd.continue_suggestion
 
 
-def test_duplicate_call_ids_are_dropped(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+def test_duplicate_call_ids_are_dropped(
+    session: tw.Session, turn: tw.adapters.ResolvedTurn
+) -> None:
     rnd = needs_tools(session, turn, ("c1", "get_weather", OK), ("c1", "get_weather", "{}"))
     assert ([OK], ()) == ([c.arguments for c in rnd.tool_calls], rnd.issues)
 
 
-def test_issues_are_kept_in_the_assistant_turn(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+def test_issues_are_kept_in_the_assistant_turn(
+    session: tw.Session, turn: tw.adapters.ResolvedTurn
+) -> None:
     rnd = needs_tools(session, turn, ("c1", "nope", "{}"), ("c2", "get_weather", OK))
     assert (["c1", "c2"], ["c2"]) == ([c.id for c in rnd.tool_calls], [c.id for c in rnd.calls])
 
@@ -172,23 +188,25 @@ def test_specific_ignored_raises_and_writes_nothing(
 # -- expect / discard ------------------------------------------------------------------------
 
 
-def test_expect_one_counts_valid_calls_only(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+def test_expect_one_counts_valid_calls_only(
+    session: tw.Session, turn: tw.adapters.ResolvedTurn
+) -> None:
     rnd = needs_tools(session, turn, ("c1", "get_weather", OK), ("c2", "nope", "{}"))
     assert "c1" == rnd.expect_one().id
 
 
-def test_expect_one_with_two_calls(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+def test_expect_one_with_two_calls(session: tw.Session, turn: tw.adapters.ResolvedTurn) -> None:
     rnd = needs_tools(session, turn, ("c1", "get_weather", OK), ("c2", "get_weather", OK))
     with pytest.raises(tw.exceptions.ExpectationError) as info:
         rnd.expect_one()
     assert "expected exactly one tool call, got 2" == str(info.value)
 
 
-def test_expect_at_most_one_with_none(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+def test_expect_at_most_one_with_none(session: tw.Session, turn: tw.adapters.ResolvedTurn) -> None:
     assert None is needs_tools(session, turn, ("c1", "nope", "{}")).expect_at_most_one()
 
 
-def test_expect_at_most_one_with_two(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+def test_expect_at_most_one_with_two(session: tw.Session, turn: tw.adapters.ResolvedTurn) -> None:
     rnd = needs_tools(session, turn, ("c1", "get_weather", OK), ("c2", "get_weather", OK))
     with pytest.raises(tw.exceptions.ExpectationError) as info:
         rnd.expect_at_most_one()
@@ -196,7 +214,7 @@ def test_expect_at_most_one_with_two(session: tw.Session, turn: tw.ResolvedTurn)
 
 
 def test_discard_writes_nothing_and_closes_the_round(
-    session: tw.Session, turn: tw.ResolvedTurn
+    session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     rnd = needs_tools(session, turn, ("c1", "get_weather", OK))
     rnd.discard()
@@ -209,7 +227,7 @@ def test_discard_writes_nothing_and_closes_the_round(
 
 
 def test_rejection_reason_reads_the_prefix_back() -> None:
-    assert "no" == tw.rejection_reason(tw.adapters.rejection_content("no"))
+    assert "no" == tw.adapters.rejection_reason(tw.adapters.rejection_content("no"))
 
 
 def test_rejection_prefix_is_fixed() -> None:
@@ -217,14 +235,14 @@ def test_rejection_prefix_is_fixed() -> None:
 
 
 def test_rejection_reason_of_ordinary_content_is_none() -> None:
-    assert None is tw.rejection_reason("sunny")
+    assert None is tw.adapters.rejection_reason("sunny")
 
 
 # -- commit -----------------------------------------------------------------------------------
 
 
 @pytest.fixture
-def two(session: tw.Session, turn: tw.ResolvedTurn) -> tw.ToolRound:
+def two(session: tw.Session, turn: tw.adapters.ResolvedTurn) -> tw.ToolRound:
     return needs_tools(session, turn, ("c1", "get_weather", OK), ("c2", "get_weather", OK))
 
 
@@ -242,7 +260,7 @@ def test_commit_appends_the_assistant_turn_and_results(
     assert ["system", "assistant", "tool"] == [m.role for m in session]
 
 
-def test_commit_auto_rejects_issues(session: tw.Session, turn: tw.ResolvedTurn) -> None:
+def test_commit_auto_rejects_issues(session: tw.Session, turn: tw.adapters.ResolvedTurn) -> None:
     rnd = needs_tools(session, turn, ("c1", "nope", "{}"))
     rnd.commit([])
     result = session.messages[-1].results[0]  # type: ignore[union-attr]
@@ -251,7 +269,7 @@ def test_commit_auto_rejects_issues(session: tw.Session, turn: tw.ResolvedTurn) 
         True,
         "tool `nope` is not recognized in this toolset or round. "
         "The tools available this round: `get_weather`.",
-    ) == (result.is_error, tw.rejection_reason(result))
+    ) == (result.is_error, tw.adapters.rejection_reason(result))
 
 
 def test_an_unknown_tool_rejection_suggests_the_closest_name_and_lists_the_offered() -> None:
@@ -261,19 +279,19 @@ def test_an_unknown_tool_rejection_suggests_the_closest_name_and_lists_the_offer
     session = tw.Session().add_user("go")
     rnd = needs_tools(session, turn, ("c1", "get_wether", "{}"))
     (issue,) = rnd.issues
-    text = tw.rejection_reason(issue.rejection()) or ""
+    text = tw.adapters.rejection_reason(issue.rejection()) or ""
     assert "Did you mean `get_weather`?" in text
     assert "`tool_39` and 5 more." in text
     assert "`tool_40`" not in text
     empty = tw.resolve_turn(tw.Toolset("none", []))
     rnd = needs_tools(tw.Session().add_user("go"), empty, ("c1", "x", "{}"))
     assert "No tools are available this round." in (
-        tw.rejection_reason(rnd.issues[0].rejection()) or ""
+        tw.adapters.rejection_reason(rnd.issues[0].rejection()) or ""
     )
 
 
 def test_commit_keeps_the_callers_answer_to_an_issue(
-    session: tw.Session, turn: tw.ResolvedTurn
+    session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     rnd = needs_tools(session, turn, ("c1", "nope", "{}"))
     rnd.commit([rnd.tool_calls[0].result("handled by me")])

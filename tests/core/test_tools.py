@@ -13,6 +13,7 @@ import pytest
 from pydantic import BaseModel, Field, ValidationError
 
 import toolwire as tw
+import toolwire._toolfile
 import toolwire._tools
 
 # -- @tool_input ------------------------------------------------------------------------
@@ -485,7 +486,7 @@ def test_raw_tool_from_a_device_reads_no_more_than_the_limit() -> None:
 def test_raw_tool_from_a_file_over_the_limit(tmp_path: Path) -> None:
     path = tmp_path / "tool.json"
     with path.open("wb") as f:
-        f.truncate(toolwire._tools.MAX_TOOL_FILE_BYTES + 1)  # sparse: nothing is written
+        f.truncate(toolwire._toolfile.MAX_TOOL_FILE_BYTES + 1)  # sparse: nothing is written
     with pytest.raises(tw.ToolDefinitionError, match="is over 1048576 bytes"):
         tw.raw_tool_from_file(path)
 

@@ -22,7 +22,7 @@ def ts() -> tw.Toolset:
     )
 
 
-def _names(turn: tw.ResolvedTurn) -> list[str]:
+def _names(turn: tw.adapters.ResolvedTurn) -> list[str]:
     return [t.name for t in turn.tools]
 
 

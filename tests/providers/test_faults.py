@@ -196,5 +196,5 @@ def test_exiting_a_tool_and_a_hook_that_call_sys_exit_are_failures_not_the_end(
     quit_result, hooked = session.messages[-2].results  # type: ignore[union-attr]
     assert quit_result.is_error
     assert hooked.is_error
-    assert tw.rejection_reason(hooked) is not None
+    assert tw.adapters.rejection_reason(hooked) is not None
     tw.Session.from_json(session.to_json())

@@ -65,7 +65,7 @@ def get_time(zone: str) -> str:
 
 
 @functools.cache
-def _turn() -> tw.ResolvedTurn:
+def _turn() -> tw.adapters.ResolvedTurn:
     # Made on first use, not at import: resolving a turn reads the default plugin host.
     return tw.resolve_turn(tw.Toolset("app", [get_weather, get_time]), plugins=False)
 

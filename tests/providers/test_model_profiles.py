@@ -39,7 +39,7 @@ def _fresh_profiles() -> Iterator[None]:
     _profiles._reset_for_tests()
 
 
-def _turn(settings: tw.ModelSettings, output_type: Any = None) -> tw.ResolvedTurn:
+def _turn(settings: tw.ModelSettings, output_type: Any = None) -> tw.adapters.ResolvedTurn:
     return tw.resolve_turn(tw.Toolset("t", []), settings=settings, output_type=output_type)
 
 

@@ -21,7 +21,7 @@ def delete_all(path: str) -> str:
     return "gone"
 
 
-def _session_with_a_rejection() -> tuple[tw.Session, tw.ResolvedTurn]:
+def _session_with_a_rejection() -> tuple[tw.Session, tw.adapters.ResolvedTurn]:
     session = tw.Session().add_user("clean up")
     turn = tw.resolve_turn(tw.Toolset("t", [delete_all]), plugins=False)
     reply = tw.adapters.AssistantReply(
@@ -77,13 +77,13 @@ def test_a_rejection_reads_as_plain_language_with_the_error_flag(name: str) -> N
         body = provider.build_body(session, turn)
     text, flagged = _result_part(name, body)
     assert PLAIN == text
-    assert tw.REJECTION_PREFIX not in json.dumps(body)
+    assert tw.adapters.REJECTION_PREFIX not in json.dumps(body)
     if name in ("anthropic", "gemini"):
         assert flagged
     # The transcript keeps the marker: code still reads the reason back.
     results = session.last
     assert isinstance(results, tw.ToolResultsMessage)
-    assert "policy says no" == tw.rejection_reason(results.results[0])
+    assert "policy says no" == tw.adapters.rejection_reason(results.results[0])
     provider.close()
 
 

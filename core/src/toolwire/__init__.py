@@ -51,14 +51,9 @@ if _typing.TYPE_CHECKING:
         run_agent,
     )
     from toolwire._calls import (
-        REJECTION_PREFIX,
-        HandledCall,
-        Receipt,
-        RejectedCall,
         ToolCall,
         ToolResult,
         TypedCall,
-        rejection_reason,
     )
     from toolwire._errors import (
         ApprovalPendingError,
@@ -98,7 +93,6 @@ if _typing.TYPE_CHECKING:
         RoundExecution,
     )
     from toolwire._hooks import (
-        AuditEvent,
         Complete,
         HookContext,
         HookSet,
@@ -123,15 +117,11 @@ if _typing.TYPE_CHECKING:
     from toolwire._output import (
         ModelSettings,
     )
-    from toolwire._plugins.discovery import (
-        PluginRecord,
-    )
     from toolwire._plugins.host import (
         PluginHost,
         get_host,
     )
     from toolwire._provider import (
-        Provider,
         arun_turn,
         run_turn,
     )
@@ -141,19 +131,19 @@ if _typing.TYPE_CHECKING:
         InvalidArguments,
         NeedsTools,
         NotAvailable,
-        ToolCallIssue,
         ToolRound,
         ToolRoundPlan,
         UnknownTool,
+    )
+    from toolwire._toolfile import (
+        raw_tool_from_file,
     )
     from toolwire._tools import (
         FunctionTool,
         Injected,
         Selector,
         Tool,
-        ToolDef,
         raw_tool,
-        raw_tool_from_file,
         tool_fn,
         tool_input,
         tool_of,
@@ -173,7 +163,6 @@ if _typing.TYPE_CHECKING:
     from toolwire._turn import (
         Availability,
         Requirement,
-        ResolvedTurn,
         Turn,
         resolve_turn,
     )
@@ -182,7 +171,6 @@ if _typing.TYPE_CHECKING:
     )
 
 __all__ = [
-    "REJECTION_PREFIX",
     "Agent",
     "AgentEvent",
     "AgentFinished",
@@ -196,7 +184,6 @@ __all__ = [
     "ApprovalRequest",
     "AssistantMessage",
     "Audio",
-    "AuditEvent",
     "Availability",
     "Capability",
     "CommitError",
@@ -208,7 +195,6 @@ __all__ = [
     "File",
     "Finished",
     "FunctionTool",
-    "HandledCall",
     "HookContext",
     "HookSet",
     "Image",
@@ -223,16 +209,11 @@ __all__ = [
     "NotAvailable",
     "OutputValidationError",
     "PluginHost",
-    "PluginRecord",
     "PolicyError",
-    "Provider",
     "ProviderError",
     "RateLimitInterceptor",
-    "Receipt",
     "Reject",
-    "RejectedCall",
     "Requirement",
-    "ResolvedTurn",
     "RetryHint",
     "RoundCommitted",
     "RoundExecution",
@@ -245,9 +226,7 @@ __all__ = [
     "Tool",
     "ToolCall",
     "ToolCallDecided",
-    "ToolCallIssue",
     "ToolDecision",
-    "ToolDef",
     "ToolDefinitionError",
     "ToolEffect",
     "ToolExecutionError",
@@ -276,7 +255,6 @@ __all__ = [
     "hookimpl",
     "raw_tool",
     "raw_tool_from_file",
-    "rejection_reason",
     "resolve_turn",
     "run_agent",
     "run_turn",

@@ -18,8 +18,6 @@ supplies the hooks :meth:`~HttpProvider._build_request`,
 from __future__ import annotations
 
 import abc
-import json
-import math
 import os
 from collections.abc import AsyncIterator, Callable, Hashable, Iterator, Mapping, Sequence
 from typing import Any, ClassVar, Generic, TypeVar
@@ -43,6 +41,7 @@ from toolwire._http.errors import _snippet
 from toolwire._http.transport import DEFAULT_DEADLINE, DEFAULT_MAX_RESPONSE_BYTES
 from toolwire._provider import Provider, ReplyCompleted, StreamEvent
 from toolwire._round import AssistantReply
+from toolwire._strictjson import _loads_finite
 from toolwire._tools import Tool
 from toolwire._transcript import Session
 from toolwire._turn import ResolvedTurn
@@ -60,21 +59,6 @@ DECODE_ERRORS: tuple[type[Exception], ...] = (
 """What decoding a body of the wrong shape raises; each becomes a "malformed" ProviderError."""
 
 
-class _NotFinite(ValueError):
-    """NaN, infinity or an out-of-range number in JSON text (raised inside ``json.loads``)."""
-
-
-def _refuse_constant(name: str) -> Any:
-    raise _NotFinite(name)
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _NotFinite(text)
-    return value
-
-
 def arguments_object(text: str) -> dict[str, Any]:
     """A call's argument text as the JSON object an API wants (Anthropic's ``input``,
     Gemini's ``args``): ``{}`` when it is not one.
@@ -84,7 +68,7 @@ def arguments_object(text: str) -> dict[str, Any]:
     with a rejection that carries the explanation, and the session must still send.
     """
     try:
-        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite)
+        value = _loads_finite(text)
     except (ValueError, RecursionError):
         return {}
     return value if isinstance(value, dict) else {}

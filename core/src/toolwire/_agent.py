@@ -17,7 +17,8 @@ import attrs
 
 from toolwire._calls import ToolCall, ToolResult
 from toolwire._errors import RoundLimitError, UsageError
-from toolwire._execute.executor import Executor, _resolve_host
+from toolwire._execute.executor import Executor
+from toolwire._execute.hosting import _resolve_host
 from toolwire._execute.paused import RoundExecution
 from toolwire._exports import publish
 from toolwire._hooks import HookContext, HookSet

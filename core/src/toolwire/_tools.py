@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-import collections.abc
-import datetime
-import enum
 import inspect
-import json
-import math
 import re
-import types
-import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from pathlib import Path
 from typing import (
     Annotated,
     Any,
     Generic,
-    Literal,
     ParamSpec,
     TypeVar,
     Union,
@@ -28,10 +19,9 @@ from typing import (
     overload,
 )
 
-import annotated_types
 import attrs
 import pydantic_core
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from pydantic import BaseModel, ConfigDict, TypeAdapter, create_model
 from pydantic.fields import FieldInfo
 
 from toolwire._errors import ToolDefinitionError, UsageError
@@ -42,6 +32,15 @@ from toolwire._metadata import (
 )
 from toolwire._schema.docstrings import attribute_docstrings, parse_docstring
 from toolwire._schema.neutral import check_raw_schema, clean_schema, model_schema
+from toolwire._strictjson import (
+    MAX_RAW_NESTING,
+    _finite_guard,
+    _loads_finite,
+    _may_take_non_finite,
+    _nested_deeper,
+    _validation_error,
+    _validation_error_many,
+)
 
 __all__ = [
     "Selector",
@@ -51,7 +50,6 @@ __all__ = [
     "Tool",
     "ToolDef",
     "raw_tool",
-    "raw_tool_from_file",
     "tool_fn",
     "tool_input",
     "tool_of",
@@ -440,204 +438,6 @@ class Tool(Generic[InT, OutT]):
         return cast("OutT", out)
 
 
-class _NotFinite(ValueError):
-    """NaN, infinity or an out-of-range number in JSON text (raised inside ``json.loads``)."""
-
-
-def _no_constant(name: str) -> Any:
-    raise _NotFinite(f"{name} is not a JSON number")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _NotFinite(f"{text} is out of range for a JSON number")
-    return value
-
-
-#: One decoder for every strict parse (json.loads would build one per call for these
-#: options); shared across threads as json.loads' own default decoder is.
-_FINITE_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
-
-
-def _loads_finite(text: str | bytes) -> Any:
-    """``json.loads(text)``, refusing NaN, infinity and numbers out of a float's range."""
-    if not isinstance(text, str) or text.startswith("\ufeff"):
-        # Bytes (decoded as json.loads decodes them) and the BOM error: json.loads itself.
-        return json.loads(text, parse_constant=_no_constant, parse_float=_finite_float)
-    return _FINITE_DECODER.decode(text)
-
-
-#: How deep a raw-schema tool's arguments may nest arrays and objects (pydantic's JSON
-#: parser stops typed inputs at about the same depth).
-MAX_RAW_NESTING = 200
-
-# A string (skipped whole) or a bracket.
-_JSON_TOKENS = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
-
-
-def _nested_deeper(text: str | bytes, limit: int) -> bool:
-    """Does JSON ``text`` nest arrays and objects deeper than ``limit`` (brackets inside
-    strings do not count)? Two counts for the usual text; a scan only past ``limit``
-    brackets. Bytes are scanned byte by byte (as Latin-1: each byte one character)."""
-    if isinstance(text, (bytes, bytearray)):
-        text = text.decode("latin-1")
-    if text.count("[") + text.count("{") <= limit:
-        return False
-    depth = 0
-    for match in _JSON_TOKENS.finditer(text):
-        token = match.group()
-        if token == "[" or token == "{":
-            depth += 1
-            if depth > limit:
-                return True
-        elif token == "]" or token == "}":
-            depth -= 1
-    return False
-
-
-_MAYBE_NON_FINITE = re.compile(r"NaN|Infinity|[eE]\+?\d{3}")
-
-
-#: Types whose JSON validation refuses NaN, infinity and 1e400 whatever the config says.
-_FINITE_ONLY: frozenset[type] = frozenset(
-    {
-        str,
-        int,
-        bool,
-        bytes,
-        type(None),
-        datetime.date,
-        datetime.datetime,
-        datetime.time,
-        datetime.timedelta,
-        uuid.UUID,
-    }
-)
-#: Generic origins whose arguments are what gets validated.
-_CONTAINERS: frozenset[Any] = frozenset(
-    {
-        Union,
-        types.UnionType,
-        list,
-        tuple,
-        set,
-        frozenset,
-        dict,
-        collections.abc.Sequence,
-        collections.abc.Mapping,
-        collections.abc.Set,
-        collections.abc.MutableSequence,
-        collections.abc.MutableMapping,
-        collections.abc.MutableSet,
-    }
-)
-
-
-def _loosens(metadata: Iterable[Any]) -> bool:
-    """Field metadata that could let a float through that the config refuses: anything but
-    plain constraints (``ge``, ``max_length``...) without ``allow_inf_nan=True``."""
-    return any(
-        _loosens(m.metadata)
-        if isinstance(m, FieldInfo)
-        else not isinstance(m, annotated_types.BaseMetadata) or getattr(m, "allow_inf_nan", None)
-        for m in metadata
-    )
-
-
-def _may_take_non_finite(tp: Any, *, checked: bool, seen: frozenset[int] = frozenset()) -> bool:
-    """True unless validating JSON into ``tp`` surely refuses NaN, infinity and 1e400.
-
-    ``checked``: the enclosing model's config refuses them (``allow_inf_nan=False``), which
-    pydantic applies to that model's own fields but not to the models inside it.
-    Conservative: what it does not know (a custom type, ``Any``, ``Decimal``, a dataclass,
-    an unparameterised container, a validator in the metadata) counts as open.
-    """
-    if isinstance(tp, type):
-        if tp in _FINITE_ONLY:
-            return False
-        if tp is float:
-            return not checked
-        if issubclass(tp, enum.Enum):
-            return any(isinstance(m.value, float) for m in tp)
-        if issubclass(tp, BaseModel):
-            if id(tp) in seen:
-                return False  # a recursive model: its fields are being looked at already
-            inner = tp.model_config.get("allow_inf_nan", True) is False
-            return any(
-                _may_take_non_finite(
-                    f.annotation,
-                    checked=inner and not _loosens(f.metadata),
-                    seen=seen | {id(tp)},
-                )
-                for f in tp.model_fields.values()
-            )
-        if get_origin(tp) is None:
-            return True  # dataclasses, TypedDicts, Decimal, custom classes: not looked into
-    origin = get_origin(tp)
-    args = get_args(tp)
-    if origin is Literal:
-        return any(isinstance(v, float) for v in args)
-    if origin is Annotated:
-        return _may_take_non_finite(
-            args[0], checked=checked and not _loosens(tp.__metadata__), seen=seen
-        )
-    if origin in _CONTAINERS and args:
-        if origin is tuple and Ellipsis in args and len(args) != 2:
-            return True
-        return any(
-            a is not Ellipsis and _may_take_non_finite(a, checked=checked, seen=seen) for a in args
-        )
-    return True  # Any, TypeVars, forward references, bare or unknown generics
-
-
-def _finite_guard(
-    name: str, validate: Callable[[str | bytes], Any]
-) -> Callable[[str | bytes], Any]:
-    """``validate``, then a refusal of NaN, infinity and numbers like 1e400 in the text.
-
-    For validators toolwire does not configure (an application's own model, a type
-    adapter): a cheap scan first, and a full parse only when the text could hold one.
-    """
-
-    def checked(text: str | bytes) -> Any:
-        value = validate(text)
-        raw = text.decode("utf-8", "replace") if isinstance(text, bytes) else text
-        if _MAYBE_NON_FINITE.search(raw):
-            try:
-                _loads_finite(raw)
-            except ValueError as exc:
-                raise _validation_error(
-                    name, "finite_number", f"Invalid JSON: {exc}", (), text
-                ) from None
-            except RecursionError:
-                raise _validation_error(
-                    name, "json_invalid", "Invalid JSON: nested too deeply", (), text
-                ) from None
-        return value
-
-    return checked
-
-
-def _validation_error(
-    title: str, kind: str, msg: str, loc: tuple[Any, ...], value: Any
-) -> ValidationError:
-    return _validation_error_many(title, [{"type": kind, "loc": loc, "msg": msg, "input": value}])
-
-
-def _validation_error_many(title: str, details: list[dict[str, Any]]) -> ValidationError:
-    line_errors: list[Any] = []
-    for d in details:
-        line_errors.append(
-            {
-                "type": pydantic_core.PydanticCustomError(d["type"], "{msg}", {"msg": d["msg"]}),
-                "loc": d["loc"],
-                "input": d["input"],
-            }
-        )
-    return ValidationError.from_exception_data(title, line_errors)
-
-
 class FunctionTool(Tool[BaseModel, Any], Generic[P, R]):
     """A tool built by :func:`tool_fn`; calling it calls the original function."""
 
@@ -771,6 +571,7 @@ def _build_function_tool(
             f"parameters of {fn.__qualname__}{sig}"
         )
     fields: dict[str, Any] = {}
+    descriptions: dict[str, str] = {}
     injected_names: list[str] = []
     for pname, param in sig.parameters.items():
         annotation = hints.get(pname, Any)
@@ -795,8 +596,11 @@ def _build_function_tool(
                 info = FieldInfo.merge_field_infos(info, description=text)
             fields[pname] = (annotation, info)
             continue
-        default = ... if param.default is param.empty else param.default
-        fields[pname] = (annotation, Field(default, description=text))
+        # The docstring's text goes into the schema (schema_descriptions), not into a
+        # pydantic Field per parameter: building the input model is the cold start's cost.
+        fields[pname] = (annotation, ... if param.default is param.empty else param.default)
+        if text:
+            descriptions[pname] = text
     if flat:
         return _flat_tool(fn, tool_name, description, doc, fields, injected_names, hints,
                           metadata, options)  # fmt: skip
@@ -827,6 +631,7 @@ def _build_function_tool(
         metadata=meta,
         fn=fn,
         injected=tuple(injected_names),
+        schema_descriptions=descriptions or None,
     )
     return tool
 
@@ -1047,52 +852,6 @@ def raw_tool(
 
 
 #: The most of a tool file :func:`raw_tool_from_file` reads.
-MAX_TOOL_FILE_BYTES = 1024 * 1024
-
-
-def raw_tool_from_file(
-    path: str | Path,
-    fn: Callable[..., Any] | None = None,
-    **options: Any,
-) -> Tool[dict[str, Any], Any]:
-    """A raw tool from a JSON file holding ``{"name", "description", "parameters"}``.
-
-    (``input_schema`` is accepted in place of ``parameters``, and an OpenAI
-    ``{"type": "function", "function": {...}}`` wrapper is unwrapped.)
-    """
-    p = Path(path)
-    try:
-        with p.open("rb") as f:  # read no more than the limit: the path may be a device
-            raw = f.read(MAX_TOOL_FILE_BYTES + 1)
-    except OSError as exc:
-        raise ToolDefinitionError(f"cannot read tool file {str(p)!r}: {exc.strerror}") from None
-    if len(raw) > MAX_TOOL_FILE_BYTES:
-        raise ToolDefinitionError(
-            f"tool file {str(p)!r} is over {MAX_TOOL_FILE_BYTES} bytes; a tool definition "
-            f"is far smaller"
-        )
-    try:
-        data = json.loads(raw.decode("utf-8"))
-    except ValueError as exc:
-        raise ToolDefinitionError(f"tool file {str(p)!r} is not valid JSON: {exc}") from None
-    if isinstance(data, dict) and data.get("type") == "function" and "function" in data:
-        data = data["function"]
-    if not isinstance(data, dict):
-        raise ToolDefinitionError(
-            f"tool file {str(p)!r} must hold a JSON object, got {type(data).__name__}"
-        )
-    missing = [k for k in ("name", "description") if not isinstance(data.get(k), str)]
-    schema = data.get("parameters", data.get("input_schema"))
-    if schema is None:
-        missing.append("parameters")
-    if missing or schema is None:
-        raise ToolDefinitionError(
-            f"tool file {str(p)!r} is missing {', '.join(missing)} "
-            f"(expected keys: name, description, parameters)"
-        )
-    return raw_tool(data["name"], data["description"], schema, fn, **options)
-
-
 class Selector(str):
     """Identifies one tool of a toolset by its wire name; serialises as that name.
 

@@ -30,7 +30,15 @@ if _typing.TYPE_CHECKING:
         ToolBackend,
     )
     from toolwire._calls import (
+        REJECTION_PREFIX,
+        HandledCall,
+        Receipt,
+        RejectedCall,
         rejection_content,
+        rejection_reason,
+    )
+    from toolwire._hooks import (
+        AuditEvent,
     )
     from toolwire._http.errors import (
         DEFAULT_CONTEXT_LENGTH_MARKERS,
@@ -67,6 +75,9 @@ if _typing.TYPE_CHECKING:
         output_spec,
         unsupported_settings,
     )
+    from toolwire._plugins.discovery import (
+        PluginRecord,
+    )
     from toolwire._provider import (
         Provider,
         ReplyCompleted,
@@ -77,7 +88,11 @@ if _typing.TYPE_CHECKING:
     )
     from toolwire._round import (
         AssistantReply,
+        ToolCallIssue,
         decode_reply,
+    )
+    from toolwire._tools import (
+        ToolDef,
     )
     from toolwire._toolset import (
         wire_name,
@@ -92,16 +107,22 @@ __all__ = [
     "DEFAULT_CONTEXT_LENGTH_MARKERS",
     "DEFAULT_DEADLINE",
     "DEFAULT_MAX_RESPONSE_BYTES",
+    "REJECTION_PREFIX",
     "ApiKey",
     "AssistantReply",
+    "AuditEvent",
     "AuthStyle",
     "BackendCall",
     "ChatSpan",
     "ErrorDetail",
     "ErrorMapper",
+    "HandledCall",
     "HttpProvider",
     "OutputSpec",
+    "PluginRecord",
     "Provider",
+    "Receipt",
+    "RejectedCall",
     "ReplyCompleted",
     "ResolvedTool",
     "ResolvedTurn",
@@ -112,8 +133,10 @@ __all__ = [
     "ToolBackend",
     "ToolCallAssembler",
     "ToolCallDelta",
+    "ToolCallIssue",
     "ToolCallStarted",
     "ToolChoice",
+    "ToolDef",
     "ToolSpan",
     "Transport",
     "arguments_object",
@@ -125,6 +148,7 @@ __all__ = [
     "map_settings",
     "output_spec",
     "rejection_content",
+    "rejection_reason",
     "resolve_api_key",
     "synthesize_call_id",
     "unsupported_settings",

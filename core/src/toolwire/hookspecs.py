@@ -128,7 +128,7 @@ def toolwire_register_providers(register: RegisterProvider) -> None:
 
     :param register: ``register(name, factory, *, schema_compiler=None)``. ``name``
         is what users pass (``"openai"``); ``factory(**options)`` returns a
-        :class:`toolwire.Provider` (``model=...`` is always accepted);
+        :class:`toolwire.adapters.Provider` (``model=...`` is always accepted);
         ``schema_compiler`` is the provider's :class:`toolwire.schema.SchemaCompiler`,
         which ``toolwire check --provider NAME`` and ``PluginHost.schema_compiler(name)``
         use (``schema_compiler`` is new in 0.2).

@@ -224,10 +224,12 @@ def test_a_result_record_carries_a_receipt_the_transcript_verifies(
     result = call.complete("the notes")
     policy.on_result(call, result, CTX)
     [record] = records(policy)
-    receipt = tw.Receipt("read_notes", result.content, **record["receipt"])
+    receipt = tw.adapters.Receipt("read_notes", result.content, **record["receipt"])
     assert receipt.verify(call.arguments)
     assert not receipt.verify({"path": "b"})
-    assert not tw.Receipt("read_notes", "other notes", **record["receipt"]).verify(call.arguments)
+    assert not tw.adapters.Receipt("read_notes", "other notes", **record["receipt"]).verify(
+        call.arguments
+    )
 
 
 def test_every_attempt_is_audited_through_the_host(make_policy: MakePolicy) -> None:

@@ -24,10 +24,9 @@ from toolwire import (
     ToolCall,
     Toolset,
     TypedCall,
-    rejection_reason,
     resolve_turn,
 )
-from toolwire.adapters import AssistantReply, decode_reply
+from toolwire.adapters import AssistantReply, decode_reply, rejection_reason
 from toolwire_policy import APPROVER, Policy, PolicyFileError, PolicyPlugin
 
 WritePolicy = Callable[[str], Path]

@@ -28,7 +28,7 @@ def provider() -> Iterator[GeminiProvider]:
 
 
 @pytest.fixture(scope="module")
-def turn() -> tw.ResolvedTurn:
+def turn() -> tw.adapters.ResolvedTurn:
     @tw.tool_fn
     def get_weather(city: str) -> str:
         """Weather.
@@ -55,7 +55,7 @@ def turn() -> tw.ResolvedTurn:
     ],
 )
 def test_finish_reasons_are_normalised(
-    provider: GeminiProvider, turn: tw.ResolvedTurn, reason: str, expected: str
+    provider: GeminiProvider, turn: tw.adapters.ResolvedTurn, reason: str, expected: str
 ) -> None:
     data = gemini.response([gemini.text_part("x")], finish_reason=reason)
     validate.parse_gemini_response(data)
@@ -65,14 +65,16 @@ def test_finish_reasons_are_normalised(
     assert expected == reply.finish_reason
 
 
-def test_stop_with_calls_is_tool_calls(provider: GeminiProvider, turn: tw.ResolvedTurn) -> None:
+def test_stop_with_calls_is_tool_calls(
+    provider: GeminiProvider, turn: tw.adapters.ResolvedTurn
+) -> None:
     data = gemini.response([gemini.function_call_part("get_weather", {"city": "Oslo"})])
 
     assert "tool_calls" == provider.decode(data, turn).finish_reason
 
 
 def test_malformed_function_call_keeps_the_finish_message(
-    provider: GeminiProvider, turn: tw.ResolvedTurn
+    provider: GeminiProvider, turn: tw.adapters.ResolvedTurn
 ) -> None:
     data = gemini.response([], finish_reason="MALFORMED_FUNCTION_CALL")
     data["candidates"][0]["finishMessage"] = "Malformed function call: get_weather(city=)"
@@ -89,7 +91,7 @@ def test_malformed_function_call_keeps_the_finish_message(
     } == reply.provider_state["gemini"]
 
 
-def test_usage_is_recorded(provider: GeminiProvider, turn: tw.ResolvedTurn) -> None:
+def test_usage_is_recorded(provider: GeminiProvider, turn: tw.adapters.ResolvedTurn) -> None:
     usage = gemini.usage_metadata(prompt=100, candidates=20, thoughts=30)
     usage["cachedContentTokenCount"] = 40
     data = gemini.response([gemini.text_part("x")], usage=usage)
@@ -101,7 +103,9 @@ def test_usage_is_recorded(provider: GeminiProvider, turn: tw.ResolvedTurn) -> N
     assert "gemini-fake-001" == reply.model
 
 
-def test_thought_text_is_not_reply_text(provider: GeminiProvider, turn: tw.ResolvedTurn) -> None:
+def test_thought_text_is_not_reply_text(
+    provider: GeminiProvider, turn: tw.adapters.ResolvedTurn
+) -> None:
     data = gemini.response([gemini.thought_part("hmm"), gemini.text_part("Answer.")])
 
     reply = provider.decode(data, turn)
@@ -127,7 +131,7 @@ def _cuts(data: bytes, points: list[int]) -> list[bytes]:
     return [data[a:b] for a, b in itertools.pairwise(bounds) if b > a]
 
 
-def test_whole_stream_decodes(provider: GeminiProvider, turn: tw.ResolvedTurn) -> None:
+def test_whole_stream_decodes(provider: GeminiProvider, turn: tw.adapters.ResolvedTurn) -> None:
     _, reply = decode_stream_bytes(provider, turn, [STREAM])
 
     assert "Les prévisions — ☀️ pour Paris. " == reply.text
@@ -139,7 +143,7 @@ def test_whole_stream_decodes(provider: GeminiProvider, turn: tw.ResolvedTurn) -
 @settings(max_examples=150, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(points=st.lists(st.integers(min_value=0, max_value=len(STREAM)), max_size=40))
 def test_any_fragmentation_decodes_identically(
-    provider: GeminiProvider, turn: tw.ResolvedTurn, points: list[int]
+    provider: GeminiProvider, turn: tw.adapters.ResolvedTurn, points: list[int]
 ) -> None:
     expected = decode_stream_bytes(provider, turn, [STREAM])
 
@@ -189,7 +193,7 @@ JSONish = st.recursive(
     )
 )
 def test_garbage_raises_only_typed_errors(
-    provider: GeminiProvider, turn: tw.ResolvedTurn, chunks: list[bytes]
+    provider: GeminiProvider, turn: tw.adapters.ResolvedTurn, chunks: list[bytes]
 ) -> None:
     with contextlib.suppress(ProviderError):
         decode_stream_bytes(provider, turn, chunks)
@@ -201,7 +205,7 @@ TOP_KEYS = ["candidates", "promptFeedback", "usageMetadata", "modelVersion", "er
 @settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.dictionaries(st.sampled_from(TOP_KEYS), JSONish, max_size=4))
 def test_garbage_response_raises_only_typed_errors(
-    provider: GeminiProvider, turn: tw.ResolvedTurn, data: dict[str, Any]
+    provider: GeminiProvider, turn: tw.adapters.ResolvedTurn, data: dict[str, Any]
 ) -> None:
     with contextlib.suppress(ProviderError):
         provider.decode(data, turn)

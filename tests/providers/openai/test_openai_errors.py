@@ -30,7 +30,7 @@ EXPECTED: dict[str, type[tw.ProviderError]] = {
 }
 
 
-def _turn(toolset: tw.Toolset) -> tw.ResolvedTurn:
+def _turn(toolset: tw.Toolset) -> tw.adapters.ResolvedTurn:
     return tw.resolve_turn(toolset)
 
 

@@ -91,4 +91,4 @@ def test_importing_the_plugin_loads_neither_the_adapters_nor_the_sdk() -> None:
 def test_provider_is_a_toolwire_provider_with_the_requirement_flags() -> None:
     assert toolwire_openai.OpenAIChatProvider.supports_requirement is True
     assert toolwire_openai.OpenAICompatibleProvider.supports_requirement is False
-    assert issubclass(toolwire_openai.OpenRouterProvider, tw.Provider)
+    assert issubclass(toolwire_openai.OpenRouterProvider, tw.adapters.Provider)

@@ -41,7 +41,7 @@ def providers() -> Iterator[dict[str, OpenAIBase]]:
 
 
 @pytest.fixture(scope="module")
-def turn() -> tw.ResolvedTurn:
+def turn() -> tw.adapters.ResolvedTurn:
     @tw.tool_fn
     def lookup(key: str, n: int = 1) -> str:
         """Look up.
@@ -94,7 +94,7 @@ def _cut(data: bytes, cuts: list[int]) -> list[bytes]:
 )
 def test_chat_fragmentations_decode_like_the_whole_reply(
     providers: dict[str, OpenAIBase],
-    turn: tw.ResolvedTurn,
+    turn: tw.adapters.ResolvedTurn,
     calls: list[Call],
     text: str,
     sizes: list[int],
@@ -119,7 +119,10 @@ def test_chat_fragmentations_decode_like_the_whole_reply(
 @SETTINGS
 @given(calls=calls_st.filter(bool), sizes=sizes_st)
 def test_shared_index_streams_decode_like_the_whole_reply(
-    providers: dict[str, OpenAIBase], turn: tw.ResolvedTurn, calls: list[Call], sizes: list[int]
+    providers: dict[str, OpenAIBase],
+    turn: tw.adapters.ResolvedTurn,
+    calls: list[Call],
+    sizes: list[int],
 ) -> None:
     provider = providers["compatible"]
     whole = provider.decode(openai_chat.completion(tool_calls=calls))
@@ -139,7 +142,7 @@ def test_shared_index_streams_decode_like_the_whole_reply(
 )
 def test_responses_fragmentations_decode_like_the_whole_reply(
     providers: dict[str, OpenAIBase],
-    turn: tw.ResolvedTurn,
+    turn: tw.adapters.ResolvedTurn,
     calls: list[Call],
     text: str | None,
     reasoning: bool,
@@ -186,7 +189,7 @@ event_types = st.sampled_from(
 )  # fmt: skip
 
 
-def _run(provider: OpenAIBase, turn: tw.ResolvedTurn, events: list[SSEEvent]) -> None:
+def _run(provider: OpenAIBase, turn: tw.adapters.ResolvedTurn, events: list[SSEEvent]) -> None:
     state = provider._stream_state()
     try:
         for event in events:
@@ -204,7 +207,7 @@ def _run(provider: OpenAIBase, turn: tw.ResolvedTurn, events: list[SSEEvent]) ->
 )
 def test_garbage_events_raise_only_provider_errors(
     providers: dict[str, OpenAIBase],
-    turn: tw.ResolvedTurn,
+    turn: tw.adapters.ResolvedTurn,
     name: str,
     payloads: list[tuple[str, Any]],
 ) -> None:
@@ -219,7 +222,7 @@ def test_garbage_events_raise_only_provider_errors(
 @SETTINGS
 @given(name=st.sampled_from(["chat", "compatible", "responses"]), data=st.binary(max_size=300))
 def test_garbage_bytes_raise_only_provider_errors(
-    providers: dict[str, OpenAIBase], turn: tw.ResolvedTurn, name: str, data: bytes
+    providers: dict[str, OpenAIBase], turn: tw.adapters.ResolvedTurn, name: str, data: bytes
 ) -> None:
     with contextlib.suppress(tw.ProviderError):
         decode_stream_bytes(providers[name], turn, [data])
@@ -230,7 +233,10 @@ def test_garbage_bytes_raise_only_provider_errors(
     name=st.sampled_from(["chat", "compatible", "responses"]), body=st.dictionaries(keys, shaped)
 )
 def test_garbage_response_bodies_raise_only_provider_errors(
-    providers: dict[str, OpenAIBase], turn: tw.ResolvedTurn, name: str, body: dict[str, Any]
+    providers: dict[str, OpenAIBase],
+    turn: tw.adapters.ResolvedTurn,
+    name: str,
+    body: dict[str, Any],
 ) -> None:
     provider = providers[name]
     with contextlib.suppress(tw.ProviderError):

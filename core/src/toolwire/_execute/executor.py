@@ -1,8 +1,10 @@
 """The Executor: the per-call pipeline (checks, approval, interceptors, retries, timeouts,
-output validation), bounded parallelism, and dispatch, run_plan and resume.
+output validation), and dispatch, run_plan and resume.
 
-One job, the Executor class and the few helpers only it uses; its stages are methods
-because they share the executor's per-tool cache and configuration.
+Its stages are methods because they share the executor's per-tool cache and
+configuration; how a batch's calls are scheduled is in ``scheduling`` (a mixin), which
+host and backend it uses in ``hosting``, what it takes from plans and approvals in
+``plans``, and each call's state in ``jobs``.
 """
 
 from __future__ import annotations
@@ -12,16 +14,15 @@ import concurrent.futures
 import contextvars
 import functools
 import logging
-import os
 import random
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 from pydantic import ValidationError
 
-from toolwire._backends import BACKEND_ENV, BackendCall, ToolBackend
+from toolwire._backends import BackendCall, ToolBackend
 from toolwire._calls import (
     HandledCall,
     RejectedCall,
@@ -40,32 +41,27 @@ from toolwire._errors import (
     UsageError,
 )
 from toolwire._execute.approval import (
-    Allow,
     Approval,
     ApprovalGate,
     ApprovalRequest,
     Approver,
-    Defer,
-    Deny,
-    Modify,
     call_fingerprint,
 )
 from toolwire._execute.attempts import (
     _CUT,
-    _ON_STUCK,
     _OVER,
     _SHARED,
     _ApprovalMismatch,
-    _deadlines,
     _NotRetryable,
     _OutputMismatch,
     _raise_if_cut,
     _refuse_if_cut,
     _retry_after,
-    _Shared,
     _with_timeout,
     is_transient,
 )
+from toolwire._execute.deciding import _Deciding
+from toolwire._execute.hosting import _resolve_host, resolve_backend
 from toolwire._execute.interceptors import Interceptor, Next, ToolRequest, _checked_interceptor
 from toolwire._execute.jobs import (
     _effect_of,
@@ -75,22 +71,23 @@ from toolwire._execute.jobs import (
     _maybe_await,
     _PreparedTool,
 )
-from toolwire._execute.paused import RoundExecution, _guards_of
+from toolwire._execute.paused import RoundExecution
+from toolwire._execute.plans import (
+    _AUDITED,
+    _approval_map,
+    _audit_refusal,
+    _guards_for,
+    _plan_calls,
+)
+from toolwire._execute.scheduling import _Scheduling
 from toolwire._exports import publish
 from toolwire._hooks import (
     _EMPTY_CONTEXT,
-    AuditEvent,
     HookContext,
     HookSet,
-    _async_pass,
-    _guards_only,
-    _hooks_cached,
-    _reason_text,
     arun_hooks,
-    chain_cache,
 )
 from toolwire._metadata import Capability
-from toolwire._plugins import get_host
 from toolwire._round import (
     ToolRound,
     ToolRoundPlan,
@@ -105,7 +102,7 @@ logger = logging.getLogger("toolwire.execute")
 _T = TypeVar("_T")
 
 
-class Executor:
+class Executor(_Deciding, _Scheduling):
     """Runs tool calls: checks, approval, interceptors, timeout, retry, parallelism.
 
     Options (all keyword-only):
@@ -364,126 +361,6 @@ class Executor:
 
     # -- stage 2: approval ----------------------------------------------------------------
 
-    async def _approve(
-        self, jobs: Sequence[_Job], approvals: Mapping[str, Approval]
-    ) -> list[ApprovalRequest]:
-        pending: list[ApprovalRequest] = []
-        for job in jobs:
-            call, plan = job.call, job.plan
-            if job.result is not None or call is None or plan is None:
-                continue
-            given = approvals.get(call.id)
-            if given is not None:
-                current = call_fingerprint(call)
-                if current != given.fingerprint:
-                    job.refuse(
-                        f"the arguments of tool `{call.name}` changed after they were approved; "
-                        f"the call was not run",
-                        "approval_mismatch",
-                    )
-                    continue
-                if not given._spend():
-                    job.refuse(
-                        f"the approval of call `{call.id}` (tool `{call.name}`) was used "
-                        f"already; an approval is spent once, so the call was not run",
-                        "approval_reused",
-                    )
-                    continue
-                decision: Any = given.decision
-                request = ApprovalRequest(call, current, job.context)
-            elif not plan.gated:
-                continue
-            else:
-                request = ApprovalRequest(call, call_fingerprint(call), job.context)
-                assert self._approver is not None
-                try:
-                    decision = await _maybe_await(self._approver(request))
-                except Exception as exc:
-                    decision = Deny(f"approver failed: {type(exc).__name__}: {exc}")
-            await self._apply_decision(job, request, decision, pending)
-        return pending
-
-    async def _decided(self, plan: ToolRoundPlan | ToolRound) -> ToolRoundPlan | ToolRound:
-        """A bare round whose hooks or installed policies must decide its calls, as the
-        plan they make (this executor's own policies too, when they are other ones)."""
-        if not isinstance(plan, ToolRound) or plan._guard is None:
-            return plan
-        policies = self._host.hook_sets()[0] if self._host is not None else None
-        extra = (policies,) if policies and all(policies is not s for s in plan._guard.sets) else ()
-        return await plan.aapply_hooks(*extra)
-
-    async def _policies_on(
-        self,
-        call: TypedCall[Any],
-        context: HookContext | None,
-        guards: Sequence[HookSet] = (),
-    ) -> str | None:
-        """The guard hooks on input they have not seen as it is (an approver rewrote it; a
-        restored round's data says they let it through): the host's policies, and the
-        guard hooks among ``guards``. None if they let it run, else why not."""
-        policies = self._host.hook_sets()[0] if self._host is not None else None
-        sets: list[HookSet] = [policies] if policies else []
-        sets.extend(s for s in guards if all(s is not p for p in sets))
-        if not sets:
-            return None
-        # The shared chain cache: renewed when a set changes, as the rounds' is.
-        hooks, _, _ = _guards_only(_hooks_cached(sets, call.tool, chain_cache(sets)))
-        if not hooks:
-            return None
-        outcome, _ = await _async_pass(call, (hooks, -1, None), context or _EMPTY_CONTEXT)
-        if isinstance(outcome, RejectedCall):
-            return outcome.reason
-        if isinstance(outcome, HandledCall):
-            return "a policy answered the call instead of letting it run"
-        return None
-
-    async def _apply_decision(
-        self, job: _Job, request: ApprovalRequest, decision: Any, pending: list[ApprovalRequest]
-    ) -> None:
-        call = request.call
-        if isinstance(decision, Allow):
-            job.approved = request.fingerprint
-        elif isinstance(decision, Deny):
-            reason = _reason_text(decision.reason, "approver")
-            job.refuse(f"approval denied for tool `{call.name}`: {reason}", "denied")
-        elif isinstance(decision, Defer):
-            pending.append(request)
-        elif isinstance(decision, Modify):
-            args = decision.arguments
-            try:
-                if isinstance(args, (str, bytes)):
-                    value = call.tool.validate_json(args)
-                else:
-                    value = call.tool.validate_python(args)
-            except ValidationError as exc:
-                job.refuse(
-                    f"the approver's arguments for tool `{call.name}` did not match the "
-                    f"expected schema:\n" + _errors_text(exc),
-                    "invalid_arguments",
-                )
-                return
-            modified = call.with_input(value)
-            refusal = await self._policies_on(modified, job.context)
-            if refusal is not None:
-                job.refuse(
-                    f"the approver's arguments for tool `{call.name}` were rejected: {refusal}",
-                    "policy_rejected",
-                )
-                return
-            job.call = modified
-            assert job.plan is not None
-            if job.plan.validate:
-                await self._run_validators(job, job.plan, modified)
-                if job.result is not None:
-                    return
-            job.approved = call_fingerprint(modified)
-        else:
-            job.refuse(
-                f"the approver returned {type(decision).__name__} for tool `{call.name}`; "
-                f"expected Allow, Deny, Modify or Defer",
-                "denied",
-            )
-
     # -- stage 3: running -----------------------------------------------------------------
 
     async def _attempt(
@@ -704,104 +581,6 @@ class Executor:
 
     def _runner(self) -> Callable[[_Job], Coroutine[Any, Any, None]]:
         return self._run_job if self._tracing is None else self._run
-
-    @staticmethod
-    def _may_stick(job: _Job) -> bool:
-        """An async tool with a timeout, run here: it may swallow its cancellation."""
-        plan = job.plan
-        return (
-            plan is not None
-            and plan.is_async
-            and plan.timeout is not None
-            and not (plan.remote is not None)
-        )
-
-    async def _alone(self, job: _Job) -> None:
-        """One call: inline, or in a task that is not waited for past its timeout."""
-        if not self._may_stick(job):
-            await self._run(job)
-            return
-        loop = asyncio.get_running_loop()
-        await self._gather(loop, [job], [loop.create_task(self._run(job))])
-
-    async def _gather(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        jobs: Sequence[_Job],
-        tasks: Sequence[asyncio.Task[Any]],
-    ) -> None:
-        """Wait for the calls' tasks, as ``asyncio.gather`` does; a call whose deadline cut
-        it and that has not ended ABANDON_GRACE later (an async tool that swallowed its
-        cancellation) gets its timeout result then, and its task is left to end on its
-        own, unwaited."""
-        batch = _Batch(loop, dict(zip(tasks, jobs, strict=True)))
-        try:
-            await batch.done
-        except BaseException:
-            for t in tasks:
-                t.cancel()
-            raise
-        for job, task in zip(jobs, tasks, strict=True):
-            if job.abandoned:
-                if self._on_result is not None or self._host_results:
-                    assert job.call is not None
-                    await self._observe(job, job.call)
-            else:
-                task.result()  # what the call's task raised (a cancellation) propagates
-
-    async def _parallel(self, jobs: list[_Job]) -> None:
-        if len(jobs) == 1:
-            await self._alone(jobs[0])
-            return
-        bound = self.max_concurrency
-        loop = asyncio.get_running_loop()
-        shared: list[_Shared] = []
-        if bound is None or bound >= len(jobs):
-            run = self._runner()
-            tasks = [loop.create_task(run(j)) for j in jobs]
-            if self._chain is None:
-                shared = _share_deadlines(loop, jobs, tasks)
-        else:
-            queue = iter(jobs)
-            tasks = [asyncio.ensure_future(self._worker(queue)) for _ in range(bound)]
-        try:
-            if bound is None or bound >= len(jobs):
-                await self._gather(loop, jobs, tasks)
-            else:
-                await asyncio.gather(*tasks)
-        except BaseException:
-            for t in tasks:
-                t.cancel()
-            raise
-        finally:
-            if shared:
-                clock = _deadlines(loop)
-                for group in shared:
-                    clock.end(group)
-
-    async def _worker(self, queue: Iterator[_Job]) -> None:
-        for job in queue:
-            await self._run(job)
-
-    async def _run_all(self, jobs: Sequence[_Job]) -> None:
-        runnable = [j for j in jobs if j.result is None]
-        if not runnable:
-            return
-        if len(runnable) == 1:
-            await self._alone(runnable[0])
-            return
-        segment: list[_Job] = []
-        for job in runnable:
-            assert job.plan is not None
-            if job.plan.run_alone:
-                if segment:
-                    await self._parallel(segment)
-                    segment = []
-                await self._alone(job)
-            else:
-                segment.append(job)
-        if segment:
-            await self._parallel(segment)
 
     async def _process(
         self,
@@ -1069,147 +848,6 @@ class Executor:
         return _run_sync(self.aresume(plan, approvals), "resume")
 
 
-def resolve_backend(backend: Any, host: Any) -> ToolBackend | None:
-    """The backend an executor uses: an instance as it is; a name looked up in the
-    plugin host; None: ``TOOLWIRE_BACKEND`` if set, else in-process (None)."""
-    if backend is None:
-        backend = os.environ.get(BACKEND_ENV, "").strip() or None
-        if backend is None or backend == "inprocess":
-            return None
-    if isinstance(backend, ToolBackend):
-        return backend
-    if isinstance(backend, str):
-        if backend == "inprocess":
-            return None
-        if host is None:
-            host = get_host()
-        found: ToolBackend = host.backend(backend)  # the host checks what the factory made
-        return found
-    raise UsageError(
-        f"backend must be a ToolBackend, a registered backend's name or None, "
-        f"got {type(backend).__name__}"
-    )
-
-
-_AUDITED = {"unknown_tool": "unknown_tool", "invalid_arguments": "invalid_arguments"}
-
-
-def _audit_refusal(host: Any, job: _Job, context: HookContext | None) -> None:
-    """A call the executor refused before any decision hook saw it, for the audit hooks."""
-    audit = getattr(host, "audit", None)
-    if audit is None:
-        return
-    raw = job.raw
-    assert job.error_type is not None
-    assert job.result is not None
-    audit(
-        AuditEvent(
-            _AUDITED[job.error_type],
-            rejection_reason(job.result) or job.result.content,
-            tool=raw.name,
-            call_id=raw.id,
-            arguments=raw.arguments,
-        ),
-        context,
-    )
-
-
-#: Tasks of calls answered at their timeout that have not ended yet (see _abandon).
-_STUCK: set[asyncio.Task[Any]] = set()
-
-
-class _Batch:
-    """The calls of one batch on their way: ``done`` resolves when each has ended or been
-    answered at its timeout (see Executor._gather)."""
-
-    __slots__ = ("done", "jobs", "left")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, jobs: dict[asyncio.Task[Any], _Job]):
-        self.done: asyncio.Future[None] = loop.create_future()
-        self.jobs = jobs
-        self.left = len(jobs)
-        for task, job in jobs.items():
-            if Executor._may_stick(job):
-                _ON_STUCK[task] = self.stuck
-            task.add_done_callback(self.ended)
-
-    def ended(self, task: asyncio.Task[Any]) -> None:
-        _ON_STUCK.pop(task, None)
-        if not self.jobs[task].abandoned:  # (an abandoned one was counted then)
-            self._count()
-
-    def _count(self) -> None:
-        self.left -= 1
-        if not self.left and not self.done.done():
-            self.done.set_result(None)
-
-    def stuck(self, task: asyncio.Task[Any]) -> None:
-        """Its deadline cut it ABANDON_GRACE ago and it is still running."""
-        job = self.jobs[task]
-        if task.done() or job.abandoned or self.done.done():
-            return
-        call, plan = job.call, job.plan
-        assert call is not None
-        assert plan is not None
-        assert plan.timeout is not None
-        job.abandoned = True
-        job.result = call.error(f"tool `{call.name}` timed out after {float(plan.timeout)!r} s")
-        job.error_type = "timeout"
-        logger.warning(
-            "tool=%s call=%s ignored its cancellation at its %g s timeout; answered with a "
-            "timeout, and the tool is left to end on its own",
-            call.name,
-            call.id,
-            plan.timeout,
-        )
-        _STUCK.add(task)  # kept alive until it ends (the loop holds tasks weakly)
-        task.add_done_callback(_STUCK.discard)
-        self._count()
-
-
-def _resolve_host(plugins: Any) -> Any:
-    """``True``: the process's plugin host; ``False``/None: its policies without its tool
-    packs (dropping tool packs never drops a policy); else the host given."""
-    if plugins is True:
-        return get_host()
-    if plugins is False or plugins is None:
-        return get_host().policies_only()
-    if not hasattr(plugins, "hook_sets") or not hasattr(plugins, "atool_result"):
-        raise UsageError(
-            f"plugins must be True, False or a toolwire.PluginHost, got {type(plugins).__name__}"
-        )
-    return plugins
-
-
-def _share_deadlines(
-    loop: asyncio.AbstractEventLoop, jobs: Sequence[_Job], tasks: Sequence[asyncio.Task[Any]]
-) -> list[_Shared]:
-    """One deadline per timeout for the first attempts of a batch's async calls, whose
-    tasks were just made (see _Shared). They start in the loop's next step, together, so
-    the deadline is the one each would set: one clock read and one timer entry per batch
-    instead of a deadline (and a wrapper coroutine) per call. Retries, calls run by a
-    backend and sync tools keep a deadline of their own."""
-    groups: dict[float, _Shared] = {}
-    for job, task in zip(jobs, tasks, strict=True):
-        plan = job.plan
-        if plan is None or not plan.is_async or plan.remote is not None:
-            continue
-        seconds = plan.timeout
-        if seconds is None:
-            continue
-        group = groups.get(seconds)
-        if group is None:
-            group = groups[seconds] = _Shared(loop.time() + seconds)
-        group.members.append((job, task))
-        job.timing = _SHARED
-    if not groups:
-        return []
-    clock = _deadlines(loop)
-    for group in groups.values():
-        clock.add(loop, group)
-    return list(groups.values())
-
-
 def _link(icpt: Callable[..., Any], inner: Next) -> Next:
     async def run(request: ToolRequest) -> ToolResult:
         out = icpt(request, inner)
@@ -1223,50 +861,6 @@ def _link(icpt: Callable[..., Any], inner: Next) -> Next:
         return out
 
     return run
-
-
-def _approval_map(
-    approvals: Iterable[Approval] | Mapping[str, Approval], jobs: Sequence[_Job]
-) -> dict[str, Approval]:
-    if isinstance(approvals, Mapping):
-        given = dict(approvals)
-    else:
-        given = {}
-        for a in approvals:
-            if not isinstance(a, Approval):
-                raise UsageError(
-                    f"approvals must be Approval records (from ApprovalRequest.allow(), "
-                    f".deny() or .modify()), got {type(a).__name__}"
-                )
-            given[a.call_id] = a
-    if given:
-        known = {j.raw.id for j in jobs}
-        unknown = sorted(set(given) - known)
-        if unknown:
-            raise UsageError(
-                f"approvals for call id(s) {', '.join(map(repr, unknown))} that are not in "
-                f"these calls ({', '.join(map(repr, sorted(known)))})"
-            )
-    return given
-
-
-def _guards_for(plan: ToolRoundPlan | ToolRound) -> tuple[HookSet, ...] | None:
-    """The guards a plan's calls pass before they run: a restored plan's recorded hook
-    sets; none more for a plan whose hooks ran; the host's policies for a bare round,
-    whose calls no hook has seen."""
-    if isinstance(plan, ToolRound):
-        return ()
-    return _guards_of(plan)
-
-
-def _plan_calls(
-    plan: ToolRoundPlan | ToolRound,
-) -> tuple[tuple[TypedCall[Any], ...], HookContext | None]:
-    if isinstance(plan, ToolRoundPlan):
-        return plan.pending, plan.context
-    if isinstance(plan, ToolRound):
-        return plan.calls, plan.turn.context
-    raise UsageError(f"expected a ToolRoundPlan or a ToolRound, got {type(plan).__name__}")
 
 
 def _error_text(result: ToolResult) -> str:
@@ -1289,9 +883,6 @@ def _run_sync(coro: Coroutine[Any, Any, _T], what: str) -> _T:
         f"Executor.{what}() runs its own event loop and cannot be called inside a running "
         f"one; use `await executor.a{what}(...)` in async code"
     )
-
-
-publish(globals())
 
 
 publish(globals())

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import ValidationError
 
@@ -23,7 +23,25 @@ from toolwire._metadata import ToolEffect
 from toolwire._tools import Tool, tool_of
 
 if TYPE_CHECKING:
-    from toolwire._execute.executor import Executor
+    from toolwire._backends import ToolBackend
+    from toolwire._execute.approval import ApprovalGate
+    from toolwire._metadata import Capability
+
+
+class _Settings(Protocol):
+    """What a prepared tool reads of its executor (the Executor satisfies it; naming the
+    class here would make jobs and executor import each other)."""
+
+    _allowed: frozenset[Capability]
+    _approver: Any
+    _gate: ApprovalGate
+    _availability: list[tuple[Callable[[Tool[Any, Any]], bool], Callable[..., Any]]]
+    _is_available: Callable[..., Any] | None
+    _validators: list[tuple[Callable[[Tool[Any, Any]], bool], Callable[..., Any]]]
+    _validate: Callable[..., Any] | None
+    _injected: dict[str, Any]
+    backend: ToolBackend | None
+    validate_output: bool
 
 
 class _PreparedTool:
@@ -50,7 +68,7 @@ class _PreparedTool:
         "violation",
     )
 
-    def __init__(self, ex: Executor, tool: Tool[Any, Any]) -> None:
+    def __init__(self, ex: _Settings, tool: Tool[Any, Any]) -> None:
         meta = tool.metadata
         name = tool.name
         self.tool = tool

@@ -62,7 +62,7 @@ def enable_sampling(
     under the policies of ``plugins`` (the default host). ``servers``: only these (by
     name); ``max_requests``: answers per server for this process; ``max_tokens``: the
     largest budget a request may ask for."""
-    from toolwire import Provider
+    from toolwire.adapters import Provider
 
     if not isinstance(provider, Provider):
         raise UsageError(

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from toolwire import (
-    AuditEvent,
     HookContext,
     PolicyError,
     Reject,
@@ -18,6 +17,7 @@ from toolwire import (
     ToolResult,
     TypedCall,
 )
+from toolwire.adapters import AuditEvent
 from toolwire.hookspecs import hookimpl
 from toolwire_policy._config import DISTRIBUTION, PLUGIN_NAME, find_policy_file, policy_paths
 from toolwire_policy._policy import Policy

@@ -27,7 +27,6 @@ import pydantic_core
 from pydantic import BaseModel, SecretBytes, SecretStr
 
 from toolwire import (
-    AuditEvent,
     HookContext,
     Reject,
     Tool,
@@ -36,6 +35,7 @@ from toolwire import (
     TypedCall,
     call_fingerprint,
 )
+from toolwire.adapters import AuditEvent
 from toolwire.media import Audio, File, Image
 from toolwire.media import Text as MediaText
 from toolwire_policy._audit import AuditLog, fingerprint, utc_now
@@ -479,7 +479,7 @@ class Policy:
                 if withheld:
                     record["media_withheld"] = withheld
             # A receipt over (tool, the arguments the model sent, the content the session
-            # holds, the time): `toolwire.Receipt(tool, output, timestamp, digest)
+            # holds, the time): `toolwire.adapters.Receipt(tool, output, timestamp, digest)
             # .verify(arguments)` checks a transcript's result against this log.
             receipt = final.receipt()
             record["receipt"] = {"timestamp": receipt.timestamp, "digest": receipt.digest}

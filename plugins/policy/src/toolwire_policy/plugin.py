@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
-from toolwire import AuditEvent, HookContext, Tool, ToolDecision, ToolResult, TypedCall
+from toolwire import HookContext, Tool, ToolDecision, ToolResult, TypedCall
+from toolwire.adapters import AuditEvent
 from toolwire.hookspecs import hookimpl
 from toolwire_policy._plugin import PolicyPlugin
 

@@ -19,7 +19,6 @@ from typing import Any
 
 from toolwire import (
     AssistantMessage,
-    ResolvedTurn,
     Session,
     SystemMessage,
     Tool,
@@ -27,7 +26,7 @@ from toolwire import (
     ToolResultsMessage,
     UserMessage,
 )
-from toolwire.adapters import arguments_object, cached_wire
+from toolwire.adapters import ResolvedTurn, arguments_object, cached_wire
 from toolwire.media import COMMON_IMAGES, File, Image, MediaSupport, Part
 from toolwire.schema import compile_tool
 from toolwire_anthropic._schema import COMPILER

@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Literal, cast
 import attrs
 import httpx
 
-from toolwire import ModelSettings, ResolvedTurn, Session
+from toolwire import ModelSettings, Session
 from toolwire.adapters import (
     DEFAULT_CONTEXT_LENGTH_MARKERS,
     DEFAULT_DEADLINE,
@@ -19,6 +19,7 @@ from toolwire.adapters import (
     AuthStyle,
     ErrorMapper,
     HttpProvider,
+    ResolvedTurn,
     RetryPolicy,
     SSEEvent,
     StreamEvent,

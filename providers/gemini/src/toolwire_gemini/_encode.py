@@ -17,7 +17,6 @@ import attrs
 
 from toolwire import (
     AssistantMessage,
-    ResolvedTurn,
     Session,
     SystemMessage,
     ToolCall,
@@ -25,7 +24,7 @@ from toolwire import (
     ToolResultsMessage,
     UserMessage,
 )
-from toolwire.adapters import ResolvedTool, arguments_object
+from toolwire.adapters import ResolvedTool, ResolvedTurn, arguments_object
 from toolwire.media import Audio, File, Image, MediaSupport
 from toolwire.profiles import profile_for
 from toolwire.schema import CompiledTool

@@ -9,7 +9,7 @@ from urllib.parse import quote
 
 import httpx
 
-from toolwire import ModelSettings, ResolvedTurn, Session
+from toolwire import ModelSettings, Session
 from toolwire.adapters import (
     DEFAULT_DEADLINE,
     DEFAULT_MAX_RESPONSE_BYTES,
@@ -20,6 +20,7 @@ from toolwire.adapters import (
     HttpProvider,
     ReplyCompleted,
     ResolvedTool,
+    ResolvedTurn,
     RetryPolicy,
     SSEEvent,
     StreamEvent,

@@ -17,7 +17,6 @@ import httpx
 from toolwire import (
     AssistantMessage,
     ModelSettings,
-    ResolvedTurn,
     Session,
     SystemMessage,
     ToolCall,
@@ -33,6 +32,7 @@ from toolwire.adapters import (
     AssistantReply,
     ErrorMapper,
     ResolvedTool,
+    ResolvedTurn,
     RetryPolicy,
     SSEEvent,
     StreamEvent,

@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Literal, Union, cast
 import attrs
 import httpx
 
-from toolwire import ModelSettings, ResolvedTurn, Session, ToolCall
+from toolwire import ModelSettings, Session, ToolCall
 from toolwire.adapters import (
     DEFAULT_CONTEXT_LENGTH_MARKERS,
     DEFAULT_DEADLINE,
@@ -28,6 +28,7 @@ from toolwire.adapters import (
     ErrorMapper,
     HttpProvider,
     ResolvedTool,
+    ResolvedTurn,
     RetryPolicy,
     SSEEvent,
     StreamEvent,

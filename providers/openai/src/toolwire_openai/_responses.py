@@ -23,7 +23,6 @@ import httpx
 from toolwire import (
     AssistantMessage,
     ModelSettings,
-    ResolvedTurn,
     Session,
     SystemMessage,
     ToolCall,
@@ -38,6 +37,7 @@ from toolwire.adapters import (
     ApiKey,
     AssistantReply,
     ResolvedTool,
+    ResolvedTurn,
     RetryPolicy,
     SSEEvent,
     StreamEvent,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from toolwire.hookspecs import hookimpl
 
 if TYPE_CHECKING:
-    from toolwire import Provider
+    from toolwire.adapters import Provider
     from toolwire.hookspecs import RegisterProvider
 
 __all__ = ["PROVIDERS", "toolwire_register_providers"]

@@ -1,0 +1,168 @@
+"""How an executor decides a call before it runs: approval (an approver's Allow, Deny,
+Modify or Defer, or an approval given back on resume, spent once and bound to the
+input's fingerprint), the policies on input they have not seen, and a bare round's hooks.
+
+The :class:`_Deciding` methods are the Executor's (it inherits them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from toolwire._calls import HandledCall, RejectedCall, TypedCall
+from toolwire._execute.approval import (
+    Allow,
+    Approval,
+    ApprovalRequest,
+    Defer,
+    Deny,
+    Modify,
+    call_fingerprint,
+)
+from toolwire._execute.jobs import _errors_text, _Job, _maybe_await, _PreparedTool
+from toolwire._hooks import (
+    _EMPTY_CONTEXT,
+    HookContext,
+    HookSet,
+    _async_pass,
+    _guards_only,
+    _hooks_cached,
+    _reason_text,
+    chain_cache,
+)
+from toolwire._round import ToolRound, ToolRoundPlan
+
+
+class _Deciding:
+    """The executor's approval and policy-check methods (a mixin of Executor)."""
+
+    if TYPE_CHECKING:
+        _host: Any
+        _approver: Any
+
+        async def _run_validators(
+            self, job: _Job, plan: _PreparedTool, call: TypedCall[Any]
+        ) -> None: ...
+
+    async def _approve(
+        self, jobs: Sequence[_Job], approvals: Mapping[str, Approval]
+    ) -> list[ApprovalRequest]:
+        pending: list[ApprovalRequest] = []
+        for job in jobs:
+            call, plan = job.call, job.plan
+            if job.result is not None or call is None or plan is None:
+                continue
+            given = approvals.get(call.id)
+            if given is not None:
+                current = call_fingerprint(call)
+                if current != given.fingerprint:
+                    job.refuse(
+                        f"the arguments of tool `{call.name}` changed after they were approved; "
+                        f"the call was not run",
+                        "approval_mismatch",
+                    )
+                    continue
+                if not given._spend():
+                    job.refuse(
+                        f"the approval of call `{call.id}` (tool `{call.name}`) was used "
+                        f"already; an approval is spent once, so the call was not run",
+                        "approval_reused",
+                    )
+                    continue
+                decision: Any = given.decision
+                request = ApprovalRequest(call, current, job.context)
+            elif not plan.gated:
+                continue
+            else:
+                request = ApprovalRequest(call, call_fingerprint(call), job.context)
+                assert self._approver is not None
+                try:
+                    decision = await _maybe_await(self._approver(request))
+                except Exception as exc:
+                    decision = Deny(f"approver failed: {type(exc).__name__}: {exc}")
+            await self._apply_decision(job, request, decision, pending)
+        return pending
+
+    async def _decided(self, plan: ToolRoundPlan | ToolRound) -> ToolRoundPlan | ToolRound:
+        """A bare round whose hooks or installed policies must decide its calls, as the
+        plan they make (this executor's own policies too, when they are other ones)."""
+        if not isinstance(plan, ToolRound) or plan._guard is None:
+            return plan
+        policies = self._host.hook_sets()[0] if self._host is not None else None
+        extra = (policies,) if policies and all(policies is not s for s in plan._guard.sets) else ()
+        return await plan.aapply_hooks(*extra)
+
+    async def _policies_on(
+        self,
+        call: TypedCall[Any],
+        context: HookContext | None,
+        guards: Sequence[HookSet] = (),
+    ) -> str | None:
+        """The guard hooks on input they have not seen as it is (an approver rewrote it; a
+        restored round's data says they let it through): the host's policies, and the
+        guard hooks among ``guards``. None if they let it run, else why not."""
+        policies = self._host.hook_sets()[0] if self._host is not None else None
+        sets: list[HookSet] = [policies] if policies else []
+        sets.extend(s for s in guards if all(s is not p for p in sets))
+        if not sets:
+            return None
+        # The shared chain cache: renewed when a set changes, as the rounds' is.
+        hooks, _, _ = _guards_only(_hooks_cached(sets, call.tool, chain_cache(sets)))
+        if not hooks:
+            return None
+        outcome, _ = await _async_pass(call, (hooks, -1, None), context or _EMPTY_CONTEXT)
+        if isinstance(outcome, RejectedCall):
+            return outcome.reason
+        if isinstance(outcome, HandledCall):
+            return "a policy answered the call instead of letting it run"
+        return None
+
+    async def _apply_decision(
+        self, job: _Job, request: ApprovalRequest, decision: Any, pending: list[ApprovalRequest]
+    ) -> None:
+        call = request.call
+        if isinstance(decision, Allow):
+            job.approved = request.fingerprint
+        elif isinstance(decision, Deny):
+            reason = _reason_text(decision.reason, "approver")
+            job.refuse(f"approval denied for tool `{call.name}`: {reason}", "denied")
+        elif isinstance(decision, Defer):
+            pending.append(request)
+        elif isinstance(decision, Modify):
+            args = decision.arguments
+            try:
+                if isinstance(args, (str, bytes)):
+                    value = call.tool.validate_json(args)
+                else:
+                    value = call.tool.validate_python(args)
+            except ValidationError as exc:
+                job.refuse(
+                    f"the approver's arguments for tool `{call.name}` did not match the "
+                    f"expected schema:\n" + _errors_text(exc),
+                    "invalid_arguments",
+                )
+                return
+            modified = call.with_input(value)
+            refusal = await self._policies_on(modified, job.context)
+            if refusal is not None:
+                job.refuse(
+                    f"the approver's arguments for tool `{call.name}` were rejected: {refusal}",
+                    "policy_rejected",
+                )
+                return
+            job.call = modified
+            assert job.plan is not None
+            if job.plan.validate:
+                await self._run_validators(job, job.plan, modified)
+                if job.result is not None:
+                    return
+            job.approved = call_fingerprint(modified)
+        else:
+            job.refuse(
+                f"the approver returned {type(decision).__name__} for tool `{call.name}`; "
+                f"expected Allow, Deny, Modify or Defer",
+                "denied",
+            )
