@@ -69,12 +69,21 @@ def _servers(work: Path) -> Iterator[dict[str, Any]]:
     env.pop("PYTHONPATH", None)
     procs: list[subprocess.Popen[bytes]] = []
     try:
-        up = _port()
-        upstream = subprocess.Popen(
-            [sys.executable, "-m", "bench._gateway_servers", "upstream", str(up)], cwd=ROOT, env=env
-        )
-        procs.append(upstream)
-        _wait_listening(up, upstream, "the upstream server")
+
+        def start(what: str, cwd: Path, env: dict[str, str], *argv: str) -> int:
+            """Start ``argv`` (``{port}`` filled in) and wait until it listens."""
+            port = _port()
+            proc = subprocess.Popen(
+                [sys.executable, *(a.format(port=port) for a in argv)], cwd=cwd, env=env
+            )
+            procs.append(proc)
+            _wait_listening(port, proc, what)
+            pids[what] = proc.pid
+            return port
+
+        pids: dict[str, int] = {}
+        servers = ("-m", "bench._gateway_servers")
+        up = start("the upstream server", ROOT, env, *servers, "upstream", "{port}")
         url = f"http://127.0.0.1:{up}/mcp"
 
         config = work / "config" / "toolwire"
@@ -84,7 +93,6 @@ def _servers(work: Path) -> Iterator[dict[str, Any]]:
         (config / "policy.toml").write_text(
             'deny = ["*_delete*"]\n\n[audit]\npath = "audit.jsonl"\n'
         )
-        gw = _port()
         gw_env = {
             **env,
             "XDG_CONFIG_HOME": str(work / "config"),
@@ -92,41 +100,10 @@ def _servers(work: Path) -> Iterator[dict[str, Any]]:
             "XDG_CACHE_HOME": str(work / "cache"),
             "TOOLWIRE_PLUGINS": "mcp",  # the upstream's tools only (policies always load)
         }
-        gateway = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "toolwire",
-                "mcp",
-                "serve",
-                "--transport",
-                "http",
-                "--port",
-                str(gw),
-            ],
-            cwd=work,
-            env=gw_env,
-        )
-        procs.append(gateway)
-        _wait_listening(gw, gateway, "the toolwire gateway")
-
-        nl = _port()
-        null = subprocess.Popen(
-            [sys.executable, "-m", "bench._gateway_servers", "null", str(nl), url],
-            cwd=ROOT,
-            env=env,
-        )
-        procs.append(null)
-        _wait_listening(nl, null, "the null proxy")
-
-        fm = _port()
-        fastmcp = subprocess.Popen(
-            [sys.executable, "-m", "bench._gateway_servers", "fastmcp", str(fm), url],
-            cwd=ROOT,
-            env=env,
-        )
-        procs.append(fastmcp)
-        _wait_listening(fm, fastmcp, "the FastMCP proxy")
+        serve = ("-m", "toolwire", "mcp", "serve", "--transport", "http", "--port", "{port}")
+        gw = start("the toolwire gateway", work, gw_env, *serve)
+        nl = start("the null proxy", ROOT, env, *servers, "null", "{port}", url)
+        fm = start("the FastMCP proxy", ROOT, env, *servers, "fastmcp", "{port}", url)
         yield {
             "urls": {
                 "direct": url,
@@ -135,7 +112,7 @@ def _servers(work: Path) -> Iterator[dict[str, Any]]:
                 "fastmcp": f"http://127.0.0.1:{fm}/mcp",
             },
             "names": {"direct": "", "null": "", "toolwire": "up_", "fastmcp": ""},
-            "gateway_pid": gateway.pid,
+            "gateway_pid": pids["the toolwire gateway"],
             "audit": config / "audit.jsonl",
         }
     finally:
