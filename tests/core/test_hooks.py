@@ -272,7 +272,7 @@ def test_plan_continue_suggestion_commit_when_nothing_pending(
     hooks = tw.HookSet()
     hooks.on(None, lambda call: tw.Reject("no"))
     assert (
-        tw.ContinueSuggestion.COMMIT
+        tw.adapters.ContinueSuggestion.COMMIT
         == _one(session, toolset).apply_hooks(hooks).continue_suggestion
     )
 

@@ -107,14 +107,14 @@ def test_issues_set_the_continue_suggestion(
     session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     rnd = needs_tools(session, turn, ("c1", "nope", "{}"))
-    assert tw.ContinueSuggestion.RECOVERABLE_TOOL_CALL_ISSUE == rnd.continue_suggestion
+    assert tw.adapters.ContinueSuggestion.RECOVERABLE_TOOL_CALL_ISSUE == rnd.continue_suggestion
 
 
 def test_valid_calls_suggest_running_tools(
     session: tw.Session, turn: tw.adapters.ResolvedTurn
 ) -> None:
     rnd = needs_tools(session, turn, ("c1", "get_weather", OK))
-    assert tw.ContinueSuggestion.RUN_TOOLS == rnd.continue_suggestion
+    assert tw.adapters.ContinueSuggestion.RUN_TOOLS == rnd.continue_suggestion
 
 
 def test_duplicate_call_ids_are_dropped(

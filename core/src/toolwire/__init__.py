@@ -96,6 +96,7 @@ if _typing.TYPE_CHECKING:
         Complete,
         HookContext,
         HookSet,
+        Principal,
         Reject,
         RunNormally,
         ToolDecision,
@@ -126,7 +127,6 @@ if _typing.TYPE_CHECKING:
         run_turn,
     )
     from toolwire._round import (
-        ContinueSuggestion,
         Finished,
         InvalidArguments,
         NeedsTools,
@@ -188,7 +188,6 @@ __all__ = [
     "Capability",
     "CommitError",
     "Complete",
-    "ContinueSuggestion",
     "Defer",
     "Deny",
     "Executor",
@@ -210,6 +209,7 @@ __all__ = [
     "OutputValidationError",
     "PluginHost",
     "PolicyError",
+    "Principal",
     "ProviderError",
     "RateLimitInterceptor",
     "Reject",

@@ -21,7 +21,7 @@ from toolwire._execute.executor import Executor
 from toolwire._execute.hosting import _resolve_host
 from toolwire._execute.paused import RoundExecution
 from toolwire._exports import publish
-from toolwire._hooks import HookContext, HookSet
+from toolwire._hooks import HookContext, HookSet, Principal
 from toolwire._output import ModelSettings, output_spec
 from toolwire._provider import (
     Provider,
@@ -185,6 +185,8 @@ class Agent:
       ``turn`` with ``Requirement.optional()``, so a forced tool call
       (``at_least_one`` / ``specific``) is forced once, not forever;
     - ``context``: the HookContext (default: session id, provider, model);
+    - ``principal``: who the calls are made for (a Principal; in every round's
+      HookContext, so policies decide by it; None: anonymous);
     - ``max_rounds`` (20): tool rounds per run; the model asking for tools
       once more raises RoundLimitError (that reply is not committed);
     - ``stop_when(results) -> bool``: checked after each committed round;
@@ -217,6 +219,7 @@ class Agent:
         output_type: Any = None,
         output_retries: int = 2,
         settings: ModelSettings | None = None,
+        principal: Principal | None = None,
     ) -> None:
         if not isinstance(provider, Provider):
             raise UsageError(f"provider must be a toolwire Provider, got {type(provider).__name__}")
@@ -252,6 +255,15 @@ class Agent:
             if follow_up is not None
             else attrs.evolve(self.turn, requirement=Requirement.optional())
         )
+        if principal is not None and not isinstance(principal, Principal):
+            raise UsageError(
+                f"principal must be a toolwire.Principal, got {type(principal).__name__}"
+            )
+        if principal is not None and context is not None:
+            if context.principal not in (None, principal):
+                raise UsageError("principal= and context.principal name different principals")
+            context = attrs.evolve(context, principal=principal)
+        self.principal = principal if principal is not None else getattr(context, "principal", None)
         self.context = context
         self.max_rounds = max_rounds
         self.stop_when = stop_when
@@ -284,7 +296,10 @@ class Agent:
         if self.context is not None:
             return self.context
         return HookContext(
-            session_id=session.id, provider=self.provider.name, model=self.provider.model
+            session_id=session.id,
+            provider=self.provider.name,
+            model=self.provider.model,
+            principal=self.principal,
         )
 
     def _plugins(self) -> Any:

@@ -25,6 +25,7 @@ __all__ = [
 ]
 
 TOPLEVEL: Mapping[str, str] = {
+    "Principal": "toolwire._hooks",
     "call_fingerprint": "toolwire._execute.approval",
     "Agent": "toolwire._agent",
     "Audio": "toolwire._media",
@@ -45,7 +46,6 @@ TOPLEVEL: Mapping[str, str] = {
     "Capability": "toolwire._metadata",
     "CommitError": "toolwire._errors",
     "Complete": "toolwire._hooks",
-    "ContinueSuggestion": "toolwire._round",
     "Defer": "toolwire._execute.approval",
     "Deny": "toolwire._execute.approval",
     "Executor": "toolwire._execute.executor",
@@ -167,6 +167,7 @@ ADAPTERS: Mapping[str, str] = {
     "ToolCallIssue": "toolwire._round",
     "HandledCall": "toolwire._calls",
     "RejectedCall": "toolwire._calls",
+    "ContinueSuggestion": "toolwire._round",
 }
 """``toolwire.adapters``: what a provider adapter's author needs beyond the top level."""
 
@@ -353,6 +354,7 @@ MOVED: Mapping[str, str] = {
     "ToolCallIssue": "toolwire.adapters",
     "HandledCall": "toolwire.adapters",
     "RejectedCall": "toolwire.adapters",
+    "ContinueSuggestion": "toolwire.adapters",
 }
 """Names that left the top level in 0.2 -> the public module that has them now
 (``module:NewName`` where the name changed too). Reading one from ``toolwire`` still works

@@ -20,7 +20,7 @@ from toolwire._calls import (
     TypedCall,
     rejection_content,
 )
-from toolwire._errors import HookError
+from toolwire._errors import HookError, UsageError
 from toolwire._exports import publish
 from toolwire._tools import Selector, Tool, tool_of
 
@@ -68,11 +68,65 @@ class Reject:
 ToolDecision = Union[RunNormally[Any], Complete, Reject]
 
 
+def _principal_text(what: str) -> Callable[[Any, Any, Any], None]:
+    def check(instance: Any, attribute: Any, value: Any) -> None:
+        if not isinstance(value, str) or "\x00" in value or len(value) > 512:
+            raise UsageError(
+                f"Principal.{what} must be text of at most 512 characters, got {value!r:.80}"
+            )
+
+    return check
+
+
+def _groups(value: Any) -> frozenset[str]:
+    if isinstance(value, str):
+        raise UsageError(f"Principal.groups must be a list of names, got the string {value!r}")
+    groups = frozenset(value)
+    bad = [g for g in groups if not isinstance(g, str) or not g or len(g) > 512]
+    if bad:
+        raise UsageError(f"Principal.groups must be non-empty names, got {bad[0]!r:.80}")
+    return groups
+
+
+@attrs.frozen
+class Principal:
+    """Who a call is made for.
+
+    ``subject`` identifies them (a user or service id: a token's ``sub``); ``name`` is
+    for people to read; ``groups`` their groups or roles; ``client`` the application
+    calling on their behalf; ``method`` how the principal was established: ``app`` (the
+    application says so), ``cli`` (asserted on the command line with ``--as``),
+    ``token`` or ``oauth`` (a gateway checked a credential). A policy may refuse a
+    method (toolwire-policy's ``principal_methods``).
+    """
+
+    subject: str = attrs.field(validator=_principal_text("subject"))
+    name: str = attrs.field(default="", validator=_principal_text("name"))
+    groups: frozenset[str] = attrs.field(default=frozenset(), converter=_groups)
+    client: str = attrs.field(default="", validator=_principal_text("client"))
+    method: str = attrs.field(default="app", validator=_principal_text("method"))
+
+    def __attrs_post_init__(self) -> None:
+        if not self.subject:
+            raise UsageError("a Principal needs a subject (who the calls are made for)")
+
+    def to_dict(self) -> dict[str, Any]:
+        """As audit records and logs keep it (groups sorted)."""
+        return {
+            "subject": self.subject,
+            "name": self.name,
+            "groups": sorted(self.groups),
+            "client": self.client,
+            "method": self.method,
+        }
+
+
 @attrs.frozen
 class HookContext:
     """What every hook may know about the turn, without globals.
 
-    ``extra`` is the application's own mapping (user id, tenant, environment).
+    ``extra`` is the application's own mapping (user id, tenant, environment);
+    ``principal`` who the calls are made for (None: anonymous).
     """
 
     app: str = ""
@@ -80,6 +134,15 @@ class HookContext:
     provider: str = ""
     model: str = ""
     extra: Mapping[str, Any] = attrs.field(factory=dict)
+    principal: Principal | None = attrs.field(default=None)
+
+    @principal.validator
+    def _check_principal(self, attribute: Any, value: Any) -> None:
+        if value is not None and not isinstance(value, Principal):
+            raise UsageError(
+                f"HookContext.principal must be a toolwire.Principal or None, "
+                f"got {type(value).__name__}"
+            )
 
 
 AuditKind = str

@@ -88,6 +88,7 @@ if _typing.TYPE_CHECKING:
     )
     from toolwire._round import (
         AssistantReply,
+        ContinueSuggestion,
         ToolCallIssue,
         decode_reply,
     )
@@ -114,6 +115,7 @@ __all__ = [
     "AuthStyle",
     "BackendCall",
     "ChatSpan",
+    "ContinueSuggestion",
     "ErrorDetail",
     "ErrorMapper",
     "HandledCall",

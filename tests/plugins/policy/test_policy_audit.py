@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from toolwire import HookContext, Reject, TypedCall
-from toolwire_policy import REDACTED, Policy, canonical_json, fingerprint
+from toolwire_policy import GENESIS, REDACTED, Policy, canonical_json, fingerprint
 
 MakePolicy = Callable[[str], Policy]
 CallOf = Callable[..., TypedCall[Any]]
@@ -59,6 +59,8 @@ def test_an_allowed_call_is_audited(make_policy: MakePolicy, call_of: CallOf) ->
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", time)
     redacted = {"path": "a.txt", "content": REDACTED}
     assert {
+        "seq": 1,
+        "prev": GENESIS,
         "event": "decision",
         "call_id": "call_7",
         "tool": "write_notes",
@@ -70,6 +72,7 @@ def test_an_allowed_call_is_audited(make_policy: MakePolicy, call_of: CallOf) ->
         "session_id": "s-1",
         "provider": "test",
         "model": "offline",
+        "principal": None,
         "approval": None,
         "effect": "mutating",
         "arguments": redacted,

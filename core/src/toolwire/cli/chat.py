@@ -43,6 +43,7 @@ from toolwire.cli.commands import (
     _provider,
     _status,
     _warn_blocked,
+    principal_of,
 )
 from toolwire.cli.config import CliConfig, cli_config
 from toolwire.cli.logs import ConversationLog, Recorder, redact_call_arguments
@@ -138,7 +139,11 @@ class _Chat:
             f"waiting for {provider.name}", enabled=None if not args.json else False
         )
         self.ctx = HookContext(
-            app=APP, session_id=session.id, provider=provider.name, model=provider.model
+            app=APP,
+            session_id=session.id,
+            provider=provider.name,
+            model=provider.model,
+            principal=principal_of(args),
         )
         settings = cfg["settings"]
         self.settings = ModelSettings(**settings) if settings else None

@@ -357,6 +357,22 @@ def _agent(
     return Agent(provider, toolset, executor=executor, plugins=host, context=ctx, **options)
 
 
+def principal_of(args: argparse.Namespace) -> Any:
+    """The principal ``--as`` (and ``--group``) name, or None; method ``cli``."""
+    subject = getattr(args, "as_subject", None)
+    groups = getattr(args, "as_groups", None) or []
+    if subject is None:
+        if groups:
+            raise CliError("--group needs --as (whose group it is)", EXIT_USAGE)
+        return None
+    from toolwire._hooks import Principal
+
+    try:
+        return Principal(subject, groups=groups, client=APP, method="cli")
+    except UsageError as exc:
+        raise CliError(f"--as: {exc}", EXIT_USAGE) from None
+
+
 def _color(args: argparse.Namespace) -> str:
     """``--color``, else the user's toolwire.toml's ``color``."""
     if args.color:
@@ -408,7 +424,7 @@ def _cmd_call(args: argparse.Namespace) -> int:
         host,
         TestProvider(script=[reply]),
         toolset,
-        HookContext(app=APP, provider="cli"),
+        HookContext(app=APP, provider="cli", principal=principal_of(args)),
         args,
         events.emit,
         turn=Turn(availability=Availability.only(args.name)),

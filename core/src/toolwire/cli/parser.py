@@ -115,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("arguments", metavar="JSON", help="the arguments, as a JSON object")
     sp.add_argument("--json", action="store_true", help="print one JSON event per line")
     _shape_options(sp)
+    _principal_options(sp)
     _save_media_option(sp)
     _backend_option(sp)
     _approve_switch(sp)
@@ -159,6 +160,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     sp.add_argument("--json", action="store_true", help="print one JSON event per line")
     _shape_options(sp)
+    _principal_options(sp)
     _save_media_option(sp)
     _approve_switch(sp)
 
@@ -298,6 +300,23 @@ def _logs_options(sp: argparse.ArgumentParser, count: Any, flag: Any) -> None:
         "--cid", metavar="ID", default=None if flag is False else flag, help="one conversation"
     )
     sp.add_argument("--json", action="store_true", default=flag, help="print JSON")
+
+
+def _principal_options(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument(
+        "--as",
+        dest="as_subject",
+        metavar="SUBJECT",
+        help="make the calls for this principal (method `cli`: a policy may refuse it)",
+    )
+    sp.add_argument(
+        "--group",
+        dest="as_groups",
+        action="append",
+        default=[],
+        metavar="GROUP",
+        help="with --as: a group or role of the principal (repeat for several)",
+    )
 
 
 def _shape_options(sp: argparse.ArgumentParser) -> None:

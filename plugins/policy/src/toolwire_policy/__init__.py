@@ -6,7 +6,15 @@ plugin (entry point ``policy`` in ``toolwire.policies``) loads the file named
 by ``TOOLWIRE_POLICY``; :class:`PolicyPlugin` and :class:`Policy` use one from code.
 """
 
-from toolwire_policy._audit import AuditLog, canonical_json, fingerprint
+from toolwire_policy._audit import (
+    GENESIS,
+    AuditLog,
+    ChainReport,
+    canonical_json,
+    fingerprint,
+    read_records,
+    verify_log,
+)
 from toolwire_policy._config import (
     POLICY_ENV,
     REQUIRED_ENV,
@@ -14,6 +22,7 @@ from toolwire_policy._config import (
     ConstraintRule,
     PolicyConfig,
     PolicyFileError,
+    PrincipalRule,
     RedactRule,
     find_policy_file,
     parse_policy_text,
@@ -38,16 +47,19 @@ __all__ = [
     "APPROVAL_REASON",
     "APPROVED",
     "APPROVER",
+    "GENESIS",
     "POLICY_ENV",
     "REDACTED",
     "REQUIRED_ENV",
     "AuditConfig",
     "AuditLog",
+    "ChainReport",
     "ConstraintRule",
     "Policy",
     "PolicyConfig",
     "PolicyFileError",
     "PolicyPlugin",
+    "PrincipalRule",
     "RedactRule",
     "Verdict",
     "__version__",
@@ -59,4 +71,6 @@ __all__ = [
     "parse_policy_text",
     "policy_paths",
     "read_policy_file",
+    "read_records",
+    "verify_log",
 ]

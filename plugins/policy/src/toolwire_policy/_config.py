@@ -135,6 +135,32 @@ class AuditConfig(_Table):
     """Keys of ``HookContext.extra`` to copy into each record (``user``, ``tenant``)."""
 
 
+class PrincipalRule(_Table):
+    """A ``[[rules]]`` table: what the policy says for some principals (by subject, by
+    group). The most specific wins: a rule naming the principal's subject over one naming
+    a group of theirs, over the file's top-level keys; within one level, deny over
+    approve over allow."""
+
+    subjects: list[Glob] = []
+    """Principal subjects (globs) the rule applies to."""
+    groups: list[Glob] = []
+    """Principal groups or roles (globs) the rule applies to."""
+    allow: list[Glob] = []
+    """Tools these principals may call, even where the top-level keys deny them."""
+    deny: list[Glob] = []
+    """Tools these principals may not call (nor see)."""
+    approve: list[Glob] = []
+    """Tools whose calls need approval for these principals."""
+
+    @model_validator(mode="after")
+    def _aimed(self) -> PrincipalRule:
+        if not self.subjects and not self.groups:
+            raise ValueError("a [[rules]] table needs subjects or groups (whom it is for)")
+        if not (self.allow or self.deny or self.approve):
+            raise ValueError("a [[rules]] table needs allow, deny or approve (what it says)")
+        return self
+
+
 class PolicyConfig(_Table):
     """The whole policy file."""
 
@@ -167,6 +193,14 @@ class PolicyConfig(_Table):
     """The most media (bytes) one tool result may carry; past it, the result's media is
     withheld (its text is kept, and says so)."""
     audit: AuditConfig | None = None
+    require_principal: bool = False
+    """Refuse every call made for nobody (no principal in its context), and hide every
+    tool from such turns."""
+    principal_methods: list[Annotated[str, StringConstraints(min_length=1)]] | None = None
+    """How a principal may have been established for this policy to accept it (``app``,
+    ``cli``, ``token``, ``oauth``); a call for a principal established otherwise is refused.
+    Absent: any. ``["app", "token", "oauth"]`` refuses ``toolwire chat --as``."""
+    rules: list[PrincipalRule] = []
 
 
 # -- errors ----------------------------------------------------------------------------

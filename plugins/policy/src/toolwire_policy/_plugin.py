@@ -156,7 +156,7 @@ class PolicyPlugin:
         if self.policy is None:
             return None
         try:
-            return None if self.policy.is_visible(tool) else False
+            return None if self.policy.is_visible(tool, context.principal) else False
         except Exception:  # fail closed
             logger.exception("toolwire-policy failed on the availability of %s", tool.name)
             return False

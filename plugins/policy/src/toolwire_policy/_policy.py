@@ -28,6 +28,7 @@ from pydantic import BaseModel, SecretBytes, SecretStr
 
 from toolwire import (
     HookContext,
+    Principal,
     Reject,
     Tool,
     ToolDecision,
@@ -189,6 +190,17 @@ _Constraint = tuple[ConstraintRule, "re.Pattern[str] | None", tuple["re.Pattern[
 
 
 @attrs.frozen
+class _Rule:
+    """A ``[[rules]]`` table, its globs compiled."""
+
+    subjects: re.Pattern[str] | None
+    groups: re.Pattern[str] | None
+    allow: re.Pattern[str] | None
+    deny: re.Pattern[str] | None
+    approve: re.Pattern[str] | None
+
+
+@attrs.frozen
 class _Compiled:
     """What the policy says about one tool, independent of the call's arguments."""
 
@@ -212,6 +224,7 @@ class Policy:
         "_cache",
         "_deny",
         "_effects",
+        "_rules",
         "_trusted_mcp",
         "audit_log",
         "config",
@@ -234,6 +247,16 @@ class Policy:
         self._trusted_mcp = _globs(config.trusted_mcp_servers)
         self._effects = [(_globs([glob]), str(effect)) for glob, effect in config.effects.items()]
         self._cache: dict[tuple[tuple[str, ...], tuple[str, ...], str], _Compiled] = {}
+        self._rules = tuple(
+            _Rule(
+                _globs(r.subjects),
+                _globs(r.groups),
+                _globs(r.allow),
+                _globs(r.deny),
+                _globs(r.approve),
+            )
+            for r in config.rules
+        )
 
     def __repr__(self) -> str:
         src = str(self.source) if self.source is not None else "<config>"
@@ -340,12 +363,88 @@ class Policy:
             tuple(re.compile(p) for r in redact for p in r.result_patterns),
         )
 
-    def hidden_reason(self, tool: Tool[Any, Any]) -> str | None:
-        """Why the policy hides ``tool`` (denied, not allowed, denied effect), or None."""
-        return self._compiled(tool).hidden
+    def hidden_reason(self, tool: Tool[Any, Any], principal: Principal | None = None) -> str | None:
+        """Why the policy hides ``tool`` from ``principal`` (denied, not allowed, denied
+        effect, no principal where one is required), or None."""
+        return self._for(tool, principal)[0]
 
-    def is_visible(self, tool: Tool[Any, Any]) -> bool:
-        return self._compiled(tool).hidden is None
+    def is_visible(self, tool: Tool[Any, Any], principal: Principal | None = None) -> bool:
+        return self.hidden_reason(tool, principal) is None
+
+    def principal_refusal(self, principal: Principal | None) -> str | None:
+        """Why no call may be made for ``principal`` (none where one is required, a method
+        the policy does not accept), or None."""
+        cfg = self.config
+        if principal is None:
+            if cfg.require_principal:
+                return "the organisation policy requires calls to be made for a principal"
+            return None
+        methods = cfg.principal_methods
+        if methods is not None and principal.method not in methods:
+            return (
+                f"the organisation policy does not accept principals established by "
+                f"`{principal.method}` (it accepts: {', '.join(methods) or 'none'})"
+            )
+        return None
+
+    def _for(
+        self, tool: Tool[Any, Any], principal: Principal | None
+    ) -> tuple[str | None, str | None, str]:
+        """(why hidden, why approval is needed, which rule decided) for ``tool`` and
+        ``principal``: the most specific rule that names the tool, else the top level."""
+        refusal = self.principal_refusal(principal)
+        if refusal is not None:
+            return refusal, None, "principal"
+        compiled = self._compiled(tool)
+        if principal is None or not self._rules:
+            return compiled.hidden, compiled.needs_approval, "top level"
+        names = _names(tool)
+        who = f"`{principal.subject}`"
+        subject = (principal.subject,)
+        groups = tuple(sorted(principal.groups))
+        for level, label in ((0, "subject"), (1, "group")):
+            deny = approve = allow = None
+            for i, rule in enumerate(self._rules):
+                aimed = rule.subjects if level == 0 else rule.groups
+                if not _matches(aimed, subject if level == 0 else groups):
+                    continue
+                where = f"rules[{i}] ({label})"
+                if deny is None and _matches(rule.deny, names):
+                    deny = where
+                if approve is None and _matches(rule.approve, names):
+                    approve = where
+                if allow is None and _matches(rule.allow, names):
+                    allow = where
+            if deny is not None:
+                return (
+                    f"tool `{tool.name}` is denied to {who} by the organisation policy",
+                    None,
+                    deny,
+                )
+            if approve is not None:
+                return (
+                    None,
+                    f"{APPROVAL_REASON}: the organisation policy requires approval for "
+                    f"`{tool.name}` when called for {who}",
+                    approve,
+                )
+            if allow is not None:
+                return None, compiled.needs_approval, allow
+        return compiled.hidden, compiled.needs_approval, "top level"
+
+    def explain(self, tool: Tool[Any, Any], principal: Principal | None) -> dict[str, Any]:
+        """What the policy decides for ``tool`` called for ``principal``, and which rule
+        made the decision (``toolwire-policy explain``)."""
+        hidden, approval, rule = self._for(tool, principal)
+        decision = "deny" if hidden is not None else "approve" if approval else "allow"
+        return {
+            "tool": tool.name,
+            "principal": principal.to_dict() if principal is not None else None,
+            "decision": decision,
+            "reason": hidden or approval or "",
+            "rule": rule,
+            "effect": self._effect(_names(tool), self._claimed(tool)),
+        }
 
     # -- per call -----------------------------------------------------------------------
 
@@ -371,15 +470,18 @@ class Policy:
     def check(self, call: TypedCall[Any], context: HookContext) -> Verdict | Awaitable[Verdict]:
         """The verdict for one call (awaitable only when an async approver is asked)."""
         compiled = self._compiled(call.tool)
-        if compiled.hidden is not None:
-            return Verdict(False, compiled.hidden)
+        hidden, needs_approval = compiled.hidden, compiled.needs_approval
+        if self._rules or context.principal is not None or self.config.require_principal:
+            hidden, needs_approval, _ = self._for(call.tool, context.principal)
+        if hidden is not None:
+            return Verdict(False, hidden)
         if compiled.constraints:
             broken = self.constraint_violation(call, revealed_arguments(call))
             if broken is not None:
                 return Verdict(False, broken)
-        if compiled.needs_approval is None:
+        if needs_approval is None:
             return _ALLOW
-        return _approve(call, context, compiled.needs_approval)
+        return _approve(call, context, needs_approval)
 
     def redact_arguments(self, tool: Tool[Any, Any], arguments: Any) -> Any:
         """The arguments with every value under a redacted name replaced by ``[REDACTED]``."""
@@ -560,6 +662,7 @@ class Policy:
             "session_id": context.session_id or None,
             "provider": context.provider or None,
             "model": context.model or None,
+            "principal": context.principal.to_dict() if context.principal is not None else None,
         }
         audit = self.config.audit
         if audit is not None and audit.context_keys:

@@ -1,0 +1,171 @@
+"""``toolwire-policy``: check an audit log's chain, read it, and explain a decision.
+
+    toolwire-policy audit verify FILE
+    toolwire-policy audit show FILE [--as SUBJECT] [--since 1h] [--tool GLOB] [--json]
+    toolwire-policy explain TOOL [--as SUBJECT [--group G ...] [--method M]] [--policy FILE]
+
+Exit status: 0 ok; 1 the chain is broken (verify), or the tool is denied (explain);
+2 usage error (an unreadable file, an unknown tool, a bad duration).
+"""
+
+from __future__ import annotations
+
+import argparse
+import fnmatch
+import json
+import re
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main"]
+
+_DURATION = re.compile(r"^(\d+)([smhd])$")
+_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
+
+
+class _Usage(Exception):
+    pass
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="toolwire-policy",
+        description="toolwire-policy: the audit log's chain and records, and why a tool is "
+        "allowed or denied for a principal",
+    )
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    audit = sub.add_parser("audit", help="verify or read an audit log")
+    asub = audit.add_subparsers(dest="action", metavar="ACTION", required=True)
+    verify = asub.add_parser("verify", help="check the hash chain; name the first broken record")
+    verify.add_argument("file", type=Path)
+    show = asub.add_parser("show", help="the records, filtered")
+    show.add_argument("file", type=Path)
+    show.add_argument("--as", dest="subject", metavar="SUBJECT", help="only this principal's")
+    show.add_argument("--since", metavar="DURATION", help="only the last 30m, 1h, 2d ...")
+    show.add_argument("--tool", metavar="GLOB", help="only these tools'")
+    show.add_argument("--json", action="store_true", help="the records as JSON lines")
+    explain = sub.add_parser("explain", help="what the policy decides for a tool and a principal")
+    explain.add_argument("tool", help="the tool's name, as the assembled toolset has it")
+    explain.add_argument("--as", dest="subject", metavar="SUBJECT", help="the principal")
+    explain.add_argument("--group", dest="groups", action="append", default=[], metavar="G")
+    explain.add_argument("--method", default="app", help="how the principal was established")
+    explain.add_argument("--policy", type=Path, help="this policy file (default: the one in force)")
+    explain.add_argument("--json", action="store_true", help="print JSON")
+    return p
+
+
+def _since(text: str | None) -> datetime | None:
+    if text is None:
+        return None
+    m = _DURATION.match(text.strip())
+    if not m:
+        raise _Usage(f"--since takes a duration like 30m, 1h or 2d, got {text!r}")
+    return datetime.now(UTC) - timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
+
+
+def _when(record: dict[str, Any]) -> datetime | None:
+    try:
+        return datetime.fromisoformat(str(record.get("time", "")).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+
+
+def _verify(path: Path) -> int:
+    from toolwire_policy._audit import verify_log
+
+    report = verify_log(path)
+    if report.ok:
+        print(f"{path}: {report.records} records, the chain is whole; head {report.head}")
+        return 0
+    print(f"{path}: BROKEN at line {report.line}: {report.problem}", file=sys.stderr)
+    print(f"(the {report.records} records before it are whole)", file=sys.stderr)
+    return 1
+
+
+def _show(args: argparse.Namespace) -> int:
+    from toolwire_policy._audit import read_records
+
+    since = _since(args.since)
+    for number, _, record in read_records(args.file):
+        if record is None:
+            print(f"line {number}: not a record", file=sys.stderr)
+            continue
+        principal = record.get("principal") or {}
+        if args.subject is not None and principal.get("subject") != args.subject:
+            continue
+        if args.tool is not None and not fnmatch.fnmatchcase(str(record.get("tool")), args.tool):
+            continue
+        when = _when(record)
+        if since is not None and (when is None or when < since):
+            continue
+        if args.json:
+            print(json.dumps(record, ensure_ascii=False))
+            continue
+        who = principal.get("subject") or "(anonymous)"
+        reason = f": {record['reason']}" if record.get("reason") else ""
+        print(
+            f"{record.get('seq', '?'):>6} {record.get('time')} {who:<16} "
+            f"{record.get('event')} {record.get('tool')} {record.get('decision')}{reason}"
+        )
+    return 0
+
+
+def _explain(args: argparse.Namespace) -> int:
+    from toolwire import Principal, get_host
+    from toolwire_policy._config import find_policy_file
+    from toolwire_policy._policy import Policy
+
+    path = args.policy or find_policy_file()
+    if path is None:
+        raise _Usage("no policy file is in force (and none was given with --policy)")
+    policy = Policy.from_file(path)
+    tools = get_host().assemble()
+    tool = tools.get(args.tool)
+    if tool is None:
+        known = ", ".join(t.name for t in tools.tools()) or "none"
+        raise _Usage(f"no tool `{args.tool}` in the assembled toolset (known: {known})")
+    principal = None
+    if args.subject is not None:
+        principal = Principal(args.subject, groups=args.groups, method=args.method)
+    elif args.groups:
+        raise _Usage("--group needs --as (whose group it is)")
+    found = policy.explain(tool, principal)
+    if args.json:
+        print(json.dumps({"policy": str(path), **found}, indent=2))
+    else:
+        who = f"`{principal.subject}`" if principal else "an anonymous caller"
+        print(f"{found['tool']} for {who}: {found['decision']}")
+        if found["reason"]:
+            print(f"  why: {found['reason']}")
+        print(f"  decided by: {found['rule']} of {path}")
+    return 1 if found["decision"] == "deny" else 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "audit":
+            if not args.file.is_file():
+                raise _Usage(f"{args.file}: no such audit log")
+            return _verify(args.file) if args.action == "verify" else _show(args)
+        return _explain(args)
+    except _Usage as exc:
+        print(f"toolwire-policy: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"toolwire-policy: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # a policy file that does not load: said, not a traceback
+        from toolwire.exceptions import ToolwireError
+
+        if isinstance(exc, ToolwireError):
+            print(f"toolwire-policy: error: {exc}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,356 @@
+"""Who is calling: principals in the hook context, rules by principal, a policy that
+requires one, and the tamper-evident audit log (its chain and ``toolwire-policy``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import TOOLS, make_call
+
+import toolwire as tw
+from toolwire import HookContext, Principal
+from toolwire.exceptions import UsageError
+from toolwire.providers.test import TestProvider
+from toolwire_policy import GENESIS, AuditLog, Policy, PolicyFileError, verify_log
+
+MakePolicy = Callable[[str], Policy]
+
+ALICE = Principal("alice", name="Alice", groups=["ops"])
+BOB = Principal("bob")
+MALLORY = Principal("mallory", groups=["ops"])
+RULES = """
+deny = ["drop_table"]
+approve = []
+
+[[rules]]
+groups = ["ops"]
+allow = ["drop_table"]
+
+[[rules]]
+subjects = ["mallory"]
+deny = ["read_*"]
+
+[[rules]]
+subjects = ["alice"]
+approve = ["write_notes"]
+
+[[rules]]
+subjects = ["carol"]
+deny = ["drop_table"]
+"""
+
+
+def _verdict(policy: Policy, tool: str, principal: Principal | None) -> tuple[bool, str]:
+    call = make_call(TOOLS[tool], {"name": "t"} if tool == "drop_table" else _args(tool))
+    out = policy.check(call, HookContext(app="t", principal=principal))
+    assert not hasattr(out, "__await__")
+    return out.allowed, out.reason  # type: ignore[union-attr]
+
+
+def _args(tool: str) -> dict[str, Any]:
+    return {"read_notes": {"path": "a"}, "write_notes": {"path": "a", "content": "x"}}.get(
+        tool, {"url": "https://example.com"}
+    )
+
+
+# -- the principal ---------------------------------------------------------------------------
+
+
+def test_a_principal_is_checked() -> None:
+    assert {"ops"} == set(ALICE.groups)
+    assert {
+        "subject": "alice",
+        "name": "Alice",
+        "groups": ["ops"],
+        "client": "",
+        "method": "app",
+    } == ALICE.to_dict()
+    for bad in (
+        lambda: Principal(""),
+        lambda: Principal(7),  # type: ignore[arg-type]
+        lambda: Principal("x", groups="ops"),  # one string is not a list of groups
+        lambda: Principal("x", groups=[""]),
+        lambda: Principal("x\x00y"),
+        lambda: Principal("x" * 600),
+        lambda: HookContext(principal="alice"),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(UsageError):
+            bad()
+
+
+def test_the_agent_puts_its_principal_in_every_rounds_context() -> None:
+    seen: list[Principal | None] = []
+    hooks = tw.HookSet()
+    hooks.on(None, lambda call, ctx: seen.append(ctx.principal))
+    tools = tw.Toolset("t", [TOOLS["read_notes"]])
+    provider = TestProvider(
+        script=[
+            {"tool_calls": [{"name": "read_notes", "arguments": {"path": "a"}}]},
+            {"text": "ok"},
+        ]
+    )
+    agent = tw.Agent(provider, tools, hooks=[hooks], principal=ALICE, plugins=False)
+    agent.run(tw.Session(), "read")
+    assert [ALICE] == seen
+    with pytest.raises(UsageError, match="different principals"):
+        tw.Agent(provider, tools, principal=ALICE, context=HookContext(principal=BOB))
+
+
+# -- rules by principal ------------------------------------------------------------------------
+
+
+def test_the_most_specific_rule_wins(make_policy: MakePolicy) -> None:
+    policy = make_policy(RULES)
+    # The top level denies drop_table; the ops group's rule allows it to ops.
+    assert (True, "") == _verdict(policy, "drop_table", ALICE)
+    assert _verdict(policy, "drop_table", BOB) == (
+        False,
+        "tool `drop_table` is denied by the organisation policy",
+    )
+    assert not _verdict(policy, "drop_table", None)[0]
+    # A subject's rule beats a group's: carol is in ops, and her own rule denies it.
+    carol = Principal("carol", groups=["ops"])
+    assert _verdict(policy, "drop_table", carol) == (
+        False,
+        "tool `drop_table` is denied to `carol` by the organisation policy",
+    )
+    # mallory may drop tables (ops) but not read notes (her own rule).
+    assert _verdict(policy, "drop_table", MALLORY)[0]
+    assert not _verdict(policy, "read_notes", MALLORY)[0]
+    assert policy.is_visible(TOOLS["read_notes"], BOB)
+    assert not policy.is_visible(TOOLS["read_notes"], MALLORY)
+    # alice's own rule asks approval for write_notes; bob has none.
+    allowed, reason = _verdict(policy, "write_notes", ALICE)
+    assert not allowed
+    assert "requires approval for `write_notes` when called for `alice`" in reason
+    assert _verdict(policy, "write_notes", BOB)[0]
+
+
+def test_explain_names_the_rule(make_policy: MakePolicy) -> None:
+    policy = make_policy(RULES)
+    found = policy.explain(TOOLS["drop_table"], ALICE)
+    assert ("allow", "rules[0] (group)") == (found["decision"], found["rule"])
+    found = policy.explain(TOOLS["drop_table"], Principal("carol", groups=["ops"]))
+    assert ("deny", "rules[3] (subject)") == (found["decision"], found["rule"])
+    assert ("deny", "top level") == (
+        policy.explain(TOOLS["drop_table"], BOB)["decision"],
+        policy.explain(TOOLS["drop_table"], BOB)["rule"],
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[[rules]]\nallow = ["x"]\n', "needs subjects or groups"),
+        ('[[rules]]\nsubjects = ["a"]\n', "needs allow, deny or approve"),
+        ('[[rules]]\nsubjects = ["a"]\nallow = ["x"]\nextra = 1\n', "extra"),
+        ('principal_methods = "app"\n', "principal_methods"),
+    ],
+)
+def test_a_malformed_rule_is_refused_by_name(
+    make_policy: MakePolicy, text: str, message: str
+) -> None:
+    with pytest.raises(PolicyFileError, match=message):
+        make_policy(text)
+
+
+def test_a_policy_can_require_a_principal(make_policy: MakePolicy) -> None:
+    policy = make_policy("require_principal = true\n")
+    assert _verdict(policy, "read_notes", None) == (
+        False,
+        "the organisation policy requires calls to be made for a principal",
+    )
+    assert not policy.is_visible(TOOLS["read_notes"], None)
+    assert _verdict(policy, "read_notes", BOB)[0]
+
+
+def test_a_policy_can_refuse_principals_asserted_on_the_command_line(
+    make_policy: MakePolicy,
+) -> None:
+    policy = make_policy('principal_methods = ["app", "token"]\n')
+    asserted = Principal("alice", method="cli")
+    allowed, reason = _verdict(policy, "read_notes", asserted)
+    assert not allowed
+    assert "does not accept principals established by `cli`" in reason
+    assert _verdict(policy, "read_notes", ALICE)[0]
+
+
+# -- the audit log's chain ----------------------------------------------------------------------
+
+
+def _audited(make_policy: MakePolicy, tmp_path: Path, n: int = 4) -> Path:
+    policy = make_policy('[audit]\npath = "audit.jsonl"\n')
+    for i, who in enumerate([ALICE, BOB, None, ALICE][:n]):
+        call = make_call(TOOLS["read_notes"], {"path": f"n{i}"}, f"c{i}")
+        policy.decide(call, HookContext(app="t", principal=who))
+    return tmp_path / "audit.jsonl"
+
+
+def test_every_record_carries_its_principal_and_is_chained(
+    make_policy: MakePolicy, tmp_path: Path
+) -> None:
+    log = _audited(make_policy, tmp_path)
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [1, 2, 3, 4] == [r["seq"] for r in records]
+    assert GENESIS == records[0]["prev"]
+    assert ["alice", "bob", None, "alice"] == [
+        (r["principal"] or {}).get("subject") for r in records
+    ]
+    report = verify_log(log)
+    assert (True, 4) == (report.ok, report.records)
+
+
+def test_a_log_edited_in_the_middle_fails_at_that_record(
+    make_policy: MakePolicy, tmp_path: Path
+) -> None:
+    log = _audited(make_policy, tmp_path)
+    lines = log.read_text().splitlines()
+    lines[1] = lines[1].replace('"decision":"allow"', '"decision":"reject"')
+    log.write_text("\n".join(lines) + "\n")
+    report = verify_log(log)
+    assert (False, 3) == (report.ok, report.line)
+    assert "does not follow the record before it" in str(report.problem)
+
+
+@pytest.mark.parametrize(
+    ("cut", "line", "says"),
+    [(0, 1, "the log starts at record 2: records 1 to 1 are missing"), (2, 3, "expected 3")],
+)
+def test_a_removed_record_is_found(
+    make_policy: MakePolicy, tmp_path: Path, cut: int, line: int, says: str
+) -> None:
+    log = _audited(make_policy, tmp_path)
+    lines = log.read_text().splitlines()
+    del lines[cut]
+    log.write_text("\n".join(lines) + "\n")
+    report = verify_log(log)
+    assert (False, line) == (report.ok, report.line)
+    assert says in str(report.problem)
+
+
+def test_two_writers_keep_one_chain(tmp_path: Path) -> None:
+    # Two AuditLog objects on one file stand for two gateway processes: each appends
+    # under the file's lock and chains to what the other wrote.
+    path = tmp_path / "shared.jsonl"
+    logs = [AuditLog(path), AuditLog(path)]
+
+    def write(log: AuditLog, who: str) -> None:
+        for i in range(50):
+            log.write({"event": "decision", "who": who, "i": i})
+
+    threads = [threading.Thread(target=write, args=(log, f"w{n}")) for n, log in enumerate(logs)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    report = verify_log(path)
+    assert (True, 100) == (report.ok, report.records)
+
+
+def test_a_log_begun_before_the_chain_is_continued(tmp_path: Path) -> None:
+    path = tmp_path / "old.jsonl"
+    path.write_text('{"event":"decision","tool":"x"}\n')
+    AuditLog(path).write({"event": "decision"})
+    last = json.loads(path.read_text().splitlines()[-1])
+    assert 1 == last["seq"]
+    assert last["prev"] != GENESIS  # bound to the old record
+    report = verify_log(path)
+    assert (False, 1) == (report.ok, report.line)  # the old line is not chained: said so
+
+
+# -- the toolwire-policy command ---------------------------------------------------------------
+
+
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "toolwire_policy", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
+
+
+def test_audit_verify_and_show(make_policy: MakePolicy, tmp_path: Path) -> None:
+    log = _audited(make_policy, tmp_path)
+    done = _cli("audit", "verify", str(log))
+    assert 0 == done.returncode, done.stderr
+    assert "4 records, the chain is whole; head sha256:" in done.stdout
+    shown = _cli("audit", "show", str(log), "--as", "alice", "--since", "1h", "--json")
+    assert [1, 4] == [json.loads(line)["seq"] for line in shown.stdout.splitlines()]
+    assert "" == _cli("audit", "show", str(log), "--as", "nobody").stdout
+    lines = log.read_text().splitlines()
+    lines[2] = lines[2].replace("n2", "n9")
+    log.write_text("\n".join(lines) + "\n")
+    broken = _cli("audit", "verify", str(log))
+    assert 1 == broken.returncode
+    assert "BROKEN at line 4" in broken.stderr
+    bad = _cli("audit", "show", str(log), "--since", "soon")
+    assert (2, True) == (bad.returncode, "--since takes a duration" in bad.stderr)
+    missing = _cli("audit", "verify", str(tmp_path / "nope.jsonl"))
+    assert (2, True) == (missing.returncode, "no such audit log" in missing.stderr)
+
+
+def test_explain_from_the_command_line(policy_file: Callable[[str], Path], tmp_path: Path) -> None:
+    path = policy_file(
+        'deny = ["write_file"]\n\n[[rules]]\ngroups = ["ops"]\nallow = ["write_file"]\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
+    ops = _cli(
+        "explain", "write_file", "--as", "alice", "--group", "ops", "--policy", str(path), env=env
+    )
+    assert 0 == ops.returncode, ops.stderr
+    assert "write_file for `alice`: allow" in ops.stdout
+    assert "decided by: rules[0] (group)" in ops.stdout
+    other = _cli("explain", "write_file", "--as", "bob", "--policy", str(path), env=env)
+    assert 1 == other.returncode
+    assert "denied by the organisation policy" in other.stdout
+    unknown = _cli("explain", "nope", "--policy", str(path), env=env)
+    assert (2, True) == (unknown.returncode, "no tool `nope`" in unknown.stderr)
+
+
+# -- two principals through the real command line -------------------------------------------
+
+
+def test_two_principals_through_toolwire_call(tmp_path: Path) -> None:
+    config = tmp_path / "config" / "toolwire"
+    config.mkdir(parents=True)
+    (config / "policy.toml").write_text(
+        'deny = ["write_file"]\nprincipal_methods = ["cli"]\n\n'
+        '[[rules]]\nsubjects = ["alice"]\nallow = ["write_file"]\n\n'
+        '[audit]\npath = "audit.jsonl"\n'
+    )
+    work = tmp_path / "work"
+    work.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), TOOLWIRE_FS_ROOT=str(work))
+
+    def call(*who: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "toolwire", "call", "write_file",
+             '{"path": "n.txt", "content": "hi"}', "--approve", *who],
+            cwd=work, env=env, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+
+    alice = call("--as", "alice")
+    assert 0 == alice.returncode, alice.stdout + alice.stderr
+    assert "hi" == (work / "n.txt").read_text()
+    bob = call("--as", "bob")
+    assert 1 == bob.returncode
+    assert "hidden by `plugin:policy`" in bob.stdout
+    anonymous = call()
+    assert 1 == anonymous.returncode
+    records = [json.loads(line) for line in (config / "audit.jsonl").read_text().splitlines()]
+    subjects = [(r.get("principal") or {}).get("subject") for r in records]
+    assert {"alice", "bob", None} == set(subjects)
+    assert verify_log(config / "audit.jsonl").ok
