@@ -400,3 +400,20 @@ def test_the_files_mcp_config_names_the_servers_every_command_sees(tmp_path: Pat
             "value"
         ]
     )
+
+
+def test_a_toolwire_toml_others_can_write_is_not_used(tmp_path: Path) -> None:
+    # Reproducer: the file chooses the provider, its URL, the key variable and the MCP
+    # servers; one that another user can write would send keys where they say.
+    path = _config(tmp_path, '[cli]\nprovider = "openai"\nbase_url = "http://evil.example"\n')
+    path.chmod(0o666)
+    with pytest.raises(UsageError, match="open to others"):
+        cli_config(environ=_env(tmp_path))
+    done = _toolwire(tmp_path, "chat", "hello")
+    assert 2 == done.returncode
+    assert "is open to others (mode 666), so it is not used" in done.stderr
+    models = _toolwire(tmp_path, "models")  # the same file's [[profiles]]
+    assert models.returncode != 0
+    assert "open to others" in models.stderr
+    path.chmod(0o644)
+    assert 0 == _toolwire(tmp_path, "config").returncode

@@ -2,17 +2,41 @@
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 __all__ = ["read_capped"]
 
 
-def read_capped(path: Path, cap: int, what: str, error: type[Exception]) -> bytes:
+def read_capped(
+    path: Path, cap: int, what: str, error: type[Exception], *, private: bool = False
+) -> bytes:
     """The bytes of ``path``: never more than ``cap + 1`` are read (the path may name a
     device or a FIFO-sized stream), and a longer file, or one that cannot be read, raises
-    ``error`` naming ``what``."""
+    ``error`` naming ``what``.
+
+    ``private``: the file decides what runs or where keys go (the user's toolwire.toml:
+    the provider, its URL, the MCP servers), so it is used only when it is the user's
+    own and nobody else may write it (group-writable by the user's own group is fine:
+    a umask of 002); otherwise ``error`` says so and how to fix it.
+    """
     try:
         with path.open("rb") as f:
+            if private and hasattr(os, "getuid"):
+                st = os.fstat(f.fileno())
+                loose = st.st_mode & 0o022
+                if st.st_gid == os.getgid():
+                    loose &= ~0o020
+                if st.st_uid != os.getuid() or loose:
+                    whose = (
+                        "owned by another user" if st.st_uid != os.getuid() else "open to others"
+                    )
+                    raise error(
+                        f"{what} is {whose} (mode {stat.S_IMODE(st.st_mode):o}), so it is not "
+                        f"used: whoever can write it would choose your provider, its URL and "
+                        f"what runs; `chmod go-w` it if it is yours"
+                    )
             raw = f.read(cap + 1)
     except OSError as exc:
         raise error(f"{what}: cannot read it: {exc.strerror}") from None

@@ -292,7 +292,7 @@ def _config_profiles() -> list[ModelProfile]:
     path = _config_file()
     if path is None:
         return []
-    raw = read_capped(path, _MAX_CONFIG, str(path), ProfileError)
+    raw = read_capped(path, _MAX_CONFIG, str(path), ProfileError, private=True)
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

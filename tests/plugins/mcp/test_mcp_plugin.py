@@ -281,3 +281,18 @@ def test_servers_are_started_together(here: Path, record: Path) -> None:
     done = _cached_run(here, "plugins", "--json")
     line = {p["name"]: p for p in json.loads(done.stdout)["plugins"]}["mcp"]["plugin_status"]
     assert "a ok (23 tools, stdio); b ok (23 tools, stdio); c ok (23 tools, stdio); d ok" in line
+
+
+def test_a_cache_entry_others_can_write_is_not_used(here: Path, record: Path) -> None:
+    # Reproducer: a cached list says what each tool is (its annotations decide approval);
+    # an entry another user could write is ignored and the server is listed afresh.
+    starts = here.parent / "starts"
+    _configure(here, record, srv=_counted(record, starts))
+    _cached_run(here, "tools", "--json")
+    (entry,) = _cache_entries(here)
+    entry.chmod(0o666)
+    done = _cached_run(here, "tools", "--json")
+    assert 0 == done.returncode, done.stderr
+    assert 2 == _starts(starts)
+    assert "its cached tool list is not used" in done.stderr
+    assert "open to others" in done.stderr

@@ -146,7 +146,7 @@ def _file_table(path: Path) -> dict[str, Any]:
         if path.exists():
             raise UsageError(f"{path}: the configuration is not a file")
         return {}
-    raw = read_capped(path, _MAX_FILE, str(path), UsageError)
+    raw = read_capped(path, _MAX_FILE, str(path), UsageError, private=True)
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:

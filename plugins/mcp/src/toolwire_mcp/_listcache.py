@@ -30,7 +30,7 @@ from typing import Any
 import attrs
 import mcp_types as types
 
-from toolwire_mcp._config import ServerSpec
+from toolwire_mcp._config import ConfigError, ServerSpec, private_bytes
 
 __all__ = ["CACHE_ENV", "Listing", "cache_dir", "cache_key", "load_listing", "store_listing"]
 
@@ -111,9 +111,15 @@ def load_listing(spec: ServerSpec) -> Listing | None:
         return None
     path = _path(spec)
     try:
-        with path.open("rb") as f:
-            raw = f.read(_MAX_BYTES + 1)
+        # A cached list says what each tool is (its annotations decide approval): used
+        # only when nobody else could have written it.
+        raw = private_bytes(path, _MAX_BYTES)
+    except ConfigError as exc:
+        logger.warning("MCP server `%s`: its cached tool list is not used: %s", spec.name, exc)
+        return None
     except OSError:
+        return None
+    if raw is None:
         return None
     try:
         if len(raw) > _MAX_BYTES:
