@@ -417,3 +417,13 @@ def test_a_toolwire_toml_others_can_write_is_not_used(tmp_path: Path) -> None:
     assert "open to others" in models.stderr
     path.chmod(0o644)
     assert 0 == _toolwire(tmp_path, "config").returncode
+
+
+def test_a_log_that_cannot_be_written_loses_no_answer(tmp_path: Path) -> None:
+    bad = tmp_path / "garbage.db"
+    bad.write_bytes(b"this is not SQLite" * 64)
+    done = _toolwire(tmp_path, "chat", "hello", TOOLWIRE_LOGS_PATH=str(bad))
+    assert 0 == done.returncode, done.stderr
+    assert "You said: hello" in done.stdout
+    assert "warning: this turn was not logged" in done.stderr
+    assert "not a toolwire conversation log" in done.stderr

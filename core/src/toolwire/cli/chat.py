@@ -21,6 +21,7 @@ import contextlib
 import json
 import logging
 import os
+import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -242,6 +243,13 @@ class _Chat:
             self.tee.recorder = None
         self.clean = self.clean and events.clean
         if recorder is not None and self.log is not None:
+            self._record(recorder, result)
+
+    def _record(self, recorder: Recorder, result: Any) -> None:
+        """Log the turn; a log that cannot be written is said, and the chat goes on (the
+        answer was shown, and nothing else depends on the log)."""
+        assert self.log is not None
+        try:
             self.log.record(
                 conversation=self.session.id,
                 session=self._kept_session(recorder),
@@ -252,6 +260,8 @@ class _Chat:
                 rounds=result.rounds,
                 usage=result.usage,
             )
+        except (sqlite3.Error, OSError, UsageError) as exc:
+            _out(sys.stderr, f"toolwire: warning: this turn was not logged: {exc}")
 
     def _kept_session(self, recorder: Recorder) -> dict[str, Any]:
         """The session as the log keeps it: every call's arguments redacted (in the call
