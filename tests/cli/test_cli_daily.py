@@ -427,3 +427,9 @@ def test_a_log_that_cannot_be_written_loses_no_answer(tmp_path: Path) -> None:
     assert "You said: hello" in done.stdout
     assert "warning: this turn was not logged" in done.stderr
     assert "not a toolwire conversation log" in done.stderr
+
+
+def test_logs_takes_a_positive_count(tmp_path: Path) -> None:
+    done = _toolwire(tmp_path, "logs", "-n", "0")
+    assert 2 == done.returncode
+    assert "-n must be at least 1, got 0" in done.stderr

@@ -488,6 +488,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 def cmd_logs(args: argparse.Namespace) -> int:
     cfg = _config(args)
+    if args.count < 1:
+        raise CliError(f"-n must be at least 1, got {args.count}", EXIT_USAGE)
     log = ConversationLog(cfg["logs_path"])
     action = args.logs_command or "list"
     try:

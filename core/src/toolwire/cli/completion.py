@@ -113,7 +113,7 @@ def candidates(words: Sequence[str], index: int) -> list[str]:
     parser = _parser()
     positional: list[str] = []
     skip = False
-    for i, word in enumerate(before):
+    for word in before:
         if skip:
             skip = False
             continue
@@ -128,7 +128,6 @@ def candidates(words: Sequence[str], index: int) -> list[str]:
             continue
         if not word.startswith("-"):
             positional.append(word)
-        del i
     if before:
         last = before[-1]
         action = _options(parser).get(last)
