@@ -269,9 +269,12 @@ def test_a_log_begun_before_the_chain_is_continued(tmp_path: Path) -> None:
 # -- the toolwire-policy command ---------------------------------------------------------------
 
 
-def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "toolwire_policy", *args],
+        cwd=cwd,
         capture_output=True,
         text=True,
         timeout=120,
@@ -300,22 +303,40 @@ def test_audit_verify_and_show(make_policy: MakePolicy, tmp_path: Path) -> None:
     assert (2, True) == (missing.returncode, "no such audit log" in missing.stderr)
 
 
+APP = """
+import toolwire as tw
+
+
+def write_file(path: str, content: str) -> str:
+    '''Write a file.'''
+    __import__("pathlib").Path(path).write_text(content)
+    return "written"
+
+
+tools = tw.Toolset("app", [tw.tool_fn(write_file, effect="mutating")])
+"""
+
+
 def test_explain_from_the_command_line(policy_file: Callable[[str], Path], tmp_path: Path) -> None:
     path = policy_file(
         'deny = ["write_file"]\n\n[[rules]]\ngroups = ["ops"]\nallow = ["write_file"]\n'
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
     env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
-    ops = _cli(
-        "explain", "write_file", "--as", "alice", "--group", "ops", "--policy", str(path), env=env
-    )
+    (tmp_path / "app.py").write_text(APP)
+    given = ("--policy", str(path), "--app", "app:tools")
+
+    def explain(*args: str) -> subprocess.CompletedProcess[str]:
+        return _cli("explain", *args, *given, env=env, cwd=tmp_path)
+
+    ops = explain("write_file", "--as", "alice", "--group", "ops")
     assert 0 == ops.returncode, ops.stderr
     assert "write_file for `alice`: allow" in ops.stdout
     assert "decided by: rules[0] (group)" in ops.stdout
-    other = _cli("explain", "write_file", "--as", "bob", "--policy", str(path), env=env)
+    other = explain("write_file", "--as", "bob")
     assert 1 == other.returncode
     assert "denied by the organisation policy" in other.stdout
-    unknown = _cli("explain", "nope", "--policy", str(path), env=env)
+    unknown = explain("nope")
     assert (2, True) == (unknown.returncode, "no tool `nope`" in unknown.stderr)
 
 
@@ -332,13 +353,14 @@ def test_two_principals_through_toolwire_call(tmp_path: Path) -> None:
     )
     work = tmp_path / "work"
     work.mkdir()
+    (work / "app.py").write_text(APP)
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
-    env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), TOOLWIRE_FS_ROOT=str(work))
+    env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), TOOLWIRE_AUTOLOAD_PLUGINS="0")
 
     def call(*who: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "toolwire", "call", "write_file",
-             '{"path": "n.txt", "content": "hi"}', "--approve", *who],
+             '{"path": "n.txt", "content": "hi"}', "--approve", "--app", "app:tools", *who],
             cwd=work, env=env, capture_output=True, text=True, timeout=120, check=False,
         )  # fmt: skip
 

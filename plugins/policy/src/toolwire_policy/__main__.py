@@ -3,6 +3,7 @@
     toolwire-policy audit verify FILE
     toolwire-policy audit show FILE [--as SUBJECT] [--since 1h] [--tool GLOB] [--json]
     toolwire-policy explain TOOL [--as SUBJECT [--group G ...] [--method M]] [--policy FILE]
+                                 [--app MODULE:ATTR]
 
 Exit status: 0 ok; 1 the chain is broken (verify), or the tool is denied (explain);
 2 usage error (an unreadable file, an unknown tool, a bad duration).
@@ -53,6 +54,11 @@ def _parser() -> argparse.ArgumentParser:
     explain.add_argument("--group", dest="groups", action="append", default=[], metavar="G")
     explain.add_argument("--method", default="app", help="how the principal was established")
     explain.add_argument("--policy", type=Path, help="this policy file (default: the one in force)")
+    explain.add_argument(
+        "--app",
+        metavar="MODULE:ATTR",
+        help="the application's Toolset, the installed packs' tools assembled into it",
+    )
     explain.add_argument("--json", action="store_true", help="print JSON")
     return p
 
@@ -113,6 +119,26 @@ def _show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _app(spec: str) -> Any:
+    import importlib
+    import os
+
+    from toolwire import Toolset
+
+    module, _, attr = spec.partition(":")
+    if not module or not attr:
+        raise _Usage(f"--app takes MODULE:ATTR, got {spec!r}")
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        found = getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise _Usage(f"--app {spec}: {exc}") from None
+    if not isinstance(found, Toolset):
+        raise _Usage(f"--app {spec} is a {type(found).__name__}, not a toolwire.Toolset")
+    return found
+
+
 def _explain(args: argparse.Namespace) -> int:
     from toolwire import Principal, get_host
     from toolwire_policy._config import find_policy_file
@@ -122,7 +148,7 @@ def _explain(args: argparse.Namespace) -> int:
     if path is None:
         raise _Usage("no policy file is in force (and none was given with --policy)")
     policy = Policy.from_file(path)
-    tools = get_host().assemble()
+    tools = get_host().assemble(_app(args.app) if args.app else None)
     tool = tools.get(args.tool)
     if tool is None:
         known = ", ".join(t.name for t in tools.tools()) or "none"
