@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -23,6 +24,7 @@ from mcp import Client, StdioServerParameters
 from pydantic import BaseModel
 
 import toolwire as tw
+from toolwire.exceptions import UsageError
 from toolwire_mcp import build_server
 
 
@@ -1309,3 +1311,113 @@ def test_a_tool_may_return_mcp_content_blocks() -> None:
         ("text", None),
         ("image", "image/png"),
     ]
+
+
+# -- who is calling: tokens that name principals ------------------------------------------
+
+_PRINCIPALS_APP = """
+import toolwire as tw
+
+
+def payroll(month: str) -> str:
+    '''The payroll of a month.'''
+    return "payroll of " + month
+
+
+def weather(city: str) -> str:
+    '''The weather in a city.'''
+    return "sunny in " + city
+
+
+tools = tw.Toolset("app", [tw.tool_fn(payroll), tw.tool_fn(weather)])
+"""
+
+
+def _digest(token: str) -> str:
+    import hashlib
+
+    return "sha256:" + hashlib.sha256(token.encode()).hexdigest()
+
+
+def test_two_principals_through_one_gateway(tmp_path: Path) -> None:
+    # #31: the same gateway, two tokens: alice (finance) may call payroll, bob gets it
+    # neither listed nor runnable; both see weather; every record names its principal.
+    pytest.importorskip("toolwire_policy")
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    (tmp_path / "app.py").write_text(_PRINCIPALS_APP)
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(
+        json.dumps(
+            {
+                "tokens": [
+                    {"sha256": _digest("alice-token"), "subject": "alice", "groups": ["finance"]},
+                    {"sha256": _digest("bob-token"), "subject": "bob"},
+                ]
+            }
+        )
+    )
+    tokens.chmod(0o600)
+    config = tmp_path / "config" / "toolwire"
+    config.mkdir(parents=True)
+    (config / "policy.toml").write_text(
+        'deny = ["payroll"]\nrequire_principal = true\n\n'
+        '[[rules]]\ngroups = ["finance"]\nallow = ["payroll"]\n\n'
+        '[audit]\npath = "audit.jsonl"\n'
+    )
+    env = _env(tmp_path, TOOLWIRE_AUTOLOAD_PLUGINS="0")
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
+    started = _start_http_gateway(tmp_path, env, ("--tokens", str(tokens), "--app", "app:tools"))
+    url = started[1]
+
+    async def session(token: str) -> tuple[list[str], Any, Any]:
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
+        async with http, Client(streamable_http_client(url, http_client=http)) as client:
+            names = sorted(t.name for t in (await client.list_tools()).tools)
+            paid = await client.call_tool("payroll", {"month": "May"})
+            sunny = await client.call_tool("weather", {"city": "Oslo"})
+            return names, paid, sunny
+
+    try:
+        names, paid, sunny = anyio.run(session, "alice-token")
+        assert ["payroll", "weather"] == names
+        assert (False, "payroll of May") == (paid.is_error, paid.content[0].text)
+        names, paid, sunny = anyio.run(session, "bob-token")
+        assert ["weather"] == names
+        assert paid.is_error
+        assert "unknown tool `payroll`" in paid.content[0].text
+        assert "sunny in Oslo" == sunny.content[0].text
+        with pytest.raises(Exception):  # noqa: B017 - a token not in the file: 401
+            anyio.run(session, "mallory-token")
+    finally:
+        _stop_http_gateway(started)
+    records = [json.loads(x) for x in (config / "audit.jsonl").read_text().splitlines()]
+    who = {(r.get("principal") or {}).get("subject") for r in records if r["event"] == "decision"}
+    assert {"alice", "bob"} == who
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("[]", 'expected {"tokens": [...]}'),
+        ('{"tokens": [{"sha256": "abc", "subject": "a"}]}', '"sha256" must be'),
+        ('{"tokens": [{"sha256": "sha256:' + "0" * 64 + '", "subject": ""}]}', "subject"),
+        ('{"tokens": [{"sha256": "sha256:' + "0" * 64 + '", "subject": "a", "role": 1}]}',
+         "unknown key(s) role"),
+        ("not json", "is not JSON"),
+    ],
+)  # fmt: skip
+def test_a_malformed_tokens_file_is_refused_by_name(
+    tmp_path: Path, body: str, message: str
+) -> None:
+    from toolwire_mcp import load_tokens
+
+    path = tmp_path / "tokens.json"
+    path.write_text(body)
+    path.chmod(0o600)
+    with pytest.raises(UsageError, match=re.escape(message)):
+        load_tokens(path)
+    path.chmod(0o666)  # says who may call: used only when nobody else can write it
+    with pytest.raises(UsageError, match="open to others"):
+        load_tokens(path)

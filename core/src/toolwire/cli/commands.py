@@ -627,6 +627,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
             host=args.host,
             port=args.port,
             token_env=args.token_env,
+            **({"tokens_file": args.tokens} if args.tokens else {}),
             approve=args.approve,
             plugins=host,
             elicit=not args.no_elicit,

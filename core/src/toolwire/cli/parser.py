@@ -257,6 +257,12 @@ def _parser() -> argparse.ArgumentParser:
         "--token-env", metavar="VAR", help="HTTP: environment variable with the bearer token"
     )
     serve.add_argument(
+        "--tokens",
+        metavar="FILE",
+        help="HTTP: the tokens clients may send, by SHA-256, each naming a principal "
+        "(JSON; policies then decide by who calls)",
+    )
+    serve.add_argument(
         "--resources",
         metavar="MODULE:ATTR",
         help="also serve these resources (a list of toolwire_mcp.resource definitions)",

@@ -53,7 +53,13 @@ if TYPE_CHECKING:
     )
     from toolwire_mcp._progress import ProgressEvent, progress_handler, set_progress_handler
     from toolwire_mcp._served import Prompt, Resource, prompt, resource
-    from toolwire_mcp._server import Elicited, MCPCallContext, build_server, serve_mcp
+    from toolwire_mcp._server import (
+        Elicited,
+        MCPCallContext,
+        build_server,
+        load_tokens,
+        serve_mcp,
+    )
     from toolwire_mcp._toolset import MCPToolError, mcp_toolset, metadata_for
 
 # The plugin module (imported at discovery) must stay cheap: nothing here imports the SDK
@@ -99,6 +105,7 @@ _LAZY = {
     "mcp_toolset": "toolwire_mcp._toolset",
     "metadata_for": "toolwire_mcp._toolset",
     "serve_mcp": "toolwire_mcp._server",
+    "load_tokens": "toolwire_mcp._server",
 }
 
 __getattr__, __dir__ = _lazy_exports("toolwire_mcp", _LAZY, globals())
@@ -126,6 +133,7 @@ __all__ = [
     "enable_sampling",
     "load_config",
     "load_config_report",
+    "load_tokens",
     "login_handler",
     "mcp_server",
     "mcp_toolset",

@@ -25,6 +25,7 @@ import itertools
 import json
 import logging
 import os
+import re
 import secrets
 import signal
 import warnings
@@ -38,6 +39,7 @@ from collections.abc import (
     MutableMapping,
     Sequence,
 )
+from pathlib import Path
 from typing import Any, Literal
 
 import attrs
@@ -58,6 +60,7 @@ from toolwire import (
     NeedsTools,
     NotAvailable,
     PluginHost,
+    Principal,
     Session,
     ToolCall,
     ToolResultsMessage,
@@ -497,8 +500,15 @@ def build_server(
     # 500 tools costs a dict lookup per tool, not 500 pydantic models.
     made: dict[tuple[str, str, int], tuple[Any, types.Tool]] = {}
 
-    def listed() -> list[types.Tool]:
-        turn = resolve_turn(tools, hooks=plugins.hook_sets(), context=context, plugins=plugins)
+    def context_of(ctx: Any) -> HookContext:
+        """The gateway's context, with the principal the request's token names."""
+        principal = principal_of(ctx)
+        return context if principal is None else attrs.evolve(context, principal=principal)
+
+    def listed(ctx: Any = None) -> list[types.Tool]:
+        turn = resolve_turn(
+            tools, hooks=plugins.hook_sets(), context=context_of(ctx), plugins=plugins
+        )
         out = []
         for rt in turn.tools:
             key = (rt.name, rt.description, id(rt.tool))
@@ -512,7 +522,7 @@ def build_server(
         ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         announcer.remember(ctx)
-        return types.ListToolsResult(tools=listed())
+        return types.ListToolsResult(tools=listed(ctx))
 
     async def on_call_tool(
         ctx: Any, params: types.CallToolRequestParams
@@ -530,7 +540,8 @@ def build_server(
         # decision hooks applied (policies first), then the executor runs what is left
         # (approval, timeouts, retries, output validation, result hooks) and commits.
         hooks = plugins.hook_sets()
-        turn = resolve_turn(tools, hooks=hooks, context=context, plugins=plugins)
+        called = context_of(ctx)
+        turn = resolve_turn(tools, hooks=hooks, context=called, plugins=plugins)
         session = Session().add_user(f"MCP tools/call {tool_name}")
         call = ToolCall(f"mcp_{next(_IDS)}", tool_name, json.dumps(arguments))
         outcome = decode_reply(
@@ -542,7 +553,7 @@ def build_server(
             # Not in this client's tools/list (unknown, off, hidden): refused alike.
             return _error(f"unknown tool `{tool_name}`")
         # The turn carries the host's hook sets (resolved with them): applied once.
-        plan = await outcome.round.aapply_hooks(context=context)
+        plan = await outcome.round.aapply_hooks(context=called)
         asked: list[ApprovalRequest] = []
         executor = Executor(
             approval=approver_for(ctx, params, asked),
@@ -1060,8 +1071,27 @@ def _error(text: str) -> types.CallToolResult:
 _ASGI = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
 
 
-def _guarded(app: _ASGI, token: str | None, max_bytes: int) -> _ASGI:
-    """The ASGI app behind a bearer-token check and a request-size bound."""
+#: Where the guard leaves the principal a request's token names (Starlette's request state).
+PRINCIPAL_STATE = "toolwire_principal"
+
+
+def principal_of(ctx: Any) -> Principal | None:
+    """The principal the HTTP request behind ``ctx`` was authenticated as (None: none)."""
+    scope = getattr(getattr(ctx, "request", None), "scope", None)
+    state = scope.get("state") if isinstance(scope, Mapping) else None
+    found = state.get(PRINCIPAL_STATE) if isinstance(state, Mapping) else None
+    return found if isinstance(found, Principal) else None
+
+
+def _guarded(
+    app: _ASGI,
+    token: str | None,
+    max_bytes: int,
+    principals: Mapping[str, Principal] | None = None,
+) -> _ASGI:
+    """The ASGI app behind a bearer-token check and a request-size bound. With
+    ``principals`` (SHA-256 of a token -> whom it names) a token must be one of them, and
+    the request carries its principal to the policies."""
     expected = token.encode() if token else None
 
     async def guarded(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
@@ -1069,7 +1099,15 @@ def _guarded(app: _ASGI, token: str | None, max_bytes: int) -> _ASGI:
             await app(scope, receive, send)
             return
         headers = dict(scope.get("headers") or [])
-        if expected is not None and not _bearer_ok(headers.get(b"authorization", b""), expected):
+        given = headers.get(b"authorization", b"")
+        principal = None
+        if principals is not None:
+            principal = principals.get(_token_digest(given))
+        if (
+            (expected is not None or principals is not None)
+            and principal is None
+            and not (expected is not None and _bearer_ok(given, expected))
+        ):
             # RFC 6750: say which scheme is wanted, so a client does not guess (the
             # Inspector assumed OAuth without it).
             await _plain(
@@ -1083,9 +1121,71 @@ def _guarded(app: _ASGI, token: str | None, max_bytes: int) -> _ASGI:
         if length is not None and (not length.isdigit() or int(length) > max_bytes):
             await _plain(send, 413, b"request too large")
             return
+        if principal is not None:
+            scope.setdefault("state", {})[PRINCIPAL_STATE] = principal
         await app(scope, receive, send)
 
     return guarded
+
+
+_MAX_TOKENS_FILE = 1024 * 1024
+
+
+def load_tokens(path: str | os.PathLike[str]) -> dict[str, Principal]:
+    """The tokens a gateway accepts: ``{"tokens": [{"sha256": "sha256:<hex of the
+    token>", "subject": "alice", "name": "Alice", "groups": ["ops"]}, ...]}``. The file
+    holds no token, only digests (``printf %s "$TOKEN" | sha256sum``); it must be the
+    user's own and not writable by others (it says who may call). A malformed entry is a
+    UsageError naming it."""
+    from toolwire_mcp._config import ConfigError, private_bytes
+
+    p = Path(path).expanduser()
+    try:
+        raw = private_bytes(p, _MAX_TOKENS_FILE)
+    except (ConfigError, OSError) as exc:
+        raise UsageError(f"tokens file {p}: {exc}") from None
+    if raw is None:
+        raise UsageError(f"tokens file {p}: no such file")
+    if len(raw) > _MAX_TOKENS_FILE:
+        raise UsageError(f"tokens file {p} is over {_MAX_TOKENS_FILE:,} bytes")
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise UsageError(f"tokens file {p} is not JSON: {exc}") from None
+    entries = data.get("tokens") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise UsageError(f'tokens file {p}: expected {{"tokens": [...]}}')
+    found: dict[str, Principal] = {}
+    for i, entry in enumerate(entries):
+        where = f"tokens file {p}: tokens[{i}]"
+        digest = entry.get("sha256") if isinstance(entry, dict) else None
+        if not isinstance(digest, str) or not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
+            raise UsageError(f'{where}: "sha256" must be "sha256:" and 64 hex digits')
+        if digest in found:
+            raise UsageError(f"{where}: that token is listed twice")
+        unknown = set(entry) - {"sha256", "subject", "name", "groups"}
+        if unknown:
+            raise UsageError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
+        try:
+            found[digest] = Principal(
+                entry.get("subject"),  # checked by Principal
+                name=entry.get("name", ""),
+                groups=entry.get("groups", ()),
+                client="mcp",
+                method="token",
+            )
+        except UsageError as exc:
+            raise UsageError(f"{where}: {exc}") from None
+    return found
+
+
+def _token_digest(header: bytes) -> str:
+    """``sha256:<hex>`` of the bearer token in an Authorization header ("" without one):
+    tokens are looked up by digest, so the file holds none and a lookup leaks nothing."""
+    scheme, _, given = header.strip().partition(b" ")
+    if scheme.lower() != b"bearer" or not given.strip():
+        return ""
+    return "sha256:" + hashlib.sha256(given.strip()).hexdigest()
 
 
 def _bearer_ok(header: bytes, expected: bytes) -> bool:
@@ -1121,6 +1221,7 @@ def serve_mcp(
     elicit: bool = True,
     resources: Iterable[Resource] = (),
     prompts: Iterable[Prompt] = (),
+    tokens_file: str | os.PathLike[str] | None = None,
 ) -> None:
     """Serve ``toolset`` (assembled with the installed plugins) over MCP until stopped.
 
@@ -1131,6 +1232,9 @@ def serve_mcp(
     calls when the client supports MCP elicitation (see :func:`build_server`).
     ``resources`` and ``prompts``: the application's own, served beside those of the
     upstream MCP servers (:func:`toolwire_mcp.resource`, :func:`toolwire_mcp.prompt`).
+    ``tokens_file`` (HTTP): a JSON file of the tokens clients may send, each by its
+    SHA-256 with the principal it names (see :func:`load_tokens`): every call is then
+    made for that principal, and the policies decide by it.
 
     The upstream MCP servers (the configured ones, and any in ``toolset``) are served
     from the serving event loop while it runs (:func:`connected`): a proxied call goes
@@ -1174,6 +1278,7 @@ def serve_mcp(
         return
     if transport != "http":
         raise UsageError(f"transport must be 'stdio' or 'http', got {transport!r}")
+    principals = load_tokens(tokens_file) if tokens_file is not None else None
     token = None
     if token_env:
         token = os.environ.get(token_env)
@@ -1192,7 +1297,10 @@ def serve_mcp(
         retry_interval=RETRY_MS,
     )
     config = uvicorn.Config(
-        _guarded(app, token, max_request_bytes), host=host, port=port, log_level="warning"
+        _guarded(app, token, max_request_bytes, principals),
+        host=host,
+        port=port,
+        log_level="warning",
     )
     http = _server_class(uvicorn.Server)(config)
 
