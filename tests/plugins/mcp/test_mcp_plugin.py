@@ -296,3 +296,21 @@ def test_a_cache_entry_others_can_write_is_not_used(here: Path, record: Path) ->
     assert 2 == _starts(starts)
     assert "its cached tool list is not used" in done.stderr
     assert "open to others" in done.stderr
+
+
+def test_no_server_starts_once_the_process_is_exiting(record: Path, tmp_path: Path) -> None:
+    # Reproducer (CI): a one-shot command's refresh of a cached list, still running at
+    # exit, found its connection closed by close_all and started the server again.
+    from toolwire_mcp import ServerSpec
+    from toolwire_mcp._connection import _EXITING, Connection, MCPConnectError
+
+    starts = tmp_path / "starts"
+    entry = _counted(record, starts)
+    conn = Connection(ServerSpec("late", command=entry["command"], args=entry["args"]))
+    _EXITING[0] = True
+    try:
+        with pytest.raises(MCPConnectError, match="the process is exiting"):
+            conn.list_tools_sync()
+    finally:
+        _EXITING[0] = False
+    assert 0 == _starts(starts)

@@ -477,6 +477,10 @@ class Connection:
                 f"MCP server `{self.spec.name}`: its connected() block has ended; "
                 f"the next call is served by the loop thread"
             )
+        if _EXITING[0]:
+            # The process is ending (close_all at exit): a late request (a refresh of the
+            # tool list, say) must not start a server nobody will stop.
+            raise MCPConnectError(f"MCP server `{self.spec.name}`: the process is exiting")
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
@@ -1059,4 +1063,13 @@ async def connected(*servers: str) -> AsyncIterator[None]:
                 await mine._stop()
 
 
-atexit.register(close_all)
+#: Set once the process exits: no connection opens after that.
+_EXITING = [False]
+
+
+def _at_exit() -> None:
+    _EXITING[0] = True
+    close_all()
+
+
+atexit.register(_at_exit)

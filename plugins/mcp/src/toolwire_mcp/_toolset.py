@@ -24,7 +24,7 @@ from toolwire import Capability, Tool, ToolEffect, ToolMetadata, Toolset, raw_to
 from toolwire.exceptions import ToolDefinitionError, ToolwireError
 from toolwire.media import Part
 from toolwire_mcp._config import ServerSpec, spec_from_entry
-from toolwire_mcp._connection import Connection, MCPCallError, connection_for
+from toolwire_mcp._connection import _EXITING, Connection, MCPCallError, connection_for
 from toolwire_mcp._content import (
     contents_output,
     result_output,
@@ -395,7 +395,8 @@ def made_toolset(spec: ServerSpec, *, cache: bool) -> tuple[Toolset, bool]:
                 if cache:
                     store_listing(spec, fresh)
             except Exception as exc:
-                logger.warning("MCP server `%s`: refreshing its tools failed: %s", name, exc)
+                if not _EXITING[0]:  # at exit, a refresh cut short is no news
+                    logger.warning("MCP server `%s`: refreshing its tools failed: %s", name, exc)
                 return
             for listener in list(_RESET_LISTENERS):
                 try:
