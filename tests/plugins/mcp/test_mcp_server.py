@@ -1364,6 +1364,7 @@ def test_two_principals_through_one_gateway(tmp_path: Path) -> None:
     (config / "policy.toml").write_text(
         'deny = ["payroll"]\nrequire_principal = true\n\n'
         '[[rules]]\ngroups = ["finance"]\nallow = ["payroll"]\n\n'
+        '[[quotas]]\ntools = ["weather"]\ncalls = 1\nseconds = 600\n\n'
         '[audit]\npath = "audit.jsonl"\n'
     )
     env = _env(tmp_path, TOOLWIRE_AUTOLOAD_PLUGINS="0")
@@ -1387,7 +1388,12 @@ def test_two_principals_through_one_gateway(tmp_path: Path) -> None:
         assert ["weather"] == names
         assert paid.is_error
         assert "unknown tool `payroll`" in paid.content[0].text
-        assert "sunny in Oslo" == sunny.content[0].text
+        assert "sunny in Oslo" == sunny.content[0].text  # bob's quota is his own
+        _, _, again = anyio.run(session, "alice-token")  # alice's one weather call is spent
+        assert again.is_error
+        assert "quota for `weather`: at most 1 call(s) in 600 s for `alice`" in (
+            again.content[0].text
+        )
         with pytest.raises(Exception):  # noqa: B017 - a token not in the file: 401
             anyio.run(session, "mallory-token")
     finally:

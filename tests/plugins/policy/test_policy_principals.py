@@ -376,3 +376,80 @@ def test_two_principals_through_toolwire_call(tmp_path: Path) -> None:
     subjects = [(r.get("principal") or {}).get("subject") for r in records]
     assert {"alice", "bob", None} == set(subjects)
     assert verify_log(config / "audit.jsonl").ok
+
+
+# -- quotas ------------------------------------------------------------------------------------
+
+QUOTAS = """
+[[quotas]]
+tools = ["read_*"]
+calls = 2
+seconds = 60
+
+[[quotas]]
+tools = ["write_notes"]
+groups = ["ops"]
+calls = 1
+seconds = 10
+shared = true
+"""
+
+
+def test_a_quota_per_principal_refuses_saying_when_to_try_again(make_policy: MakePolicy) -> None:
+    policy = make_policy(QUOTAS)
+    now = [1000.0]
+    policy.clock = lambda: now[0]
+    assert _verdict(policy, "read_notes", ALICE)[0]
+    assert _verdict(policy, "read_notes", ALICE)[0]
+    allowed, reason = _verdict(policy, "read_notes", ALICE)
+    assert not allowed
+    assert reason == (
+        "over the organisation policy's quota for `read_notes`: at most 2 call(s) in 60 s "
+        "for `alice`; try again in 60 s"
+    )
+    # Another principal has a count of their own; a refused call was not counted.
+    assert _verdict(policy, "read_notes", BOB)[0]
+    now[0] += 30
+    assert "try again in 30 s" in _verdict(policy, "read_notes", ALICE)[1]
+    now[0] += 31  # the window has moved past alice's two calls
+    assert _verdict(policy, "read_notes", ALICE)[0]
+
+
+def test_a_shared_quota_for_a_group(make_policy: MakePolicy) -> None:
+    policy = make_policy(QUOTAS)
+    now = [5.0]
+    policy.clock = lambda: now[0]
+    assert _verdict(policy, "write_notes", ALICE)[0]
+    # mallory is in ops too: the shared count is spent for the whole group.
+    allowed, reason = _verdict(policy, "write_notes", MALLORY)
+    assert not allowed
+    assert "for all callers; try again in 10 s" in reason
+    assert _verdict(policy, "write_notes", BOB)[0]  # not in ops: no quota applies
+    now[0] += 10
+    assert _verdict(policy, "write_notes", MALLORY)[0]
+
+
+def test_quota_memory_stays_bounded(
+    make_policy: MakePolicy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import toolwire_policy._policy as policy_module
+
+    monkeypatch.setattr(policy_module, "_MAX_WINDOWS", 50)
+    policy = make_policy(QUOTAS)
+    now = [0.0]
+    policy.clock = lambda: now[0]
+    for i in range(500):  # a principal a second, each calling once
+        now[0] += 1
+        assert _verdict(policy, "read_notes", Principal(f"user{i}"))[0]
+    assert len(policy._windows) <= 120  # the last minute's callers, not all 500
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("[[quotas]]\ncalls = 0\n", "calls"), ("[[quotas]]\ncalls = 1\nseconds = 0\n", "seconds")],
+)
+def test_a_malformed_quota_is_refused_by_name(
+    make_policy: MakePolicy, text: str, message: str
+) -> None:
+    with pytest.raises(PolicyFileError, match=message):
+        make_policy(text)

@@ -161,6 +161,22 @@ class PrincipalRule(_Table):
         return self
 
 
+class QuotaRule(_Table):
+    """A ``[[quotas]]`` table: at most ``calls`` calls of each matching tool in any
+    ``seconds`` seconds, per principal (``shared = true``: for everyone together). A call
+    over it is refused, saying when to try again; nothing waits in a queue."""
+
+    tools: list[Glob] = ["*"]
+    """Tool-name globs the quota counts (each tool has its own count)."""
+    subjects: list[Glob] = []
+    """Principals (subject globs) it applies to; with ``groups``, either matches; neither:
+    every caller, anonymous ones included."""
+    groups: list[Glob] = []
+    calls: Annotated[int, Field(ge=1)]
+    seconds: Annotated[int, Field(ge=1, le=86400)] = 60
+    shared: bool = False
+
+
 class PolicyConfig(_Table):
     """The whole policy file."""
 
@@ -201,6 +217,7 @@ class PolicyConfig(_Table):
     ``cli``, ``token``, ``oauth``); a call for a principal established otherwise is refused.
     Absent: any. ``["app", "token", "oauth"]`` refuses ``toolwire chat --as``."""
     rules: list[PrincipalRule] = []
+    quotas: list[QuotaRule] = []
 
 
 # -- errors ----------------------------------------------------------------------------

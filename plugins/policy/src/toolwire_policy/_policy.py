@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import collections
 import fnmatch
 import hashlib
 import inspect
 import json
 import logging
+import math
 import re
 import threading
+import time
 from collections.abc import (
     Awaitable,
     Callable,
@@ -189,6 +192,10 @@ _ALLOW = Verdict(True)
 _Constraint = tuple[ConstraintRule, "re.Pattern[str] | None", tuple["re.Pattern[str]", ...]]
 
 
+#: Quota windows kept before the ones with no recent call are dropped.
+_MAX_WINDOWS = 10_000
+
+
 @attrs.frozen
 class _Rule:
     """A ``[[rules]]`` table, its globs compiled."""
@@ -224,9 +231,13 @@ class Policy:
         "_cache",
         "_deny",
         "_effects",
+        "_quota_lock",
+        "_quotas",
         "_rules",
         "_trusted_mcp",
+        "_windows",
         "audit_log",
+        "clock",
         "config",
         "source",
     )
@@ -247,6 +258,14 @@ class Policy:
         self._trusted_mcp = _globs(config.trusted_mcp_servers)
         self._effects = [(_globs([glob]), str(effect)) for glob, effect in config.effects.items()]
         self._cache: dict[tuple[tuple[str, ...], tuple[str, ...], str], _Compiled] = {}
+        self._quotas = tuple(
+            (q, _globs(q.tools), _globs(q.subjects), _globs(q.groups)) for q in config.quotas
+        )
+        #: (quota, tool, subject or "*") -> the times of the calls in its window.
+        self._windows: dict[tuple[int, str, str], collections.deque[float]] = {}
+        self._quota_lock = threading.Lock()
+        #: The clock quotas count by (monotonic seconds); tests move it.
+        self.clock: Callable[[], float] = time.monotonic
         self._rules = tuple(
             _Rule(
                 _globs(r.subjects),
@@ -479,9 +498,59 @@ class Policy:
             broken = self.constraint_violation(call, revealed_arguments(call))
             if broken is not None:
                 return Verdict(False, broken)
+        if self._quotas:
+            over = self.take_quota(call.tool, context.principal)
+            if over is not None:
+                return Verdict(False, over)
         if needs_approval is None:
             return _ALLOW
         return _approve(call, context, needs_approval)
+
+    def take_quota(self, tool: Tool[Any, Any], principal: Principal | None) -> str | None:
+        """Count one call of ``tool`` for ``principal`` against every quota that applies;
+        the refusal (with when to try again) when one is spent, else None. A refused
+        call is not counted."""
+        names = _names(tool)
+        subject = principal.subject if principal is not None else ""
+        groups = tuple(sorted(principal.groups)) if principal is not None else ()
+        now = self.clock()
+        taken: list[collections.deque[float]] = []
+        with self._quota_lock:
+            for i, (rule, tools, subjects, groups_rx) in enumerate(self._quotas):
+                if not _matches(tools, names):
+                    continue
+                if (rule.subjects or rule.groups) and not (
+                    (principal is not None and _matches(subjects, (subject,)))
+                    or _matches(groups_rx, groups)
+                ):
+                    continue
+                key = (i, tool.name, "*" if rule.shared else subject)
+                window = self._windows.get(key)
+                if window is None:
+                    if len(self._windows) >= _MAX_WINDOWS:
+                        self._prune(now)
+                    window = self._windows[key] = collections.deque()
+                while window and window[0] <= now - rule.seconds:
+                    window.popleft()
+                if len(window) >= rule.calls:
+                    wait = max(1, math.ceil(window[0] + rule.seconds - now))
+                    whom = "all callers" if rule.shared else f"`{subject or 'anonymous'}`"
+                    return (
+                        f"over the organisation policy's quota for `{tool.name}`: at most "
+                        f"{rule.calls} call(s) in {rule.seconds} s for {whom}; try again in "
+                        f"{wait} s"
+                    )
+                taken.append(window)
+            for window in taken:
+                window.append(now)
+        return None
+
+    def _prune(self, now: float) -> None:
+        """Forget windows with no call left in them (memory stays bounded by the calls
+        of the last window, not by every principal ever seen)."""
+        longest = max((q.seconds for q, *_ in self._quotas), default=0)
+        for key in [k for k, w in self._windows.items() if not w or w[-1] <= now - longest]:
+            del self._windows[key]
 
     def redact_arguments(self, tool: Tool[Any, Any], arguments: Any) -> Any:
         """The arguments with every value under a redacted name replaced by ``[REDACTED]``."""
