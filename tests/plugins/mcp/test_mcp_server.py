@@ -1372,9 +1372,10 @@ def test_two_principals_through_one_gateway(tmp_path: Path) -> None:
     started = _start_http_gateway(tmp_path, env, ("--tokens", str(tokens), "--app", "app:tools"))
     url = started[1]
 
-    async def session(token: str) -> tuple[list[str], Any, Any]:
+    async def session(token: str, mode: str = "auto") -> tuple[list[str], Any, Any]:
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
-        async with http, Client(streamable_http_client(url, http_client=http)) as client:
+        transport = streamable_http_client(url, http_client=http)
+        async with http, Client(transport, mode=mode) as client:
             names = sorted(t.name for t in (await client.list_tools()).tools)
             paid = await client.call_tool("payroll", {"month": "May"})
             sunny = await client.call_tool("weather", {"city": "Oslo"})
@@ -1382,6 +1383,10 @@ def test_two_principals_through_one_gateway(tmp_path: Path) -> None:
 
     try:
         names, paid, sunny = anyio.run(session, "alice-token")
+        assert ["payroll", "weather"] == names
+        assert (False, "payroll of May") == (paid.is_error, paid.content[0].text)
+        # A 2025-11-25 client (initialize, a session) is told the same.
+        names, paid, _ = anyio.run(session, "alice-token", "legacy")
         assert ["payroll", "weather"] == names
         assert (False, "payroll of May") == (paid.is_error, paid.content[0].text)
         names, paid, sunny = anyio.run(session, "bob-token")
