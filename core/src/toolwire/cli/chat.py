@@ -134,6 +134,9 @@ class _Chat:
         self.log = log
         self.interactive = interactive
         self.approve_all = bool(args.approve)
+        #: Each call's arguments as the log keeps them, by (id, name, argument text): redacted
+        #: once, not again at every later turn of the conversation.
+        self._kept: dict[tuple[str, str, str], str] = {}
         style = style_for(cfg["color"], sys.stdout, args.verbose)
         self.tee = _Tee(_printer(args.json, style=style))
         self.spinner = Spinner(
@@ -223,7 +226,9 @@ class _Chat:
 
     async def turn(self, prompt: str) -> None:
         """One turn; the session is left as it was when the turn is cancelled."""
-        before = self.session.to_dict()
+        # Only an interactive session goes on after a failed or cancelled turn, so only
+        # it needs the conversation as it was (a one-shot chat would copy it for nothing).
+        before = self.session.to_dict() if self.interactive else None
         recorder = Recorder(prompt, self._arguments) if self.log is not None else None
         self.tee.recorder = recorder
         events = _Events(self.tee, self.spinner, save_media=self.args.save_media)
@@ -236,7 +241,8 @@ class _Chat:
         except RoundLimitError:
             raise  # the rounds it ran are committed: the conversation goes on from them
         except BaseException:
-            self.session = Session.from_dict(before)  # cancelled or failed: as it was
+            if before is not None:
+                self.session = Session.from_dict(before)  # cancelled or failed: as it was
             raise
         finally:
             self.spinner.stop()
@@ -267,16 +273,23 @@ class _Chat:
         """The session as the log keeps it: every call's arguments redacted (in the call
         and in its result alike), so what is kept can be sent again as it is."""
         data = self.session.to_dict()
-        kept: dict[str, str] = {}
         for message in data["messages"]:
             for call in message.get("tool_calls", ()):
-                call["arguments"] = kept.setdefault(
-                    call["id"], self._arguments(call["name"], call["arguments"])
+                call["arguments"] = self._kept_arguments(
+                    call["id"], call["name"], call["arguments"]
                 )
             for result in message.get("results", ()):
-                if result["call_id"] in kept:
-                    result["arguments"] = kept[result["call_id"]]
+                result["arguments"] = self._kept_arguments(
+                    result["call_id"], result["tool_name"], result["arguments"]
+                )
         return data
+
+    def _kept_arguments(self, call_id: str, name: str, text: str) -> str:
+        key = (call_id, name, text)
+        kept = self._kept.get(key)
+        if kept is None:
+            kept = self._kept[key] = self._arguments(name, text)
+        return kept
 
     def close(self) -> None:
         self.spinner.close()
