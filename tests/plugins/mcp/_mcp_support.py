@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 SERVER = str(Path(__file__).with_name("mcp_server.py"))
 
@@ -14,3 +19,72 @@ def calls_in(path: Path) -> list[dict[str, Any]]:
     if not path.exists():
         return []
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    env.pop("PYTHONPATH", None)
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
+    env.update(extra)
+    return env
+
+
+_Gateway = tuple[subprocess.Popen[bytes], str, IO[bytes]]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _start_http_gateway(
+    tmp_path: Path, env: dict[str, str], extra: tuple[str, ...] = (), port: int | None = None
+) -> _Gateway:
+    """``toolwire mcp serve --transport http`` in a subprocess, once it accepts connections:
+    the process, its URL and its log file."""
+    port = port or free_port()
+    log = (tmp_path / "gateway.log").open("wb")
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "toolwire",
+            "mcp",
+            "serve",
+            "--transport",
+            "http",
+            "--port",
+            str(port),
+            *(["--token-env", "GW_TOKEN"] if "GW_TOKEN" in env else []),
+            *extra,
+        ],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=log,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            log.close()
+            raise RuntimeError((tmp_path / "gateway.log").read_text())
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.1)
+    return proc, f"http://127.0.0.1:{port}/mcp", log
+
+
+def _stop_http_gateway(gateway: _Gateway) -> int:
+    """SIGTERM, then SIGKILL after 15 s; the exit status."""
+    proc, _, log = gateway
+    proc.terminate()
+    try:
+        code = proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        code = proc.wait(15)
+    log.close()
+    return code

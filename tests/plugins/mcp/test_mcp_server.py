@@ -8,18 +8,17 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import anyio
 import mcp_types
 import pytest
-from _mcp_support import SERVER, calls_in
+from _mcp_support import SERVER, _env, _start_http_gateway, _stop_http_gateway, calls_in
 from mcp import Client, StdioServerParameters
 from pydantic import BaseModel
 
@@ -131,14 +130,6 @@ def test_hooks_hide_tools_and_reject_calls() -> None:
 
 
 # -- toolwire mcp serve, as the SDK's client sees it ---------------------------------------------
-
-
-def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
-    env.pop("PYTHONPATH", None)
-    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
-    env.update(extra)
-    return env
 
 
 def _gateway_config(tmp_path: Path, record: Path, **env: str) -> Path:
@@ -258,63 +249,6 @@ def test_the_stdio_gateway_serves_its_upstream_servers_from_its_own_loop_and_lea
     while not _gone(served_by) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _gone(served_by)
-
-
-_Gateway = tuple[subprocess.Popen[bytes], str, IO[bytes]]
-
-
-def _start_http_gateway(
-    tmp_path: Path, env: dict[str, str], extra: tuple[str, ...] = ()
-) -> _Gateway:
-    """``toolwire mcp serve --transport http`` in a subprocess, once it accepts connections:
-    the process, its URL and its log file."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    log = (tmp_path / "gateway.log").open("wb")
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "toolwire",
-            "mcp",
-            "serve",
-            "--transport",
-            "http",
-            "--port",
-            str(port),
-            *(["--token-env", "GW_TOKEN"] if "GW_TOKEN" in env else []),
-            *extra,
-        ],
-        env=env,
-        cwd=tmp_path,
-        stdout=subprocess.DEVNULL,
-        stderr=log,
-    )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            log.close()
-            raise RuntimeError((tmp_path / "gateway.log").read_text())
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    return proc, f"http://127.0.0.1:{port}/mcp", log
-
-
-def _stop_http_gateway(gateway: _Gateway) -> int:
-    """SIGTERM, then SIGKILL after 15 s; the exit status."""
-    proc, _, log = gateway
-    proc.terminate()
-    try:
-        code = proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        code = proc.wait(15)
-    log.close()
-    return code
 
 
 @pytest.fixture

@@ -628,6 +628,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
             port=args.port,
             token_env=args.token_env,
             **({"tokens_file": args.tokens} if args.tokens else {}),
+            **({"oauth": args.oauth} if args.oauth else {}),
             approve=args.approve,
             plugins=host,
             elicit=not args.no_elicit,

@@ -263,6 +263,12 @@ def _parser() -> argparse.ArgumentParser:
         "(JSON; policies then decide by who calls)",
     )
     serve.add_argument(
+        "--oauth",
+        metavar="FILE",
+        help="HTTP: accept bearer JWTs from an OAuth authorization server, as its TOML "
+        "file says (issuer, this gateway's resource URL, scopes, claims)",
+    )
+    serve.add_argument(
         "--resources",
         metavar="MODULE:ATTR",
         help="also serve these resources (a list of toolwire_mcp.resource definitions)",

@@ -21,6 +21,7 @@ from toolwire.adapters import lazy_exports as _lazy_exports
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
+    from toolwire_mcp._auth import load_tokens
     from toolwire_mcp._client_features import (
         disable_sampling,
         enable_sampling,
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
         set_elicitation_handler,
     )
     from toolwire_mcp._handle import MCPServerHandle, mcp_server
+    from toolwire_mcp._jwt import OAuthResource, load_oauth
     from toolwire_mcp._oauth import (
         login_handler,
         set_id_token_provider,
@@ -53,13 +55,7 @@ if TYPE_CHECKING:
     )
     from toolwire_mcp._progress import ProgressEvent, progress_handler, set_progress_handler
     from toolwire_mcp._served import Prompt, Resource, prompt, resource
-    from toolwire_mcp._server import (
-        Elicited,
-        MCPCallContext,
-        build_server,
-        load_tokens,
-        serve_mcp,
-    )
+    from toolwire_mcp._server import Elicited, MCPCallContext, build_server, serve_mcp
     from toolwire_mcp._toolset import MCPToolError, mcp_toolset, metadata_for
 
 # The plugin module (imported at discovery) must stay cheap: nothing here imports the SDK
@@ -105,7 +101,9 @@ _LAZY = {
     "mcp_toolset": "toolwire_mcp._toolset",
     "metadata_for": "toolwire_mcp._toolset",
     "serve_mcp": "toolwire_mcp._server",
-    "load_tokens": "toolwire_mcp._server",
+    "load_tokens": "toolwire_mcp._auth",
+    "OAuthResource": "toolwire_mcp._jwt",
+    "load_oauth": "toolwire_mcp._jwt",
 }
 
 __getattr__, __dir__ = _lazy_exports("toolwire_mcp", _LAZY, globals())
@@ -120,6 +118,7 @@ __all__ = [
     "MCPConnectError",
     "MCPServerHandle",
     "MCPToolError",
+    "OAuthResource",
     "ProgressEvent",
     "Prompt",
     "Resource",
@@ -133,6 +132,7 @@ __all__ = [
     "enable_sampling",
     "load_config",
     "load_config_report",
+    "load_oauth",
     "load_tokens",
     "login_handler",
     "mcp_server",

@@ -25,7 +25,6 @@ import itertools
 import json
 import logging
 import os
-import re
 import secrets
 import signal
 import warnings
@@ -36,10 +35,8 @@ from collections.abc import (
     Iterable,
     Iterator,
     Mapping,
-    MutableMapping,
     Sequence,
 )
-from pathlib import Path
 from typing import Any, Literal
 
 import attrs
@@ -60,7 +57,6 @@ from toolwire import (
     NeedsTools,
     NotAvailable,
     PluginHost,
-    Principal,
     Session,
     ToolCall,
     ToolResultsMessage,
@@ -72,11 +68,13 @@ from toolwire import (
 from toolwire.adapters import AssistantReply, decode_reply
 from toolwire.exceptions import UsageError
 from toolwire.media import Text
+from toolwire_mcp._auth import guarded, load_tokens, principal_of
 from toolwire_mcp._client_features import relay_sampling
 from toolwire_mcp._connection import RESOURCE_LISTENERS, Connection, MCPCallError, close_all
 from toolwire_mcp._content import content_block, restore_structured
 from toolwire_mcp._elicit import APPROVAL_META, approval_question
 from toolwire_mcp._elicit import APPROVE_SCHEMA as _APPROVE_SCHEMA
+from toolwire_mcp._jwt import OAuthResource, load_oauth
 from toolwire_mcp._progress import CALL_ASKER, CALL_PROGRESS
 from toolwire_mcp._served import Prompt, Resource, check_served
 from toolwire_mcp._toolset import RAW_READS, connection_named, on_toolsets_changed
@@ -1068,145 +1066,6 @@ def _error(text: str) -> types.CallToolResult:
 
 # -- running it -----------------------------------------------------------------------------
 
-_ASGI = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
-
-
-#: Where the guard leaves the principal a request's token names (Starlette's request state).
-PRINCIPAL_STATE = "toolwire_principal"
-
-
-def principal_of(ctx: Any) -> Principal | None:
-    """The principal the HTTP request behind ``ctx`` was authenticated as (None: none)."""
-    scope = getattr(getattr(ctx, "request", None), "scope", None)
-    state = scope.get("state") if isinstance(scope, Mapping) else None
-    found = state.get(PRINCIPAL_STATE) if isinstance(state, Mapping) else None
-    return found if isinstance(found, Principal) else None
-
-
-def _guarded(
-    app: _ASGI,
-    token: str | None,
-    max_bytes: int,
-    principals: Mapping[str, Principal] | None = None,
-) -> _ASGI:
-    """The ASGI app behind a bearer-token check and a request-size bound. With
-    ``principals`` (SHA-256 of a token -> whom it names) a token must be one of them, and
-    the request carries its principal to the policies."""
-    expected = token.encode() if token else None
-
-    async def guarded(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await app(scope, receive, send)
-            return
-        headers = dict(scope.get("headers") or [])
-        given = headers.get(b"authorization", b"")
-        principal = None
-        if principals is not None:
-            principal = principals.get(_token_digest(given))
-        if (
-            (expected is not None or principals is not None)
-            and principal is None
-            and not (expected is not None and _bearer_ok(given, expected))
-        ):
-            # RFC 6750: say which scheme is wanted, so a client does not guess (the
-            # Inspector assumed OAuth without it).
-            await _plain(
-                send,
-                401,
-                b"a bearer token is required",
-                [(b"www-authenticate", b'Bearer realm="toolwire-mcp"')],
-            )
-            return
-        length = headers.get(b"content-length")
-        if length is not None and (not length.isdigit() or int(length) > max_bytes):
-            await _plain(send, 413, b"request too large")
-            return
-        if principal is not None:
-            scope.setdefault("state", {})[PRINCIPAL_STATE] = principal
-        await app(scope, receive, send)
-
-    return guarded
-
-
-_MAX_TOKENS_FILE = 1024 * 1024
-
-
-def load_tokens(path: str | os.PathLike[str]) -> dict[str, Principal]:
-    """The tokens a gateway accepts: ``{"tokens": [{"sha256": "sha256:<hex of the
-    token>", "subject": "alice", "name": "Alice", "groups": ["ops"]}, ...]}``. The file
-    holds no token, only digests (``printf %s "$TOKEN" | sha256sum``); it must be the
-    user's own and not writable by others (it says who may call). A malformed entry is a
-    UsageError naming it."""
-    from toolwire_mcp._config import ConfigError, private_bytes
-
-    p = Path(path).expanduser()
-    try:
-        raw = private_bytes(p, _MAX_TOKENS_FILE)
-    except (ConfigError, OSError) as exc:
-        raise UsageError(f"tokens file {p}: {exc}") from None
-    if raw is None:
-        raise UsageError(f"tokens file {p}: no such file")
-    if len(raw) > _MAX_TOKENS_FILE:
-        raise UsageError(f"tokens file {p} is over {_MAX_TOKENS_FILE:,} bytes")
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        raise UsageError(f"tokens file {p} is not JSON: {exc}") from None
-    entries = data.get("tokens") if isinstance(data, dict) else None
-    if not isinstance(entries, list):
-        raise UsageError(f'tokens file {p}: expected {{"tokens": [...]}}')
-    found: dict[str, Principal] = {}
-    for i, entry in enumerate(entries):
-        where = f"tokens file {p}: tokens[{i}]"
-        digest = entry.get("sha256") if isinstance(entry, dict) else None
-        if not isinstance(digest, str) or not re.fullmatch(r"sha256:[0-9a-f]{64}", digest):
-            raise UsageError(f'{where}: "sha256" must be "sha256:" and 64 hex digits')
-        if digest in found:
-            raise UsageError(f"{where}: that token is listed twice")
-        unknown = set(entry) - {"sha256", "subject", "name", "groups"}
-        if unknown:
-            raise UsageError(f"{where}: unknown key(s) {', '.join(sorted(unknown))}")
-        try:
-            found[digest] = Principal(
-                entry.get("subject"),  # checked by Principal
-                name=entry.get("name", ""),
-                groups=entry.get("groups", ()),
-                client="mcp",
-                method="token",
-            )
-        except UsageError as exc:
-            raise UsageError(f"{where}: {exc}") from None
-    return found
-
-
-def _token_digest(header: bytes) -> str:
-    """``sha256:<hex>`` of the bearer token in an Authorization header ("" without one):
-    tokens are looked up by digest, so the file holds none and a lookup leaks nothing."""
-    scheme, _, given = header.strip().partition(b" ")
-    if scheme.lower() != b"bearer" or not given.strip():
-        return ""
-    return "sha256:" + hashlib.sha256(given.strip()).hexdigest()
-
-
-def _bearer_ok(header: bytes, expected: bytes) -> bool:
-    """``Authorization: Bearer <token>``, the scheme matched case-insensitively (RFC 7235)
-    and the token in constant time."""
-    scheme, _, given = header.strip().partition(b" ")
-    return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), expected)
-
-
-async def _plain(
-    send: Any, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
-) -> None:
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"text/plain"), *(headers or [])],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
-
 
 def serve_mcp(
     toolset: Toolset | None = None,
@@ -1222,6 +1081,7 @@ def serve_mcp(
     resources: Iterable[Resource] = (),
     prompts: Iterable[Prompt] = (),
     tokens_file: str | os.PathLike[str] | None = None,
+    oauth: OAuthResource | str | os.PathLike[str] | None = None,
 ) -> None:
     """Serve ``toolset`` (assembled with the installed plugins) over MCP until stopped.
 
@@ -1234,7 +1094,10 @@ def serve_mcp(
     upstream MCP servers (:func:`toolwire_mcp.resource`, :func:`toolwire_mcp.prompt`).
     ``tokens_file`` (HTTP): a JSON file of the tokens clients may send, each by its
     SHA-256 with the principal it names (see :func:`load_tokens`): every call is then
-    made for that principal, and the policies decide by it.
+    made for that principal, and the policies decide by it. ``oauth`` (HTTP): the gateway
+    as an OAuth 2.1 resource server, accepting bearer JWTs from one authorization server
+    (an :class:`OAuthResource`, or the TOML file :func:`load_oauth` reads); each token's
+    claims name its principal. Tokens from the file are accepted beside the JWTs.
 
     The upstream MCP servers (the configured ones, and any in ``toolset``) are served
     from the serving event loop while it runs (:func:`connected`): a proxied call goes
@@ -1245,6 +1108,11 @@ def serve_mcp(
 
     from toolwire_mcp._connection import connected
 
+    if transport == "stdio" and (tokens_file is not None or oauth is not None or token_env):
+        # The client that starts a stdio server is its only caller: there is no request
+        # to carry a credential, and a principal the operator meant to require would be
+        # silently missing.
+        raise UsageError("tokens, OAuth and --token-env apply to the HTTP transport only")
     server = build_server(
         toolset,
         host=plugins,
@@ -1279,6 +1147,8 @@ def serve_mcp(
     if transport != "http":
         raise UsageError(f"transport must be 'stdio' or 'http', got {transport!r}")
     principals = load_tokens(tokens_file) if tokens_file is not None else None
+    if oauth is not None and not isinstance(oauth, OAuthResource):
+        oauth = load_oauth(oauth)
     token = None
     if token_env:
         token = os.environ.get(token_env)
@@ -1297,7 +1167,7 @@ def serve_mcp(
         retry_interval=RETRY_MS,
     )
     config = uvicorn.Config(
-        _guarded(app, token, max_request_bytes, principals),
+        guarded(app, token=token, max_bytes=max_request_bytes, principals=principals, oauth=oauth),
         host=host,
         port=port,
         log_level="warning",

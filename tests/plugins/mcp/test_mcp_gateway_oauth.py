@@ -1,0 +1,518 @@
+"""#31: the gateway as an OAuth 2.1 resource server. Tokens from a real local issuer
+(tests/plugins/mcp/_issuer.py: OpenID metadata and a JWKS on 127.0.0.1, keys generated for
+the run), checked by the verifier and then by a real gateway process with the SDK client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _issuer import Issuer, forge
+
+from toolwire import Principal
+from toolwire.exceptions import UsageError
+from toolwire_mcp import OAuthResource, load_oauth
+from toolwire_mcp._jwt import JwtVerifier, TokenRefused
+
+RESOURCE = "http://127.0.0.1:8931/mcp"
+
+
+@pytest.fixture
+def issuer() -> Iterator[Issuer]:
+    started = Issuer()
+    yield started
+    started.close()
+
+
+def _verifier(issuer: Issuer, **settings: Any) -> JwtVerifier:
+    settings.setdefault("algorithms", ["RS256", "ES256", "EdDSA"])
+    return JwtVerifier(OAuthResource(issuer=issuer.url, resource=RESOURCE, **settings))
+
+
+async def _refused(verifier: JwtVerifier, token: str) -> TokenRefused:
+    with pytest.raises(TokenRefused) as caught:
+        await verifier.verify(token)
+    return caught.value
+
+
+# -- the verifier ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kid", ["rsa1", "ec1", "ed1"])
+async def test_a_token_from_the_issuer_names_its_principal(issuer: Issuer, kid: str) -> None:
+    verifier = _verifier(issuer, claims={"groups": "realm_access.roles"})
+    token = issuer.token(
+        RESOURCE,
+        kid=kid,
+        name="Alice",
+        azp="inspector",
+        realm_access={"roles": ["finance", 7]},
+    )
+    verified = await verifier.verify(token)
+    assert (
+        Principal("alice", name="Alice", groups=["finance"], client="inspector", method="oauth")
+        == verified.principal
+    )
+    assert {"mcp:tools"} == verified.scopes
+    assert 1 == issuer.fetches  # discovered, fetched once, then cached
+    await verifier.verify(token)
+    assert 1 == issuer.fetches
+
+
+def _claims(issuer: Issuer, **changes: Any) -> dict[str, Any]:
+    now = int(time.time())
+    claims = {"iss": issuer.url, "aud": RESOURCE, "sub": "mallory", "exp": now + 300}
+    return {**claims, **changes}
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (lambda i: i.token(RESOURCE, lifetime=-120), "the token has expired"),
+        (lambda i: i.token(RESOURCE, nbf=int(time.time()) + 600), "not valid yet"),
+        (lambda i: i.token("http://127.0.0.1:8931/other"), "not for this resource"),
+        (lambda i: i.token(RESOURCE, iss="http://127.0.0.1:1/evil"), "from another issuer"),
+        (lambda i: i.token(RESOURCE, exp=None), "no `exp` claim"),
+        (lambda i: i.token(RESOURCE, aud=None), "no `aud` claim"),
+        (lambda i: i.token(RESOURCE, subject=None), "no `sub` claim"),
+        (lambda i: i.token(RESOURCE, subject=""), "no `sub` claim"),
+        (lambda i: i.token(RESOURCE, headers={"kid": "nobody"}), "not signed by a key"),
+        # alg none: no signature at all
+        (lambda i: forge({"alg": "none", "kid": "rsa1"}, _claims(i), None), "'none'"),
+        # HS256 "signed" with the issuer's public key as the shared secret
+        (
+            lambda i: forge({"alg": "HS256", "kid": "rsa1"}, _claims(i), i.public_pem("rsa1")),
+            "'HS256'",
+        ),
+        # ES256 claimed for the RSA key; RS256 claimed for the EC key
+        (lambda i: forge({"alg": "ES256", "kid": "rsa1"}, _claims(i), b"x"), "not signed by"),
+        (lambda i: forge({"alg": "RS256", "kid": "ec1"}, _claims(i), b"x"), "not signed by"),
+        # a valid header and claims with someone else's signature
+        (lambda i: i.token(RESOURCE)[:-8] + "AAAAAAAA", "signature or claims are invalid"),
+        (lambda i: "not-a-jwt", "not a JWT"),
+        (lambda i: "e30." * 5000, "over 16,384 bytes"),
+    ],
+)  # fmt: skip
+async def test_a_bad_token_is_refused_saying_why(issuer: Issuer, make: Any, said: str) -> None:
+    refused = await _refused(_verifier(issuer), make(issuer))
+    assert (401, "invalid_token") == (refused.status, refused.error)
+    assert said in refused.description
+
+
+async def test_a_token_without_the_required_scope_is_a_403(issuer: Issuer) -> None:
+    verifier = _verifier(issuer, scopes=["mcp:tools", "mcp:admin"])
+    refused = await _refused(verifier, issuer.token(RESOURCE))
+    assert (403, "insufficient_scope") == (refused.status, refused.error)
+    # scp as a list (as some issuers send it) counts too
+    verified = await verifier.verify(
+        issuer.token(RESOURCE, scope=None, scp=["mcp:tools", "mcp:admin"])
+    )
+    assert {"mcp:tools", "mcp:admin"} == verified.scopes
+
+
+async def test_an_algorithm_left_out_of_the_configuration_is_refused(issuer: Issuer) -> None:
+    refused = await _refused(_verifier(issuer, algorithms=["ES256"]), issuer.token(RESOURCE))
+    assert "'RS256' is not accepted" in refused.description
+
+
+async def test_a_rotated_key_is_fetched_and_unknown_kids_do_not_hammer_the_issuer(
+    issuer: Issuer,
+) -> None:
+    now = [0.0]
+    issuer.published = {"rsa1"}
+    verifier = JwtVerifier(
+        OAuthResource(issuer=issuer.url, resource=RESOURCE, refresh_seconds=30),
+        clock=lambda: now[0],
+    )
+    await verifier.verify(issuer.token(RESOURCE))
+    issuer.published = {"rsa1", "ec1"}  # the issuer rotates in a new key
+    refused = await _refused(verifier, issuer.token(RESOURCE, kid="ec1"))
+    assert "not signed by a key" in refused.description  # fetched a moment ago: not again
+    now[0] = 31.0
+    await verifier.verify(issuer.token(RESOURCE, kid="ec1"))
+    assert 2 == issuer.fetches
+    for _ in range(20):  # an attacker's unknown kids: one fetch per refresh period at most
+        await _refused(verifier, issuer.token(RESOURCE, headers={"kid": "x"}))
+    now[0] = 62.0
+    for _ in range(20):
+        await _refused(verifier, issuer.token(RESOURCE, headers={"kid": "x"}))
+    assert 3 == issuer.fetches
+
+
+@pytest.mark.parametrize("mode", ["hang", "huge", "broken", "empty", "error", "private"])
+async def test_keys_that_cannot_be_had_are_a_503_within_the_deadline(
+    issuer: Issuer, mode: str
+) -> None:
+    issuer.mode = mode
+    verifier = _verifier(issuer, timeout=1.0)
+    started = time.monotonic()
+    refused = await _refused(verifier, issuer.token(RESOURCE))
+    assert (503, "temporarily_unavailable") == (refused.status, refused.error)
+    assert time.monotonic() - started < 10
+    # the next request does not wait on the issuer again until the refresh period passes
+    started = time.monotonic()
+    await _refused(verifier, issuer.token(RESOURCE))
+    assert time.monotonic() - started < 0.5
+    assert 1 == issuer.fetches
+
+
+async def test_requests_waiting_on_the_keys_share_one_fetch(issuer: Issuer) -> None:
+    verifier = _verifier(issuer)
+    tokens = [issuer.token(RESOURCE, subject=f"user{i}") for i in range(10)]
+    found = await asyncio.gather(*(verifier.verify(t) for t in tokens))
+    assert [f"user{i}" for i in range(10)] == [v.principal.subject for v in found]
+    assert 1 == issuer.fetches
+
+
+async def test_cached_keys_outlive_an_issuer_that_went_away(issuer: Issuer) -> None:
+    now = [0.0]
+    verifier = JwtVerifier(
+        OAuthResource(issuer=issuer.url, resource=RESOURCE, cache_seconds=60),
+        clock=lambda: now[0],
+    )
+    await verifier.verify(issuer.token(RESOURCE))
+    issuer.mode = "error"
+    now[0] = 120.0  # stale: fetched again, that fails, the keys held are still used
+    assert "alice" == (await verifier.verify(issuer.token(RESOURCE))).principal.subject
+    assert 2 == issuer.fetches
+
+
+async def test_metadata_naming_another_issuer_is_not_followed(issuer: Issuer) -> None:
+    issuer.discovery = lambda: {"issuer": "http://127.0.0.1:1", "jwks_uri": issuer.url + "/jwks"}
+    refused = await _refused(_verifier(issuer), issuer.token(RESOURCE))
+    assert 503 == refused.status
+    assert 0 == issuer.fetches
+
+
+async def test_a_configured_jwks_uri_skips_discovery(issuer: Issuer) -> None:
+    issuer.discovery = dict  # would be refused
+    verifier = _verifier(issuer, jwks_uri=issuer.url + "/jwks")
+    assert "alice" == (await verifier.verify(issuer.token(RESOURCE))).principal.subject
+
+
+# -- the configuration -------------------------------------------------------------------
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    path.chmod(0o600)
+    return path
+
+
+def test_the_oauth_file_is_read_and_its_metadata_follows_rfc_9728(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path / "oauth.toml",
+        'issuer = "https://login.example.com/realms/acme"\n'
+        'resource = "https://mcp.example.com/mcp"\nscopes = ["mcp:tools"]\n'
+        '[claims]\ngroups = "realm_access.roles"\n',
+    )
+    oauth = load_oauth(path)
+    assert "/.well-known/oauth-protected-resource/mcp" == oauth.metadata_path
+    assert "https://mcp.example.com/.well-known/oauth-protected-resource/mcp" == oauth.metadata_url
+    doc = oauth.metadata()
+    assert "https://mcp.example.com/mcp" == doc["resource"]
+    assert ["https://login.example.com/realms/acme"] == doc["authorization_servers"]
+    assert (["mcp:tools"], ["header"]) == (doc["scopes_supported"], doc["bearer_methods_supported"])
+    # the SDK's own model of the document accepts it as it is
+    from mcp.shared.auth import ProtectedResourceMetadata
+
+    assert "https://mcp.example.com/mcp" == str(
+        ProtectedResourceMetadata.model_validate(doc).resource
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        ('issuer = "https://a"\nresource = "https://b/mcp"\nscope = ["x"]\n',
+         "unknown key `scope`; did you mean `scopes`?"),
+        ('resource = "https://b/mcp"\n', "`issuer` (a URL) is required"),
+        ('issuer = "http://login.example.com"\nresource = "https://b/mcp"\n', "must be https"),
+        ('issuer = "https://a"\nresource = "https://b/mcp"\nalgorithms = ["HS256"]\n',
+         "asymmetric only"),
+        ('issuer = "https://a"\nresource = "https://b/mcp"\nalgorithms = ["none"]\n',
+         "asymmetric only"),
+        ('issuer = "https://a"\nresource = "https://b/mcp"\nleeway = 3600\n', "at most 300"),
+        ('issuer = "https://a"\nresource = "https://b/mcp"\ntimeout = 0\n', "(0, 60]"),
+        ('issuer = "https://a"\nresource = "https://b/mcp"\njwks_uri = 5\n', "must be a URL"),
+        ('issuer = "https://a"\nresource = "https://b/mcp"\n[claims]\nsubjet = "email"\n',
+         "unknown key(s) subjet"),
+        ('issuer = "https://a"\nresource = "https://b/mcp"\nscopes = ["a b"]\n', "not a scope"),
+        ("issuer = [\n", "is not TOML"),
+    ],
+)  # fmt: skip
+def test_a_malformed_oauth_file_is_refused_by_name(tmp_path: Path, body: str, said: str) -> None:
+    path = _write(tmp_path / "oauth.toml", body)
+    with pytest.raises(UsageError, match="OAuth file .*" + __import__("re").escape(said)):
+        load_oauth(path)
+
+
+def test_an_oauth_file_others_can_write_is_refused(tmp_path: Path) -> None:
+    path = _write(tmp_path / "oauth.toml", 'issuer = "https://a"\nresource = "https://b/mcp"\n')
+    path.chmod(0o666)  # it says whom to trust: anyone could have said so
+    with pytest.raises(UsageError, match="open to others"):
+        load_oauth(path)
+    with pytest.raises(UsageError, match="no such file"):
+        load_oauth(tmp_path / "missing.toml")
+
+
+def test_json_is_not_taken_for_toml(tmp_path: Path) -> None:
+    path = _write(tmp_path / "oauth.toml", json.dumps({"issuer": "https://a"}))
+    with pytest.raises(UsageError, match="is not TOML"):
+        load_oauth(path)
+
+
+# -- a real gateway, the SDK client ----------------------------------------------------------
+
+_APP = """
+import os
+
+import toolwire as tw
+
+
+def payroll(month: str) -> str:
+    '''The payroll of a month.'''
+    with open(os.environ["RAN"], "a") as f:
+        f.write(month + "\\n")
+    return "payroll of " + month
+
+
+def weather(city: str) -> str:
+    '''The weather in a city.'''
+    return "sunny in " + city
+
+
+tools = tw.Toolset("app", [tw.tool_fn(payroll), tw.tool_fn(weather)])
+"""
+
+
+@pytest.fixture
+def gateway(tmp_path: Path, issuer: Issuer) -> Iterator[tuple[str, Path]]:
+    """A gateway accepting the issuer's tokens for its own URL (scope ``mcp:tools``), and a
+    static token for a service; payroll for the finance group only. Its URL and the file
+    each payroll run appends to."""
+    pytest.importorskip("toolwire_policy")
+    from _mcp_support import _env, _start_http_gateway, _stop_http_gateway, free_port
+
+    port = free_port()
+    (tmp_path / "app.py").write_text(_APP)
+    oauth = _write(
+        tmp_path / "oauth.toml",
+        f'issuer = "{issuer.url}"\nresource = "http://127.0.0.1:{port}/mcp"\n'
+        'scopes = ["mcp:tools"]\ntimeout = 1\nrefresh_seconds = 0\n'
+        '[claims]\ngroups = "realm_access.roles"\n',
+    )
+    import hashlib
+
+    digest = "sha256:" + hashlib.sha256(b"ci-bot-token").hexdigest()
+    tokens = _write(
+        tmp_path / "tokens.json",
+        json.dumps({"tokens": [{"sha256": digest, "subject": "ci-bot", "groups": ["finance"]}]}),
+    )
+    config = tmp_path / "config" / "toolwire"
+    config.mkdir(parents=True)
+    (config / "policy.toml").write_text(
+        'deny = ["payroll"]\nrequire_principal = true\n\n'
+        '[[rules]]\ngroups = ["finance"]\nallow = ["payroll"]\n\n'
+        '[audit]\npath = "audit.jsonl"\n'
+    )
+    ran = tmp_path / "ran.txt"
+    env = _env(tmp_path, TOOLWIRE_AUTOLOAD_PLUGINS="0", RAN=str(ran))
+    started = _start_http_gateway(
+        tmp_path,
+        env,
+        ("--oauth", str(oauth), "--tokens", str(tokens), "--app", "app:tools"),
+        port=port,
+    )
+    yield started[1], ran
+    _stop_http_gateway(started)
+
+
+def _session(url: str, token: str, mode: str = "auto") -> tuple[list[str], Any]:
+    import anyio
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def run() -> tuple[list[str], Any]:
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
+        async with http, Client(streamable_http_client(url, http_client=http), mode=mode) as c:
+            names = sorted(t.name for t in (await c.list_tools()).tools)
+            return names, await c.call_tool("payroll", {"month": "May"})
+
+    return anyio.run(run)
+
+
+def test_the_issuers_tokens_name_who_calls_through_the_gateway(
+    gateway: tuple[str, Path], issuer: Issuer
+) -> None:
+    url, ran = gateway
+    finance = {"realm_access": {"roles": ["finance"]}}
+    names, paid = _session(url, issuer.token(url, **finance))
+    assert (["payroll", "weather"], False) == (names, paid.is_error)
+    names, paid = _session(url, issuer.token(url, kid="ec1", **finance), "legacy")
+    assert (["payroll", "weather"], False) == (names, paid.is_error)
+    names, paid = _session(url, issuer.token(url, subject="bob"))  # not in finance
+    assert ["weather"] == names
+    assert paid.is_error
+    names, paid = _session(url, "ci-bot-token")  # a static token beside the JWTs
+    assert (["payroll", "weather"], False) == (names, paid.is_error)
+    assert ["May", "May", "May"] == ran.read_text().split()
+    records = [
+        json.loads(line)
+        for line in (ran.parent / "config" / "toolwire" / "audit.jsonl").read_text().splitlines()
+    ]
+    methods = {
+        (r["principal"]["subject"], r["principal"]["method"]) for r in records if "principal" in r
+    }
+    assert {("alice", "oauth"), ("bob", "oauth"), ("ci-bot", "token")} == methods
+
+
+def _post(url: str, token: str | None, **headers: str) -> Any:
+    import httpx
+
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    return httpx.post(
+        url,
+        json=body,
+        headers={"Accept": "application/json, text/event-stream", **headers},
+        timeout=30,
+    )
+
+
+def test_a_refused_token_never_reaches_a_tool_and_says_why(
+    gateway: tuple[str, Path], issuer: Issuer
+) -> None:
+    url, ran = gateway
+    finance = {"realm_access": {"roles": ["finance"]}}
+    now = int(time.time())
+    bad = {
+        "expired": issuer.token(url, lifetime=-120, **finance),
+        "another resource": issuer.token("http://127.0.0.1:1/mcp", **finance),
+        "another issuer": issuer.token(url, iss="http://127.0.0.1:1", **finance),
+        "alg none": forge(
+            {"alg": "none", "kid": "rsa1"},
+            {"iss": issuer.url, "aud": url, "sub": "alice", "exp": now + 300, **finance},
+            None,
+        ),
+        "HS256 with the public key": forge(
+            {"alg": "HS256", "kid": "rsa1"},
+            {"iss": issuer.url, "aud": url, "sub": "alice", "exp": now + 300, **finance},
+            issuer.public_pem("rsa1"),
+        ),
+        "unknown kid": issuer.token(url, headers={"kid": "gone"}, **finance),
+    }
+    for what, token in bad.items():
+        with pytest.raises(Exception):  # noqa: B017 - the SDK client's error for a 401
+            _session(url, token)
+        refused = _post(url, token)
+        assert 401 == refused.status_code, what
+        challenge = refused.headers["www-authenticate"]
+        assert challenge.startswith("Bearer "), what
+        assert 'error="invalid_token"' in challenge, what
+        assert "invalid_token" == refused.json()["error"], what
+    assert not ran.exists()  # not one of them ran payroll
+
+    # Without the scope: a 403 that names the scope wanted.
+    refused = _post(url, issuer.token(url, scope="profile"))
+    assert 403 == refused.status_code
+    assert 'error="insufficient_scope"' in refused.headers["www-authenticate"]
+    assert 'scope="mcp:tools"' in refused.headers["www-authenticate"]
+
+
+def test_a_client_without_a_token_is_told_where_the_metadata_is(
+    gateway: tuple[str, Path], issuer: Issuer
+) -> None:
+    import httpx
+    from mcp.client.auth.utils import (
+        build_protected_resource_metadata_discovery_urls,
+        extract_resource_metadata_from_www_auth,
+        extract_scope_from_www_auth,
+    )
+    from mcp.shared.auth import ProtectedResourceMetadata
+
+    url, _ = gateway
+    refused = _post(url, None)
+    assert 401 == refused.status_code
+    # As the SDK's OAuth client reads the challenge: where the metadata is, which scope.
+    said = extract_resource_metadata_from_www_auth(refused)
+    port = url.split(":")[2].split("/")[0]
+    assert f"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp" == said
+    assert "mcp:tools" == extract_scope_from_www_auth(refused)
+    for where in build_protected_resource_metadata_discovery_urls(said, url)[:2]:
+        doc = ProtectedResourceMetadata.model_validate_json(httpx.get(where, timeout=10).content)
+        assert url == str(doc.resource)
+        assert [issuer.url] == [str(a).rstrip("/") for a in doc.authorization_servers]
+    assert 204 == httpx.options(said, timeout=10).status_code  # a browser's preflight
+    assert 405 == httpx.post(said, timeout=10).status_code
+
+
+def test_a_session_is_usable_only_by_the_principal_that_opened_it(
+    gateway: tuple[str, Path], issuer: Issuer
+) -> None:
+    import httpx
+
+    url, _ = gateway
+    alice, bob = issuer.token(url), issuer.token(url, subject="bob")
+    opened = httpx.post(
+        url,
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        },
+        headers={
+            "Accept": "application/json, text/event-stream",
+            "Authorization": f"Bearer {alice}",
+        },
+        timeout=30,
+    )
+    assert 200 == opened.status_code
+    session = opened.headers["mcp-session-id"]
+    headers = {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+    assert 404 == _post(url, bob, **headers).status_code  # as if there were no such session
+    assert 200 == _post(url, alice, **headers).status_code
+
+
+def test_a_gateway_whose_issuer_hangs_answers_503_in_time_then_recovers(
+    gateway: tuple[str, Path], issuer: Issuer
+) -> None:
+    url, _ = gateway
+    issuer.mode = "hang"
+    started = time.monotonic()
+    refused = _post(url, issuer.token(url))
+    assert (503, "30") == (refused.status_code, refused.headers["retry-after"])
+    assert "www-authenticate" not in refused.headers  # not the client's fault: no re-login
+    assert time.monotonic() - started < 15
+    issuer.mode = "ok"
+    _, paid = _session(url, issuer.token(url, realm_access={"roles": ["finance"]}))
+    assert not paid.is_error
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        {"oauth": OAuthResource(issuer="https://a", resource="https://b/mcp")},
+        {"tokens_file": "tokens.json"},
+        {"token_env": "GW_TOKEN"},
+    ],
+)
+def test_credentials_for_a_stdio_server_are_refused_not_dropped(setting: dict[str, Any]) -> None:
+    # A stdio server has no request to carry them: a policy requiring a principal would
+    # otherwise meet none, and the operator would not know why.
+    from toolwire_mcp import serve_mcp
+
+    with pytest.raises(UsageError, match="HTTP transport only"):
+        serve_mcp(None, transport="stdio", **setting)
