@@ -501,6 +501,67 @@ def test_a_gateway_whose_issuer_hangs_answers_503_in_time_then_recovers(
     assert not paid.is_error
 
 
+def test_the_sdks_oauth_client_logs_in_and_calls_through_the_gateway(tmp_path: Path) -> None:
+    # The whole flow with peers nobody here wrote: the MCP SDK's OAuth client (under
+    # toolwire's MCP client) meets the gateway's 401, reads its RFC 9728 metadata, finds
+    # the authorization server (the SDK's own routes), registers, logs in with PKCE for
+    # this gateway's resource, and calls with the JWT it got.
+    pytest.importorskip("toolwire_policy")
+    import httpx
+    from _authserver import AuthServer
+    from _mcp_support import _env, _start_http_gateway, _stop_http_gateway, free_port
+
+    import toolwire as tw
+    from toolwire_mcp import ServerSpec, close_all, mcp_toolset, set_login_handler
+
+    auth = AuthServer(subject="alice", groups=("finance",))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    (tmp_path / "app.py").write_text(_APP)
+    oauth = _write(
+        tmp_path / "oauth.toml",
+        f'issuer = "{auth.url}"\nresource = "{url}"\njwks_uri = "{auth.url}jwks"\n'
+        'scopes = ["mcp:tools"]\n',
+    )
+    config = tmp_path / "config" / "toolwire"
+    config.mkdir(parents=True)
+    (config / "policy.toml").write_text(
+        'deny = ["payroll"]\nrequire_principal = true\n\n'
+        '[[rules]]\ngroups = ["finance"]\nallow = ["payroll"]\n'
+    )
+    ran = tmp_path / "ran.txt"
+    env = _env(tmp_path, TOOLWIRE_AUTOLOAD_PLUGINS="0", RAN=str(ran))
+    started = _start_http_gateway(
+        tmp_path, env, ("--oauth", str(oauth), "--app", "app:tools"), port=port
+    )
+    logins: list[str] = []
+
+    async def log_in(server: str, authorize_url: str) -> tuple[str, str]:
+        # The user's browser: the authorization server sends it straight back with a code.
+        logins.append(authorize_url)
+        async with httpx.AsyncClient() as browser:
+            back = (await browser.get(authorize_url)).headers["location"]
+        query = dict(httpx.URL(back).params)
+        return query["code"], query["state"]
+
+    set_login_handler(log_in)
+    try:
+        spec = ServerSpec("gw", url=url, auth="oauth", oauth_scope="mcp:tools")
+        toolset = mcp_toolset("gw", spec)
+        executor = tw.Executor(tools=toolset, plugins=False, approval=lambda r: tw.Allow())
+        result = executor.execute(tw.ToolCall("c1", "payroll", json.dumps({"month": "May"})))
+        assert "payroll of May" == result.content
+    finally:
+        set_login_handler(None)
+        close_all()  # the client's connection first: the gateway then stops at once
+        _stop_http_gateway(started)
+        auth.close()
+    assert 1 == len(logins)
+    assert auth.url + "authorize" == logins[0].split("?")[0]
+    assert [url] == auth.resources  # the token was asked for this gateway (RFC 8707)
+    assert ["May"] == ran.read_text().split()
+
+
 @pytest.mark.parametrize(
     "setting",
     [
