@@ -7,6 +7,11 @@ time alone) and derandomized, so a run is the same run every time; the fuzz job
 
 from __future__ import annotations
 
+import os
+import shutil
+import socket
+import subprocess
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -94,3 +99,35 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     host = sys.modules.get("toolwire._plugins.host")
     made = getattr(host, "_DEFAULT", None)
     assert made is None, "a test module made the default plugin host at import"
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A real redis-server on 127.0.0.1, persistence off, for the session (each test uses
+    keys of its own)."""
+    pytest.importorskip("redis")
+    server = shutil.which("redis-server")
+    if server is None:
+        if os.environ.get("CI"):
+            pytest.fail("redis-server is missing under CI (.ci/run installs it from Debian)")
+        pytest.skip("redis-server is not installed")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    where = tmp_path_factory.mktemp("redis")
+    proc = subprocess.Popen(
+        [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly",
+         "no", "--dir", str(where), "--protected-mode", "yes"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    yield f"redis://127.0.0.1:{port}/0"
+    proc.terminate()
+    proc.wait(10)

@@ -1342,6 +1342,56 @@ def test_two_principals_through_one_gateway(tmp_path: Path) -> None:
     assert {"alice", "bob"} == who
 
 
+def test_two_gateway_processes_share_quotas_in_redis(tmp_path: Path, redis_url: str) -> None:
+    # #31: two gateway workers behind one address would each count alone in memory; with
+    # [quota_store] they count together: alice's one weather call is spent on either.
+    pytest.importorskip("toolwire_policy")
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    (tmp_path / "app.py").write_text(_PRINCIPALS_APP)
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(
+        json.dumps(
+            {
+                "tokens": [
+                    {"sha256": _digest("alice-token"), "subject": "alice"},
+                    {"sha256": _digest("bob-token"), "subject": "bob"},
+                ]
+            }
+        )
+    )
+    tokens.chmod(0o600)
+    config = tmp_path / "config" / "toolwire"
+    config.mkdir(parents=True)
+    (config / "policy.toml").write_text(
+        '[[quotas]]\ntools = ["weather"]\ncalls = 1\nseconds = 600\n\n'
+        f'[quota_store]\nurl = "{redis_url}"\nprefix = "gw-{tmp_path.name}:"\n'
+    )
+    env = _env(tmp_path, TOOLWIRE_AUTOLOAD_PLUGINS="0")
+    workers = [
+        _start_http_gateway(tmp_path, env, ("--tokens", str(tokens), "--app", "app:tools"))
+        for _ in range(2)
+    ]
+
+    async def weather(url: str, token: str) -> Any:
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
+        async with http, Client(streamable_http_client(url, http_client=http)) as client:
+            return await client.call_tool("weather", {"city": "Oslo"})
+
+    try:
+        first = anyio.run(weather, workers[0][1], "alice-token")
+        second = anyio.run(weather, workers[1][1], "alice-token")
+        bobs = anyio.run(weather, workers[1][1], "bob-token")
+    finally:
+        for worker in workers:
+            _stop_http_gateway(worker)
+    assert "sunny in Oslo" == first.content[0].text
+    assert second.is_error
+    assert "at most 1 call(s) in 600 s for `alice`" in second.content[0].text
+    assert "sunny in Oslo" == bobs.content[0].text
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [

@@ -105,7 +105,8 @@ def test_an_unknown_top_level_key() -> None:
             "deny_effect",
             "unknown key at the top level; allowed keys: allow, deny, deny_effects, approve, "
             "approve_effects, effects, trusted_mcp_servers, constraints, redact, result_media, "
-            "max_result_bytes, audit, require_principal, principal_methods, rules, quotas",
+            "max_result_bytes, audit, require_principal, principal_methods, rules, quotas, "
+            "quota_store",
         )
     ] == problems("deny_effect = ['destructive']\n")
 

@@ -432,16 +432,16 @@ def test_a_shared_quota_for_a_group(make_policy: MakePolicy) -> None:
 def test_quota_memory_stays_bounded(
     make_policy: MakePolicy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import toolwire_policy._policy as policy_module
+    import toolwire_policy._quotas as quotas_module
 
-    monkeypatch.setattr(policy_module, "_MAX_WINDOWS", 50)
+    monkeypatch.setattr(quotas_module, "MAX_KEYS", 50)
     policy = make_policy(QUOTAS)
     now = [0.0]
     policy.clock = lambda: now[0]
     for i in range(500):  # a principal a second, each calling once
         now[0] += 1
         assert _verdict(policy, "read_notes", Principal(f"user{i}"))[0]
-    assert len(policy._windows) <= 120  # the last minute's callers, not all 500
+    assert len(policy.quota_store) <= 120  # the last minute's callers, not all 500
 
 
 @pytest.mark.parametrize(

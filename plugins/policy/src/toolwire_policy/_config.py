@@ -163,8 +163,9 @@ class PrincipalRule(_Table):
 
 class QuotaRule(_Table):
     """A ``[[quotas]]`` table: at most ``calls`` calls of each matching tool in any
-    ``seconds`` seconds, per principal (``shared = true``: for everyone together). A call
-    over it is refused, saying when to try again; nothing waits in a queue."""
+    ``seconds`` seconds, and/or at most ``concurrent`` of them running at once, per
+    principal (``shared = true``: for everyone together). A call over it is refused, saying
+    when to try again; nothing waits in a queue."""
 
     tools: list[Glob] = ["*"]
     """Tool-name globs the quota counts (each tool has its own count)."""
@@ -172,9 +173,36 @@ class QuotaRule(_Table):
     """Principals (subject globs) it applies to; with ``groups``, either matches; neither:
     every caller, anonymous ones included."""
     groups: list[Glob] = []
-    calls: Annotated[int, Field(ge=1)]
+    calls: Annotated[int, Field(ge=1)] | None = None
+    """Calls in any ``seconds`` seconds."""
     seconds: Annotated[int, Field(ge=1, le=86400)] = 60
+    concurrent: Annotated[int, Field(ge=1)] | None = None
+    """Calls running at once: a call holds its slot until its result comes back."""
+    lease: Annotated[int, Field(ge=1, le=86400)] = 600
+    """The longest a call holds a ``concurrent`` slot (one refused after this policy let it
+    through, by an approver or another hook, never reports back)."""
     shared: bool = False
+
+    @model_validator(mode="after")
+    def _limits(self) -> QuotaRule:
+        if self.calls is None and self.concurrent is None:
+            raise ValueError("a [[quotas]] table needs calls (per seconds) or concurrent")
+        return self
+
+
+class QuotaStoreConfig(_Table):
+    """The ``[quota_store]`` table: count quotas in a Redis server that several processes
+    (gateway workers) share, instead of in each process's memory."""
+
+    url: Annotated[str, StringConstraints(pattern=r"^(redis|rediss|unix)://")]
+    """``redis://host:6379/0``, ``rediss://`` (TLS) or ``unix:///path/redis.sock``; give the
+    password by ``password_env``, not here."""
+    password_env: Annotated[str, StringConstraints(min_length=1)] | None = None
+    """The environment variable holding the server's password."""
+    prefix: Annotated[str, StringConstraints(min_length=1)] = "toolwire:quota:"
+    """What every key this policy writes starts with."""
+    timeout: Annotated[float, Field(gt=0, le=10)] = 0.5
+    """Seconds each request to the server may take; past it, the call is refused."""
 
 
 class PolicyConfig(_Table):
@@ -218,6 +246,7 @@ class PolicyConfig(_Table):
     Absent: any. ``["app", "token", "oauth"]`` refuses ``toolwire chat --as``."""
     rules: list[PrincipalRule] = []
     quotas: list[QuotaRule] = []
+    quota_store: QuotaStoreConfig | None = None
 
 
 # -- errors ----------------------------------------------------------------------------

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-import collections
+import asyncio
 import fnmatch
 import hashlib
 import inspect
 import json
 import logging
-import math
+import os
 import re
+import secrets
 import threading
 import time
 from collections.abc import (
@@ -34,6 +35,7 @@ from toolwire import (
     Principal,
     Reject,
     Tool,
+    ToolCall,
     ToolDecision,
     ToolResult,
     TypedCall,
@@ -48,9 +50,11 @@ from toolwire_policy._config import (
     ConstraintRule,
     PolicyConfig,
     PolicyFileError,
+    QuotaStoreConfig,
     parse_policy_text,
     read_policy_file,
 )
+from toolwire_policy._quotas import MemoryStore, QuotaStore, RedisStore, StoreError, Want
 
 __all__ = [
     "APPROVED",
@@ -192,7 +196,7 @@ _ALLOW = Verdict(True)
 _Constraint = tuple[ConstraintRule, "re.Pattern[str] | None", tuple["re.Pattern[str]", ...]]
 
 
-#: Quota windows kept before the ones with no recent call are dropped.
+#: Calls in flight remembered before those past their lease are dropped.
 _MAX_WINDOWS = 10_000
 
 
@@ -231,14 +235,15 @@ class Policy:
         "_cache",
         "_deny",
         "_effects",
-        "_quota_lock",
+        "_inflight",
+        "_inflight_lock",
         "_quotas",
         "_rules",
         "_trusted_mcp",
-        "_windows",
         "audit_log",
         "clock",
         "config",
+        "quota_store",
         "source",
     )
 
@@ -248,6 +253,7 @@ class Policy:
         *,
         source: Path | None = None,
         audit_log: AuditLog | None = None,
+        quota_store: QuotaStore | None = None,
     ) -> None:
         self.config = config
         self.source = source
@@ -261,11 +267,14 @@ class Policy:
         self._quotas = tuple(
             (q, _globs(q.tools), _globs(q.subjects), _globs(q.groups)) for q in config.quotas
         )
-        #: (quota, tool, subject or "*") -> the times of the calls in its window.
-        self._windows: dict[tuple[int, str, str], collections.deque[float]] = {}
-        self._quota_lock = threading.Lock()
-        #: The clock quotas count by (monotonic seconds); tests move it.
+        #: The clock quotas count by in memory (monotonic seconds); tests move it.
         self.clock: Callable[[], float] = time.monotonic
+        #: Where quotas are counted: this process's memory unless ``[quota_store]`` says.
+        self.quota_store: QuotaStore = quota_store or MemoryStore(lambda: self.clock())
+        #: id of the model's ToolCall -> (it, its lease, the quotas it took, when): the
+        #: calls this policy counted whose results have not come back.
+        self._inflight: dict[int, tuple[ToolCall, str, tuple[Want, ...], float]] = {}
+        self._inflight_lock = threading.Lock()
         self._rules = tuple(
             _Rule(
                 _globs(r.subjects),
@@ -310,7 +319,10 @@ class Policy:
                     source,
                     [("audit.path", f"cannot append to '{log_path}': {exc.strerror or exc}")],
                 ) from None
-        return cls(config, source=source, audit_log=audit)
+        store = None
+        if config.quota_store is not None:
+            store = _redis_store(config.quota_store, source)
+        return cls(config, source=source, audit_log=audit, quota_store=store)
 
     # -- per tool -----------------------------------------------------------------------
 
@@ -487,7 +499,8 @@ class Policy:
         return None
 
     def check(self, call: TypedCall[Any], context: HookContext) -> Verdict | Awaitable[Verdict]:
-        """The verdict for one call (awaitable only when an async approver is asked)."""
+        """The verdict for one call (awaitable when an async approver is asked, or the
+        quotas are counted in a shared store)."""
         compiled = self._compiled(call.tool)
         hidden, needs_approval = compiled.hidden, compiled.needs_approval
         if self._rules or context.principal is not None or self.config.require_principal:
@@ -498,59 +511,133 @@ class Policy:
             broken = self.constraint_violation(call, revealed_arguments(call))
             if broken is not None:
                 return Verdict(False, broken)
-        if self._quotas:
-            over = self.take_quota(call.tool, context.principal)
+        wants = self._wants(call.tool, context.principal) if self._quotas else ()
+        if not wants or self._counted(call):
+            return _ALLOW if needs_approval is None else _approve(call, context, needs_approval)
+        if isinstance(self.quota_store, MemoryStore):
+            over = self._take(call, wants)
             if over is not None:
-                return Verdict(False, over)
+                return over
+            return self._approval(call, context, needs_approval)
+        # A store across the network is asked off the event loop, with its deadline.
+        return _Deferred(lambda: self._take_then_approve(call, context, needs_approval, wants))
+
+    async def _take_then_approve(
+        self,
+        call: TypedCall[Any],
+        context: HookContext,
+        needs_approval: str | None,
+        wants: tuple[Want, ...],
+    ) -> Verdict:
+        over = await asyncio.to_thread(self._take, call, wants)
+        if over is not None:
+            return over
+        verdict = self._approval(call, context, needs_approval)
+        return await verdict if inspect.isawaitable(verdict) else verdict
+
+    def _approval(
+        self, call: TypedCall[Any], context: HookContext, needs_approval: str | None
+    ) -> Verdict | Awaitable[Verdict]:
+        """Approval after the quotas were taken: a call the approver refuses gives them
+        back (it never ran)."""
         if needs_approval is None:
             return _ALLOW
-        return _approve(call, context, needs_approval)
+        verdict = _approve(call, context, needs_approval)
+        if inspect.isawaitable(verdict):
+            pending = verdict
+            return _Deferred(lambda: self._settle_later(call, pending))
+        return self._settle(call, verdict)
 
-    def take_quota(self, tool: Tool[Any, Any], principal: Principal | None) -> str | None:
-        """Count one call of ``tool`` for ``principal`` against every quota that applies;
-        the refusal (with when to try again) when one is spent, else None. A refused
-        call is not counted."""
+    async def _settle_later(self, call: TypedCall[Any], pending: Awaitable[Verdict]) -> Verdict:
+        return self._settle(call, await pending)
+
+    def _settle(self, call: TypedCall[Any], verdict: Verdict) -> Verdict:
+        if not verdict.allowed:
+            self.finish(call, refund=True)
+        return verdict
+
+    def _wants(self, tool: Tool[Any, Any], principal: Principal | None) -> tuple[Want, ...]:
+        """The quotas a call of ``tool`` for ``principal`` must fit in."""
         names = _names(tool)
         subject = principal.subject if principal is not None else ""
         groups = tuple(sorted(principal.groups)) if principal is not None else ()
-        now = self.clock()
-        taken: list[collections.deque[float]] = []
-        with self._quota_lock:
-            for i, (rule, tools, subjects, groups_rx) in enumerate(self._quotas):
-                if not _matches(tools, names):
-                    continue
-                if (rule.subjects or rule.groups) and not (
-                    (principal is not None and _matches(subjects, (subject,)))
-                    or _matches(groups_rx, groups)
-                ):
-                    continue
-                key = (i, tool.name, "*" if rule.shared else subject)
-                window = self._windows.get(key)
-                if window is None:
-                    if len(self._windows) >= _MAX_WINDOWS:
-                        self._prune(now)
-                    window = self._windows[key] = collections.deque()
-                while window and window[0] <= now - rule.seconds:
-                    window.popleft()
-                if len(window) >= rule.calls:
-                    wait = max(1, math.ceil(window[0] + rule.seconds - now))
-                    whom = "all callers" if rule.shared else f"`{subject or 'anonymous'}`"
-                    return (
-                        f"over the organisation policy's quota for `{tool.name}`: at most "
-                        f"{rule.calls} call(s) in {rule.seconds} s for {whom}; try again in "
-                        f"{wait} s"
-                    )
-                taken.append(window)
-            for window in taken:
-                window.append(now)
+        wants = []
+        for i, (rule, tools, subjects, groups_rx) in enumerate(self._quotas):
+            if not _matches(tools, names):
+                continue
+            if (rule.subjects or rule.groups) and not (
+                (principal is not None and _matches(subjects, (subject,)))
+                or _matches(groups_rx, groups)
+            ):
+                continue
+            whom = "all callers" if rule.shared else f"`{subject or 'anonymous'}`"
+            key = json.dumps([i, tool.name, "*" if rule.shared else subject])
+            wants.append(
+                Want(key, rule.calls, rule.seconds, rule.concurrent, rule.lease, tool.name, whom)
+            )
+        return tuple(wants)
+
+    def _counted(self, call: TypedCall[Any]) -> bool:
+        """Whether this call was counted already: the same model call decided again after
+        an approver rewrote its input (the executor asks the policies about the new input).
+        Known by the identity of the model's ToolCall, which the rewritten call keeps."""
+        if not call.edited:
+            return False
+        with self._inflight_lock:
+            held = self._inflight.get(id(call.call))
+        return held is not None and held[0] is call.call
+
+    def _take(self, call: TypedCall[Any], wants: tuple[Want, ...]) -> Verdict | None:
+        """Take ``wants`` for ``call``: None when taken, else the refusal."""
+        lease = secrets.token_hex(12)
+        try:
+            over = self.quota_store.take(wants, lease)
+        except StoreError as exc:
+            logger.error("toolwire-policy cannot count quotas: %s", exc)
+            return Verdict(
+                False,
+                "the organisation policy cannot count its quotas now, so the call was not "
+                "run; try again later",
+            )
+        if over is not None:
+            return Verdict(False, over)
+        now = time.monotonic()
+        with self._inflight_lock:
+            if len(self._inflight) >= _MAX_WINDOWS:
+                # Calls that never came back (refused after this policy let them
+                # through): their slots' leases have run out.
+                longest = max((q.lease for q, *_ in self._quotas), default=0)
+                for key in [k for k, v in self._inflight.items() if v[3] <= now - longest]:
+                    del self._inflight[key]
+            self._inflight[id(call.call)] = (call.call, lease, wants, now)
         return None
 
-    def _prune(self, now: float) -> None:
-        """Forget windows with no call left in them (memory stays bounded by the calls
-        of the last window, not by every principal ever seen)."""
-        longest = max((q.seconds for q, *_ in self._quotas), default=0)
-        for key in [k for k, w in self._windows.items() if not w or w[-1] <= now - longest]:
-            del self._windows[key]
+    def take_quota(self, tool: Tool[Any, Any], principal: Principal | None) -> str | None:
+        """Count one call of ``tool`` for ``principal`` against every quota that applies
+        (a concurrency slot is held until its lease ends); the refusal (with when to try
+        again) when one is spent, else None. A refused call is not counted."""
+        wants = self._wants(tool, principal)
+        if not wants:
+            return None
+        try:
+            return self.quota_store.take(wants, secrets.token_hex(12))
+        except StoreError as exc:
+            return f"the organisation policy cannot count its quotas now ({exc})"
+
+    def finish(self, call: TypedCall[Any], *, refund: bool = False) -> None:
+        """``call`` ended (its result came back): free its concurrency slots; ``refund``:
+        it never ran, so its counts are given back too."""
+        with self._inflight_lock:
+            held = self._inflight.pop(id(call.call), None)
+        if held is None or held[0] is not call.call:
+            return
+        _, lease, wants, _ = held
+        if not refund and all(w.concurrent is None for w in wants):
+            return
+        try:
+            self.quota_store.finish(wants, lease, refund=refund)
+        except StoreError as exc:  # the lease frees the slot in the end
+            logger.warning("toolwire-policy cannot free a quota slot: %s", exc)
 
     def redact_arguments(self, tool: Tool[Any, Any], arguments: Any) -> Any:
         """The arguments with every value under a redacted name replaced by ``[REDACTED]``."""
@@ -630,6 +717,8 @@ class Policy:
     ) -> ToolResult | None:
         """Redact the result's content by the result patterns, withhold media the policy
         does not allow, and audit it."""
+        if self._inflight:
+            self.finish(call)
         content, count = self.redact_content(call.tool, result.content)
         final = result.replace(content=content) if count else result
         withheld: list[str] = []
@@ -797,6 +886,29 @@ def _approve(
     if inspect.isawaitable(answer):
         return _Deferred(lambda: _await_answer(answer, reason))
     return _approval_verdict(answer, reason)
+
+
+def _redis_store(config: QuotaStoreConfig, source: Path) -> QuotaStore:
+    """The ``[quota_store]`` the file names (its password from the environment)."""
+    password = None
+    if config.password_env is not None:
+        password = os.environ.get(config.password_env)
+        if not password:
+            raise PolicyFileError(
+                source,
+                [
+                    (
+                        "quota_store.password_env",
+                        f"the environment variable {config.password_env} is not set",
+                    )
+                ],
+            )
+    try:
+        return RedisStore(
+            config.url, password=password, prefix=config.prefix, timeout=config.timeout
+        )
+    except StoreError as exc:
+        raise PolicyFileError(source, [("quota_store", str(exc))]) from None
 
 
 def _is_async(fn: Any) -> bool:

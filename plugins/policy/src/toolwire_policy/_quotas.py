@@ -1,0 +1,241 @@
+"""Where the policy's quotas are counted: in this process's memory (the default), or in a
+Redis server several processes share (``[quota_store]``).
+
+A call asks for every quota that applies to it at once (:class:`Want`); either all are
+taken or none is, and the first one over its limit says why. A rate quota counts the call
+in its window; a concurrency quota holds a slot, under a lease id, until the call's result
+comes back (:meth:`QuotaStore.finish`) or the lease runs out (a call another hook refused
+after this policy let it through never reports back). Nothing waits: a call over a quota
+is refused, saying when to try again.
+"""
+
+from __future__ import annotations
+
+import collections
+import math
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+import attrs
+
+__all__ = ["MemoryStore", "QuotaStore", "RedisStore", "StoreError", "Want"]
+
+#: Quota keys kept in memory before those with no recent call are dropped.
+MAX_KEYS = 10_000
+
+
+class StoreError(Exception):
+    """The quota store could not be asked (the policy then refuses: fail closed)."""
+
+
+@attrs.frozen
+class Want:
+    """One quota a call must fit in: ``key`` names the count (quota, tool, whom);
+    ``calls`` in ``seconds`` (rate), and/or ``concurrent`` at once (slots held at most
+    ``lease`` seconds); ``tool`` and ``whom`` are for the refusal's words."""
+
+    key: str
+    calls: int | None
+    seconds: int
+    concurrent: int | None
+    lease: int
+    tool: str
+    whom: str
+
+
+def over_rate(want: Want, wait: float) -> str:
+    return (
+        f"over the organisation policy's quota for `{want.tool}`: at most {want.calls} "
+        f"call(s) in {want.seconds} s for {want.whom}; try again in "
+        f"{max(1, math.ceil(wait))} s"
+    )
+
+
+def over_concurrency(want: Want) -> str:
+    return (
+        f"over the organisation policy's quota for `{want.tool}`: at most {want.concurrent} "
+        f"call(s) at once for {want.whom}; try again when one of them has finished"
+    )
+
+
+class QuotaStore(Protocol):
+    def take(self, wants: Sequence[Want], lease: str) -> str | None:
+        """Take every quota in ``wants`` for one call (its ``lease`` id), or none of them:
+        the refusal of the first that is spent. Raises StoreError."""
+
+    def finish(self, wants: Sequence[Want], lease: str, *, refund: bool) -> None:
+        """The call ended: free its concurrency slots (``refund``: it never ran, so its
+        rate counts are given back too)."""
+
+
+class MemoryStore:
+    """Counts in this process (thread-safe; memory bounded by the last window's callers)."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._calls: dict[str, collections.deque[tuple[float, str]]] = {}
+        self._slots: dict[str, dict[str, float]] = {}  # key -> lease -> when it ends
+        self._lock = threading.Lock()
+        self._longest = 0  # the longest window or lease asked for: older counts are dead
+
+    def __len__(self) -> int:
+        return len(self._calls) + len(self._slots)
+
+    def take(self, wants: Sequence[Want], lease: str) -> str | None:
+        now = self.clock()
+        with self._lock:
+            if len(self) >= MAX_KEYS:
+                self._prune(now)
+            for want in wants:
+                hold = want.lease if want.concurrent is not None else 0
+                self._longest = max(self._longest, want.seconds, hold)
+                if want.calls is not None:
+                    window = self._calls.setdefault(want.key, collections.deque())
+                    while window and window[0][0] <= now - want.seconds:
+                        window.popleft()
+                    if len(window) >= want.calls:
+                        return over_rate(want, window[0][0] + want.seconds - now)
+                if want.concurrent is not None:
+                    slots = self._slots.setdefault(want.key, {})
+                    for ended in [k for k, end in slots.items() if end <= now]:
+                        del slots[ended]
+                    if len(slots) >= want.concurrent:
+                        return over_concurrency(want)
+            for want in wants:
+                if want.calls is not None:
+                    self._calls[want.key].append((now, lease))
+                if want.concurrent is not None:
+                    self._slots[want.key][lease] = now + want.lease
+        return None
+
+    def finish(self, wants: Sequence[Want], lease: str, *, refund: bool) -> None:
+        with self._lock:
+            for want in wants:
+                slots = self._slots.get(want.key)
+                if slots is not None:
+                    slots.pop(lease, None)
+                    if not slots:
+                        del self._slots[want.key]
+                window = self._calls.get(want.key)
+                if refund and window is not None:
+                    for entry in [e for e in window if e[1] == lease]:
+                        window.remove(entry)
+
+    def _prune(self, now: float) -> None:
+        """Forget counts with nothing recent in them (memory stays bounded by the calls of
+        the last window, not by every principal ever seen)."""
+        longest = self._longest
+        for key in [k for k, w in self._calls.items() if not w or w[-1][0] <= now - longest]:
+            del self._calls[key]
+        for key in [k for k, s in self._slots.items() if all(end <= now for end in s.values())]:
+            del self._slots[key]
+
+
+# Both steps in one script, so several gateways asking at once cannot overshoot: Redis
+# runs a script alone. The clock is the server's (processes' clocks may differ).
+# KEYS: per want, its rate key and its slots key. ARGV: lease, then per want: calls (0:
+# none), seconds, concurrent (0: none), lease seconds. Returns {} when taken, else
+# {index of the want (1-based), "rate" or "concurrent", milliseconds to wait}.
+_TAKE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local lease = ARGV[1]
+local n = #KEYS / 2
+for i = 1, n do
+  local calls = tonumber(ARGV[2 + (i - 1) * 4])
+  local window = tonumber(ARGV[3 + (i - 1) * 4]) * 1000
+  local concurrent = tonumber(ARGV[4 + (i - 1) * 4])
+  if calls > 0 then
+    local key = KEYS[2 * i - 1]
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+    if redis.call('ZCARD', key) >= calls then
+      local first = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+      return {i, 'rate', tonumber(first[2]) + window - now}
+    end
+  end
+  if concurrent > 0 then
+    local key = KEYS[2 * i]
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', now)
+    if redis.call('ZCARD', key) >= concurrent then
+      return {i, 'concurrent', 0}
+    end
+  end
+end
+for i = 1, n do
+  local calls = tonumber(ARGV[2 + (i - 1) * 4])
+  local window = tonumber(ARGV[3 + (i - 1) * 4]) * 1000
+  local concurrent = tonumber(ARGV[4 + (i - 1) * 4])
+  local held = tonumber(ARGV[5 + (i - 1) * 4]) * 1000
+  if calls > 0 then
+    redis.call('ZADD', KEYS[2 * i - 1], now, lease)
+    redis.call('PEXPIRE', KEYS[2 * i - 1], window)
+  end
+  if concurrent > 0 then
+    redis.call('ZADD', KEYS[2 * i], now + held, lease)
+    redis.call('PEXPIRE', KEYS[2 * i], held)
+  end
+end
+return {}
+"""
+
+
+class RedisStore:
+    """Counts in a Redis server several gateway processes share (redis-py; every command
+    with a deadline: past it, StoreError and the call is refused)."""
+
+    def __init__(
+        self, url: str, *, password: str | None, prefix: str, timeout: float, client: Any = None
+    ) -> None:
+        if client is None:
+            try:
+                import redis
+            except ImportError as exc:
+                raise StoreError(
+                    "[quota_store] needs the redis client: pip install 'toolwire-policy[redis]'"
+                ) from exc
+            client = redis.Redis.from_url(
+                url,
+                password=password,
+                socket_timeout=timeout,
+                socket_connect_timeout=timeout,
+                retry_on_timeout=False,
+                max_connections=64,
+            )
+        self._redis = client
+        self._prefix = prefix
+        self._script = client.register_script(_TAKE)
+        self._url = url
+
+    def __repr__(self) -> str:
+        return f"<RedisStore {self._prefix!r}>"  # the URL may hold a password: not shown
+
+    def _keys(self, wants: Sequence[Want]) -> list[str]:
+        return [f"{self._prefix}{kind}:{w.key}" for w in wants for kind in ("r", "c")]
+
+    def take(self, wants: Sequence[Want], lease: str) -> str | None:
+        args: list[Any] = [lease]
+        for w in wants:
+            args += [w.calls or 0, w.seconds, w.concurrent or 0, w.lease]
+        try:
+            answer = self._script(keys=self._keys(wants), args=args)
+        except Exception as exc:  # redis-py's errors, timeouts, a refused connection
+            raise StoreError(f"the quota store cannot be asked: {type(exc).__name__}") from exc
+        if not answer:
+            return None
+        index, kind, wait_ms = int(answer[0]), answer[1], int(answer[2])
+        want = wants[index - 1]
+        kind = kind.decode() if isinstance(kind, bytes) else kind
+        return over_rate(want, wait_ms / 1000) if kind == "rate" else over_concurrency(want)
+
+    def finish(self, wants: Sequence[Want], lease: str, *, refund: bool) -> None:
+        keys = self._keys(wants)
+        try:
+            pipe = self._redis.pipeline(transaction=False)
+            for key in keys:
+                if refund or key.startswith(f"{self._prefix}c:"):
+                    pipe.zrem(key, lease)
+            pipe.execute()
+        except Exception as exc:  # the slot's lease frees it in the end
+            raise StoreError(f"the quota store cannot be told: {type(exc).__name__}") from exc

@@ -1,0 +1,231 @@
+"""#31: quotas through a real executor: counted once per call (an approver rewriting the
+arguments does not count it again), concurrent calls, and counts several processes share
+in a real redis-server (started for these tests on 127.0.0.1)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import toolwire as tw
+from toolwire import HookContext, Principal
+from toolwire_policy import Policy, PolicyFileError
+from toolwire_policy._plugin import PolicyPlugin
+
+ALICE = Principal("alice")
+BOB = Principal("bob")
+
+
+def _executor(policy: Policy, tools: list[Any], **kwargs: Any) -> tw.Executor:
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(PolicyPlugin(policy), "corp", kind="policy")
+    return tw.Executor(tools=tools, plugins=host, **kwargs)
+
+
+@tw.tool_fn(effect="mutating")
+def note(text: str) -> str:
+    """Write a note."""
+    return "noted " + text
+
+
+def test_an_approver_rewriting_the_arguments_does_not_count_the_call_twice(
+    make_policy: Any,
+) -> None:
+    # The executor asks the policies again about the rewritten input; the quota is the
+    # call's, taken once.
+    policy = make_policy('[[quotas]]\ntools = ["note"]\ncalls = 2\nseconds = 600\n')
+    asked: list[str] = []
+
+    def approver(request: Any) -> Any:
+        asked.append(request.call.name)
+        return tw.Modify({"text": "tidied"})
+
+    executor = _executor(policy, [note], approval=approver)
+    context = HookContext(principal=ALICE)
+    results = [
+        executor.execute(tw.ToolCall(f"c{i}", "note", '{"text": "x"}'), context=context)
+        for i in range(3)
+    ]
+    assert ["noted tidied", "noted tidied"] == [r.content for r in results[:2]]
+    assert results[2].is_error
+    assert "at most 2 call(s) in 600 s for `alice`" in results[2].content
+    assert 2 == len(asked)  # the refused third was never put to the approver
+
+
+def test_a_call_the_policys_approver_refuses_gives_its_quota_back(make_policy: Any) -> None:
+    policy = make_policy(
+        'approve = ["note"]\n[[quotas]]\ntools = ["note"]\ncalls = 1\nseconds = 600\n'
+    )
+    answers = iter([False, True])
+    context = HookContext(
+        principal=ALICE, extra={"toolwire.approver": lambda call, why: next(answers)}
+    )
+    executor = _executor(policy, [note])
+    refused = executor.execute(tw.ToolCall("c1", "note", '{"text": "x"}'), context=context)
+    assert "declined" in refused.content
+    ran = executor.execute(tw.ToolCall("c2", "note", '{"text": "x"}'), context=context)
+    assert "noted x" == ran.content  # the declined call did not spend the one call
+
+
+def test_concurrent_calls_are_limited_per_principal_and_freed_by_their_results(
+    make_policy: Any,
+) -> None:
+    policy = make_policy('[[quotas]]\ntools = ["slow"]\nconcurrent = 2\n')
+    release = threading.Event()
+    started: list[str] = []
+
+    @tw.tool_fn
+    async def slow(n: int) -> str:
+        """Wait until released."""
+        started.append(str(n))
+        while not release.is_set():
+            await asyncio.sleep(0.01)
+        return f"done {n}"
+
+    executor = _executor(policy, [slow])
+
+    async def run() -> list[tw.ToolResult]:
+        def call(i: int, who: Principal) -> Any:
+            return executor.aexecute(
+                tw.ToolCall(f"c{i}", "slow", f'{{"n": {i}}}'), context=HookContext(principal=who)
+            )
+
+        first = [asyncio.ensure_future(call(i, ALICE)) for i in range(2)]
+        while len(started) < 2:
+            await asyncio.sleep(0.01)
+        third = await call(2, ALICE)  # alice has two running: refused at once
+        bobs = asyncio.ensure_future(call(3, BOB))  # bob's count is his own
+        while len(started) < 3:
+            await asyncio.sleep(0.01)
+        release.set()
+        done = [*(await asyncio.gather(*first)), third, await bobs]
+        done.append(await call(4, ALICE))  # the results freed alice's slots
+        return done
+
+    results = asyncio.run(run())
+    assert ["done 0", "done 1"] == [r.content for r in results[:2]]
+    assert results[2].is_error
+    assert (
+        "at most 2 call(s) at once for `alice`; try again when one of them has finished"
+        in results[2].content
+    )
+    assert ["done 3", "done 4"] == [r.content for r in results[3:]]
+
+
+def test_a_slot_whose_call_never_reported_back_is_freed_by_its_lease(make_policy: Any) -> None:
+    policy = make_policy('[[quotas]]\ntools = ["note"]\nconcurrent = 1\nlease = 30\n')
+    now = [0.0]
+    policy.clock = lambda: now[0]
+    assert policy.take_quota(note, ALICE) is None  # taken, and nobody will finish it
+    assert "at most 1 call(s) at once" in (policy.take_quota(note, ALICE) or "")
+    now[0] = 31.0
+    assert policy.take_quota(note, ALICE) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("[[quotas]]\ntools = ['a']\n", "needs calls \\(per seconds\\) or concurrent"),
+        ("[[quotas]]\nconcurrent = 0\n", "concurrent"),
+        ("[[quotas]]\nconcurrent = 1\nlease = 0\n", "lease"),
+        ("[quota_store]\nurl = 'http://x'\n", "quota_store.url"),
+        ("[quota_store]\nurl = 'redis://x'\ntimeout = 60\n", "quota_store.timeout"),
+        ("[quota_store]\nurl = 'redis://x'\npassword_env = 'NO_SUCH_VAR_X'\n", "NO_SUCH_VAR_X"),
+        ("[quota_store]\nurl = 'redis://x'\npasword_env = 'X'\n", "pasword_env"),
+    ],
+)
+def test_a_malformed_quota_or_store_is_refused_by_name(
+    make_policy: Any, text: str, said: str
+) -> None:
+    os.environ.pop("NO_SUCH_VAR_X", None)
+    with pytest.raises(PolicyFileError, match=said):
+        make_policy(text)
+
+
+# -- a store several processes share ---------------------------------------------------------
+
+
+def _shared(make_policy: Any, url: str, prefix: str, quotas: str) -> Policy:
+    return make_policy(f'{quotas}\n[quota_store]\nurl = "{url}"\nprefix = "{prefix}"\n')
+
+
+async def _decide(policy: Policy, tool: Any, who: Principal, call_id: str = "c1") -> Any:
+    call = tw.TypedCall(
+        tw.ToolCall(call_id, tool.name, '{"text": "x"}'), tool, note.validate_json('{"text": "x"}')
+    )
+    verdict = policy.check(call, HookContext(principal=who))
+    return (await verdict) if hasattr(verdict, "__await__") else verdict
+
+
+def test_two_processes_share_one_count_in_redis(
+    make_policy: Any, redis_url: str, tmp_path: Path
+) -> None:
+    # Two policies stand for two gateway processes: alice's 3 calls are counted together.
+    quotas = '[[quotas]]\ntools = ["note"]\ncalls = 3\nseconds = 600\n'
+    one = _shared(make_policy, redis_url, "t1:", quotas)
+    two = _shared(make_policy, redis_url, "t1:", quotas)
+
+    async def run() -> list[Any]:
+        return [
+            await _decide(one, note, ALICE),
+            await _decide(two, note, ALICE),
+            await _decide(one, note, ALICE),
+            await _decide(two, note, ALICE),
+            await _decide(two, note, BOB),
+        ]
+
+    verdicts = asyncio.run(run())
+    assert [True, True, True, False, True] == [v.allowed for v in verdicts]
+    assert "at most 3 call(s) in 600 s for `alice`; try again in 600 s" in verdicts[3].reason
+
+
+def test_concurrent_slots_in_redis_are_shared_and_freed(make_policy: Any, redis_url: str) -> None:
+    quotas = '[[quotas]]\ntools = ["note"]\nconcurrent = 1\n'
+    one = _shared(make_policy, redis_url, "t2:", quotas)
+    two = _shared(make_policy, redis_url, "t2:", quotas)
+    call = tw.TypedCall(
+        tw.ToolCall("c1", "note", '{"text": "x"}'), note, note.validate_json('{"text": "x"}')
+    )
+
+    async def run() -> list[bool]:
+        first = one.check(call, HookContext(principal=ALICE))
+        taken = (await first).allowed  # type: ignore[misc]
+        other = (await _decide(two, note, ALICE, "c2")).allowed  # the slot is held
+        one.finish(call)  # its result came back
+        again = (await _decide(two, note, ALICE, "c3")).allowed
+        return [taken, other, again]
+
+    assert [True, False, True] == asyncio.run(run())
+
+
+@pytest.mark.parametrize("server", ["closed", "silent"])
+def test_a_store_that_cannot_be_reached_refuses_in_time(make_policy: Any, server: str) -> None:
+    # Nobody listening, or a listener that never answers: the call is refused at the
+    # store's deadline (fail closed), and nothing hangs.
+    pytest.importorskip("redis")
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    if server == "silent":
+        listener.listen(8)
+    else:
+        listener.close()
+    policy = make_policy(
+        f'[[quotas]]\ncalls = 5\n[quota_store]\nurl = "redis://127.0.0.1:{port}/0"\ntimeout = 0.2\n'
+    )
+    try:
+        started = time.monotonic()
+        verdict = asyncio.run(_decide(policy, note, ALICE))
+        assert not verdict.allowed
+        assert "cannot count its quotas now" in verdict.reason
+        assert time.monotonic() - started < 5
+        assert "127.0.0.1" not in repr(policy.quota_store)
+    finally:
+        listener.close()
