@@ -116,8 +116,8 @@ def test_an_unknown_key_in_a_constraints_table() -> None:
     assert [
         (
             "constraints[1].max_len",
-            "unknown key in table constraints[1]; allowed keys: tools, arguments, max_length, "
-            "deny_patterns",
+            "unknown key in table constraints[1]; allowed keys: tools, subjects, groups, "
+            "arguments, max_length, deny_patterns",
         )
     ] == problems(text)
 
@@ -135,7 +135,8 @@ def test_an_unknown_key_in_a_redact_table() -> None:
     assert [
         (
             "redact[0].argument",
-            "unknown key in table redact[0]; allowed keys: tools, arguments, result_patterns",
+            "unknown key in table redact[0]; allowed keys: tools, subjects, groups, arguments, "
+            "result_patterns",
         )
     ] == problems("[[redact]]\narguments = ['a']\nargument = ['b']\n")
 

@@ -229,3 +229,62 @@ def test_a_store_that_cannot_be_reached_refuses_in_time(make_policy: Any, server
         assert "127.0.0.1" not in repr(policy.quota_store)
     finally:
         listener.close()
+
+
+# -- constraints and result redaction for some principals ------------------------------------
+
+SCOPED = """
+[[constraints]]
+tools = ["note"]
+groups = ["contractors"]
+max_length = 5
+
+[[redact]]
+tools = ["lookup"]
+subjects = ["bob"]
+result_patterns = ["salary: \\\\d+"]
+"""
+
+
+@tw.tool_fn
+def lookup(who: str) -> str:
+    """Look someone up."""
+    return f"{who}: salary: 1234"
+
+
+def test_constraints_and_result_redaction_can_be_for_some_principals(make_policy: Any) -> None:
+    policy = make_policy(SCOPED)
+    contractor = Principal("carol", groups=["contractors"])
+    executor = _executor(policy, [note, lookup])
+    long = tw.ToolCall("c1", "note", '{"text": "a long note"}')
+    assert (
+        "noted a long note" == executor.execute(long, context=HookContext(principal=ALICE)).content
+    )
+    refused = executor.execute(long, context=HookContext(principal=contractor))
+    assert "at most 5 for `note`" in refused.content
+    ask = tw.ToolCall("c2", "lookup", '{"who": "dan"}')
+    assert (
+        "dan: salary: 1234" == executor.execute(ask, context=HookContext(principal=ALICE)).content
+    )
+    assert "dan: [REDACTED]" == executor.execute(ask, context=HookContext(principal=BOB)).content
+    # nobody named: a rule for some principals does not apply
+    assert "dan: salary: 1234" == executor.execute(ask).content
+
+
+def test_a_redact_rule_for_some_principals_may_not_redact_arguments(make_policy: Any) -> None:
+    with pytest.raises(PolicyFileError, match="result_patterns only"):
+        make_policy('[[redact]]\nsubjects = ["bob"]\narguments = ["password"]\n')
+
+
+def test_an_executor_makes_its_calls_for_its_principal(make_policy: Any) -> None:
+    policy = make_policy('deny = ["note"]\n[[rules]]\nsubjects = ["alice"]\nallow = ["note"]\n')
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(PolicyPlugin(policy), "corp", kind="policy")
+    call = tw.ToolCall("c1", "note", '{"text": "x"}')
+    alices = tw.Executor(tools=[note], plugins=host, principal=ALICE)
+    assert "noted x" == alices.execute(call).content
+    # A context naming someone else is kept: bob may not.
+    assert alices.execute(call, context=HookContext(principal=BOB)).is_error
+    assert tw.Executor(tools=[note], plugins=host).execute(call).is_error  # nobody
+    with pytest.raises(tw.UsageError, match=r"must be a toolwire\.Principal"):
+        tw.Executor(tools=[note], principal="alice")  # type: ignore[arg-type]

@@ -85,6 +85,7 @@ from toolwire._hooks import (
     _EMPTY_CONTEXT,
     HookContext,
     HookSet,
+    Principal,
     arun_hooks,
 )
 from toolwire._metadata import Capability
@@ -131,6 +132,9 @@ class Executor(_Deciding, _Scheduling):
       default) is the process's host (``toolwire.get_host()``), ``False`` its
       policies without its tool packs (a policy is turned off only by
       ``TOOLWIRE_DISABLE_POLICIES``).
+    - ``principal``: who the calls it decides (``execute``, ``execute_all``) are made
+      for when their context names nobody (a :class:`toolwire.Principal`; a context
+      that names one is kept; a plan keeps the context its round was decided with).
     - ``thread_pool``: where ``blocking=True`` tools run (default: a pool of
       ``max_concurrency`` threads, made on first use).
     - ``backend``: where tool bodies run: a :class:`toolwire.ToolBackend`, the name
@@ -168,7 +172,13 @@ class Executor(_Deciding, _Scheduling):
         thread_pool: concurrent.futures.Executor | None = None,
         plugins: Any = True,
         backend: ToolBackend | str | None = None,
+        principal: Principal | None = None,
     ) -> None:
+        if principal is not None and not isinstance(principal, Principal):
+            raise UsageError(
+                f"principal must be a toolwire.Principal, got {type(principal).__name__}"
+            )
+        self.principal = principal
         if max_concurrency is not None and (
             isinstance(max_concurrency, bool)
             or not isinstance(max_concurrency, int)
@@ -582,6 +592,12 @@ class Executor(_Deciding, _Scheduling):
     def _runner(self) -> Callable[[_Job], Coroutine[Any, Any, None]]:
         return self._run_job if self._tracing is None else self._run
 
+    def _for_whom(self, context: HookContext | None) -> HookContext | None:
+        """``context`` with this executor's principal, when it names nobody."""
+        if self.principal is None or (context is not None and context.principal is not None):
+            return context
+        return attrs.evolve(context or _EMPTY_CONTEXT, principal=self.principal)
+
     async def _process(
         self,
         calls: Sequence[TypedCall[Any] | ToolCall],
@@ -700,7 +716,7 @@ class Executor(_Deciding, _Scheduling):
         Raises ApprovalPendingError only when the approver deferred.
         """
         # A call that did not come through a round's hooks: the host's policies decide it.
-        jobs, pending = await self._process((call,), context, approvals, ())
+        jobs, pending = await self._process((call,), self._for_whom(context), approvals, ())
         if pending:
             raise ApprovalPendingError(tuple(pending))
         result = jobs[0].result
@@ -732,7 +748,7 @@ class Executor(_Deciding, _Scheduling):
         for every call before any runs: if one is deferred nothing runs and
         ApprovalPendingError carries every pending request.
         """
-        jobs, pending = await self._process(list(calls), context, approvals, ())
+        jobs, pending = await self._process(list(calls), self._for_whom(context), approvals, ())
         if pending:
             raise ApprovalPendingError(tuple(pending))
         return [j.result for j in jobs if j.result is not None]

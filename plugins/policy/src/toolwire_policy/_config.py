@@ -91,6 +91,10 @@ class ConstraintRule(_Table):
 
     tools: list[Glob] = ["*"]
     """Tool-name globs this rule applies to."""
+    subjects: list[Glob] = []
+    """Only calls for these principals (subject globs; with ``groups``, either matches);
+    neither: every call."""
+    groups: list[Glob] = []
     arguments: list[Glob] | None = None
     """Top-level argument names (globs) it checks; every argument when absent."""
     max_length: Annotated[int, Field(ge=1)] | None = None
@@ -110,6 +114,11 @@ class RedactRule(_Table):
 
     tools: list[Glob] = ["*"]
     """Tool-name globs this rule applies to."""
+    subjects: list[Glob] = []
+    """Only results of calls for these principals (subject globs; with ``groups``, either
+    matches); neither: every call. Such a rule redacts results only: the audit log's
+    argument redaction is the same for every record."""
+    groups: list[Glob] = []
     arguments: list[Glob] = []
     """Argument names (globs, case-insensitive, at any depth) replaced by ``[REDACTED]``."""
     result_patterns: list[Regex] = []
@@ -119,6 +128,11 @@ class RedactRule(_Table):
     def _does_something(self) -> RedactRule:
         if not self.arguments and not self.result_patterns:
             raise ValueError("a [[redact]] table needs arguments or result_patterns (or both)")
+        if (self.subjects or self.groups) and self.arguments:
+            raise ValueError(
+                "a [[redact]] table for some subjects or groups may have result_patterns "
+                "only: arguments are redacted alike in every audit record"
+            )
         return self
 
 

@@ -192,8 +192,11 @@ class Verdict:
 _ALLOW = Verdict(True)
 
 
-# A constraint rule, its argument-name matcher (None: every argument), its deny regexes.
-_Constraint = tuple[ConstraintRule, "re.Pattern[str] | None", tuple["re.Pattern[str]", ...]]
+# Whom a rule is for: its subject and group globs compiled (None: every call).
+_Whom = tuple["re.Pattern[str] | None", "re.Pattern[str] | None"] | None
+# A constraint rule, its argument-name matcher (None: every argument), its deny regexes,
+# whom it is for.
+_Constraint = tuple[ConstraintRule, "re.Pattern[str] | None", tuple["re.Pattern[str]", ...], _Whom]
 
 
 #: Calls in flight remembered before those past their lease are dropped.
@@ -219,7 +222,22 @@ class _Compiled:
     needs_approval: str | None  # the approval reason, when calls need approval
     constraints: tuple[_Constraint, ...]
     redact_arguments: re.Pattern[str] | None
-    redact_results: tuple[re.Pattern[str], ...]
+    redact_results: tuple[tuple[re.Pattern[str], _Whom], ...]
+
+
+def _whom(subjects: list[str], groups: list[str]) -> _Whom:
+    return (_globs(subjects), _globs(groups)) if subjects or groups else None
+
+
+def _aimed_at(whom: _Whom, principal: Principal | None) -> bool:
+    """Whether a rule for ``whom`` applies to a call for ``principal``."""
+    if whom is None:
+        return True
+    if principal is None:
+        return False
+    return _matches(whom[0], (principal.subject,)) or _matches(
+        whom[1], tuple(sorted(principal.groups))
+    )
 
 
 class Policy:
@@ -265,7 +283,7 @@ class Policy:
         self._effects = [(_globs([glob]), str(effect)) for glob, effect in config.effects.items()]
         self._cache: dict[tuple[tuple[str, ...], tuple[str, ...], str], _Compiled] = {}
         self._quotas = tuple(
-            (q, _globs(q.tools), _globs(q.subjects), _globs(q.groups)) for q in config.quotas
+            (q, _globs(q.tools), _whom(q.subjects, q.groups)) for q in config.quotas
         )
         #: The clock quotas count by in memory (monotonic seconds); tests move it.
         self.clock: Callable[[], float] = time.monotonic
@@ -381,6 +399,7 @@ class Policy:
                 rule,
                 _globs(rule.arguments) if rule.arguments is not None else None,
                 tuple(re.compile(p) for p in rule.deny_patterns),
+                _whom(rule.subjects, rule.groups),
             )
             for rule in cfg.constraints
             if _matches(_globs(rule.tools), names)
@@ -391,7 +410,11 @@ class Policy:
             approval,
             constraints,
             _globs((a for r in redact for a in r.arguments), fold=True),
-            tuple(re.compile(p) for r in redact for p in r.result_patterns),
+            tuple(
+                (re.compile(p), _whom(r.subjects, r.groups))
+                for r in redact
+                for p in r.result_patterns
+            ),
         )
 
     def hidden_reason(self, tool: Tool[Any, Any], principal: Principal | None = None) -> str | None:
@@ -480,10 +503,16 @@ class Policy:
     # -- per call -----------------------------------------------------------------------
 
     def constraint_violation(
-        self, call: TypedCall[Any], arguments: Mapping[str, Any]
+        self,
+        call: TypedCall[Any],
+        arguments: Mapping[str, Any],
+        principal: Principal | None = None,
     ) -> str | None:
-        """The first argument constraint the call breaks, as a reason; None if it keeps them."""
-        for rule, names, patterns in self._compiled(call.tool).constraints:
+        """The first argument constraint a call for ``principal`` breaks, as a reason; None
+        if it keeps them."""
+        for rule, names, patterns, whom in self._compiled(call.tool).constraints:
+            if not _aimed_at(whom, principal):
+                continue
             for where, text in _strings(arguments, names):
                 if rule.max_length is not None and len(text) > rule.max_length:
                     return (
@@ -508,7 +537,7 @@ class Policy:
         if hidden is not None:
             return Verdict(False, hidden)
         if compiled.constraints:
-            broken = self.constraint_violation(call, revealed_arguments(call))
+            broken = self.constraint_violation(call, revealed_arguments(call), context.principal)
             if broken is not None:
                 return Verdict(False, broken)
         wants = self._wants(call.tool, context.principal) if self._quotas else ()
@@ -560,15 +589,9 @@ class Policy:
         """The quotas a call of ``tool`` for ``principal`` must fit in."""
         names = _names(tool)
         subject = principal.subject if principal is not None else ""
-        groups = tuple(sorted(principal.groups)) if principal is not None else ()
         wants = []
-        for i, (rule, tools, subjects, groups_rx) in enumerate(self._quotas):
-            if not _matches(tools, names):
-                continue
-            if (rule.subjects or rule.groups) and not (
-                (principal is not None and _matches(subjects, (subject,)))
-                or _matches(groups_rx, groups)
-            ):
+        for i, (rule, tools, aimed) in enumerate(self._quotas):
+            if not _matches(tools, names) or not _aimed_at(aimed, principal):
                 continue
             whom = "all callers" if rule.shared else f"`{subject or 'anonymous'}`"
             key = json.dumps([i, tool.name, "*" if rule.shared else subject])
@@ -644,10 +667,15 @@ class Policy:
         rx = self._compiled(tool).redact_arguments
         return arguments if rx is None else _redact(arguments, rx)
 
-    def redact_content(self, tool: Tool[Any, Any], content: str) -> tuple[str, int]:
-        """Result content with the policy's result patterns replaced; and how many were."""
+    def redact_content(
+        self, tool: Tool[Any, Any], content: str, principal: Principal | None = None
+    ) -> tuple[str, int]:
+        """Result content of a call for ``principal`` with the policy's result patterns
+        replaced; and how many were."""
         total = 0
-        for rx in self._compiled(tool).redact_results:
+        for rx, whom in self._compiled(tool).redact_results:
+            if not _aimed_at(whom, principal):
+                continue
             content, n = rx.subn(REDACTED, content)
             total += n
         return content, total
@@ -719,7 +747,7 @@ class Policy:
         does not allow, and audit it."""
         if self._inflight:
             self.finish(call)
-        content, count = self.redact_content(call.tool, result.content)
+        content, count = self.redact_content(call.tool, result.content, context.principal)
         final = result.replace(content=content) if count else result
         withheld: list[str] = []
         if final.rich:
