@@ -345,6 +345,68 @@ def test_a_slow_sync_hook_is_rejected_after_the_fact(host: PluginHost) -> None:
     assert "over its 0.01 s budget (TOOLWIRE_HOOK_TIMEOUT)" in plan.rejected[0].reason
 
 
+def test_a_chain_is_timed_as_a_whole_until_it_is_slow_then_hook_by_hook(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The fast pass reads the clock where the chain starts and ends: a chain within the
+    # smallest budget kept every budget. One that took longer cannot say which hook was
+    # slow: the call is refused (never let through) and the chain is then timed hook by
+    # hook. The hooks move a fake clock instead of sleeping.
+    import toolwire._hooks as hooks_module
+
+    now = [0.0]
+    monkeypatch.setattr(hooks_module, "_clock", lambda: now[0])
+    timed = PluginHost(autoload=False, strict=False, allow=None, deny=(), hook_timeout=1.0)
+    takes = {"a": 0.0, "b": 0.0, "c": 0.0}
+
+    def hook(name: str) -> Any:
+        class Takes:
+            @hookimpl
+            def toolwire_tool_decision(self, call: Any) -> None:
+                now[0] += takes[name]
+
+        return Takes()
+
+    timed.register(Pack(), "pack")
+    for name in takes:
+        timed.register(hook(name), name, kind="policy")
+    assert not _round(timed).apply_hooks().rejected
+    takes.update(a=0.6, b=0.6)  # each within 1 s, 1.2 s together (pluggy calls c, b, a)
+    refused = _round(timed).apply_hooks().rejected
+    assert [
+        "hooks `plugin:c`, `plugin:b`, `plugin:a` took 1.2 s together, over the 1 s budget "
+        "of `plugin:c` (TOOLWIRE_HOOK_TIMEOUT); the call was not run, and these hooks are "
+        "timed one by one from now on"
+    ] == [r.reason for r in refused]
+    assert not _round(timed).apply_hooks().rejected  # each within its own budget
+    takes.update(b=1.5)
+    assert [
+        "hook `plugin:b` took 1.5 s, over its 1 s budget (TOOLWIRE_HOOK_TIMEOUT); "
+        "the call was not run"
+    ] == [r.reason for r in _round(timed).apply_hooks().rejected]
+
+
+def test_a_lone_slow_hook_in_the_fast_pass_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    import toolwire._hooks as hooks_module
+
+    now = [0.0]
+    monkeypatch.setattr(hooks_module, "_clock", lambda: now[0])
+    timed = PluginHost(autoload=False, strict=False, allow=None, deny=(), hook_timeout=1.0)
+
+    class Refuses:
+        @hookimpl
+        def toolwire_tool_decision(self, call: Any) -> Any:
+            now[0] += 2.0
+            return tw.Reject("no")  # said too late: dropped
+
+    timed.register(Pack(), "pack")
+    timed.register(Refuses(), "late", kind="policy")
+    assert [
+        "hook `plugin:late` took 2 s, over its 1 s budget (TOOLWIRE_HOOK_TIMEOUT); "
+        "the call was not run"
+    ] == [r.reason for r in _round(timed).apply_hooks().rejected]
+
+
 async def test_a_slow_async_hook_times_out(host: PluginHost) -> None:
     slow_host = PluginHost(autoload=False, strict=False, allow=None, deny=(), hook_timeout=0.01)
 

@@ -628,11 +628,23 @@ def _close(obj: Any) -> None:
 Outcome = Union[TypedCall[Any], HandledCall, RejectedCall]
 
 
+class _Timed(list[_Hook]):
+    """The hooks of a chain that are all timed (see _timed_pass); ``budget``: the smallest
+    of their budgets; ``exact``: time each hook on its own (set once the chain was slow)."""
+
+    __slots__ = ("budget", "exact")
+
+    def __init__(self, hooks: list[_Hook]) -> None:
+        super().__init__(hooks)
+        self.budget: float = min((h.budget for h in hooks if h.budget is not None), default=0.0)
+        self.exact = False
+
+
 #: A tool's decision hooks: the (hook, is_guard) pairs; the index of the last guard hook
 #: that a non-guard hook follows (-1: none), after which the input is fingerprinted; and
 #: the hooks alone when every one is timed (a plugin's) and nothing is fingerprinted, for
 #: the pipeline's fast pass (else None).
-_Chain = tuple[list[tuple[_Hook, bool]], int, list[_Hook] | None]
+_Chain = tuple[list[tuple[_Hook, bool]], int, "_Timed | None"]
 
 
 def _hooks_for(sets: Sequence[HookSet], tool: Tool[Any, Any]) -> _Chain:
@@ -646,7 +658,7 @@ def _hooks_for(sets: Sequence[HookSet], tool: Tool[Any, Any]) -> _Chain:
         if guard and any(not g for _, g in out[i + 1 :]):
             snap = i
     timed = snap == -1 and all(h.budget is not None for h, _ in out)
-    return out, snap, [h for h, _ in out] if timed else None
+    return out, snap, _Timed([h for h, _ in out]) if timed else None
 
 
 def _fingerprint(value: Any) -> bytes:
@@ -814,10 +826,71 @@ def _sync_step(
     return _step(call, start, h, decision)
 
 
-def _timed_pass(call: TypedCall[Any], hooks: list[_Hook], ctx: HookContext) -> Outcome:
+def _timed_pass(call: TypedCall[Any], hooks: _Timed, ctx: HookContext) -> Outcome:
     """_sync_pass for a chain of plugin hooks only (each timed, none fingerprinted): the
-    same steps without the general pass's bookkeeping. One hook's end is the next one's
-    start, as there."""
+    same steps without the general pass's bookkeeping.
+
+    The clock is read where the chain starts, where a hook answers, and where it ends: a
+    stretch of hooks that had no opinion and took no longer than the smallest budget among
+    them kept every budget (none of them can have taken longer than all of them together).
+    A stretch that took longer cannot say which hook was slow, so the call is refused (a
+    hook over its budget is never let through) and from then on the chain is timed hook by
+    hook (_exact_pass), as a chain that is slow once will be again. Hooks take microseconds
+    and budgets seconds: reading the clock once per hook was most of a hook's cost."""
+    if hooks.exact:
+        return _exact_pass(call, hooks, ctx)
+    start = call
+    mark = _clock()
+    first = 0  # the first hook of the stretch since `mark`
+    for i, h in enumerate(hooks):
+        try:
+            decision = h.fn(call, ctx)
+        except (Exception, SystemExit, GeneratorExit) as exc:  # a hook cannot end the program
+            return _failed(call, h, exc)
+        if decision is not None:
+            late = _stretch_late(hooks, first, i, _clock() - mark)
+            if late is not None:
+                if inspect.isawaitable(decision):
+                    _close(decision)
+                decision = Reject(late)  # what the hook said is dropped
+            call, outcome = _sync_step(call, start, h, decision)
+            if outcome is not None:
+                return outcome
+            mark = _clock()  # what followed is not the next hook's time
+            first = i + 1
+    elapsed = _clock() - mark
+    if elapsed <= hooks.budget:  # _stretch_late's common case, inlined: every pass ends here
+        return call
+    late = _stretch_late(hooks, first, len(hooks) - 1, elapsed)
+    if late is None:
+        return call
+    return _sync_step(call, start, hooks[-1], Reject(late))[1] or call
+
+
+def _stretch_late(hooks: _Timed, first: int, last: int, elapsed: float) -> str | None:
+    """Why hooks ``first..last``, which took ``elapsed`` together, refuse the call; None
+    when they kept their budgets."""
+    if first > last or elapsed <= hooks.budget:
+        return None  # the common case: within the smallest budget of all
+    stretch = hooks[first : last + 1]
+    tightest = min(stretch, key=lambda h: h.budget or 0.0)
+    budget = tightest.budget or 0.0  # every hook here is timed
+    if elapsed <= budget:
+        return None
+    if len(stretch) == 1:
+        return _over_budget(tightest.name, elapsed, budget).reason
+    hooks.exact = True
+    names = ", ".join(f"`{h.name}`" for h in stretch)
+    return (
+        f"hooks {names} took {elapsed:.3g} s together, over the {budget:g} s budget of "
+        f"`{tightest.name}` (TOOLWIRE_HOOK_TIMEOUT); the call was not run, and these hooks "
+        f"are timed one by one from now on"
+    )
+
+
+def _exact_pass(call: TypedCall[Any], hooks: _Timed, ctx: HookContext) -> Outcome:
+    """_timed_pass with the clock read after every hook: each hook against its own
+    budget. One hook's end is the next one's start."""
     start = call
     mark = _clock()
     for h in hooks:
@@ -955,6 +1028,9 @@ def _decide(
         chain = _hooks_cached(sets, call._tool, cache)
     if not chain[0]:
         return None
+    timed = chain[2]
+    if timed is not None:  # _sync_pass's fast case, without its frame (every call's path)
+        return _timed_pass(call, timed, ctx)
     outcome, approved = _sync_pass(call, chain, ctx)
     if approved is not None and _guards_missed(outcome, approved):
         assert isinstance(outcome, TypedCall)
