@@ -177,8 +177,12 @@ def toolwire_tool_decision(
 
     An implementation that raises, returns something that is not a decision,
     or runs longer than its budget (``TOOLWIRE_HOOK_TIMEOUT`` seconds, 5 by
-    default) rejects the call with a reason naming the plugin. A policy
-    plugin that failed to load rejects every call (fail closed).
+    default) rejects the call with a reason naming the plugin. Sync hooks
+    that have no opinion are timed together while they stay within the
+    smallest of their budgets; the first time such a stretch takes longer,
+    the call is rejected naming them all, and they are timed one by one from
+    then on. A policy plugin that failed to load rejects every call (fail
+    closed).
 
     :param call: the call, with its tool (``call.tool``), metadata and
         validated input (``call.input``), as edited by earlier hooks.
