@@ -1416,3 +1416,153 @@ def test_a_malformed_tokens_file_is_refused_by_name(
     path.chmod(0o666)  # says who may call: used only when nobody else can write it
     with pytest.raises(UsageError, match="open to others"):
         load_tokens(path)
+
+
+# -- the SDK's Mcp-Param header check, without a tools/list per call ---------------------------
+
+_HEADED = {
+    "type": "object",
+    "properties": {"region": {"type": "string", "x-mcp-header": "Region"}, "q": {"type": "string"}},
+    "required": ["region"],
+}
+
+
+def _headed_toolset() -> tw.Toolset:
+    def find(region: str, q: str = "") -> str:
+        return f"found in {region}"
+
+    plain = tw.raw_tool("plain", "No header.", {"type": "object", "properties": {}}, lambda: "ok")
+    return tw.Toolset("app", [tw.raw_tool("find", "Routed by region.", _HEADED, find), plain])
+
+
+def test_the_header_schema_lookup_lists_nothing_and_hides_what_the_caller_cannot_see() -> None:
+    # The SDK asks for a tool's input schema on every 2026-07-28 tools/call (to check its
+    # Mcp-Param-* headers); without a lookup it runs the whole tools/list handler for it.
+    from toolwire_mcp._auth import CURRENT_PRINCIPAL
+
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    asked: list[str] = []
+
+    class OnlyOps:
+        @tw.hookimpl
+        def toolwire_tool_availability(self, tool: Any, context: tw.HookContext) -> Any:
+            asked.append(tool.name)
+            who = context.principal
+            if tool.name == "find" and (who is None or "ops" not in who.groups):
+                return False
+            return None
+
+    host.register(OnlyOps(), "ops-only", kind="policy")
+    server = build_server(_headed_toolset(), host=host)
+    lookup = server.get_tool_input_schema
+    assert lookup is not None
+    assert lookup("plain") is None  # declares no header: nothing to check, nothing resolved
+    assert lookup("nowhere") is None
+    assert [] == asked  # no tools/list was resolved for them
+    assert lookup("find") is None  # hidden from an anonymous caller: as if it did not exist
+    token = CURRENT_PRINCIPAL.set(tw.Principal("alice", groups=["ops"]))
+    try:
+        assert _HEADED == lookup("find")
+    finally:
+        CURRENT_PRINCIPAL.reset(token)
+
+
+_HEADED_APP = """
+import toolwire as tw
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+    "required": ["region"],
+}
+
+
+def find(region: str) -> str:
+    return "found in " + region
+
+
+tools = tw.Toolset("app", [tw.raw_tool("find", "Routed by region.", SCHEMA, find)])
+"""
+
+
+def test_a_2026_client_calls_a_tool_routed_by_header_through_the_gateway(tmp_path: Path) -> None:
+    import httpx
+
+    (tmp_path / "app.py").write_text(_HEADED_APP)
+    env = _env(tmp_path, TOOLWIRE_AUTOLOAD_PLUGINS="0")
+    started = _start_http_gateway(tmp_path, env, ("--app", "app:tools"))
+    url = started[1]
+
+    async def call() -> Any:
+        async with Client(url) as client:  # 2026-07-28: sends Mcp-Param-Region itself
+            return await client.call_tool("find", {"region": "eu-west"})
+
+    def raw(header: str) -> Any:
+        return httpx.post(
+            url,
+            json={
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "tools/call",
+                "params": {
+                    "name": "find",
+                    "arguments": {"region": "eu-west"},
+                    "_meta": {
+                        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                        "io.modelcontextprotocol/clientCapabilities": {},
+                    },
+                },
+            },
+            headers={
+                "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": "2026-07-28",
+                "Mcp-Method": "tools/call",
+                "Mcp-Name": "find",
+                "Mcp-Param-Region": header,
+            },
+            timeout=30,
+        )
+
+    try:
+        result = anyio.run(call)
+        mismatched = raw("us-east")  # an intermediary would route it to the wrong region
+    finally:
+        _stop_http_gateway(started)
+    assert (False, "found in eu-west") == (result.is_error, result.content[0].text)
+    assert 400 == mismatched.status_code, mismatched.text
+    assert "Mcp-Param-Region" in mismatched.text
+
+
+def test_a_call_asks_the_availability_hooks_about_the_called_tool_only() -> None:
+    # tools/call resolves what tools/list shows this caller of the called tool, not the
+    # whole catalogue: with a policy in force and 500 tools, every call asked about 500.
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    asked: list[str] = []
+
+    class Counting:
+        @tw.hookimpl
+        def toolwire_tool_availability(self, tool: Any, context: tw.HookContext) -> Any:
+            asked.append(tool.name)
+            return False if tool.name == "t3" else None
+
+    host.register(Counting(), "corp", kind="policy")
+
+    def tool(i: int) -> Any:
+        return tw.raw_tool(f"t{i}", "Echo.", {"type": "object", "properties": {}}, lambda: f"t{i}")
+
+    server = build_server(tw.Toolset("app", [tool(i) for i in range(50)]), host=host)
+
+    async def calls(client: Client) -> tuple[Any, ...]:
+        await client.call_tool("t7", {})  # the client lists the tools too (output schemas)
+        before = len(asked)
+        ran = await client.call_tool("t7", {})
+        during = asked[before:]
+        return ran, during, await client.call_tool("t3", {}), await client.call_tool("x", {})
+
+    ran, during, hidden, unknown = _in_process(server, calls)
+    assert (False, "t7") == (ran.is_error, ran.content[0].text)
+    assert ["t7"] == during  # one question for the call, about the called tool
+    assert hidden.is_error
+    assert "unknown tool `t3`" in hidden.content[0].text
+    assert unknown.is_error
+    assert "unknown tool `x`" in unknown.content[0].text

@@ -10,6 +10,7 @@ the principal that opened it); one it refuses never reaches the MCP app.
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import hmac
 import json
@@ -29,6 +30,12 @@ _ASGI = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
 
 #: Where the guard leaves the principal a request's token names (Starlette's request state).
 PRINCIPAL_STATE = "toolwire_principal"
+
+#: The principal of the request being served, for code the SDK calls without the request
+#: (its tool-schema lookup); None outside a request or without credentials.
+CURRENT_PRINCIPAL: contextvars.ContextVar[Principal | None] = contextvars.ContextVar(
+    "toolwire_mcp_principal", default=None
+)
 
 
 def principal_of(ctx: Any) -> Principal | None:
@@ -128,10 +135,16 @@ def guarded(
         if length is not None and (not length.isdigit() or int(length) > max_bytes):
             await _plain(send, 413, b"request too large")
             return
-        if principal is not None:
-            scope.setdefault("state", {})[PRINCIPAL_STATE] = principal
-            scope["user"] = _user(principal, issuer, given)
-        await app(scope, receive, send)
+        if principal is None:
+            await app(scope, receive, send)
+            return
+        scope.setdefault("state", {})[PRINCIPAL_STATE] = principal
+        scope["user"] = _user(principal, issuer, given)
+        reset = CURRENT_PRINCIPAL.set(principal)
+        try:
+            await app(scope, receive, send)
+        finally:
+            CURRENT_PRINCIPAL.reset(reset)
 
     return guarded_app
 

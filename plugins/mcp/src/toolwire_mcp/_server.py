@@ -44,12 +44,14 @@ import mcp_types as types
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
+from mcp.shared.inbound import X_MCP_HEADER_KEY
 from mcp.shared.subscriptions import ResourceUpdated, ToolsListChanged
 
 from toolwire import (
     Allow,
     ApprovalGate,
     ApprovalRequest,
+    Availability,
     Defer,
     Deny,
     Executor,
@@ -68,7 +70,7 @@ from toolwire import (
 from toolwire.adapters import AssistantReply, decode_reply
 from toolwire.exceptions import UsageError
 from toolwire.media import Text
-from toolwire_mcp._auth import guarded, load_tokens, principal_of
+from toolwire_mcp._auth import CURRENT_PRINCIPAL, guarded, load_tokens, principal_of
 from toolwire_mcp._client_features import relay_sampling
 from toolwire_mcp._connection import RESOURCE_LISTENERS, Connection, MCPCallError, close_all
 from toolwire_mcp._content import content_block, restore_structured
@@ -328,6 +330,20 @@ def _advertised_output(tool: Any) -> bool:
     return bool(output) and output.get("type") == "object"
 
 
+def _declares_headers(schema: Any, depth: int = 0) -> bool:
+    """Whether an input schema carries an ``x-mcp-header`` annotation anywhere (a property
+    a 2026-07-28 client sends as an ``Mcp-Param-*`` header too)."""
+    if depth > 32:
+        return True  # too deep to tell cheaply: let the SDK look
+    if isinstance(schema, Mapping):
+        return X_MCP_HEADER_KEY in schema or any(
+            _declares_headers(v, depth + 1) for v in schema.values()
+        )
+    if isinstance(schema, list):
+        return any(_declares_headers(v, depth + 1) for v in schema)
+    return False
+
+
 def _mcp_tool(name: str, description: str, tool: Any) -> types.Tool:
     output = tool.output_schema
     return types.Tool(
@@ -516,6 +532,28 @@ def build_server(
             out.append(hit[1])
         return out
 
+    headed: dict[int, tuple[Any, bool]] = {}  # id(tool) -> (it, declares Mcp-Param headers)
+
+    def input_schema_of(name: str) -> Mapping[str, Any] | None:
+        """The input schema the SDK checks a 2026-07-28 call's ``Mcp-Param-*`` headers
+        against. Without this it lists every tool to find one schema, on every call.
+        A schema that declares no header validates nothing, so None says the same at the
+        cost of a dict lookup; one that does is looked up as this caller's tools/list
+        shows it (a tool hidden from them is not there)."""
+        tool = tools.get(name)
+        if tool is None:
+            return None
+        hit = headed.get(id(tool))
+        if hit is None or hit[0] is not tool:
+            hit = headed[id(tool)] = (tool, _declares_headers(tool.input_schema))
+        if not hit[1]:
+            return None
+        principal = CURRENT_PRINCIPAL.get()
+        called = context if principal is None else attrs.evolve(context, principal=principal)
+        turn = resolve_turn(tools, hooks=plugins.hook_sets(), context=called, plugins=plugins)
+        shown = next((rt.tool for rt in turn.tools if rt.name == name), None)
+        return None if shown is None else dict(shown.input_schema)
+
     async def on_list_tools(
         ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
@@ -539,7 +577,19 @@ def build_server(
         # (approval, timeouts, retries, output validation, result hooks) and commits.
         hooks = plugins.hook_sets()
         called = context_of(ctx)
-        turn = resolve_turn(tools, hooks=hooks, context=called, plugins=plugins)
+        if tools.get(tool_name) is None or tools.is_off(tool_name):
+            # Not offered to anyone: the whole turn, so the refusal is audited as it was.
+            turn = resolve_turn(tools, hooks=hooks, context=called, plugins=plugins)
+        else:
+            # The called tool alone, through the same availability hooks: what tools/list
+            # shows this caller of it, without resolving every other tool on every call.
+            turn = resolve_turn(
+                tools,
+                availability=Availability.only(tool_name),
+                hooks=hooks,
+                context=called,
+                plugins=plugins,
+            )
         session = Session().add_user(f"MCP tools/call {tool_name}")
         call = ToolCall(f"mcp_{next(_IDS)}", tool_name, json.dumps(arguments))
         outcome = decode_reply(
@@ -720,6 +770,7 @@ def build_server(
             version=_version(),
             on_list_tools=on_list_tools,
             on_call_tool=on_call_tool,
+            get_tool_input_schema=input_schema_of,
             on_set_logging_level=on_set_logging_level,
             on_completion=on_completion,
             on_subscriptions_listen=ListenHandler(announcer.bus),
