@@ -220,17 +220,10 @@ def load_tokens(path: str | os.PathLike[str]) -> dict[str, Principal]:
     holds no token, only digests (``printf %s "$TOKEN" | sha256sum``); it must be the
     user's own and not writable by others (it says who may call). A malformed entry is a
     UsageError naming it."""
-    from toolwire_mcp._config import ConfigError, private_bytes
+    from toolwire_mcp._config import read_private_file
 
     p = Path(path).expanduser()
-    try:
-        raw = private_bytes(p, _MAX_TOKENS_FILE)
-    except (ConfigError, OSError) as exc:
-        raise UsageError(f"tokens file {p}: {exc}") from None
-    if raw is None:
-        raise UsageError(f"tokens file {p}: no such file")
-    if len(raw) > _MAX_TOKENS_FILE:
-        raise UsageError(f"tokens file {p} is over {_MAX_TOKENS_FILE:,} bytes")
+    raw = read_private_file(p, _MAX_TOKENS_FILE, "tokens file")
     try:
         data = json.loads(raw)
     except ValueError as exc:

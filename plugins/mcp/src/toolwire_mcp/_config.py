@@ -316,6 +316,24 @@ def private_bytes(path: Path, limit: int, loose: int = 0o022) -> bytes | None:
         return None
 
 
+def read_private_file(path: str | os.PathLike[str], limit: int, what: str) -> bytes:
+    """The bytes of a file that says who may call the gateway (its tokens, its OAuth
+    settings): the user's own, writable by nobody else, at most ``limit`` bytes; else a
+    UsageError that names ``what`` and the file."""
+    from toolwire.exceptions import UsageError
+
+    p = Path(path).expanduser()
+    try:
+        raw = private_bytes(p, limit)
+    except (ConfigError, OSError) as exc:
+        raise UsageError(f"{what} {p}: {exc}") from None
+    if raw is None:
+        raise UsageError(f"{what} {p}: no such file")
+    if len(raw) > limit:
+        raise UsageError(f"{what} {p} is over {limit:,} bytes")
+    return raw
+
+
 def _read_bytes(path: Path, *, private: bool = False) -> bytes | None:
     try:
         if private:

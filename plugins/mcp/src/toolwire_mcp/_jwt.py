@@ -193,17 +193,10 @@ def load_oauth(path: str | os.PathLike[str]) -> OAuthResource:
 
     It says who may call, so it must be the user's own and not writable by others; a key
     that is not one of :class:`OAuthResource`'s is refused by name."""
-    from toolwire_mcp._config import ConfigError, private_bytes
+    from toolwire_mcp._config import read_private_file
 
     p = Path(path).expanduser()
-    try:
-        raw = private_bytes(p, _MAX_FILE)
-    except (ConfigError, OSError) as exc:
-        raise UsageError(f"OAuth file {p}: {exc}") from None
-    if raw is None:
-        raise UsageError(f"OAuth file {p}: no such file")
-    if len(raw) > _MAX_FILE:
-        raise UsageError(f"OAuth file {p} is over {_MAX_FILE:,} bytes")
+    raw = read_private_file(p, _MAX_FILE, "OAuth file")
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
