@@ -156,10 +156,13 @@ def _shared(make_policy: Any, url: str, prefix: str, quotas: str) -> Policy:
     return make_policy(f'{quotas}\n[quota_store]\nurl = "{url}"\nprefix = "{prefix}"\n')
 
 
+def _typed(call_id: str) -> tw.TypedCall[Any]:
+    text = '{"text": "x"}'
+    return tw.TypedCall(tw.ToolCall(call_id, "note", text), note, note.validate_json(text))
+
+
 async def _decide(policy: Policy, tool: Any, who: Principal, call_id: str = "c1") -> Any:
-    call = tw.TypedCall(
-        tw.ToolCall(call_id, tool.name, '{"text": "x"}'), tool, note.validate_json('{"text": "x"}')
-    )
+    call = _typed(call_id)
     verdict = policy.check(call, HookContext(principal=who))
     return (await verdict) if hasattr(verdict, "__await__") else verdict
 
@@ -190,9 +193,7 @@ def test_concurrent_slots_in_redis_are_shared_and_freed(make_policy: Any, redis_
     quotas = '[[quotas]]\ntools = ["note"]\nconcurrent = 1\n'
     one = _shared(make_policy, redis_url, "t2:", quotas)
     two = _shared(make_policy, redis_url, "t2:", quotas)
-    call = tw.TypedCall(
-        tw.ToolCall("c1", "note", '{"text": "x"}'), note, note.validate_json('{"text": "x"}')
-    )
+    call = _typed("c1")
 
     async def run() -> list[bool]:
         first = one.check(call, HookContext(principal=ALICE))
@@ -288,3 +289,18 @@ def test_an_executor_makes_its_calls_for_its_principal(make_policy: Any) -> None
     assert tw.Executor(tools=[note], plugins=host).execute(call).is_error  # nobody
     with pytest.raises(tw.UsageError, match=r"must be a toolwire\.Principal"):
         tw.Executor(tools=[note], principal="alice")  # type: ignore[arg-type]
+
+
+def test_calls_that_never_report_back_do_not_grow_the_policys_memory(
+    make_policy: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A caller whose calls the policy lets through and something later refuses (they never
+    # reach the result hook) leaves entries behind until their leases end: bounded.
+    import toolwire_policy._policy as policy_module
+
+    monkeypatch.setattr(policy_module, "_MAX_WINDOWS", 20)
+    policy = make_policy('[[quotas]]\ntools = ["note"]\ncalls = 1000\nseconds = 600\n')
+    for i in range(200):
+        verdict = policy.check(_typed(f"c{i}"), HookContext(principal=ALICE))
+        assert verdict.allowed  # type: ignore[union-attr]
+    assert len(policy._inflight) <= 20

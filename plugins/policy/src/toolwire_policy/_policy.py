@@ -632,6 +632,11 @@ class Policy:
                 longest = max((q.lease for q, *_ in self._quotas), default=0)
                 for key in [k for k, v in self._inflight.items() if v[3] <= now - longest]:
                     del self._inflight[key]
+                # Still full (many calls refused after this policy let them through, well
+                # within their lease): the oldest are forgotten. Their slots stay taken
+                # in the store until their leases end; nothing is freed early.
+                for key in list(self._inflight)[: len(self._inflight) - _MAX_WINDOWS + 1]:
+                    del self._inflight[key]
             self._inflight[id(call.call)] = (call.call, lease, wants, now)
         return None
 
