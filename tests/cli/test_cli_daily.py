@@ -186,6 +186,20 @@ def test_no_log_and_a_continue_with_nothing_to_continue(tmp_path: Path) -> None:
     assert "no conversation `nope`" in done.stderr
 
 
+def test_a_log_others_can_write_is_not_continued(tmp_path: Path) -> None:
+    # Continuing sends the saved conversation to a model again: whoever could write the
+    # log would put words in it. Reproducer: the log made writable by every user.
+    assert 0 == _toolwire(tmp_path, "chat", "hello").returncode
+    db = tmp_path / "data" / "toolwire" / "logs.db"
+    db.chmod(0o666)
+    done = _toolwire(tmp_path, "chat", "-c", "again")
+    assert 2 == done.returncode
+    assert "open to others" in done.stderr
+    assert "chmod go-w" in done.stderr
+    db.chmod(0o600)
+    assert 0 == _toolwire(tmp_path, "chat", "-c", "again").returncode
+
+
 def test_a_prompt_on_stdin(tmp_path: Path) -> None:
     done = _toolwire(tmp_path, "chat", stdin="piped in\n")
     assert "You said: piped in" in done.stdout, done.stderr
