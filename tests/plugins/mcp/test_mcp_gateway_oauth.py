@@ -179,7 +179,29 @@ async def test_cached_keys_outlive_an_issuer_that_went_away(issuer: Issuer) -> N
     issuer.mode = "error"
     now[0] = 120.0  # stale: fetched again, that fails, the keys held are still used
     assert "alice" == (await verifier.verify(issuer.token(RESOURCE))).principal.subject
+    while verifier._renewing is not None:  # the fetch goes on in the background
+        await asyncio.sleep(0.01)
     assert 2 == issuer.fetches
+    assert "alice" == (await verifier.verify(issuer.token(RESOURCE))).principal.subject
+
+
+async def test_an_issuer_that_hangs_while_keys_are_renewed_stalls_no_request(
+    issuer: Issuer,
+) -> None:
+    now = [0.0]
+    verifier = JwtVerifier(
+        OAuthResource(issuer=issuer.url, resource=RESOURCE, cache_seconds=60, timeout=2),
+        clock=lambda: now[0],
+    )
+    await verifier.verify(issuer.token(RESOURCE))
+    issuer.mode = "hang"
+    now[0] = 120.0
+    started = time.monotonic()
+    for _ in range(5):  # each checked at once with the key held
+        await verifier.verify(issuer.token(RESOURCE))
+    assert time.monotonic() - started < 1
+    assert verifier._renewing is not None  # one renewal, waiting on the issuer
+    await verifier._renewing
 
 
 async def test_metadata_naming_another_issuer_is_not_followed(issuer: Issuer) -> None:

@@ -290,6 +290,7 @@ class JwtVerifier:
         self._tried = -float("inf")  # when a fetch was last tried (or failed)
         self._jwks_uri = resource.jwks_uri
         self._lock = asyncio.Lock()
+        self._renewing: asyncio.Task[None] | None = None
 
     async def verify(self, token: str) -> Verified:
         """The token's principal and scopes, or :class:`TokenRefused` saying why not."""
@@ -312,9 +313,10 @@ class JwtVerifier:
             key = self._key(kid, alg)
             if key is None:
                 raise _invalid("the token was not signed by a key of the issuer")
-        elif self._clock() - self._fetched > r.cache_seconds:
-            await self._refresh(stale_only=True)
-            key = self._key(kid, alg) or key
+        elif self._clock() - self._fetched > r.cache_seconds and self._renewing is None:
+            # Kept too long: fetched again in the background, while this token is checked
+            # with the key at hand (an issuer that hangs then stalls no request).
+            self._renewing = asyncio.get_running_loop().create_task(self._renew())
         try:
             claims = jwt.decode(
                 token,
@@ -399,6 +401,14 @@ class JwtVerifier:
                 return None
             self._built[(kid, alg)] = built
         return built
+
+    async def _renew(self) -> None:
+        try:
+            await self._refresh(stale_only=True)
+        except TokenRefused:  # pragma: no cover - only without keys, and these have keys
+            pass
+        finally:
+            self._renewing = None
 
     async def _refresh(self, *, stale_only: bool) -> None:
         """Fetch the keys again, unless another request just did (or just failed to):
