@@ -304,3 +304,13 @@ def test_calls_that_never_report_back_do_not_grow_the_policys_memory(
         verdict = policy.check(_typed(f"c{i}"), HookContext(principal=ALICE))
         assert verdict.allowed  # type: ignore[union-attr]
     assert len(policy._inflight) <= 20
+
+
+def test_a_shared_store_counts_for_sync_code_too(make_policy: Any, redis_url: str) -> None:
+    # Sync code (a round's apply_hooks, a script with no event loop) cannot await a hook:
+    # with no loop to hold up, the store is asked right there.
+    policy = _shared(make_policy, redis_url, "t3:", '[[quotas]]\ntools = ["note"]\ncalls = 1\n')
+    first = policy.check(_typed("c1"), HookContext(principal=ALICE))
+    second = policy.check(_typed("c2"), HookContext(principal=ALICE))
+    assert not hasattr(first, "__await__")
+    assert (True, False) == (first.allowed, second.allowed)  # type: ignore[union-attr]

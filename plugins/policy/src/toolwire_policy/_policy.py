@@ -543,13 +543,15 @@ class Policy:
         wants = self._wants(call.tool, context.principal) if self._quotas else ()
         if not wants or self._counted(call):
             return _ALLOW if needs_approval is None else _approve(call, context, needs_approval)
-        if isinstance(self.quota_store, MemoryStore):
-            over = self._take(call, wants)
-            if over is not None:
-                return over
-            return self._approval(call, context, needs_approval)
-        # A store across the network is asked off the event loop, with its deadline.
-        return _Deferred(lambda: self._take_then_approve(call, context, needs_approval, wants))
+        if not isinstance(self.quota_store, MemoryStore) and _in_event_loop():
+            # A store across the network is asked off the event loop, with its deadline.
+            return _Deferred(lambda: self._take_then_approve(call, context, needs_approval, wants))
+        # In memory, or from sync code with no loop to hold up: asked here (the store's
+        # requests have their deadline).
+        over = self._take(call, wants)
+        if over is not None:
+            return over
+        return self._approval(call, context, needs_approval)
 
     async def _take_then_approve(
         self,
@@ -919,6 +921,14 @@ def _approve(
     if inspect.isawaitable(answer):
         return _Deferred(lambda: _await_answer(answer, reason))
     return _approval_verdict(answer, reason)
+
+
+def _in_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _redis_store(config: QuotaStoreConfig, source: Path) -> QuotaStore:
