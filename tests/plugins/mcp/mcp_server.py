@@ -27,6 +27,7 @@ RECORD = os.environ.get("MCP_RECORD")
 EXTRA = int(os.environ.get("MCP_EXTRA_TOOLS", "0"))
 PAGE = int(os.environ.get("MCP_PAGE_SIZE", "0"))
 PREFIX = os.environ.get("MCP_TOOL_PREFIX", "")
+LIST_DELAY = float(os.environ.get("MCP_LIST_DELAY", "0"))  # seconds each tools/list takes
 GROWN = [False]  # the `grow` tool adds the `grown` tool and says so (list_changed)
 
 OBJ: dict[str, Any] = {"type": "object"}
@@ -160,6 +161,8 @@ def _record(name: str, arguments: Any) -> None:
 async def list_tools(
     ctx: Any, params: types.PaginatedRequestParams | None
 ) -> types.ListToolsResult:
+    if LIST_DELAY:
+        await anyio.sleep(LIST_DELAY)
     tools = _tools()
     if not PAGE:
         return types.ListToolsResult(tools=tools)

@@ -170,13 +170,13 @@ def test_a_policy_decides_reads_of_an_mcp_servers_resources(here: Path, record: 
 # -- start-up: cached tool lists, servers started together --------------------------------
 
 
-def _counted(record: Path, starts: Path) -> dict[str, Any]:
+def _counted(record: Path, starts: Path, **env: str) -> dict[str, Any]:
     """A server that appends a line to ``starts`` each time it is started."""
     script = f'echo start >> "{starts}"; exec "{sys.executable}" "{SERVER}" stdio'
     return {
         "command": "sh",
         "args": ["-c", script],
-        "env": {"MCP_RECORD": str(record)},
+        "env": {"MCP_RECORD": str(record), **env},
         "timeout": 20,
     }
 
@@ -195,7 +195,9 @@ def _cached_run(here: Path, *args: str, **switches: str) -> subprocess.Completed
 
 def test_a_cached_tool_list_starts_no_server_until_a_call(here: Path, record: Path) -> None:
     starts = here.parent / "starts"
-    _configure(here, record, srv=_counted(record, starts))
+    # The server takes a moment to list its tools: the one-shot call below is over before
+    # the list it reads at connect arrives, and the process waits for it at exit.
+    _configure(here, record, srv=_counted(record, starts, MCP_LIST_DELAY="0.5"))
     first = _cached_run(here, "tools", "--json")
     assert 0 == first.returncode, first.stderr
     names = sorted(t["name"] for t in json.loads(first.stdout)["tools"])

@@ -1067,8 +1067,18 @@ async def connected(*servers: str) -> AsyncIterator[None]:
 _EXITING = [False]
 
 
+#: Called at exit, after no connection may open and before the open ones close: work
+#: that needs them for a moment more (a toolset's refresh of its cached tool list).
+BEFORE_CLOSE: list[Callable[[], None]] = []
+
+
 def _at_exit() -> None:
     _EXITING[0] = True
+    for finish in BEFORE_CLOSE:
+        try:
+            finish()
+        except Exception:  # exit goes on: the connections must close
+            logger.debug("an exit step failed", exc_info=True)
     close_all()
 
 

@@ -11,6 +11,7 @@ MCP tools exactly as they see local ones: a call they reject never reaches the s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
 import weakref
@@ -24,7 +25,14 @@ from toolwire import Capability, Tool, ToolEffect, ToolMetadata, Toolset, raw_to
 from toolwire.exceptions import ToolDefinitionError, ToolwireError
 from toolwire.media import Part
 from toolwire_mcp._config import ServerSpec, spec_from_entry
-from toolwire_mcp._connection import _EXITING, Connection, MCPCallError, connection_for
+from toolwire_mcp._connection import (
+    _EXITING,
+    _LOOP,
+    BEFORE_CLOSE,
+    Connection,
+    MCPCallError,
+    connection_for,
+)
 from toolwire_mcp._content import (
     contents_output,
     result_output,
@@ -38,6 +46,27 @@ __all__ = ["MCPToolError", "mcp_toolset", "metadata_for", "tools_from"]
 
 logger = logging.getLogger("toolwire.mcp")
 _REFRESHING: set[asyncio.Task[None]] = set()
+#: The longest the process waits at exit for refreshes under way (a one-shot command's
+#: first call started the server, whose own list then replaces the cached one).
+_EXIT_WAIT = 3.0
+
+
+def _finish_refreshes() -> None:
+    """At exit: let the refreshes running on the loop thread finish (bounded), so the
+    cache holds what the server said rather than what it was started from."""
+    loop = _LOOP.running()
+    tasks = [t for t in _REFRESHING if not t.done() and t.get_loop() is loop]
+    if loop is None or not tasks or not loop.is_running():
+        return
+
+    async def settle() -> None:
+        await asyncio.wait(tasks, timeout=_EXIT_WAIT)
+
+    with contextlib.suppress(Exception):
+        asyncio.run_coroutine_threadsafe(settle(), loop).result(_EXIT_WAIT + 1)
+
+
+BEFORE_CLOSE.append(_finish_refreshes)
 
 
 class MCPToolError(ToolwireError, RuntimeError):
