@@ -1427,6 +1427,13 @@ _HEADED = {
 }
 
 
+def _policy_host(policy: Any) -> tw.PluginHost:
+    """A host with ``policy`` installed as the organisation's policy, nothing else."""
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(policy, "corp", kind="policy")
+    return host
+
+
 def _headed_toolset() -> tw.Toolset:
     def find(region: str, q: str = "") -> str:
         return f"found in {region}"
@@ -1440,7 +1447,6 @@ def test_the_header_schema_lookup_lists_nothing_and_hides_what_the_caller_cannot
     # Mcp-Param-* headers); without a lookup it runs the whole tools/list handler for it.
     from toolwire_mcp._auth import CURRENT_PRINCIPAL
 
-    host = tw.PluginHost(autoload=False, disable_policies=False)
     asked: list[str] = []
 
     class OnlyOps:
@@ -1452,8 +1458,7 @@ def test_the_header_schema_lookup_lists_nothing_and_hides_what_the_caller_cannot
                 return False
             return None
 
-    host.register(OnlyOps(), "ops-only", kind="policy")
-    server = build_server(_headed_toolset(), host=host)
+    server = build_server(_headed_toolset(), host=_policy_host(OnlyOps()))
     lookup = server.get_tool_input_schema
     assert lookup is not None
     assert lookup("plain") is None  # declares no header: nothing to check, nothing resolved
@@ -1536,7 +1541,6 @@ def test_a_2026_client_calls_a_tool_routed_by_header_through_the_gateway(tmp_pat
 def test_a_call_asks_the_availability_hooks_about_the_called_tool_only() -> None:
     # tools/call resolves what tools/list shows this caller of the called tool, not the
     # whole catalogue: with a policy in force and 500 tools, every call asked about 500.
-    host = tw.PluginHost(autoload=False, disable_policies=False)
     asked: list[str] = []
 
     class Counting:
@@ -1545,7 +1549,7 @@ def test_a_call_asks_the_availability_hooks_about_the_called_tool_only() -> None
             asked.append(tool.name)
             return False if tool.name == "t3" else None
 
-    host.register(Counting(), "corp", kind="policy")
+    host = _policy_host(Counting())
 
     def tool(i: int) -> Any:
         return tw.raw_tool(f"t{i}", "Echo.", {"type": "object", "properties": {}}, lambda: f"t{i}")

@@ -23,10 +23,14 @@ ALICE = Principal("alice")
 BOB = Principal("bob")
 
 
-def _executor(policy: Policy, tools: list[Any], **kwargs: Any) -> tw.Executor:
+def _host(policy: Policy) -> tw.PluginHost:
     host = tw.PluginHost(autoload=False, disable_policies=False)
     host.register(PolicyPlugin(policy), "corp", kind="policy")
-    return tw.Executor(tools=tools, plugins=host, **kwargs)
+    return host
+
+
+def _executor(policy: Policy, tools: list[Any], **kwargs: Any) -> tw.Executor:
+    return tw.Executor(tools=tools, plugins=_host(policy), **kwargs)
 
 
 @tw.tool_fn(effect="mutating")
@@ -279,8 +283,7 @@ def test_a_redact_rule_for_some_principals_may_not_redact_arguments(make_policy:
 
 def test_an_executor_makes_its_calls_for_its_principal(make_policy: Any) -> None:
     policy = make_policy('deny = ["note"]\n[[rules]]\nsubjects = ["alice"]\nallow = ["note"]\n')
-    host = tw.PluginHost(autoload=False, disable_policies=False)
-    host.register(PolicyPlugin(policy), "corp", kind="policy")
+    host = _host(policy)
     call = tw.ToolCall("c1", "note", '{"text": "x"}')
     alices = tw.Executor(tools=[note], plugins=host, principal=ALICE)
     assert "noted x" == alices.execute(call).content

@@ -364,8 +364,7 @@ class JwtVerifier:
         except UsageError as exc:
             raise _invalid(f"the token's claims do not name a principal: {exc}") from None
         scopes = _scopes(claims)
-        missing = [s for s in r.scopes if s not in scopes]
-        if missing:
+        if not scopes.issuperset(r.scopes):
             raise TokenRefused(403, "insufficient_scope", f"required scope: {' '.join(r.scopes)}")
         exp = claims.get("exp")
         return Verified(

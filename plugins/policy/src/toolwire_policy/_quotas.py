@@ -206,7 +206,6 @@ class RedisStore:
         self._redis = client
         self._prefix = prefix
         self._script = client.register_script(_TAKE)
-        self._url = url
 
     def __repr__(self) -> str:
         return f"<RedisStore {self._prefix!r}>"  # the URL may hold a password: not shown
