@@ -9,6 +9,7 @@ import json
 import typing
 from typing import Any
 
+import pydantic
 import pytest
 from _helpers import needs_tools, reply
 from hypothesis import HealthCheck, given, settings
@@ -849,3 +850,127 @@ def test_a_reply_with_sendable_fields_of_subclasses_is_taken(toolset: tw.Toolset
 def test_decode_reply_takes_an_assistant_reply(toolset: tw.Toolset) -> None:
     with pytest.raises(tw.UsageError, match="decode_reply takes an AssistantReply, got dict"):
         tw.adapters.decode_reply(tw.Session(), tw.resolve_turn(toolset), {"text": "hi"})  # type: ignore[arg-type]
+
+
+# -- the common case's fast path hands over to the general one ------------------------------
+
+_KINDS: dict[str, Any] = {
+    "valid": ("c{i}", "scale", '{"x": 2}'),
+    "invalid": ("c{i}", "scale", '{"x": "two"}'),
+    "not json": ("c{i}", "scale", "{x"),
+    "unknown": ("c{i}", "nope", "{}"),
+    "not offered": ("c{i}", "hidden", "{}"),
+    "duplicate id": ("c0", "scale", '{"x": 3}'),
+    "non-ascii": ("c{i}", "scale", '{"x": 4, "_": "é"}'),
+    "lone surrogate id": ("c{i}\ud800", "scale", '{"x": 5}'),
+    "surrogate pair": ("c{i}", "scale", '{"x": 6, "_": "\ud83d\ude00"}'),
+}
+
+
+def _record(kind: str, i: int) -> tw.ToolCall:
+    cid, name, arguments = _KINDS[kind]
+    return tw.ToolCall(cid.format(i=i), name, arguments)
+
+
+def _plain(
+    out: tuple[tuple[tw.ToolCall, ...], tuple[tw.TypedCall[Any], ...], tuple[Any, ...]],
+) -> tuple[Any, ...]:
+    kept, typed, issues = out
+    return (
+        kept,
+        [(c.call, c.tool.name, c.input.x, c.edited) for c in typed],
+        [(type(i).__name__, i.call, getattr(i, "errors", None)) for i in issues],
+    )
+
+
+@given(st.lists(st.sampled_from(sorted(_KINDS)), max_size=5))
+@settings(max_examples=300, deadline=None)
+def test_decode_calls_is_the_general_path_whatever_call_breaks_the_common_case(
+    kinds: list[str],
+) -> None:
+    # decode_calls runs calls of the common case (ASCII, new id, offered, valid) on a fast
+    # path and hands the rest to the general one from the first call that is not: the
+    # outcome must be what the general path alone gives, whichever call that is.
+    from toolwire._round import _decode_rest, decode_calls
+
+    @tw.tool_fn
+    def scale(x: int) -> int:
+        """Scale."""
+        return x
+
+    @tw.tool_fn
+    def hidden() -> str:
+        """Hidden."""
+        return ""
+
+    turn = tw.resolve_turn(
+        tw.Toolset("t", [scale, hidden]), availability=tw.Availability.only("scale"), plugins=False
+    )
+    calls = [_record(kind, i) for i, kind in enumerate(kinds)]
+    assert _plain(decode_calls(turn, calls)) == _plain(
+        _decode_rest(turn, tuple(calls), 0, [], set())
+    )
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        tw.ToolCall("c9", "scale", b'{"x": 1}'),  # type: ignore[arg-type]
+        tw.ToolCall(b"c9", "scale", '{"x": 1}'),  # type: ignore[arg-type]
+        tw.ToolCall("c9", None, '{"x": 1}'),  # type: ignore[arg-type]
+        tw.ToolCall("c9", ["scale"], '{"x": 1}'),  # type: ignore[arg-type]
+        ("c9", "scale", '{"x": 1}'),
+    ],
+)
+def test_a_bad_record_after_good_calls_is_named_not_decoded(bad: Any) -> None:
+    # Bytes arguments pass bytes.isascii() and pydantic's validate_json: the fast path
+    # must not take them (the session would hold bytes it cannot send).
+    @tw.tool_fn
+    def scale(x: int) -> int:
+        """Scale."""
+        return x
+
+    session = tw.Session()
+    turn = tw.resolve_turn(tw.Toolset("t", [scale]), plugins=False)
+    good = tw.ToolCall("c1", "scale", '{"x": 1}')
+    with pytest.raises(tw.UsageError, match="ToolCall"):
+        tw.adapters.decode_reply(session, turn, reply_of(good, bad))
+    assert len(session) == 0
+
+
+def reply_of(*calls: Any) -> tw.adapters.AssistantReply:
+    return tw.adapters.AssistantReply("", tuple(calls), "tool_calls")
+
+
+_RUNS: list[int] = []
+
+
+class _Checked(BaseModel):
+    x: int
+
+    @pydantic.field_validator("x")
+    @classmethod
+    def _count(cls, v: int) -> int:
+        _RUNS.append(v)
+        if v < 0:
+            raise ValueError("negative")
+        return v
+
+
+def test_a_validator_runs_once_per_call_whichever_path_answers_it() -> None:
+    @tw.tool_fn
+    def check(arg: _Checked) -> int:
+        """Check."""
+        return arg.x
+
+    _RUNS.clear()
+    turn = tw.resolve_turn(tw.Toolset("t", [check]), plugins=False)
+    calls = [
+        tw.ToolCall(f"c{i}", "check", json.dumps({"arg": {"x": v}}))
+        for i, v in enumerate([1, -2, 3, -4])
+    ]
+    out = tw.adapters.decode_reply(tw.Session(), turn, reply_of(*calls))
+    assert isinstance(out, tw.NeedsTools)
+    assert [c.id for c in out.round.calls] == ["c0", "c2"]
+    assert [i.call.id for i in out.round.issues] == ["c1", "c3"]
+    assert _RUNS == [1, -2, 3, -4]

@@ -51,7 +51,13 @@ from toolwire._hooks import (
     run_hooks_all,
 )
 from toolwire._tools import Tool
-from toolwire._transcript import AssistantMessage, Session, ToolResultsMessage, Usage
+from toolwire._transcript import (
+    AssistantMessage,
+    Session,
+    Usage,
+    assistant_message,
+    results_message,
+)
 from toolwire._transcript import _sendable_result as sendable_result
 from toolwire._turn import ResolvedTurn, policy_set
 
@@ -228,15 +234,68 @@ def decode_calls(
     Duplicate call ids are dropped (the first one wins).
     """
     calls = tuple(calls)
-    kept: list[ToolCall] | None = None  # made only when a duplicate id shows up
     typed: list[TypedCall[Any]] = []
-    issues: list[ToolCallIssue] = []
     seen: set[str] = set()
     offered = turn.offered
-    find = offered.get
     new = object.__new__
+    isascii = str.isascii  # raises TypeError for a part that is not text (bytes too)
+    # The common case first: records of ASCII text (nothing to repair), each id new, each
+    # tool offered, each input valid. The first call that is not goes to the general path
+    # below, which takes over from it with what was made so far.
+    i = 0
+    for call in calls:
+        if type(call) is not ToolCall:
+            break
+        cid, name, arguments = call
+        try:  # a part that is not text raises: the general path names the bad record
+            tool = offered.get(name)
+            if (
+                tool is None
+                or cid in seen
+                or not (isascii(arguments) and isascii(cid) and isascii(name))
+            ):
+                break
+        except TypeError:
+            break
+        seen.add(cid)
+        try:
+            value = tool._validate(arguments)
+        except ValidationError as exc:  # answered here (validated once), the rest in general
+            return _decode_rest(
+                turn, calls, i + 1, typed, seen, InvalidArguments(call, tool, _errors_of(exc))
+            )
+        # TypedCall(...) without its name check: the tool was found by the call's name.
+        typed_call = new(TypedCall)
+        typed_call._call = call
+        typed_call._tool = tool
+        typed_call._input = value
+        typed_call._edited = False
+        typed_call._guard = None
+        typed.append(typed_call)
+        i += 1
+    else:
+        return calls, tuple(typed), ()
+    return _decode_rest(turn, calls, i, typed, seen)
+
+
+def _decode_rest(
+    turn: ResolvedTurn,
+    calls: tuple[ToolCall, ...],
+    start: int,
+    typed: list[TypedCall[Any]],
+    seen: set[str],
+    first: ToolCallIssue | None = None,
+) -> tuple[tuple[ToolCall, ...], tuple[TypedCall[Any], ...], tuple[ToolCallIssue, ...]]:
+    """decode_calls from ``calls[start]`` on, every case handled (the calls before it
+    were the common case, kept as they are: their typed calls in ``typed``, the last one's
+    issue ``first`` when its arguments did not validate)."""
+    kept: list[ToolCall] | None = None  # made only when a call is dropped or repaired
+    issues: list[ToolCallIssue] = [] if first is None else [first]
+    offered = turn.offered
+    find = offered.get
     isascii = str.isascii
-    for i, call in enumerate(calls):
+    for i in range(start, len(calls)):
+        call = calls[i]
         if type(call) is not ToolCall:
             _check_record(call)
         cid, name, arguments = call
@@ -272,15 +331,7 @@ def decode_calls(
         except ValidationError as exc:
             issues.append(InvalidArguments(call, tool, _errors_of(exc)))
             continue
-        # TypedCall(...) without its name check (one per call): the tool was found by the
-        # call's name.
-        typed_call = new(TypedCall)
-        typed_call._call = call
-        typed_call._tool = tool
-        typed_call._input = value
-        typed_call._edited = False
-        typed_call._guard = None
-        typed.append(typed_call)
+        typed.append(TypedCall(call, tool, value))
     if kept is None:
         return calls, tuple(typed), tuple(issues)
     return tuple(kept), tuple(typed), tuple(issues)
@@ -404,7 +455,7 @@ def decode_reply(
         audit_issues(turn, issues)
     if enforce_requirement and turn.requirement.kind != "optional":
         _check_requirement(turn, reply, typed)
-    message = AssistantMessage(
+    message = assistant_message(
         text if text.isascii() else sendable_text(text),
         kept,
         _sendable_state(state) if state else {},
@@ -427,7 +478,9 @@ def decode_reply(
             round_._guard = guard
             for c in typed:
                 c._guard = guard
-    return NeedsTools(round_)
+    needs = _new(NeedsTools)  # NeedsTools(round_) without attrs' frozen __init__
+    _set_round(needs, round_)
+    return needs
 
 
 def _check_reply(reply: object) -> None:
@@ -588,7 +641,10 @@ class ToolRound:
             given = self._decided(given, self._guard)
         calls = self.message.tool_calls
         if not self.issues and _in_order(calls, given):
-            self._append(given)  # checked, and sendable as they are
+            # Checked, sendable as they are, and text only (no media to budget).
+            self._check_writable()
+            self.session._messages.extend((self.message, results_message(tuple(given))))
+            self._done = "committed"
             return
         by_id: dict[str, ToolResult] = {}
         for r in given:
@@ -653,7 +709,7 @@ class ToolRound:
     def _append(self, ordered: list[ToolResult]) -> None:
         """Write the round (results already checked against the calls and sendable)."""
         self._check_writable()
-        self.session._append_trusted((self.message, ToolResultsMessage(tuple(ordered))))
+        self.session._append_trusted((self.message, results_message(tuple(ordered))))
         self._done = "committed"
 
     def apply_hooks(self, *hooks: HookSet, context: HookContext | None = None) -> ToolRoundPlan:
@@ -690,16 +746,20 @@ def _in_order(calls: tuple[ToolCall, ...], given: list[ToolResult]) -> bool:
     refuses content that is not text) and a bool ``is_error``."""
     if len(calls) != len(given):
         return False
-    isascii = str.isascii
+    isascii = str.isascii  # raises TypeError for content that is not text (bytes too)
     try:
-        for call, r in zip(calls, given, strict=True):
+        for call, r in zip(calls, given, strict=False):  # lengths compared above
+            if type(r) is not ToolResult:
+                return False
+            cid, name, arguments, content, is_error, parts = r
             # mismatch(call, r) is None, inlined: the same id, name and argument text.
             if (
-                type(r) is not ToolResult
-                or r[:3] != call
-                or not isascii(r[3])
-                or (r[4] is not False and r[4] is not True)
-                or r[5]  # parts: checked and settled by the general path
+                cid != call[0]
+                or name != call[1]
+                or arguments != call[2]
+                or not isascii(content)
+                or (is_error is not False and is_error is not True)
+                or parts  # checked and settled by the general path
             ):
                 return False
     except TypeError:  # content that is not text
@@ -840,5 +900,8 @@ async def aplan_round(
         round._guard.record(outcomes)
     return ToolRoundPlan(round, tuple(pending), (*handled, *h), (*rejected, *r), ctx)
 
+
+_new = object.__new__
+_set_round = NeedsTools.__dict__["round"].__set__
 
 publish(globals())

@@ -97,6 +97,44 @@ class ToolResultsMessage:
 Message = Union[SystemMessage, UserMessage, AssistantMessage, ToolResultsMessage]
 
 
+# The round's messages made without attrs' frozen __init__ (one setattr call per field):
+# one of each is made per tool round on the decode hot path, from values already checked.
+_new = object.__new__
+_am_slots = tuple(
+    AssistantMessage.__dict__[n].__set__
+    for n in ("text", "tool_calls", "provider_state", "model", "usage", "role")
+)
+_trm_slots = tuple(ToolResultsMessage.__dict__[n].__set__ for n in ("results", "role"))
+
+
+def assistant_message(
+    text: str,
+    tool_calls: tuple[ToolCall, ...],
+    provider_state: dict[str, Any],
+    model: str | None,
+    usage: Usage | None,
+) -> AssistantMessage:
+    """``AssistantMessage(text, tool_calls, provider_state, model, usage)``, faster."""
+    m = _new(AssistantMessage)
+    s_text, s_calls, s_state, s_model, s_usage, s_role = _am_slots
+    s_text(m, text)
+    s_calls(m, tool_calls)
+    s_state(m, provider_state)
+    s_model(m, model)
+    s_usage(m, usage)
+    s_role(m, "assistant")
+    return m
+
+
+def results_message(results: tuple[ToolResult, ...]) -> ToolResultsMessage:
+    """``ToolResultsMessage(results)``, faster."""
+    m = _new(ToolResultsMessage)
+    s_results, s_role = _trm_slots
+    s_results(m, results)
+    s_role(m, "tool")
+    return m
+
+
 class Session:
     """An ordered, always-valid conversation.
 
