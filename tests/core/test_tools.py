@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 from typing import Annotated, Any
 
+import attrs
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
@@ -828,3 +829,42 @@ def test_raw_tool_carries_a_checked_output_schema() -> None:
     assert tw.raw_tool("plain", "P.", {"type": "object"}).output_schema is None
     with pytest.raises(tw.ToolDefinitionError, match=r"count \(output\)"):
         tw.raw_tool("count", "Count.", {"type": "object"}, output_schema={"type": 5})
+
+
+def test_tools_without_options_share_one_frozen_metadata() -> None:
+    # One ToolMetadata serves every tool defined without options: it must not be editable.
+    @tw.tool_fn
+    def one() -> str:
+        """One."""
+        return "1"
+
+    @tw.tool_fn
+    def two() -> str:
+        """Two."""
+        return "2"
+
+    a, b = tw.tool_of(one).metadata, tw.tool_of(two).metadata
+    assert a == tw.ToolMetadata() == b
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
+        a.timeout = 1.0  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        a.backend_options["ray"] = {}  # type: ignore[index]
+
+
+def test_a_docstring_is_read_as_inspect_getdoc_reads_it() -> None:
+    class Base:
+        def lookup(self, query: str) -> str:
+            """Look it up.
+
+            Args:
+                query: what to look for.
+            """
+            return query
+
+    class Child(Base):
+        def lookup(self, query: str) -> str:  # no docstring: getdoc finds the base's
+            return query
+
+    tool = tw.tool_of(tw.tool_fn(Child().lookup))
+    assert tool.description == "Look it up."
+    assert tool.input_schema["properties"]["query"]["description"] == "what to look for."

@@ -512,6 +512,8 @@ def _metadata_from(metadata: ToolMetadata | None, options: Mapping[str, Any]) ->
         )
     if metadata is not None:
         return metadata
+    if not options:
+        return _DEFAULT_METADATA  # frozen, so one serves every tool without options
     try:
         return ToolMetadata(**options)
     except TypeError as exc:
@@ -519,6 +521,7 @@ def _metadata_from(metadata: ToolMetadata | None, options: Mapping[str, Any]) ->
 
 
 _META_KEYS = frozenset(f.name for f in attrs.fields(ToolMetadata))
+_DEFAULT_METADATA = ToolMetadata()
 
 
 def _split_meta(kw: dict[str, Any]) -> dict[str, Any]:
@@ -562,7 +565,8 @@ def _build_function_tool(
         raise ToolDefinitionError(
             f"tool `{tool_name}`: cannot resolve the type hints of {fn.__qualname__}: {exc}"
         ) from None
-    doc = parse_docstring(inspect.getdoc(fn))
+    raw_doc = getattr(fn, "__doc__", None)  # getdoc() cleans it, as parse_docstring does
+    doc = parse_docstring(raw_doc if isinstance(raw_doc, str) else inspect.getdoc(fn))
     skip = set(injected)
     unknown_skip = skip - set(sig.parameters)
     if unknown_skip:
