@@ -8,6 +8,7 @@ and otherwise skip with a printed reason. They never produce numbers they did no
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import statistics
 import sys
@@ -20,6 +21,7 @@ from typing import Any
 from bench import _timing
 from bench.fixture_tools import ASSISTANT_MESSAGE, TOOL_FUNCTIONS
 from bench.runners import Runner, get_runner
+from bench.runners.floor import FloorStrictBound
 
 N_TOOLS = len(TOOL_FUNCTIONS)
 N_CALLS = len(ASSISTANT_MESSAGE["tool_calls"])
@@ -135,9 +137,17 @@ def s1(bench: Bench) -> list[Row]:
     if cfg.child_warmup:  # untimed first run: bytecode caches, page cache
         for name in ["floor", *names]:
             _timing.cold_build(name)
+    bound = _row("S1", "S1 bound: floor + OpenAI strict compile", "µs/tool")
+    # toolwire's target beside what sending OpenAI strict schemas costs at the least (the
+    # floor's build, then toolwire-openai's compile; see FloorStrictBound).
+    with_bound = "toolwire" in names and importlib.util.find_spec("toolwire_openai") is not None
+    if with_bound and cfg.child_warmup:
+        _timing.cold_build(FloorStrictBound.name)
     floor_ns: list[float] = []
     lib_ns: dict[str, list[float]] = {n: [] for n in names}
     ratios: dict[str, list[float]] = {n: [] for n in names}
+    bound_ns: list[float] = []
+    bound_ratios: list[float] = []
     for _ in range(cfg.cold_reps):
         f = _timing.cold_build("floor")["ns"]
         floor_ns.append(f / N_TOOLS)
@@ -145,15 +155,29 @@ def s1(bench: Bench) -> list[Row]:
             ns = _timing.cold_build(name)["ns"]
             lib_ns[name].append(ns / N_TOOLS)
             ratios[name].append(ns / f)
+        if with_bound:
+            ns = _timing.cold_build(FloorStrictBound.name)["ns"]
+            bound_ns.append(ns / N_TOOLS)
+            bound_ratios.append(ns / f)
     _fill(cold, "floor", floor_ns, None, 1000.0)
     for name in names:
         _fill(cold, name, lib_ns[name], ratios[name], 1000.0)
     _skipped_libs(bench, cold)
+    if with_bound:
+        _fill(bound, "floor", floor_ns, None, 1000.0)
+        _fill(bound, "toolwire", bound_ns, bound_ratios, 1000.0)
+        for name in [*bench.libs, *bench.skipped]:
+            if name != "toolwire":
+                bound["libs"][name] = {"skipped": BOUND_ONLY}
+    else:
+        _skip_all(bench, bound, lambda name: BOUND_ONLY)
+        if "toolwire" in bench.libs and not cfg.child_libs:
+            bound["libs"]["toolwire"] = {"skipped": SMOKE_CHILD_SKIP}
     warm = _inproc(
         bench, "S1", "S1 warm rebuild+render", "µs/tool", "build_render", N_TOOLS, cfg.heavy_reps
     )
     rerender = _inproc(bench, "S1", "S1 re-render", "µs/tool", "render", N_TOOLS)
-    return [cold, warm, rerender]
+    return [cold, bound, warm, rerender]
 
 
 def s2(bench: Bench) -> list[Row]:

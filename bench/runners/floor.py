@@ -134,3 +134,31 @@ class FloorRunner(Runner):
 
     def result_parts(self, item: dict[str, Any]) -> tuple[str, str]:
         return item["tool_call_id"], item["content"]
+
+
+class FloorStrictBound(FloorRunner):
+    """S1's bound, not a library (not in RUNNERS): the floor's build, then each tool's
+    schema compiled by toolwire-openai's ``compile_openai_strict`` as the adapter sends it
+    (strict when lossless). What any design sending OpenAI strict schemas pays at the
+    least: pydantic's model and schema plus the compile, nothing of toolwire's own."""
+
+    name = "floor-strict-bound"
+
+    def setup(self) -> None:
+        super().setup()
+        from toolwire_openai._schema import compile_openai_strict
+
+        self._compile = compile_openai_strict
+
+    def render(self, built: dict[str, _FloorTool]) -> list[dict[str, Any]]:
+        out = []
+        for t in built.values():
+            parameters, report = self._compile(t.schema, tool=t.name)
+            function = {
+                "name": t.name,
+                "description": t.description,
+                "parameters": parameters,
+                "strict": report.strict,
+            }
+            out.append({"type": "function", "function": function})
+        return out

@@ -270,3 +270,41 @@ def test_the_readme_has_the_gateway_markers() -> None:
     text = (REPO_ROOT / "bench" / "README.md").read_text()
     assert text.count("<!-- gateway:start -->") == 1
     assert text.index("<!-- gateway:start -->") < text.index("<!-- gateway:end -->")
+
+
+_S1_BOUND_CHECK = """
+import json, subprocess, sys
+from bench.fixture_tools import TOOL_FUNCTIONS
+from bench.runners.floor import FloorStrictBound
+from bench.runners.toolwire_runner import ToolwireRunner
+
+bound = FloorStrictBound()
+bound.setup()
+ours = ToolwireRunner()
+ours.setup()
+b = bound.render(bound.build(TOOL_FUNCTIONS))
+t = ours.render(ours.build(TOOL_FUNCTIONS))
+# The same compile work: each tool strict (or not) alike, the same properties required.
+assert [f["function"].get("strict") for f in b] == [f["function"].get("strict") for f in t]
+assert [sorted(f["function"]["parameters"]["required"]) for f in b] == [
+    sorted(f["function"]["parameters"]["required"]) for f in t
+]
+child = subprocess.run([sys.executable, "-m", "bench._cold", "floor-strict-bound"],
+                       capture_output=True, text=True, check=True)
+assert json.loads(child.stdout.splitlines()[-1])["tools"] == len(TOOL_FUNCTIONS)
+print("same")
+"""
+
+
+def test_the_s1_bound_compiles_what_toolwire_sends() -> None:
+    # S1's bound (the floor's build and toolwire-openai's strict compile) must do the
+    # compile work toolwire's render does, or it bounds nothing.
+    proc = subprocess.run(
+        [sys.executable, "-c", _S1_BOUND_CHECK],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (0, "same\n") == (proc.returncode, proc.stdout), proc.stderr[-3000:]
