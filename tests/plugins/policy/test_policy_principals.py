@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -253,6 +254,119 @@ def test_two_writers_keep_one_chain(tmp_path: Path) -> None:
         t.join()
     report = verify_log(path)
     assert (True, 100) == (report.ok, report.records)
+
+
+def test_a_rotated_or_deleted_log_is_opened_anew(tmp_path: Path) -> None:
+    # The file stays open between records: a rotation (the file moved away, a new one
+    # made by logrotate's create) or a deletion must still send the next record to the
+    # path, each file a chain of its own, as when the file was opened per record.
+    path = tmp_path / "audit.jsonl"
+    log = AuditLog(path)
+    log.write({"event": "decision", "n": 1})
+    log.write({"event": "decision", "n": 2})
+    path.rename(tmp_path / "audit.jsonl.1")
+    log.write({"event": "decision", "n": 3})
+    path.rename(tmp_path / "audit.jsonl.2")
+    path.write_text("")  # `create`: an empty file in its place
+    log.write({"event": "decision", "n": 4})
+    log.write({"event": "decision", "n": 5})
+    path.unlink()
+    log.write({"event": "decision", "n": 6})
+    seen = {
+        name: [
+            (r["seq"], r["n"]) for r in map(json.loads, (tmp_path / name).read_text().splitlines())
+        ]
+        for name in ("audit.jsonl.1", "audit.jsonl.2", "audit.jsonl")
+    }
+    assert {
+        "audit.jsonl.1": [(1, 1), (2, 2)],
+        "audit.jsonl.2": [(1, 3)],
+        "audit.jsonl": [(1, 6)],
+    } == seen
+    for name in seen:
+        assert verify_log(tmp_path / name).ok, name
+    log.close()
+
+
+def test_a_log_replaced_by_another_writer_is_chained_to_what_it_holds(tmp_path: Path) -> None:
+    # Another process replaced the file with one of its own records (same size, other
+    # inode): this log must read that file's end, not trust what it wrote before.
+    path = tmp_path / "audit.jsonl"
+    mine, theirs = AuditLog(path), AuditLog(tmp_path / "other.jsonl")
+    mine.write({"event": "decision", "who": "me"})
+    theirs.write({"event": "decision", "who": "they"})
+    theirs.write({"event": "decision", "who": "they"})
+    os.replace(tmp_path / "other.jsonl", path)
+    mine.write({"event": "decision", "who": "me"})
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [(1, "they"), (2, "they"), (3, "me")] == [(r["seq"], r["who"]) for r in records]
+    assert verify_log(path).ok
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork")
+def test_a_forked_writer_opens_its_own_file(tmp_path: Path) -> None:
+    # A lock taken through a descriptor inherited over fork is the parent's lock too:
+    # the child must open the log itself, or two processes interleave one chain.
+    path = tmp_path / "audit.jsonl"
+    log = AuditLog(path)
+    log.write({"event": "decision", "who": "parent"})
+    held = log._file
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child reports through the pipe
+        code = 1
+        try:
+            log.write({"event": "decision", "who": "child"})
+            code = 0 if log._file is not held else 2
+        finally:
+            os.write(w, bytes([code]))
+            os._exit(0)
+    os.close(w)
+    code = os.read(r, 1)
+    os.close(r)
+    os.waitpid(pid, 0)
+    assert b"\x00" == code
+    log.write({"event": "decision", "who": "parent"})
+    assert log._file is held  # the parent keeps its own
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [1, 2, 3] == [r["seq"] for r in records]
+    assert verify_log(path).ok
+    log.close()
+
+
+def test_a_failed_write_leaves_no_half_record(tmp_path: Path) -> None:
+    # Unbuffered, one write per record: a write the file refuses is an error, and the
+    # next record is chained to what the file holds, not to the one that failed.
+    path = tmp_path / "audit.jsonl"
+    log = AuditLog(path)
+    log.write({"event": "decision", "n": 1})
+    log.write({"event": "decision", "big": "x" * 1000})
+    size = path.stat().st_size
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    old = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size + 200, hard))
+    try:
+        with pytest.raises(OSError):
+            log.write({"event": "decision", "big": "y" * 1000})
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, old)
+    log.write({"event": "decision", "n": 4})
+    log.write({"event": "decision", "n": 5})
+    lines = path.read_text().splitlines()
+    assert 5 == len(lines)  # the cut record's line is ended: the next ones are whole
+    assert lines[2].startswith('{"seq":3')
+    assert "y" * 10 in lines[2]
+    with pytest.raises(ValueError):
+        json.loads(lines[2])
+    after = [json.loads(line) for line in lines[3:]]
+    assert [4, 5] == [r["n"] for r in after]
+    assert after[1]["seq"] == after[0]["seq"] + 1
+    report = verify_log(path)
+    assert (False, 3) == (report.ok, report.line)  # the cut record is where the break shows
+    log.close()
 
 
 def test_a_log_begun_before_the_chain_is_continued(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ processes writing one log keep one chain.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -58,20 +59,62 @@ _LINE_BREAKS = {0x2028: "\\u2028", 0x2029: "\\u2029", 0x85: "\\u0085"}
 
 
 class AuditLog:
-    """Appends one JSON object per line to a file; safe across threads.
+    """Appends one JSON object per line to a file; safe across threads and processes.
 
     Each record is written with a single ``write`` on a file opened in append
-    mode, so records from several processes do not interleave mid-line. The
-    file is opened for each record: rotating it needs no signal.
+    mode, under an exclusive lock, so records from several processes do not
+    interleave and keep one chain. The file stays open between records; before each
+    one the path is looked at again, and a file that is not the one held (rotated,
+    moved, deleted) is opened anew: rotating it needs no signal. A forked process
+    opens its own (a lock held through an inherited descriptor would not exclude
+    the parent).
     """
 
-    __slots__ = ("_lock", "_tail", "path")
+    __slots__ = ("_file", "_held", "_lock", "_tail", "path")
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
         #: (the file's size, the last seq, its line's digest) as this log last wrote it.
         self._tail: tuple[int, int, str] | None = None
+        self._file: Any = None
+        #: (device, inode, pid) of the file held open, as it was opened.
+        self._held: tuple[int, int, int] | None = None
+
+    def __del__(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the file held open (the next record opens it again)."""
+        f, self._file, self._held = getattr(self, "_file", None), None, None
+        if f is not None:
+            with contextlib.suppress(OSError):  # unbuffered: nothing written is lost
+                f.close()
+
+    def _open(self) -> Any:
+        """The file at ``path`` now, open for appending: the one held when it still is."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            st = None
+        held = self._held
+        if (
+            self._file is not None
+            and st is not None
+            and held == (st.st_dev, st.st_ino, os.getpid())
+        ):
+            return self._file
+        self.close()
+        # Unbuffered: each record is one write() to the file, nothing left in a buffer
+        # when a write fails.
+        f = open(self.path, "a+b", buffering=0)  # noqa: SIM115 - held open, see close()
+        try:
+            now = os.fstat(f.fileno())
+        except OSError:
+            f.close()
+            raise
+        self._file, self._held = f, (now.st_dev, now.st_ino, os.getpid())
+        return f
 
     def __repr__(self) -> str:
         return f"AuditLog({str(self.path)!r})"
@@ -85,13 +128,20 @@ class AuditLog:
     def write(self, record: dict[str, Any]) -> None:
         """Append ``record``, chained to the last one; raises OSError when the file
         cannot be written."""
-        with self._lock, open(self.path, "a+b") as f:
+        with self._lock:
+            f = self._open()
             _lock_file(f)
             try:
                 end = f.seek(0, os.SEEK_END)
                 tail = self._tail
+                lead = b""
                 if tail is None or tail[0] != end:  # first write, or another process wrote
                     seq, prev = _last_record(f, end)
+                    if end and not _ends_a_line(f, end):
+                        # A record cut short (a full disk, a size limit): its line is
+                        # ended, so this record stands on a line of its own and the
+                        # break shows where it is.
+                        lead = b"\n"
                 else:
                     seq, prev = tail[1], tail[2]
                 chained = {"seq": seq + 1, "prev": prev, **record}
@@ -99,11 +149,17 @@ class AuditLog:
                 # JSON allows these raw inside strings, but line readers (str.splitlines,
                 # many log shippers) split records on them: escaped, a record stays a line.
                 data = text.translate(_LINE_BREAKS).encode("utf-8")
-                f.write(data + b"\n")
-                f.flush()
-                self._tail = (end + len(data) + 1, seq + 1, _digest(data))
-            finally:
+                line = lead + data + b"\n"
+                written = f.write(line)
+                if written != len(line):
+                    raise OSError(f"the audit log took {written} of a record's {len(line)} bytes")
+                self._tail = (end + len(line), seq + 1, _digest(data))
+            except BaseException:
+                self._tail = None  # read the file's end again next time
                 _unlock_file(f)
+                self.close()
+                raise
+            _unlock_file(f)
 
 
 def _digest(line: bytes) -> str:
@@ -124,6 +180,11 @@ def _unlock_file(f: Any) -> None:
     except ImportError:  # pragma: no cover - Windows
         return
     fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+
+
+def _ends_a_line(f: Any, end: int) -> bool:
+    f.seek(end - 1)
+    return bool(f.read(1) == b"\n")
 
 
 def _last_record(f: Any, end: int) -> tuple[int, str]:
