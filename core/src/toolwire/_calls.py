@@ -435,11 +435,13 @@ class TypedCall(Generic[InT]):
 
     def complete(self, output: Any) -> ToolResult:
         """The result of this call carrying ``output`` (text as is, anything else as JSON)."""
-        cid, name, arguments = self._call
-        if type(output) is not str and _media.is_rich(output):
-            return _rich_result(cid, name, arguments, output, self._tool.dump_output)
-        content = output if type(output) is str else self._tool.dump_output(output)
         # ToolResult(...) without the named tuple's Python-level __new__ (one per call).
+        if type(output) is str:
+            return _new_tuple(ToolResult, (*self._call, output, False, ()))
+        cid, name, arguments = self._call
+        if _media.is_rich(output):
+            return _rich_result(cid, name, arguments, output, self._tool.dump_output)
+        content = self._tool.dump_output(output)
         return _new_tuple(ToolResult, (cid, name, arguments, content, False, ()))
 
     def error(self, message: str) -> ToolResult:
