@@ -62,7 +62,13 @@ from toolwire._execute.attempts import (
 )
 from toolwire._execute.deciding import _Deciding
 from toolwire._execute.hosting import _resolve_host, resolve_backend
-from toolwire._execute.interceptors import Interceptor, Next, ToolRequest, _checked_interceptor
+from toolwire._execute.interceptors import (
+    Interceptor,
+    Next,
+    ToolRequest,
+    _checked_interceptor,
+    _link,
+)
 from toolwire._execute.jobs import (
     _effect_of,
     _errors_text,
@@ -862,21 +868,6 @@ class Executor(_Deciding, _Scheduling):
     ) -> RoundExecution:
         """Sync :meth:`aresume`."""
         return _run_sync(self.aresume(plan, approvals), "resume")
-
-
-def _link(icpt: Callable[..., Any], inner: Next) -> Next:
-    async def run(request: ToolRequest) -> ToolResult:
-        out = icpt(request, inner)
-        if hasattr(out, "__await__"):
-            out = await out
-        if not isinstance(out, ToolResult):
-            raise UsageError(
-                f"interceptor {icpt!r} returned {type(out).__name__}; expected a ToolResult "
-                f"(return `await next(request)` or your own result)"
-            )
-        return out
-
-    return run
 
 
 def _error_text(result: ToolResult) -> str:

@@ -94,6 +94,23 @@ class Interceptor(Protocol):
     ) -> Awaitable[ToolResult] | ToolResult: ...
 
 
+def _link(icpt: Callable[..., Any], inner: Next) -> Next:
+    """``icpt`` around ``inner``: one link of an executor's interceptor chain."""
+
+    async def run(request: ToolRequest) -> ToolResult:
+        out = icpt(request, inner)
+        if hasattr(out, "__await__"):
+            out = await out
+        if not isinstance(out, ToolResult):
+            raise UsageError(
+                f"interceptor {icpt!r} returned {type(out).__name__}; expected a ToolResult "
+                f"(return `await next(request)` or your own result)"
+            )
+        return out
+
+    return run
+
+
 def _checked_interceptor(icpt: Any, position: int) -> Interceptor:
     """``icpt`` if it can be called as ``icpt(request, next)``; a UsageError otherwise.
 
