@@ -12,7 +12,6 @@ processes writing one log keep one chain.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -88,8 +87,11 @@ class AuditLog:
         """Close the file held open (the next record opens it again)."""
         f, self._file, self._held = getattr(self, "_file", None), None, None
         if f is not None:
-            with contextlib.suppress(OSError):  # unbuffered: nothing written is lost
+            # Not contextlib.suppress: this also runs from __del__ at interpreter exit.
+            try:  # noqa: SIM105
                 f.close()
+            except OSError:  # unbuffered: nothing written is lost
+                pass
 
     def _open(self) -> Any:
         """The file at ``path`` now, open for appending: the one held when it still is."""
