@@ -124,9 +124,10 @@ print("same")
 """
 
 
-def test_the_bound_operations_make_what_the_paths_return() -> None:
+def _says_same(script: str) -> None:
+    """Run ``script`` in a fresh interpreter at the repository root: it prints "same"."""
     proc = subprocess.run(
-        [sys.executable, "-c", _BOUND_CHECK],
+        [sys.executable, "-c", script],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
@@ -134,6 +135,10 @@ def test_the_bound_operations_make_what_the_paths_return() -> None:
         check=False,
     )
     assert (0, "same\n") == (proc.returncode, proc.stdout), proc.stderr[-3000:]
+
+
+def test_the_bound_operations_make_what_the_paths_return() -> None:
+    _says_same(_BOUND_CHECK)
 
 
 def test_the_readme_results_are_written_from_a_run(
@@ -299,12 +304,4 @@ print("same")
 def test_the_s1_bound_compiles_what_toolwire_sends() -> None:
     # S1's bound (the floor's build and toolwire-openai's strict compile) must do the
     # compile work toolwire's render does, or it bounds nothing.
-    proc = subprocess.run(
-        [sys.executable, "-c", _S1_BOUND_CHECK],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert (0, "same\n") == (proc.returncode, proc.stdout), proc.stderr[-3000:]
+    _says_same(_S1_BOUND_CHECK)
