@@ -891,7 +891,7 @@ def test_decode_calls_is_the_general_path_whatever_call_breaks_the_common_case(
     # decode_calls runs calls of the common case (ASCII, new id, offered, valid) on a fast
     # path and hands the rest to the general one from the first call that is not: the
     # outcome must be what the general path alone gives, whichever call that is.
-    from toolwire._round import _decode_rest, decode_calls
+    from toolwire._decode import _decode_rest, decode_calls
 
     @tw.tool_fn
     def scale(x: int) -> int:

@@ -55,6 +55,11 @@ if _typing.TYPE_CHECKING:
         ToolResult,
         TypedCall,
     )
+    from toolwire._decode import (
+        InvalidArguments,
+        NotAvailable,
+        UnknownTool,
+    )
     from toolwire._errors import (
         ApprovalPendingError,
         CommitError,
@@ -128,12 +133,9 @@ if _typing.TYPE_CHECKING:
     )
     from toolwire._round import (
         Finished,
-        InvalidArguments,
         NeedsTools,
-        NotAvailable,
         ToolRound,
         ToolRoundPlan,
-        UnknownTool,
     )
     from toolwire._toolfile import (
         raw_tool_from_file,

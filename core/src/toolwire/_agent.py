@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, Union
 import attrs
 
 from toolwire._calls import ToolCall, ToolResult
+from toolwire._decode import InvalidArguments
 from toolwire._errors import RoundLimitError, UsageError
 from toolwire._execute.executor import Executor
 from toolwire._execute.hosting import _resolve_host
@@ -35,7 +36,6 @@ from toolwire._provider import (
 from toolwire._round import (
     AssistantReply,
     Finished,
-    InvalidArguments,
     ToolRound,
     ToolRoundPlan,
     decode_reply,

@@ -37,6 +37,9 @@ if _typing.TYPE_CHECKING:
         rejection_content,
         rejection_reason,
     )
+    from toolwire._decode import (
+        ToolCallIssue,
+    )
     from toolwire._hooks import (
         AuditEvent,
     )
@@ -89,7 +92,6 @@ if _typing.TYPE_CHECKING:
     from toolwire._round import (
         AssistantReply,
         ContinueSuggestion,
-        ToolCallIssue,
         decode_reply,
     )
     from toolwire._tools import (

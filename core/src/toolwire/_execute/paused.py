@@ -20,6 +20,13 @@ from toolwire._calls import (
     ToolResult,
     TypedCall,
 )
+from toolwire._decode import (
+    InvalidArguments,
+    NotAvailable,
+    ToolCallIssue,
+    UnknownTool,
+    _hidden_by,
+)
 from toolwire._errors import (
     ToolDefinitionError,
     TranscriptError,
@@ -31,16 +38,7 @@ from toolwire._exports import publish
 from toolwire._hooks import HookContext, HookSet
 from toolwire._jsondata import as_object, field, objects
 from toolwire._media import part_from_dict, part_to_dict
-from toolwire._round import (
-    AssistantReply,
-    InvalidArguments,
-    NotAvailable,
-    ToolCallIssue,
-    ToolRound,
-    ToolRoundPlan,
-    UnknownTool,
-    _hidden_by,
-)
+from toolwire._round import AssistantReply, ToolRound, ToolRoundPlan
 from toolwire._tools import Tool
 from toolwire._toolset import Toolset
 from toolwire._transcript import AssistantMessage, Session, _message_from_dict, _message_to_dict
