@@ -29,6 +29,15 @@ def _env(tmp_path: Path, **extra: str) -> dict[str, str]:
     return env
 
 
+def write_policy(tmp_path: Path, text: str) -> Path:
+    """The organisation's policy file where ``_env(tmp_path)`` points a gateway; returns
+    its directory (a relative audit path lands there)."""
+    config = tmp_path / "config" / "toolwire"
+    config.mkdir(parents=True)
+    (config / "policy.toml").write_text(text)
+    return config
+
+
 _Gateway = tuple[subprocess.Popen[bytes], str, IO[bytes]]
 
 

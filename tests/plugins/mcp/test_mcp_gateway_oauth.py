@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from _issuer import Issuer, forge
+from _mcp_support import _env, _start_http_gateway, _stop_http_gateway, free_port, write_policy
 
 from toolwire import Principal
 from toolwire.exceptions import UsageError
@@ -319,7 +320,6 @@ def gateway(tmp_path: Path, issuer: Issuer) -> Iterator[tuple[str, Path]]:
     static token for a service; payroll for the finance group only. Its URL and the file
     each payroll run appends to."""
     pytest.importorskip("toolwire_policy")
-    from _mcp_support import _env, _start_http_gateway, _stop_http_gateway, free_port
 
     port = free_port()
     (tmp_path / "app.py").write_text(_APP)
@@ -336,12 +336,11 @@ def gateway(tmp_path: Path, issuer: Issuer) -> Iterator[tuple[str, Path]]:
         tmp_path / "tokens.json",
         json.dumps({"tokens": [{"sha256": digest, "subject": "ci-bot", "groups": ["finance"]}]}),
     )
-    config = tmp_path / "config" / "toolwire"
-    config.mkdir(parents=True)
-    (config / "policy.toml").write_text(
+    write_policy(
+        tmp_path,
         'deny = ["payroll"]\nrequire_principal = true\n\n'
         '[[rules]]\ngroups = ["finance"]\nallow = ["payroll"]\n\n'
-        '[audit]\npath = "audit.jsonl"\n'
+        '[audit]\npath = "audit.jsonl"\n',
     )
     ran = tmp_path / "ran.txt"
     env = _env(tmp_path, TOOLWIRE_AUTOLOAD_PLUGINS="0", RAN=str(ran))
@@ -531,7 +530,6 @@ def test_the_sdks_oauth_client_logs_in_and_calls_through_the_gateway(tmp_path: P
     pytest.importorskip("toolwire_policy")
     import httpx
     from _authserver import AuthServer
-    from _mcp_support import _env, _start_http_gateway, _stop_http_gateway, free_port
 
     import toolwire as tw
     from toolwire_mcp import ServerSpec, close_all, mcp_toolset, set_login_handler
@@ -545,11 +543,10 @@ def test_the_sdks_oauth_client_logs_in_and_calls_through_the_gateway(tmp_path: P
         f'issuer = "{auth.url}"\nresource = "{url}"\njwks_uri = "{auth.url}jwks"\n'
         'scopes = ["mcp:tools"]\n',
     )
-    config = tmp_path / "config" / "toolwire"
-    config.mkdir(parents=True)
-    (config / "policy.toml").write_text(
+    write_policy(
+        tmp_path,
         'deny = ["payroll"]\nrequire_principal = true\n\n'
-        '[[rules]]\ngroups = ["finance"]\nallow = ["payroll"]\n'
+        '[[rules]]\ngroups = ["finance"]\nallow = ["payroll"]\n',
     )
     ran = tmp_path / "ran.txt"
     env = _env(tmp_path, TOOLWIRE_AUTOLOAD_PLUGINS="0", RAN=str(ran))

@@ -11,14 +11,21 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
 import mcp_types
 import pytest
-from _mcp_support import SERVER, _env, _start_http_gateway, _stop_http_gateway, calls_in
+from _mcp_support import (
+    SERVER,
+    _env,
+    _start_http_gateway,
+    _stop_http_gateway,
+    calls_in,
+    write_policy,
+)
 from mcp import Client, StdioServerParameters
 from pydantic import BaseModel
 
@@ -1273,6 +1280,18 @@ def _digest(token: str) -> str:
     return "sha256:" + hashlib.sha256(token.encode()).hexdigest()
 
 
+def _tokens_file(tmp_path: Path, **subjects: dict[str, Any]) -> Path:
+    """A private static-token file: each subject's token is ``<subject>-token``."""
+    tokens = tmp_path / "tokens.json"
+    entries = [
+        {"sha256": _digest(f"{subject}-token"), "subject": subject, **more}
+        for subject, more in subjects.items()
+    ]
+    tokens.write_text(json.dumps({"tokens": entries}))
+    tokens.chmod(0o600)
+    return tokens
+
+
 def test_two_principals_through_one_gateway(tmp_path: Path) -> None:
     # #31: the same gateway, two tokens: alice (finance) may call payroll, bob gets it
     # neither listed nor runnable; both see weather; every record names its principal.
@@ -1281,25 +1300,13 @@ def test_two_principals_through_one_gateway(tmp_path: Path) -> None:
     from mcp.client.streamable_http import streamable_http_client
 
     (tmp_path / "app.py").write_text(_PRINCIPALS_APP)
-    tokens = tmp_path / "tokens.json"
-    tokens.write_text(
-        json.dumps(
-            {
-                "tokens": [
-                    {"sha256": _digest("alice-token"), "subject": "alice", "groups": ["finance"]},
-                    {"sha256": _digest("bob-token"), "subject": "bob"},
-                ]
-            }
-        )
-    )
-    tokens.chmod(0o600)
-    config = tmp_path / "config" / "toolwire"
-    config.mkdir(parents=True)
-    (config / "policy.toml").write_text(
+    tokens = _tokens_file(tmp_path, alice={"groups": ["finance"]}, bob={})
+    config = write_policy(
+        tmp_path,
         'deny = ["payroll"]\nrequire_principal = true\n\n'
         '[[rules]]\ngroups = ["finance"]\nallow = ["payroll"]\n\n'
         '[[quotas]]\ntools = ["weather"]\ncalls = 1\nseconds = 600\n\n'
-        '[audit]\npath = "audit.jsonl"\n'
+        '[audit]\npath = "audit.jsonl"\n',
     )
     env = _env(tmp_path, TOOLWIRE_AUTOLOAD_PLUGINS="0")
     env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
@@ -1350,23 +1357,11 @@ def test_two_gateway_processes_share_quotas_in_redis(tmp_path: Path, redis_url: 
     from mcp.client.streamable_http import streamable_http_client
 
     (tmp_path / "app.py").write_text(_PRINCIPALS_APP)
-    tokens = tmp_path / "tokens.json"
-    tokens.write_text(
-        json.dumps(
-            {
-                "tokens": [
-                    {"sha256": _digest("alice-token"), "subject": "alice"},
-                    {"sha256": _digest("bob-token"), "subject": "bob"},
-                ]
-            }
-        )
-    )
-    tokens.chmod(0o600)
-    config = tmp_path / "config" / "toolwire"
-    config.mkdir(parents=True)
-    (config / "policy.toml").write_text(
+    tokens = _tokens_file(tmp_path, alice={}, bob={})
+    write_policy(
+        tmp_path,
         '[[quotas]]\ntools = ["weather"]\ncalls = 1\nseconds = 600\n\n'
-        f'[quota_store]\nurl = "{redis_url}"\nprefix = "gw-{tmp_path.name}:"\n'
+        f'[quota_store]\nurl = "{redis_url}"\nprefix = "gw-{tmp_path.name}:"\n',
     )
     env = _env(tmp_path, TOOLWIRE_AUTOLOAD_PLUGINS="0")
     workers = [
@@ -1434,6 +1429,19 @@ def _policy_host(policy: Any) -> tw.PluginHost:
     return host
 
 
+def _recorded_availability(asked: list[str], hidden: Callable[[str, Any], bool]) -> Any:
+    """A plugin whose availability hook records each tool it is asked about (in ``asked``)
+    and hides those ``hidden(name, principal)`` says."""
+
+    class Recorded:
+        @tw.hookimpl
+        def toolwire_tool_availability(self, tool: Any, context: tw.HookContext) -> Any:
+            asked.append(tool.name)
+            return False if hidden(tool.name, context.principal) else None
+
+    return Recorded()
+
+
 def _headed_toolset() -> tw.Toolset:
     def find(region: str, q: str = "") -> str:
         return f"found in {region}"
@@ -1448,17 +1456,10 @@ def test_the_header_schema_lookup_lists_nothing_and_hides_what_the_caller_cannot
     from toolwire_mcp._auth import CURRENT_PRINCIPAL
 
     asked: list[str] = []
-
-    class OnlyOps:
-        @tw.hookimpl
-        def toolwire_tool_availability(self, tool: Any, context: tw.HookContext) -> Any:
-            asked.append(tool.name)
-            who = context.principal
-            if tool.name == "find" and (who is None or "ops" not in who.groups):
-                return False
-            return None
-
-    server = build_server(_headed_toolset(), host=_policy_host(OnlyOps()))
+    only_ops = _recorded_availability(
+        asked, lambda name, who: name == "find" and (who is None or "ops" not in who.groups)
+    )
+    server = build_server(_headed_toolset(), host=_policy_host(only_ops))
     lookup = server.get_tool_input_schema
     assert lookup is not None
     assert lookup("plain") is None  # declares no header: nothing to check, nothing resolved
@@ -1542,14 +1543,7 @@ def test_a_call_asks_the_availability_hooks_about_the_called_tool_only() -> None
     # tools/call resolves what tools/list shows this caller of the called tool, not the
     # whole catalogue: with a policy in force and 500 tools, every call asked about 500.
     asked: list[str] = []
-
-    class Counting:
-        @tw.hookimpl
-        def toolwire_tool_availability(self, tool: Any, context: tw.HookContext) -> Any:
-            asked.append(tool.name)
-            return False if tool.name == "t3" else None
-
-    host = _policy_host(Counting())
+    host = _policy_host(_recorded_availability(asked, lambda name, who: name == "t3"))
 
     def tool(i: int) -> Any:
         return tw.raw_tool(f"t{i}", "Echo.", {"type": "object", "properties": {}}, lambda: f"t{i}")
