@@ -402,10 +402,10 @@ class JwtVerifier:
         return built
 
     async def _renew(self) -> None:
+        # Started only while keys are held, and keys are never dropped (a failed fetch
+        # keeps them): _refresh cannot refuse here, it logs the failure and returns.
         try:
             await self._refresh(stale_only=True)
-        except TokenRefused:  # pragma: no cover - only without keys, and these have keys
-            pass
         finally:
             self._renewing = None
 
