@@ -6,6 +6,11 @@
 - ``mcp: tools/call via toolwire toolset in connected()``: the same, with the toolset's
   connection opened on the caller's loop by ``async with connected()``, as the SDK's
   ``async with Client(...)`` opens its own: no hop to the loop thread.
+- ``mcp bound: the SDK's Client across a loop thread``: the SDK's ``Client.call_tool`` on
+  a connection held by a loop thread of its own, awaited from the caller's loop
+  (``run_coroutine_threadsafe`` + ``wrap_future``), against the same call made directly:
+  what the two thread hand-offs of the loop-thread design cost at the least, beside the
+  first row's target (toolwire only).
 - ``mcp: tools/list 500 tools via toolwire server``: ``tools/list`` of 500 tools from
   ``build_server`` (toolwire's MCP server: turn resolution, metadata -> annotations)
   against the SDK's own low-level ``Server`` listing the same 500 tools; both in process.
@@ -16,14 +21,18 @@ Paired, order alternating; the ratio is toolwire / SDK.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import statistics
 import sys
+import threading
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+
+from bench.scenarios import BOUND_ONLY
 
 N_LIST = 500
 
@@ -99,6 +108,53 @@ async def _call_pair(
         close_all()
 
 
+async def _hop_pair(reps: int, per: int) -> tuple[list[float], list[float], list[float]]:
+    from mcp import Client, StdioServerParameters
+
+    command = [sys.executable, str(Path(__file__).with_name("_mcp_server.py"))]
+    params = StdioServerParameters(command=command[0], args=command[1:])
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="bench-hop", daemon=True)
+    thread.start()
+    opened: concurrent.futures.Future[Any] = concurrent.futures.Future()
+    stop = asyncio.Event()
+
+    async def hold() -> None:
+        # The connection is opened and closed in one task of the thread's loop (anyio's
+        # task groups), as toolwire-mcp's loop thread holds its own.
+        try:
+            async with Client(params) as held:
+                opened.set_result(held)
+                await stop.wait()
+        except BaseException as exc:
+            if not opened.done():
+                opened.set_exception(exc)
+            raise
+
+    holder = asyncio.run_coroutine_threadsafe(hold(), loop)
+    try:
+        across = await asyncio.wrap_future(opened)
+        async with Client(params) as client:
+
+            async def floor() -> Any:
+                result = await client.call_tool("echo", {"text": "hi"})
+                assert result.content[0].text == "echo: hi"
+
+            async def lib() -> Any:
+                call = across.call_tool("echo", {"text": "hi"})
+                result = await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(call, loop))
+                assert result.content[0].text == "echo: hi"
+
+            return await _paired(floor, lib, reps, per)
+    finally:
+        loop.call_soon_threadsafe(stop.set)
+        with contextlib.suppress(Exception):
+            await asyncio.wrap_future(holder)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
+
+
 async def _list_pair(reps: int, per: int) -> tuple[list[float], list[float], list[float]]:
     import mcp_types as types
     from mcp import Client
@@ -141,6 +197,7 @@ def rows(reps: int, quick: bool, libs: list[str]) -> list[dict[str, Any]]:
             functools.partial(_call_pair, on_caller_loop=True),
             20 if quick else 100,
         ),
+        ("mcp bound: the SDK's Client across a loop thread", _hop_pair, 20 if quick else 100),
         ("mcp: tools/list 500 tools via toolwire server", _list_pair, 3 if quick else 10),
     ):
         row: dict[str, Any] = {
@@ -152,7 +209,11 @@ def rows(reps: int, quick: bool, libs: list[str]) -> list[dict[str, Any]]:
         }
         for name in libs:
             if name != "toolwire":
-                row["libs"][name] = {"skipped": f"not measured for {name} (toolwire-mcp only)"}
+                row["libs"][name] = {
+                    "skipped": BOUND_ONLY
+                    if label.startswith("mcp bound")
+                    else f"not measured for {name} (toolwire-mcp only)"
+                }
         try:
             import toolwire_mcp  # noqa: F401
         except ImportError:
