@@ -42,10 +42,9 @@ from typing import Any, Literal
 import attrs
 import mcp_types as types
 from mcp.server.lowlevel import NotificationOptions, Server
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
+from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.shared.inbound import X_MCP_HEADER_KEY
-from mcp.shared.subscriptions import ResourceUpdated, ToolsListChanged
 
 from toolwire import (
     Allow,
@@ -70,16 +69,23 @@ from toolwire import (
 from toolwire.adapters import AssistantReply, decode_reply
 from toolwire.exceptions import UsageError
 from toolwire.media import Text
+from toolwire_mcp._approve import (
+    APPROVE_KEY,
+    approval_of,
+    approval_request,
+    ask_approval,
+    can_elicit,
+    too_long_to_ask,
+)
 from toolwire_mcp._auth import CURRENT_PRINCIPAL, guarded, load_tokens, principal_of
+from toolwire_mcp._catalogue import RESOURCE_NOT_FOUND, Announcer, Catalogue, connection_of
 from toolwire_mcp._client_features import relay_sampling
-from toolwire_mcp._connection import RESOURCE_LISTENERS, Connection, MCPCallError, close_all
+from toolwire_mcp._connection import RESOURCE_LISTENERS, MCPCallError, close_all
 from toolwire_mcp._content import content_block, restore_structured
-from toolwire_mcp._elicit import APPROVAL_META, approval_question
-from toolwire_mcp._elicit import APPROVE_SCHEMA as _APPROVE_SCHEMA
 from toolwire_mcp._jwt import OAuthResource, load_oauth
 from toolwire_mcp._progress import CALL_ASKER, CALL_PROGRESS
 from toolwire_mcp._served import Prompt, Resource, check_served
-from toolwire_mcp._toolset import RAW_READS, connection_named, on_toolsets_changed
+from toolwire_mcp._toolset import RAW_READS, on_toolsets_changed
 
 __all__ = ["Elicited", "MCPCallContext", "build_server", "serve_mcp"]
 
@@ -119,7 +125,7 @@ class MCPCallContext:
             raise ValueError(f"level must be one of {', '.join(LEVELS)}, got {level!r}")
         session = self._ctx.session
         try:
-            wanted = _SESSION_LEVELS.get(_connection_of(session))
+            wanted = _SESSION_LEVELS.get(connection_of(session))
         except TypeError:
             wanted = None
         if wanted is not None and LEVELS.index(level) < LEVELS.index(wanted):
@@ -172,7 +178,7 @@ class MCPCallContext:
 
         if not isinstance(message, str) or not isinstance(schema, Mapping):
             raise TypeError("elicit(message, schema): a string and a JSON Schema mapping")
-        if not _can_elicit(self._ctx):
+        if not can_elicit(self._ctx):
             raise _cannot("ask its user for input (it declared no elicitation capability)")
         if not self._ctx.session.can_send_request:
             raise _cannot("ask its user during a call over this connection")
@@ -356,88 +362,6 @@ def _mcp_tool(name: str, description: str, tool: Any) -> types.Tool:
     )
 
 
-# -- approval through the client -----------------------------------------------------------
-
-
-def _can_elicit(ctx: Any) -> bool:
-    """Whether the client said it can ask its user (form elicitation)."""
-    session = getattr(ctx, "session", None)
-    caps = getattr(session, "client_capabilities", None)
-    elicitation = getattr(caps, "elicitation", None)
-    if elicitation is None:
-        return False
-    # An empty elicitation capability means form mode (the spec's backward compatibility).
-    return elicitation.form is not None or elicitation.url is None
-
-
-_APPROVE_KEY = "toolwire_approval"
-
-
-#: The longest approval question sent: a call whose arguments do not fit is denied
-#: rather than shown in part (a prefix could hide the argument that matters).
-MAX_QUESTION_CHARS = 16_000
-
-
-def _question(request: ApprovalRequest) -> str:
-    return approval_question(request.effect.value, request.tool_name, request.arguments_json)
-
-
-def _too_long(request: ApprovalRequest) -> Deny | None:
-    size = len(_question(request))
-    if size <= MAX_QUESTION_CHARS:
-        return None
-    return Deny(
-        f"the arguments of `{request.tool_name}` are too long to show in full for approval "
-        f"({size:,} characters; at most {MAX_QUESTION_CHARS:,}), so the call was not run"
-    )
-
-
-def _approval_request(request: ApprovalRequest) -> types.ElicitRequest:
-    try:
-        arguments: Any = json.loads(request.arguments_json)
-    except ValueError:
-        arguments = None
-    return types.ElicitRequest(
-        params=types.ElicitRequestFormParams(
-            message=_question(request),
-            requested_schema=_APPROVE_SCHEMA,
-            _meta={APPROVAL_META: {"tool": request.tool_name, "arguments": arguments}},
-        )
-    )
-
-
-def _decided(answer: Any, request: ApprovalRequest) -> Allow | Deny:
-    """The user's answer: anything but an explicit yes is a no."""
-    action = getattr(answer, "action", None)
-    content = getattr(answer, "content", None)
-    if action == "accept" and isinstance(content, dict) and content.get("approve") is True:
-        return Allow()
-    said = "declined" if action in ("accept", "decline") else "cancelled"
-    return Deny(f"the user {said} `{request.tool_name}` when asked through the MCP client")
-
-
-async def _ask(ctx: Any, request: ApprovalRequest, timeout: float) -> Allow | Deny:
-    """Ask the client's user now, over the back-channel, within ``timeout`` seconds."""
-    import anyio
-    from mcp.shared.message import ServerMessageMetadata
-
-    try:
-        with anyio.fail_after(timeout):
-            answer = await ctx.session.send_request(
-                _approval_request(request),
-                types.ElicitResult,
-                metadata=ServerMessageMetadata(related_request_id=getattr(ctx, "request_id", None)),
-            )
-    except TimeoutError:
-        return Deny(
-            f"no answer to the approval request for `{request.tool_name}` within {timeout:g} s"
-        )
-    except Exception as exc:  # the client failed to ask: fail closed
-        logger.warning("MCP elicitation for %s failed: %r", request.tool_name, exc)
-        return Deny(f"the client could not ask for approval of `{request.tool_name}`")
-    return _decided(answer, request)
-
-
 def build_server(
     toolset: Toolset | None = None,
     *,
@@ -487,17 +411,17 @@ def build_server(
         async def approver(request: ApprovalRequest) -> Allow | Deny | Defer:
             if approve:
                 return Allow()
-            if elicit and _can_elicit(ctx):
-                refused = _too_long(request)
+            if elicit and can_elicit(ctx):
+                refused = too_long_to_ask(request)
                 if refused is not None:
                     return refused
                 if ctx.session.can_send_request:  # a back-channel: ask now, and wait
-                    return await _ask(ctx, request, elicit_timeout)
+                    return await ask_approval(ctx, request, elicit_timeout)
                 # No back-channel: ask in the result, decide when the client calls again.
-                answer = (params.input_responses or {}).get(_APPROVE_KEY)
+                answer = (params.input_responses or {}).get(APPROVE_KEY)
                 state = params.request_state
                 if answer is not None and state and hmac.compare_digest(state, state_of(request)):
-                    return _decided(answer, request)
+                    return approval_of(answer, request)
                 asked.append(request)
                 return Defer()
             return Deny(
@@ -508,7 +432,7 @@ def build_server(
 
         return approver
 
-    announcer = _Announcer()
+    announcer = Announcer()
 
     # A listed tool is rebuilt only when its name, description or tool changes: a list of
     # 500 tools costs a dict lookup per tool, not 500 pydantic models.
@@ -625,7 +549,7 @@ def build_server(
         last = session.last
         if run.pending and asked:
             return types.InputRequiredResult(
-                input_requests={_APPROVE_KEY: _approval_request(asked[0])},
+                input_requests={APPROVE_KEY: approval_request(asked[0])},
                 request_state=state_of(asked[0]),
             )
         if run.pending or not isinstance(last, ToolResultsMessage) or not last.results:
@@ -666,10 +590,10 @@ def build_server(
         ctx: Any, params: types.SetLevelRequestParams
     ) -> types.EmptyResult:
         with contextlib.suppress(TypeError):  # a connection that cannot be held weakly
-            _SESSION_LEVELS[_connection_of(ctx.session)] = params.level
+            _SESSION_LEVELS[connection_of(ctx.session)] = params.level
         return types.EmptyResult()
 
-    catalogue = _Catalogue(own_resources, own_prompts, tools, plugins, context, announcer)
+    catalogue = Catalogue(own_resources, own_prompts, tools, plugins, context, announcer)
 
     async def on_list_resources(
         ctx: Any, params: types.PaginatedRequestParams | None
@@ -787,309 +711,8 @@ def build_server(
         return server
 
 
-class _Announcer:
-    """Tells a gateway's clients that its tools changed (an upstream server's list did):
-    2026-07-28 clients listen on ``subscriptions/listen`` (the bus); earlier ones get
-    ``notifications/tools/list_changed`` on their connection. Called from whatever loop
-    refreshed the upstream toolset; it announces on the loop serving the clients."""
-
-    def __init__(self) -> None:
-        self.bus = InMemorySubscriptionBus()
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self.legacy: weakref.WeakSet[Any] = weakref.WeakSet()  # clients' connections
-        self.tasks: set[asyncio.Task[None]] = set()
-
-    def remember(self, ctx: Any) -> None:
-        self.loop = asyncio.get_running_loop()
-        session = getattr(ctx, "session", None)
-        if session is not None and str(getattr(ctx, "protocol_version", "")) < "2026-07-28":
-            with contextlib.suppress(TypeError):  # a connection that cannot be held weakly
-                self.legacy.add(_connection_of(session))
-
-    def __call__(self) -> None:
-        loop = self.loop
-        if loop is None or loop.is_closed():
-            return  # no client has come yet: the next tools/list is fresh anyway
-        loop.call_soon_threadsafe(self._start)
-
-    def _start(self) -> None:
-        task = asyncio.get_running_loop().create_task(self._announce())
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
-
-    async def _announce(self) -> None:
-        with contextlib.suppress(Exception):
-            await self.bus.publish(ToolsListChanged())
-        for connection in list(self.legacy):
-            with contextlib.suppress(Exception):
-                await connection.send_tool_list_changed()
-
-
-#: MCP's error code for a resource that does not exist.
-RESOURCE_NOT_FOUND = -32002
-_MAX_COMPLETIONS = 100
-
-
-@attrs.define
-class _Upstream:
-    """An upstream MCP server the gateway fronts, as its clients see it: under the prefix
-    its tools are mounted with; its resources readable when its read tool is served."""
-
-    server: str
-    conn: Connection
-    prefix: str = ""
-    read_tool: str | None = None
-
-
-class _Catalogue:
-    """The resources and prompts a gateway serves: the application's own, then those of
-    every upstream server with a tool in the gateway's ``tools/list`` (a server a policy
-    hides is hidden whole). Upstream resources keep their URIs (a link in a result must
-    still resolve); upstream prompts are named with the server's tool prefix."""
-
-    def __init__(
-        self,
-        resources: list[Resource],
-        prompts: list[Prompt],
-        tools: Toolset,
-        plugins: PluginHost,
-        context: HookContext,
-        announcer: _Announcer,
-    ) -> None:
-        self._announcer = announcer
-        # A bound method is made anew at each access: keep one, for the weak registry.
-        self.updated = self._updated
-        self.own_static = {r.uri: r for r in resources if not r.is_template}
-        self.own_templates = [r for r in resources if r.is_template]
-        self.own_prompts = {p.name: p for p in prompts}
-        self._tools, self._plugins, self._context = tools, plugins, context
-        self._uri_owner: dict[str, str] = {}  # upstream resource URI -> server
-        self._templates: list[tuple[Any, str]] = []  # (UriTemplate, server)
-        self._prompt_owner: dict[str, tuple[str, str]] = {}  # name -> (server, its name)
-        self._subscribed: dict[str, weakref.WeakSet[Any]] = {}
-
-    def upstreams(self) -> dict[str, _Upstream]:
-        turn = resolve_turn(
-            self._tools,
-            hooks=self._plugins.hook_sets(),
-            context=self._context,
-            plugins=self._plugins,
-        )
-        found: dict[str, _Upstream] = {}
-        for rt in turn.tools:
-            source = rt.tool.metadata.source or ""
-            if not source.startswith("mcp:"):
-                continue
-            server = source[4:]
-            conn = connection_named(server)
-            if conn is None:
-                continue
-            up = found.setdefault(server, _Upstream(server, conn))
-            own = rt.tool.origin.name  # as the server named it, before any prefix
-            prefix = rt.name[: -len(own)] if rt.name.endswith(own) else ""
-            if len(prefix) > len(up.prefix):
-                up.prefix = prefix
-            if getattr(rt.tool.origin.fn, "toolwire_mcp_reads", None) is conn:
-                up.read_tool = rt.name
-        return found
-
-    async def _each(self, what: str, only_readable: bool) -> list[tuple[_Upstream, Any]]:
-        out: list[tuple[_Upstream, Any]] = []
-        for up in self.upstreams().values():
-            if only_readable and up.read_tool is None:
-                continue
-            try:
-                items = await up.conn.listing(what)
-            except MCPCallError as exc:  # one server failing leaves the others listed
-                logger.warning("%s", exc)
-                continue
-            out.extend((up, item) for item in items)
-        return out
-
-    async def resources(self) -> list[types.Resource]:
-        listed = [r.listed() for r in self.own_static.values()]
-        seen = set(self.own_static)
-        owners: dict[str, str] = {}
-        for up, item in await self._each("resources", True):
-            uri = str(item.uri)
-            if uri in seen:
-                continue
-            seen.add(uri)
-            owners[uri] = up.server
-            listed.append(item.model_copy(update={"name": _named(up.prefix, item.name)}))
-        self._uri_owner = owners
-        return listed
-
-    async def templates(self) -> list[types.ResourceTemplate]:
-        listed = [r.listed_template() for r in self.own_templates]
-        kept: list[tuple[Any, str]] = []
-        for up, item in await self._each("templates", True):
-            try:
-                kept.append((_parse_template(str(item.uri_template)), up.server))
-            except ValueError:
-                continue  # a template we cannot match cannot route a read
-            listed.append(item.model_copy(update={"name": _named(up.prefix, item.name)}))
-        self._templates = kept
-        return listed
-
-    def own_resource(self, uri: str) -> tuple[Resource, dict[str, Any]] | None:
-        static = self.own_static.get(uri)
-        if static is not None:
-            return static, {}
-        for r in self.own_templates:
-            parts = r.match(uri)
-            if parts is not None:
-                return r, parts
-        return None
-
-    async def upstream_of(self, uri: str) -> _Upstream | None:
-        ups = self.upstreams()
-        for attempt in range(2):
-            server = self._uri_owner.get(uri)
-            if server is None:
-                server = next((s for t, s in self._templates if t.match(uri) is not None), None)
-            if server is not None and server in ups:
-                return ups[server]
-            if attempt == 0:  # not seen yet: list again, once
-                await self.resources()
-                await self.templates()
-        return None
-
-    async def prompts(self) -> list[types.Prompt]:
-        listed = [p.listed() for p in self.own_prompts.values()]
-        owners: dict[str, tuple[str, str]] = {}
-        for up, item in await self._each("prompts", False):
-            name = _named(up.prefix, item.name)
-            if name in self.own_prompts or name in owners:
-                continue
-            owners[name] = (up.server, item.name)
-            listed.append(item.model_copy(update={"name": name}))
-        self._prompt_owner = owners
-        return listed
-
-    async def upstream_prompt(self, name: str) -> tuple[_Upstream, str] | None:
-        if name not in self._prompt_owner:
-            await self.prompts()
-        found = self._prompt_owner.get(name)
-        ups = self.upstreams()
-        if found is None or found[0] not in ups:
-            return None
-        return ups[found[0]], found[1]
-
-    async def complete(self, params: types.CompleteRequestParams) -> types.CompleteResult:
-        ref, argument = params.ref, params.argument
-        typed = str(argument.value or "")
-        context = dict(params.context.arguments or {}) if params.context else None
-        if isinstance(ref, types.PromptReference):
-            own = self.own_prompts.get(ref.name)
-            if own is not None:
-                values = [v for v in own.choices.get(argument.name, ()) if v.startswith(typed)]
-                return _completion(values)
-            found = await self.upstream_prompt(ref.name)
-            if found is not None:
-                up, original = found
-                with contextlib.suppress(MCPCallError):
-                    return await up.conn.complete(
-                        types.PromptReference(type="ref/prompt", name=original),
-                        {"name": argument.name, "value": typed},
-                        context,
-                    )
-        elif isinstance(ref, types.ResourceTemplateReference):
-            uri = str(ref.uri)
-            if not any(r.uri == uri for r in self.own_templates):
-                if not self._templates:
-                    await self.templates()
-                owner = next(
-                    (s for t, s in self._templates if str(getattr(t, "template", "")) == uri),
-                    None,
-                )
-                ups = self.upstreams()
-                if owner in ups:
-                    with contextlib.suppress(MCPCallError):
-                        return await ups[owner].conn.complete(
-                            ref, {"name": argument.name, "value": typed}, context
-                        )
-        return _completion([])
-
-    async def subscribe(self, ctx: Any, uri: str, on: bool) -> None:
-        """Remember (or forget) the client's interest in ``uri``; an upstream server's
-        resource is subscribed to (or not) upstream while anyone here wants it."""
-        try:
-            connection = _connection_of(ctx.session)
-        except AttributeError:
-            connection = None
-        watchers = self._subscribed.setdefault(uri, weakref.WeakSet())
-        with contextlib.suppress(TypeError):
-            if on and connection is not None:
-                watchers.add(connection)
-            elif connection is not None:
-                watchers.discard(connection)
-        if uri in self.own_static or self.own_resource(uri) is not None:
-            return
-        up = await self.upstream_of(uri)
-        if up is None:
-            if on:
-                raise MCPError(RESOURCE_NOT_FOUND, f"no resource {uri!r}")
-            return
-        if not on and watchers:
-            return  # another client still wants it
-        try:
-            await up.conn.subscribe(uri, on)
-        except MCPCallError as exc:
-            logger.info("%s", exc)  # a server that cannot subscribe: nothing to relay
-
-    def _updated(self, server: str, uri: str) -> None:
-        """An upstream server's resource changed: tell this gateway's subscribers (on the
-        loop serving them), if the server is one this gateway fronts."""
-        loop = self._announcer.loop
-        if uri not in self._subscribed or loop is None or loop.is_closed():
-            return
-        loop.call_soon_threadsafe(self._announce_update, server, uri)
-
-    def _announce_update(self, server: str, uri: str) -> None:
-        if not self._subscribed.get(uri) or server not in self.upstreams():
-            return
-
-        async def send() -> None:
-            with contextlib.suppress(Exception):
-                await self._announcer.bus.publish(ResourceUpdated(uri))
-            for connection in list(self._subscribed.get(uri, ())):
-                with contextlib.suppress(Exception):
-                    await connection.send_resource_updated(uri)
-
-        task = asyncio.get_running_loop().create_task(send())
-        self._announcer.tasks.add(task)
-        task.add_done_callback(self._announcer.tasks.discard)
-
-
-def _parse_template(text: str) -> Any:
-    from mcp.shared.uri_template import UriTemplate
-
-    return UriTemplate.parse(text)
-
-
-def _named(prefix: str, name: str) -> str:
-    return name if not prefix or name.startswith(prefix) else f"{prefix}{name}"
-
-
-def _completion(values: list[str]) -> types.CompleteResult:
-    return types.CompleteResult(
-        completion=types.Completion(
-            values=values[:_MAX_COMPLETIONS],
-            total=len(values),
-            has_more=len(values) > _MAX_COMPLETIONS,
-        )
-    )
-
-
 def _said(result: types.CallToolResult) -> str:
     return " ".join(b.text for b in result.content if isinstance(b, types.TextContent))
-
-
-def _connection_of(session: Any) -> Any:
-    """The client connection a (per-request) session belongs to: where a level set by
-    ``logging/setLevel`` lives."""
-    return getattr(session, "_connection", session)
 
 
 def _warn_sync_policies(host: PluginHost) -> None:
