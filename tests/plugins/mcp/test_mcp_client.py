@@ -214,7 +214,7 @@ def test_the_same_tool_name_on_two_servers_under_prefixes(stdio_spec: Any, tmp_p
 
 
 def test_one_connection_per_server_is_shared(stdio_spec: Any, tmp_path: Path) -> None:
-    from toolwire_mcp._connection import connection_for
+    from toolwire_mcp._registry import connection_for
 
     spec = stdio_spec()
     first = mcp_toolset("srv", spec)
@@ -279,7 +279,7 @@ def _aexecutor(ts: tw.Toolset) -> tw.Executor:
 def test_connected_serves_calls_on_the_callers_loop_and_closes_at_the_end(
     stdio_spec: Any, tmp_path: Path
 ) -> None:
-    from toolwire_mcp._connection import connection_for
+    from toolwire_mcp._registry import connection_for
 
     pidfile = tmp_path / "pid"
     spec = stdio_spec(MCP_PIDFILE=str(pidfile))
@@ -315,7 +315,7 @@ def test_connected_serves_calls_on_the_callers_loop_and_closes_at_the_end(
 
 
 def test_connected_blocks_nest_and_name_their_servers(stdio_spec: Any) -> None:
-    from toolwire_mcp._connection import connection_for
+    from toolwire_mcp._registry import connection_for
 
     spec = stdio_spec()
     ts = mcp_toolset("srv", spec)

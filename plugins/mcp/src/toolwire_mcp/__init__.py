@@ -39,7 +39,7 @@ if TYPE_CHECKING:
         trust_file,
         untrust_file,
     )
-    from toolwire_mcp._connection import MCPCallError, MCPConnectError, close_all, connected
+    from toolwire_mcp._connection import MCPCallError, MCPConnectError
     from toolwire_mcp._elicit import (
         ElicitationRequest,
         elicitation_handler,
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
         token_path,
     )
     from toolwire_mcp._progress import ProgressEvent, progress_handler, set_progress_handler
+    from toolwire_mcp._registry import close_all, connected
     from toolwire_mcp._served import Prompt, Resource, prompt, resource
     from toolwire_mcp._server import Elicited, MCPCallContext, build_server, serve_mcp
     from toolwire_mcp._toolset import MCPToolError, mcp_toolset, metadata_for
@@ -91,8 +92,8 @@ _LAZY = {
     "prompt": "toolwire_mcp._served",
     "resource": "toolwire_mcp._served",
     "build_server": "toolwire_mcp._server",
-    "close_all": "toolwire_mcp._connection",
-    "connected": "toolwire_mcp._connection",
+    "close_all": "toolwire_mcp._registry",
+    "connected": "toolwire_mcp._registry",
     "config_paths": "toolwire_mcp._config",
     "load_config": "toolwire_mcp._config",
     "load_config_report": "toolwire_mcp._config",

@@ -22,14 +22,12 @@ A stdio server's stderr goes to the ``toolwire.mcp.<server>`` logger, a line at 
 from __future__ import annotations
 
 import asyncio
-import atexit
 import concurrent.futures
 import contextlib
 import contextvars
 import json
 import logging
 import os
-import threading
 import time
 import warnings
 import weakref
@@ -44,22 +42,16 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, ResourceUpdated
 from mcp.shared.exceptions import MCPDeprecationWarning
 
-from toolwire.exceptions import ToolwireError, UsageError
+from toolwire.exceptions import ToolwireError
 from toolwire_mcp._bounded_http import BoundedTransport
 from toolwire_mcp._client_features import answer_sampling, offers_sampling, roots
 from toolwire_mcp._config import ServerSpec
 from toolwire_mcp._elicit import ElicitationRequest, answer, approval_asked
+from toolwire_mcp._loop import LOOP, LinkOnLoop, on_this_loop
 from toolwire_mcp._progress import CALL_ASKER, CALL_PROGRESS, ProgressEvent, report
-from toolwire_mcp._stdio import bounded_stdio_client
+from toolwire_mcp._stdio import MAX_STDERR_LINE, StderrPipe, bounded_stdio_client
 
-__all__ = [
-    "Connection",
-    "MCPCallError",
-    "MCPConnectError",
-    "close_all",
-    "connected",
-    "connection_for",
-]
+__all__ = ["RESOURCE_LISTENERS", "Connection", "MCPCallError", "MCPConnectError"]
 
 logger = logging.getLogger("toolwire.mcp")
 
@@ -70,7 +62,6 @@ Relay = Callable[[float, float | None, str | None], Awaitable[None]]
 Asker = Any
 _MAX_PAGES = 200  # tools/list pages; a server that pages forever is a broken server
 _MAX_TOOLS = 10_000
-_MAX_STDERR_LINE = 8192
 _CLOSE_TIMEOUT = 5.0
 _IDLE_CHECK = 5.0  # seconds without a call after which the next call pings first
 _PING_TIMEOUT = 5.0
@@ -114,59 +105,11 @@ def _describe(exc: BaseException) -> str:
     return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
 
 
-# -- the loop thread ----------------------------------------------------------------------
-
-
-class _LoopThread:
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-
-    def loop(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._loop is None or self._loop.is_closed():
-                loop = asyncio.new_event_loop()
-                thread = threading.Thread(target=loop.run_forever, name="toolwire-mcp", daemon=True)
-                thread.start()
-                self._loop = loop
-            return self._loop
-
-    def submit(self, coro: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop())
-
-    def running(self) -> asyncio.AbstractEventLoop | None:
-        return self._loop
-
-
-_LOOP = _LoopThread()
-
-
-# -- stderr of stdio servers --------------------------------------------------------------
-
-
-class _StderrPipe:
-    """A pipe for a stdio server's stderr; a thread logs what comes out, line by line."""
-
-    def __init__(self, server: str) -> None:
-        read_fd, write_fd = os.pipe()
-        self.writer = os.fdopen(write_fd, "w")
-        self._reader = os.fdopen(read_fd, "rb")
-        self._log = logging.getLogger(f"toolwire.mcp.{server}")
-        threading.Thread(
-            target=self._pump, name=f"toolwire-mcp-stderr-{server}", daemon=True
-        ).start()
-
-    def _pump(self) -> None:
-        with self._reader:
-            while True:
-                line = self._reader.readline(_MAX_STDERR_LINE)
-                if not line:
-                    return
-                self._log.info("%s", line.decode("utf-8", "replace").rstrip())
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.writer.close()
+#: Set once the process exits: no connection opens after that.
+_EXITING = [False]
+#: Told ``(server, uri)`` when a server says a subscribed resource changed (a gateway
+#: passes it on to its own subscribers). Held weakly: as long as their owner holds them.
+RESOURCE_LISTENERS: weakref.WeakSet[Callable[[str, str], None]] = weakref.WeakSet()
 
 
 # -- one connection -----------------------------------------------------------------------
@@ -231,7 +174,7 @@ class Connection:
                 env=dict(spec.env) or None,
                 cwd=spec.cwd,
             )
-            pipe = _StderrPipe(spec.name)
+            pipe = StderrPipe(spec.name)
             try:
                 closing = self._closing  # this connection's: a later one has its own
                 async with bounded_stdio_client(
@@ -330,9 +273,7 @@ class Connection:
         text = data if isinstance(data, str) else json.dumps(data, default=str)
         if params.logger:
             text = f"[{str(params.logger)[:64]}] {text}"
-        logging.getLogger(f"toolwire.mcp.{self.spec.name}").log(
-            level, "%s", text[:_MAX_STDERR_LINE]
-        )
+        logging.getLogger(f"toolwire.mcp.{self.spec.name}").log(level, "%s", text[:MAX_STDERR_LINE])
 
     async def _on_elicit(self, context: Any, params: Any) -> types.ElicitResult:
         """A server's ``elicitation/create``: answered by the application's handler
@@ -804,14 +745,14 @@ class Connection:
     # -- the API for any thread or loop --------------------------------------------------------
 
     def _submit(self, coro: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
-        return _LOOP.submit(coro)
+        return LOOP.submit(coro)
 
     async def _routed(self, op: Callable[[Connection], Coroutine[Any, Any, _T]]) -> _T:
         """``op`` on the connection that serves async callers now: the connected() block's
         (directly when called from its loop), else the loop thread's."""
         local = self._local
         if local is None:
-            return await asyncio.wrap_future(_LOOP.submit(op(self)))
+            return await asyncio.wrap_future(LOOP.submit(op(self)))
         home = local._home
         assert home is not None
         if home is asyncio.get_running_loop():
@@ -827,7 +768,7 @@ class Connection:
             return _result(asyncio.run_coroutine_threadsafe(op(local), local._home), deadline)
         # No block, or a blocking call on the block's own loop (waiting there for that loop
         # would never end): the loop thread serves it, on a connection of its own.
-        return _result(_LOOP.submit(op(self)), deadline)
+        return _result(LOOP.submit(op(self)), deadline)
 
     def list_tools_sync(self) -> list[types.Tool]:
         """Every tool the server lists, following ``nextCursor``."""
@@ -849,8 +790,8 @@ class Connection:
             return await local._call(name, arguments, relay, asker)
         # Served from another loop: the gateway's relay and link belong to this one, and
         # are called back here.
-        relay = _on_this_loop(relay)
-        asker = _LinkOnLoop(asker) if asker is not None else None
+        relay = on_this_loop(relay)
+        asker = LinkOnLoop(asker) if asker is not None else None
         return await self._routed(lambda conn: conn._call(name, arguments, relay, asker))
 
     # resources, prompts, completion: the same routing as calls.
@@ -893,7 +834,7 @@ class Connection:
 
     def close(self) -> None:
         """Close the connection (a stdio server's process ends); the next use reopens it."""
-        if _LOOP.running() is None:
+        if LOOP.running() is None:
             return
         with contextlib.suppress(Exception):
             self._submit(self._stop()).result(_CLOSE_TIMEOUT * 2 + 1)
@@ -901,34 +842,6 @@ class Connection:
     def _deadline(self, *, pages: bool = False, call: bool = False) -> float:
         per = (self.spec.max_call_time if call else self.spec.timeout) + 1.0
         return self.spec.connect_timeout + (per * _MAX_PAGES if pages else per) + _CLOSE_TIMEOUT
-
-
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _on_this_loop(fn: _F | None) -> _F | None:
-    """``fn``, run on the current loop whichever loop awaits it."""
-    if fn is None:
-        return None
-    home = asyncio.get_running_loop()
-
-    async def hop(*args: Any) -> Any:
-        if asyncio.get_running_loop() is home:
-            return await fn(*args)
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(fn(*args), home))
-
-    return hop  # type: ignore[return-value]
-
-
-class _LinkOnLoop:
-    """A gateway's link to its client (``ask``, ``sample``, ``plugins``), its methods run
-    on the loop it was made on whichever loop calls them."""
-
-    def __init__(self, link: Any) -> None:
-        self._link = link
-        self.plugins = getattr(link, "plugins", None)
-        self.ask = _on_this_loop(link.ask)
-        self.sample = _on_this_loop(link.sample)
 
 
 #: The asker of the call this task is sending (see Connection._asker).
@@ -976,110 +889,3 @@ def _result(future: concurrent.futures.Future[_T], deadline: float) -> _T:
     except concurrent.futures.TimeoutError:
         future.cancel()
         raise MCPCallError("the MCP connection did not answer in time") from None
-
-
-# -- the registry -------------------------------------------------------------------------
-
-_CONNECTIONS: dict[tuple[Any, ...], Connection] = {}
-#: Told ``(server, uri)`` when a server says a subscribed resource changed (a gateway
-#: passes it on to its own subscribers). Held weakly: as long as their owner holds them.
-RESOURCE_LISTENERS: weakref.WeakSet[Callable[[str, str], None]] = weakref.WeakSet()
-
-_REGISTRY_LOCK = threading.Lock()
-
-
-def connection_for(spec: ServerSpec) -> Connection:
-    """The process's connection to ``spec``'s server (one per server, shared)."""
-    key = spec.identity()
-    with _REGISTRY_LOCK:
-        conn = _CONNECTIONS.get(key)
-        if conn is None:
-            conn = _CONNECTIONS[key] = Connection(spec)
-        return conn
-
-
-def close_all() -> None:
-    """Close every connection (registered with atexit: no stdio server outlives us)."""
-    with _REGISTRY_LOCK:
-        conns = list(_CONNECTIONS.values())
-    for conn in conns:
-        conn.close()
-
-
-@contextlib.asynccontextmanager
-async def connected(*servers: str) -> AsyncIterator[None]:
-    """Serve MCP servers from the running event loop for the block, as the SDK's own
-    ``async with Client(...)`` does: a call made on this loop goes straight to the
-    connection, with no hop to the loop thread (the hop costs about 0.1 ms per call).
-
-    ``servers`` names the servers (``mcp_toolset`` names, config keys); by default, every
-    server this process has a connection to. Each one's connection on the loop thread is
-    closed on entry (one connection per server), the server is connected here on first
-    use, and the block's end closes it; later calls go back to the loop thread. Calls
-    from other threads or loops during the block hop to this loop, so it must keep
-    running; a blocking call made on this loop's own thread (``list_tools_sync``, a sync
-    ``Executor.execute``) is served by the loop thread instead. Blocks nest on one loop;
-    a server cannot be held by two loops' blocks at once (UsageError).
-    """
-    loop = asyncio.get_running_loop()
-    with _REGISTRY_LOCK:
-        known = list(_CONNECTIONS.values())
-    if servers:
-        names = {conn.spec.name for conn in known}
-        missing = [s for s in servers if s not in names]
-        if missing:
-            raise UsageError(
-                f"connected(): no MCP server named {', '.join(map(repr, missing))}; "
-                f"known: {', '.join(sorted(names)) or 'none'}"
-            )
-        known = [conn for conn in known if conn.spec.name in servers]
-    bound: list[Connection] = []
-    try:
-        with _REGISTRY_LOCK:  # two loops entering blocks at once: one holds each server
-            for conn in known:
-                held = conn._local
-                if held is not None:
-                    if held._home is loop:
-                        continue  # an enclosing block on this loop holds it, and closes it
-                    raise UsageError(
-                        f"MCP server `{conn.spec.name}` is held by a connected() block on "
-                        f"another event loop"
-                    )
-                local = Connection(conn.spec)
-                local._home = loop
-                local._listeners = conn._listeners  # list_changed reaches the same toolsets
-                local.refresh_on_connect = conn.refresh_on_connect
-                conn._local = local
-                bound.append(conn)
-        for conn in bound:
-            if conn.is_open:
-                await asyncio.wrap_future(_LOOP.submit(conn._stop()))
-        yield
-    finally:
-        for conn in bound:
-            mine, conn._local = conn._local, None
-            if mine is not None:
-                mine._retired = True
-                await mine._stop()
-
-
-#: Set once the process exits: no connection opens after that.
-_EXITING = [False]
-
-
-#: Called at exit, after no connection may open and before the open ones close: work
-#: that needs them for a moment more (a toolset's refresh of its cached tool list).
-BEFORE_CLOSE: list[Callable[[], None]] = []
-
-
-def _at_exit() -> None:
-    _EXITING[0] = True
-    for finish in BEFORE_CLOSE:
-        try:
-            finish()
-        except Exception:  # exit goes on: the connections must close
-            logger.debug("an exit step failed", exc_info=True)
-    close_all()
-
-
-atexit.register(_at_exit)

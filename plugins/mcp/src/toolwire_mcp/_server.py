@@ -80,10 +80,11 @@ from toolwire_mcp._approve import (
 from toolwire_mcp._auth import CURRENT_PRINCIPAL, guarded, load_tokens, principal_of
 from toolwire_mcp._catalogue import RESOURCE_NOT_FOUND, Announcer, Catalogue, connection_of
 from toolwire_mcp._client_features import relay_sampling
-from toolwire_mcp._connection import RESOURCE_LISTENERS, MCPCallError, close_all
+from toolwire_mcp._connection import RESOURCE_LISTENERS, MCPCallError
 from toolwire_mcp._content import content_block, restore_structured
 from toolwire_mcp._jwt import OAuthResource, load_oauth
 from toolwire_mcp._progress import CALL_ASKER, CALL_PROGRESS
+from toolwire_mcp._registry import close_all
 from toolwire_mcp._served import Prompt, Resource, check_served
 from toolwire_mcp._toolset import RAW_READS, on_toolsets_changed
 
@@ -780,7 +781,7 @@ def serve_mcp(
 
     import anyio
 
-    from toolwire_mcp._connection import connected
+    from toolwire_mcp._registry import connected
 
     if transport == "stdio" and (tokens_file is not None or oauth is not None or token_env):
         # The client that starts a stdio server is its only caller: there is no request

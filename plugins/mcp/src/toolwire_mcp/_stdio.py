@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import subprocess
+import threading
 from collections.abc import AsyncIterator, Callable
 from typing import IO, Any
 
@@ -27,7 +29,9 @@ from mcp.shared.message import SessionMessage
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
+    "MAX_STDERR_LINE",
     "MessageTooLargeError",
+    "StderrPipe",
     "bounded_stdin",
     "bounded_stdio_client",
 ]
@@ -234,3 +238,34 @@ async def bounded_stdin(max_bytes: int = MAX_MESSAGE_BYTES) -> AsyncIterator[Any
             os.dup2(private, 0)
         # Not closed: a worker thread may still be blocked reading it (the SDK keeps its
         # duplicate open for the same reason).
+
+
+# -- stderr of stdio servers --------------------------------------------------------------
+
+#: The longest line of a server's stderr (or log message) logged; the rest is cut.
+MAX_STDERR_LINE = 8192
+
+
+class StderrPipe:
+    """A pipe for a stdio server's stderr; a thread logs what comes out, line by line."""
+
+    def __init__(self, server: str) -> None:
+        read_fd, write_fd = os.pipe()
+        self.writer = os.fdopen(write_fd, "w")
+        self._reader = os.fdopen(read_fd, "rb")
+        self._log = logging.getLogger(f"toolwire.mcp.{server}")
+        threading.Thread(
+            target=self._pump, name=f"toolwire-mcp-stderr-{server}", daemon=True
+        ).start()
+
+    def _pump(self) -> None:
+        with self._reader:
+            while True:
+                line = self._reader.readline(MAX_STDERR_LINE)
+                if not line:
+                    return
+                self._log.info("%s", line.decode("utf-8", "replace").rstrip())
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.writer.close()

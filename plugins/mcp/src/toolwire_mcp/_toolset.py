@@ -25,14 +25,7 @@ from toolwire import Capability, Tool, ToolEffect, ToolMetadata, Toolset, raw_to
 from toolwire.exceptions import ToolDefinitionError, ToolwireError
 from toolwire.media import Part
 from toolwire_mcp._config import ServerSpec, spec_from_entry
-from toolwire_mcp._connection import (
-    _EXITING,
-    _LOOP,
-    BEFORE_CLOSE,
-    Connection,
-    MCPCallError,
-    connection_for,
-)
+from toolwire_mcp._connection import _EXITING, Connection, MCPCallError
 from toolwire_mcp._content import (
     contents_output,
     result_output,
@@ -40,7 +33,9 @@ from toolwire_mcp._content import (
     structured_output,
 )
 from toolwire_mcp._listcache import Listing, load_listing, store_listing
+from toolwire_mcp._loop import LOOP
 from toolwire_mcp._names import local_names
+from toolwire_mcp._registry import BEFORE_CLOSE, connection_for
 
 __all__ = ["MCPToolError", "mcp_toolset", "metadata_for", "tools_from"]
 
@@ -54,7 +49,7 @@ _EXIT_WAIT = 3.0
 def _finish_refreshes() -> None:
     """At exit: let the refreshes running on the loop thread finish (bounded), so the
     cache holds what the server said rather than what it was started from."""
-    loop = _LOOP.running()
+    loop = LOOP.running()
     tasks = [t for t in _REFRESHING if not t.done() and t.get_loop() is loop]
     if loop is None or not tasks or not loop.is_running():
         return
