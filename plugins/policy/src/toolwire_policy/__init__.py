@@ -6,6 +6,13 @@ plugin (entry point ``policy`` in ``toolwire.policies``) loads the file named
 by ``TOOLWIRE_POLICY``; :class:`PolicyPlugin` and :class:`Policy` use one from code.
 """
 
+from toolwire_policy._approval import (
+    APPROVAL_REASON,
+    APPROVED,
+    APPROVER,
+    Verdict,
+    approval_key,
+)
 from toolwire_policy._audit import (
     GENESIS,
     AuditLog,
@@ -31,16 +38,7 @@ from toolwire_policy._config import (
     read_policy_file,
 )
 from toolwire_policy._plugin import PolicyPlugin
-from toolwire_policy._policy import (
-    APPROVAL_REASON,
-    APPROVED,
-    APPROVER,
-    REDACTED,
-    Policy,
-    Verdict,
-    approval_key,
-    call_arguments,
-)
+from toolwire_policy._policy import REDACTED, Policy, call_arguments
 
 __version__ = "0.1.0"
 

@@ -1,4 +1,5 @@
-"""The compiled policy: matching, constraints, approval, redaction and auditing."""
+"""The compiled policy: matching, constraints, quotas, redaction and auditing; approval is
+``_approval``'s."""
 
 from __future__ import annotations
 
@@ -16,15 +17,12 @@ import time
 from collections.abc import (
     Awaitable,
     Callable,
-    Container,
-    Coroutine,
-    Generator,
     Iterable,
     Iterator,
     Mapping,
 )
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 import attrs
 import pydantic_core
@@ -39,11 +37,17 @@ from toolwire import (
     ToolDecision,
     ToolResult,
     TypedCall,
-    call_fingerprint,
 )
 from toolwire.adapters import AuditEvent
 from toolwire.media import Audio, File, Image
 from toolwire.media import Text as MediaText
+from toolwire_policy._approval import (
+    ALLOW,
+    APPROVAL_REASON,
+    Deferred,
+    Verdict,
+    ask_approval,
+)
 from toolwire_policy._audit import AuditLog, fingerprint, utc_now
 from toolwire_policy._config import (
     PLUGIN_NAME,
@@ -56,29 +60,11 @@ from toolwire_policy._config import (
 )
 from toolwire_policy._quotas import MemoryStore, QuotaStore, RedisStore, StoreError, Want
 
-__all__ = [
-    "APPROVED",
-    "APPROVER",
-    "APPROVAL_REASON",
-    "REDACTED",
-    "Policy",
-    "Verdict",
-    "approval_key",
-    "call_arguments",
-    "revealed_arguments",
-]
+__all__ = ["REDACTED", "Policy", "call_arguments", "revealed_arguments"]
 
 logger = logging.getLogger("toolwire.policy")
 
-T = TypeVar("T")
-
 REDACTED = "[REDACTED]"
-#: ``HookContext.extra[APPROVER]``: ``approver(call, reason) -> bool`` (or an awaitable bool).
-APPROVER = "toolwire.approver"
-#: ``HookContext.extra[APPROVED]``: a container of :func:`approval_key` values already approved.
-APPROVED = "toolwire.approved"
-#: Every approval rejection reason starts with this.
-APPROVAL_REASON = "requires approval"
 
 
 def _globs(patterns: Iterable[str], *, fold: bool = False) -> re.Pattern[str] | None:
@@ -119,20 +105,6 @@ def call_arguments(call: TypedCall[Any]) -> dict[str, Any]:
     return value if isinstance(value, dict) else {"input": value}
 
 
-def approval_key(call: TypedCall[Any]) -> str:
-    """What approves exactly this call, once: a fingerprint of its tool name and its
-    effective input, secrets included by a digest of their real value.
-
-    Put it in ``HookContext.extra["toolwire.approved"]`` (a mutable set or list) and
-    the next call with the same tool and the same arguments is approved, and the key
-    is spent (removed): an approval runs one call. Any other arguments, another secret
-    value (two ``SecretStr`` passwords that both show as ``**********``) or a second
-    call are not approved. The same key as :func:`toolwire.call_fingerprint`, which the
-    executor's approvals are bound to; it is never written to the audit log.
-    """
-    return "sha256:" + call_fingerprint(call)
-
-
 def revealed_arguments(call: TypedCall[Any]) -> dict[str, Any]:
     """The call's effective arguments with every secret field's real value, for the
     argument constraints (never logged, never audited: :func:`call_arguments` is what the
@@ -159,37 +131,6 @@ def _reveal(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return [_reveal(v) for v in value]
     return value
-
-
-_SPEND_LOCK = threading.Lock()
-
-
-def _spend(approved: Any, key: str) -> bool | None:
-    """Take ``key`` out of the approved keys: True when it was there and is now spent,
-    False when it was not there, None when the container cannot be spent from."""
-    with _SPEND_LOCK:
-        if key not in approved:
-            return False
-        remove = getattr(approved, "remove", None)
-        if not callable(remove):
-            return None
-        try:
-            remove(key)
-        except (KeyError, ValueError):
-            return False
-        return True
-
-
-@attrs.frozen
-class Verdict:
-    """The policy's verdict on one call: ``allowed``, and why not (or how it was approved)."""
-
-    allowed: bool
-    reason: str = ""
-    approval: str | None = None  # "approved" (key in the approved set) or "approver"
-
-
-_ALLOW = Verdict(True)
 
 
 # Whom a rule is for: its subject and group globs compiled (None: every call).
@@ -542,10 +483,10 @@ class Policy:
                 return Verdict(False, broken)
         wants = self._wants(call.tool, context.principal) if self._quotas else ()
         if not wants or self._counted(call):
-            return _ALLOW if needs_approval is None else _approve(call, context, needs_approval)
+            return ALLOW if needs_approval is None else ask_approval(call, context, needs_approval)
         if not isinstance(self.quota_store, MemoryStore) and _in_event_loop():
             # A store across the network is asked off the event loop, with its deadline.
-            return _Deferred(lambda: self._take_then_approve(call, context, needs_approval, wants))
+            return Deferred(lambda: self._take_then_approve(call, context, needs_approval, wants))
         # In memory, or from sync code with no loop to hold up: asked here (the store's
         # requests have their deadline).
         over = self._take(call, wants)
@@ -572,11 +513,11 @@ class Policy:
         """Approval after the quotas were taken: a call the approver refuses gives them
         back (it never ran)."""
         if needs_approval is None:
-            return _ALLOW
-        verdict = _approve(call, context, needs_approval)
+            return ALLOW
+        verdict = ask_approval(call, context, needs_approval)
         if inspect.isawaitable(verdict):
             pending = verdict
-            return _Deferred(lambda: self._settle_later(call, pending))
+            return Deferred(lambda: self._settle_later(call, pending))
         return self._settle(call, verdict)
 
     async def _settle_later(self, call: TypedCall[Any], pending: Awaitable[Verdict]) -> Verdict:
@@ -696,7 +637,7 @@ class Policy:
         verdict = self.check(call, context)
         if inspect.isawaitable(verdict):
             pending = verdict
-            return _Deferred(lambda: self._decide_later(call, context, pending))
+            return Deferred(lambda: self._decide_later(call, context, pending))
         return self._conclude(call, context, verdict)
 
     async def _decide_later(
@@ -884,45 +825,6 @@ def _plain(value: Any) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
 
 
-def _approve(
-    call: TypedCall[Any], context: HookContext, reason: str
-) -> Verdict | Awaitable[Verdict]:
-    extra = context.extra
-    approved = extra.get(APPROVED)
-    if approved is not None:
-        if not isinstance(approved, Container):
-            return Verdict(
-                False,
-                f"{reason} (HookContext.extra[{APPROVED!r}] must be a set of approval keys, "
-                f"got {type(approved).__name__})",
-            )
-        spent = _spend(approved, approval_key(call))
-        if spent:
-            return Verdict(True, approval="approved")
-        if spent is None:
-            return Verdict(
-                False,
-                f"{reason} (HookContext.extra[{APPROVED!r}] must be a mutable set of approval "
-                f"keys, so each approval is spent once; got {type(approved).__name__})",
-            )
-    approver = extra.get(APPROVER)
-    if approver is None:
-        return Verdict(False, reason)
-    if not callable(approver):
-        return Verdict(False, f"{reason} (HookContext.extra[{APPROVER!r}] is not callable)")
-    if _is_async(approver):
-        # Called only when awaited: a caller that drops the awaitable (a sync
-        # pipeline) leaves no un-awaited coroutine behind.
-        return _Deferred(lambda: _ask_async(approver, call, reason))
-    try:
-        answer = approver(call, reason)
-    except Exception as exc:
-        return Verdict(False, f"{reason} (the approver failed: {type(exc).__name__}: {exc})")
-    if inspect.isawaitable(answer):
-        return _Deferred(lambda: _await_answer(answer, reason))
-    return _approval_verdict(answer, reason)
-
-
 def _in_event_loop() -> bool:
     try:
         asyncio.get_running_loop()
@@ -952,50 +854,6 @@ def _redis_store(config: QuotaStoreConfig, source: Path) -> QuotaStore:
         )
     except StoreError as exc:
         raise PolicyFileError(source, [("quota_store", str(exc))]) from None
-
-
-def _is_async(fn: Any) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None)  # noqa: B004  (an object with an async __call__)
-    )
-
-
-async def _ask_async(approver: Any, call: TypedCall[Any], reason: str) -> Verdict:
-    try:
-        value = await approver(call, reason)
-    except Exception as exc:
-        return Verdict(False, f"{reason} (the approver failed: {type(exc).__name__}: {exc})")
-    return _approval_verdict(value, reason)
-
-
-async def _await_answer(answer: Awaitable[Any], reason: str) -> Verdict:
-    try:
-        value = await answer
-    except Exception as exc:
-        return Verdict(False, f"{reason} (the approver failed: {type(exc).__name__}: {exc})")
-    return _approval_verdict(value, reason)
-
-
-class _Deferred(Generic[T]):
-    """An awaitable that starts its coroutine only when awaited."""
-
-    __slots__ = ("_start",)
-
-    def __init__(self, start: Callable[[], Coroutine[Any, Any, T]]) -> None:
-        self._start = start
-
-    def __await__(self) -> Generator[Any, None, T]:
-        return self._start().__await__()
-
-    def close(self) -> None:
-        """Nothing was started, so there is nothing to close (for callers that close awaitables)."""
-
-
-def _approval_verdict(answer: Any, reason: str) -> Verdict:
-    # Only True approves: a truthy non-bool is more likely a bug than a yes.
-    if answer is True:
-        return Verdict(True, approval="approver")
-    return Verdict(False, f"{reason}; the approver declined")
 
 
 def _strings(
