@@ -494,7 +494,7 @@ def test_a_hook_added_after_a_round_applies_to_the_next_round(toolset: tw.Toolse
 
 
 def test_a_set_extended_or_turned_guard_gets_a_new_chain(toolset: tw.Toolset) -> None:
-    from toolwire._hooks import chain_cache
+    from toolwire._decisions import chain_cache
 
     hooks = tw.HookSet("policy")
     hooks.on(None, lambda call: None)
@@ -511,11 +511,11 @@ def test_a_set_extended_or_turned_guard_gets_a_new_chain(toolset: tw.Toolset) ->
 
 
 def test_the_chain_cache_is_bounded() -> None:
-    from toolwire import _hooks
+    from toolwire import _decisions
 
-    for _ in range(_hooks._CHAINS_MAX + 10):
-        _hooks.chain_cache((tw.HookSet(),))
-    assert len(_hooks._CHAINS) <= _hooks._CHAINS_MAX
+    for _ in range(_decisions._CHAINS_MAX + 10):
+        _decisions.chain_cache((tw.HookSet(),))
+    assert len(_decisions._CHAINS) <= _decisions._CHAINS_MAX
 
 
 def test_a_round_without_a_context_shares_an_empty_read_only_one(toolset: tw.Toolset) -> None:

@@ -352,10 +352,10 @@ def test_a_chain_is_timed_as_a_whole_until_it_is_slow_then_hook_by_hook(
     # smallest budget kept every budget. One that took longer cannot say which hook was
     # slow: the call is refused (never let through) and the chain is then timed hook by
     # hook. The hooks move a fake clock instead of sleeping.
-    import toolwire._hooks as hooks_module
+    import toolwire._decisions as decisions_module
 
     now = [0.0]
-    monkeypatch.setattr(hooks_module, "_clock", lambda: now[0])
+    monkeypatch.setattr(decisions_module, "_clock", lambda: now[0])
     timed = PluginHost(autoload=False, strict=False, allow=None, deny=(), hook_timeout=1.0)
     takes = {"a": 0.0, "b": 0.0, "c": 0.0}
 
@@ -387,10 +387,10 @@ def test_a_chain_is_timed_as_a_whole_until_it_is_slow_then_hook_by_hook(
 
 
 def test_a_lone_slow_hook_in_the_fast_pass_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    import toolwire._hooks as hooks_module
+    import toolwire._decisions as decisions_module
 
     now = [0.0]
-    monkeypatch.setattr(hooks_module, "_clock", lambda: now[0])
+    monkeypatch.setattr(decisions_module, "_clock", lambda: now[0])
     timed = PluginHost(autoload=False, strict=False, allow=None, deny=(), hook_timeout=1.0)
 
     class Refuses:

@@ -23,6 +23,14 @@ from toolwire._calls import (
     sendable_json,
     sendable_text,
 )
+from toolwire._decisions import (
+    HookCache,
+    Outcome,
+    arun_hooks,
+    chain_cache,
+    run_hooks,
+    run_hooks_all,
+)
 from toolwire._decode import (
     InvalidArguments,
     ToolCallIssue,
@@ -43,18 +51,7 @@ from toolwire._errors import (
     UsageError,
 )
 from toolwire._exports import publish
-from toolwire._hooks import (
-    _EMPTY_CONTEXT,
-    AuditEvent,
-    HookCache,
-    HookContext,
-    HookSet,
-    Outcome,
-    arun_hooks,
-    chain_cache,
-    run_hooks,
-    run_hooks_all,
-)
+from toolwire._hooks import _EMPTY_CONTEXT, AuditEvent, HookContext, HookSet
 from toolwire._transcript import (
     AssistantMessage,
     Session,

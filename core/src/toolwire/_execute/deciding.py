@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from toolwire._calls import HandledCall, RejectedCall, TypedCall
+from toolwire._decisions import _async_pass, _guards_only, _hooks_cached, _reason_text, chain_cache
 from toolwire._execute.approval import (
     Allow,
     Approval,
@@ -23,16 +24,7 @@ from toolwire._execute.approval import (
     call_fingerprint,
 )
 from toolwire._execute.jobs import _errors_text, _Job, _maybe_await, _PreparedTool
-from toolwire._hooks import (
-    _EMPTY_CONTEXT,
-    HookContext,
-    HookSet,
-    _async_pass,
-    _guards_only,
-    _hooks_cached,
-    _reason_text,
-    chain_cache,
-)
+from toolwire._hooks import _EMPTY_CONTEXT, HookContext, HookSet
 from toolwire._round import ToolRound, ToolRoundPlan
 
 

@@ -32,6 +32,7 @@ from toolwire._calls import (
     rejection_content,
     rejection_reason,
 )
+from toolwire._decisions import arun_hooks
 from toolwire._errors import (
     ApprovalPendingError,
     EventLoopError,
@@ -87,13 +88,7 @@ from toolwire._execute.plans import (
 )
 from toolwire._execute.scheduling import _Scheduling
 from toolwire._exports import publish
-from toolwire._hooks import (
-    _EMPTY_CONTEXT,
-    HookContext,
-    HookSet,
-    Principal,
-    arun_hooks,
-)
+from toolwire._hooks import _EMPTY_CONTEXT, HookContext, HookSet, Principal
 from toolwire._metadata import Capability
 from toolwire._round import (
     ToolRound,
