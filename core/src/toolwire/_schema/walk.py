@@ -171,9 +171,13 @@ def map_subschemas(
     return out
 
 
+#: brief's encoder, made once (json.dumps with options makes one per call).
+_BRIEF_JSON = json.JSONEncoder(ensure_ascii=False, separators=(", ", ": "), default=str).encode
+
+
 def brief(value: Any, limit: int = 120) -> str:
     try:
-        text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "), default=str)
+        text = _BRIEF_JSON(value)
     except (TypeError, ValueError):
         text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -359,7 +363,10 @@ def safe_cleanup(root: dict[str, Any], changes: ChangeLog) -> dict[str, Any]:
 
 def check_refs(doc: Mapping[str, Any]) -> None:
     """Raise SchemaCompileError for any $ref that is not local or does not resolve."""
+    if _refs_resolve(doc):
+        return  # the common case, found without a pointer string per node
 
+    # Something is wrong: walk again with pointers, to name the first problem.
     def walk(node: Any, path: str) -> None:
         if isinstance(node, bool):
             return
@@ -373,6 +380,25 @@ def check_refs(doc: Mapping[str, Any]) -> None:
             walk(sub, pointer)
 
     walk(doc, "")
+
+
+def _refs_resolve(doc: Mapping[str, Any]) -> bool:
+    """True when check_refs has nothing to say about ``doc``: every subschema (in the same
+    positions) a mapping or a boolean, every $ref local and resolving."""
+    todo: list[Any] = [doc]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, bool):
+            continue
+        if not isinstance(node, MAPPING):
+            return False
+        if "$ref" in node:
+            try:
+                resolve_ref(doc, node["$ref"], "")
+            except SchemaCompileError:
+                return False
+        todo.extend(child_schemas(node))
+    return True
 
 
 publish(globals())
