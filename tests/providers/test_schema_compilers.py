@@ -740,6 +740,58 @@ def test_strict_nesting_limit() -> None:
     assert ok.strict is True
 
 
+@pytest.mark.parametrize(
+    ("schema", "limit", "levels"),
+    [
+        # The root entered again through "#": two object nodes, four levels deep.
+        (
+            {
+                "type": "object",
+                "properties": {"a": {"type": "object", "properties": {"a": {"$ref": "#"}}}},
+            },
+            2,
+            4,
+        ),
+        # A reference to a node that is not a definition, on the path to itself: two
+        # object nodes, three levels.
+        (
+            {
+                "type": "object",
+                "properties": {
+                    "x": {"type": "object", "properties": {"y": {"$ref": "#/properties/x"}}}
+                },
+            },
+            2,
+            3,
+        ),
+    ],
+)
+def test_strict_depth_is_walked_whenever_the_node_count_cannot_bound_it(
+    schema: dict[str, Any], limit: int, levels: int
+) -> None:
+    # The depth walk is skipped only when no path can be longer than the count of object
+    # nodes (every $ref names a root definition). Each schema here has no more object
+    # nodes than the limit and a path longer than it: only the walk finds it.
+    _, report = compile_openai_strict(schema, limits=OpenAIStrictLimits(max_depth=limit))
+    depth = [c.message for c in report.strict_blockers if "levels of object nesting" in c.message]
+    assert [m.split(" levels")[0] for m in depth] == [str(levels)]
+
+
+def test_strict_depth_through_definitions_is_bounded_without_the_walk() -> None:
+    # Definitions reached by reference, the deepest path within the count: within the
+    # limit when the count is, over it when the path is.
+    leaf = {"type": "object", "properties": {"v": {"type": "integer"}}}
+    schema = {
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/A"}, "b": {"$ref": "#/$defs/A"}},
+        "$defs": {"A": {"type": "object", "properties": {"l": {"$ref": "#/$defs/L"}}}, "L": leaf},
+    }
+    _, within = compile_openai_strict(schema, limits=OpenAIStrictLimits(max_depth=3))
+    assert within.strict is True, within.strict_blockers
+    _, over = compile_openai_strict(schema, limits=OpenAIStrictLimits(max_depth=2))
+    assert any("3 levels of object nesting" in c.message for c in over.strict_blockers)
+
+
 def test_strict_mode_is_checked() -> None:
     with pytest.raises(ValueError, match="strict_mode must be"):
         compile_openai_strict({"type": "object"}, strict_mode="yes")  # type: ignore[arg-type]
@@ -1021,6 +1073,29 @@ def test_uncompilable_schemas_raise_a_documented_error(schema: Any, message: str
     if "type" not in message and "false" not in message:
         with pytest.raises(SchemaCompileError, match=message):
             compile_gemini_json_schema(schema)
+
+
+def test_the_first_bad_reference_in_document_order_is_the_one_named() -> None:
+    # References are checked on a walk without pointers first; when it finds a problem,
+    # the walk with pointers names the first one, in every compiler (here: under `not`,
+    # which strict mode does not walk into, before a bad one under a later property).
+    schema = {
+        "type": "object",
+        "properties": {
+            "a": {"type": "string"},
+            "b": {"not": {"$ref": "#/$defs/Missing"}},
+            "c": {"$ref": "remote.json"},
+            "d": 7,
+        },
+    }
+    expected = "$ref '#/$defs/Missing' at #/properties/b/not does not resolve"
+    for compile_ in (compile_openai_strict, compile_gemini, compile_gemini_json_schema):
+        with pytest.raises(SchemaCompileError) as info:
+            compile_(schema)
+        assert str(info.value).startswith(expected), (compile_, info.value)
+    del schema["properties"]["b"]  # type: ignore[attr-defined]
+    with pytest.raises(SchemaCompileError, match=r"\$ref 'remote.json' at #/properties/c is not"):
+        compile_openai_strict(schema)
 
 
 def test_check_tools_reports_a_failed_tool_and_goes_on() -> None:

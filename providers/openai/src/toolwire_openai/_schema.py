@@ -365,11 +365,13 @@ class _Strict:
 
         for key in ("$defs", "definitions"):
             defs = node.get(key)
-            if isinstance(defs, _MAPPING):
+            if defs is not None and isinstance(defs, _MAPPING):
                 out[key] = {
                     name: self.node(sub, f"{path}/{key}/{_tok(name)}") for name, sub in defs.items()
                 }
-        if not any(k in out for k in ("type", "anyOf", "$ref", "enum", "const")):
+        if not (
+            "type" in out or "anyOf" in out or "$ref" in out or "enum" in out or "const" in out
+        ):
             self.warn(
                 path,
                 "untyped_schema",
@@ -411,12 +413,13 @@ class _Strict:
                     "nullable, so sending null means the same",
                 )
             else:
-                notes.append(f"default: {_brief(default)}")
+                shown = _brief(default)
+                notes.append(f"default: {shown}")
                 self.info(
                     path,
                     "dropped_default",
-                    f"default {_brief(default)} was moved into the description (strict mode "
-                    f"has no default keyword)",
+                    f"default {shown} was moved into the description (strict mode has no "
+                    f"default keyword)",
                 )
 
     def merge_all_of(self, node: dict[str, Any], path: str) -> dict[str, Any]:
@@ -564,7 +567,9 @@ def _strict_limits(
 ) -> None:
     n_props = 0
     n_enum = 0
+    n_objects = 0  # nodes _max_depth counts as a level: no path has more of them
     chars = 0
+    def_refs_only = True  # every $ref names the root or a definition, not a deeper node
     for key in ("$defs", "definitions"):
         defs = schema.get(key)
         if isinstance(defs, _MAPPING):
@@ -572,17 +577,21 @@ def _strict_limits(
 
     # Every node once, in document order (a stack, not recursion: no closure call per node).
     todo: list[Any] = [schema]
+    pop, extend = todo.pop, todo.extend
     while todo:
-        node = todo.pop()
-        if isinstance(node, list):
-            todo.extend(reversed(node))
-            continue
-        if not isinstance(node, _MAPPING):
-            continue
-        props = node.get("properties")
-        if isinstance(props, _MAPPING):
-            n_props += len(props)
-            chars += sum(map(len, props))
+        node = pop()
+        if type(node) is not dict:
+            if isinstance(node, list):
+                extend(reversed(node))
+                continue
+            if not isinstance(node, _MAPPING):
+                continue
+        if "properties" in node or node.get("type") == "object":
+            n_objects += 1
+            props = node.get("properties")
+            if isinstance(props, _MAPPING):
+                n_props += len(props)
+                chars += sum(map(len, props))
         enum = node.get("enum")
         if isinstance(enum, list):
             n_enum += len(enum)
@@ -600,8 +609,15 @@ def _strict_limits(
         const = node.get("const")
         if isinstance(const, str):
             chars += len(const)
-        todo.extend(reversed(_children(node)))
-    depth = _max_depth(schema)
+        ref = node.get("$ref")
+        if ref is not None and def_refs_only:
+            def_refs_only = _names_definition(ref)
+        extend(reversed(_children(node)))
+    # Along any path _max_depth follows, each level is a different node of the document
+    # (a definition already on the path counts nothing): when every reference names a
+    # definition, no path is longer than this count of levels, and the walk is skipped.
+    bounded = n_objects <= limits.max_depth and def_refs_only
+    depth = n_objects if bounded else _max_depth(schema)
     checks = (
         (n_props, limits.max_properties, "object properties in total"),
         (depth, limits.max_depth, "levels of object nesting"),
@@ -617,6 +633,18 @@ def _strict_limits(
                 f"{value} {what} exceeds OpenAI's strict-mode limit of {limit}; the request "
                 f"would be rejected: split the tool or simplify its input",
             )
+
+
+def _names_definition(ref: Any) -> bool:
+    """Whether ``ref`` is ``#/$defs/NAME`` (or ``#/definitions/NAME``): a node the limits
+    walk visits and _max_depth enters only through references. (``#`` is not: the root is
+    entered once without one, so a path can count its levels twice.)"""
+    if not isinstance(ref, str):
+        return False
+    for prefix in ("#/$defs/", "#/definitions/"):
+        if ref.startswith(prefix):
+            return "/" not in ref[len(prefix) :]
+    return False
 
 
 def _max_depth(doc: Mapping[str, Any]) -> int:
