@@ -15,6 +15,9 @@ _T = TypeVar("_T")
 
 
 class LoopThread:
+    """A background event loop on a daemon thread, started on first use (and again if it
+    was closed); ``submit`` runs a coroutine there from any thread."""
+
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
