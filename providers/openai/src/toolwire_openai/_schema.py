@@ -569,7 +569,7 @@ def _strict_limits(
     n_enum = 0
     n_objects = 0  # nodes _max_depth counts as a level: no path has more of them
     chars = 0
-    def_refs_only = True  # every $ref names the root or a definition, not a deeper node
+    def_refs_only = True  # every $ref names a definition of the root, no other node
     for key in ("$defs", "definitions"):
         defs = schema.get(key)
         if isinstance(defs, _MAPPING):
