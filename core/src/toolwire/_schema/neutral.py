@@ -15,7 +15,13 @@ from pydantic_core import CoreSchema, core_schema
 
 from toolwire._errors import ToolDefinitionError
 from toolwire._exports import publish
-from toolwire._schema.walk import map_subschemas
+from toolwire._schema.walk import (
+    MAPPING,
+    SUBSCHEMA_ANY_KEYWORDS,
+    SUBSCHEMA_KEYWORDS,
+    SUBSCHEMA_LIST_KEYWORDS,
+    SUBSCHEMA_MAP_KEYWORDS,
+)
 
 _NO_STRING = "(?!)"  # a pattern no string matches
 
@@ -81,8 +87,20 @@ def _clean(node: Any) -> Any:
         return [_clean(x) for x in node]
     if not isinstance(node, Mapping):
         return node
-    kept = {k: v for k, v in node.items() if not (k == "title" and isinstance(v, str))}
-    out = map_subschemas(kept, lambda sub, _: _clean(sub))
+    # map_subschemas' positions, without the pointer string it makes for each subschema.
+    out: dict[str, Any] = {}
+    for k, v in node.items():
+        if k not in SUBSCHEMA_ANY_KEYWORDS:
+            if not (k == "title" and isinstance(v, str)):
+                out[k] = v
+        elif k in SUBSCHEMA_MAP_KEYWORDS and isinstance(v, MAPPING):
+            out[k] = {name: _clean(sub) for name, sub in v.items()}
+        elif k in SUBSCHEMA_LIST_KEYWORDS and isinstance(v, list):
+            out[k] = [_clean(sub) for sub in v]
+        elif k in SUBSCHEMA_KEYWORDS:
+            out[k] = _clean(v)
+        else:
+            out[k] = v
     if (
         out.get("type") == "object"
         and "properties" not in out

@@ -38,6 +38,8 @@ SUBSCHEMA_LIST_KEYWORDS = frozenset({"anyOf", "oneOf", "allOf", "prefixItems"})
 SUBSCHEMA_MAP_KEYWORDS = frozenset(
     {"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"}
 )
+#: Every keyword that may hold subschemas: most keys of a node are none of them.
+SUBSCHEMA_ANY_KEYWORDS = SUBSCHEMA_KEYWORDS | SUBSCHEMA_LIST_KEYWORDS | SUBSCHEMA_MAP_KEYWORDS
 
 
 # -- keyword tables ------------------------------------------------------------------------
@@ -137,6 +139,8 @@ def child_schemas(node: Mapping[str, Any], *, definitions: bool = True) -> list[
     (what a traversal that follows ``$ref`` instead wants)."""
     out: list[Any] = []
     for key, value in node.items():
+        if key not in SUBSCHEMA_ANY_KEYWORDS:
+            continue
         if key in SUBSCHEMA_MAP_KEYWORDS and isinstance(value, MAPPING):
             if definitions or (key != "$defs" and key != "definitions"):
                 out.extend(value.values())
