@@ -974,3 +974,33 @@ def test_a_validator_runs_once_per_call_whichever_path_answers_it() -> None:
     assert [c.id for c in out.round.calls] == ["c0", "c2"]
     assert [i.call.id for i in out.round.issues] == ["c1", "c3"]
     assert _RUNS == [1, -2, 3, -4]
+
+
+def test_the_rounds_messages_made_without_attrs_init_are_the_ones_attrs_makes() -> None:
+    # assistant_message / results_message / NeedsTools skip attrs' frozen __init__ on the
+    # hot path; each sets every field by name. A field added to a class and not set there
+    # would be missing from the object (asdict raises): this test says so first.
+    import attrs
+
+    from toolwire._round import NeedsTools, _new, _set_round
+    from toolwire._transcript import (
+        AssistantMessage,
+        ToolResultsMessage,
+        assistant_message,
+        results_message,
+    )
+
+    calls = (tw.ToolCall("c1", "t", "{}"),)
+    usage = tw.Usage(input_tokens=3, output_tokens=4)
+    fast = assistant_message("hi", calls, {"a": {"b": 1}}, "m", usage)
+    slow = AssistantMessage("hi", calls, {"a": {"b": 1}}, "m", usage)
+    assert attrs.asdict(fast, recurse=False) == attrs.asdict(slow, recurse=False)
+    assert fast == slow
+    results = (tw.ToolResult("c1", "t", "{}", "ok"),)
+    assert attrs.asdict(results_message(results), recurse=False) == attrs.asdict(
+        ToolResultsMessage(results), recurse=False
+    )
+    rnd = needs_tools(tw.Session(id="s"), tw.resolve_turn(tw.Toolset("x")), ("c1", "t", "{}"))
+    needs = _new(NeedsTools)
+    _set_round(needs, rnd)
+    assert attrs.asdict(needs, recurse=False) == attrs.asdict(NeedsTools(rnd), recurse=False)
