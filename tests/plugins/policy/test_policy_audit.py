@@ -288,3 +288,95 @@ def test_a_policy_switched_off_writes_that_to_its_audit_log(make_policy: MakePol
         record["source"],
         record["call_id"],
     )
+
+
+# -- no record bricks the log (#40.1) ------------------------------------------------------
+
+BIG_AUDIT = """
+[audit]
+path = "audit.jsonl"
+results = false
+
+[[constraints]]
+tools = ["*"]
+max_length = 20000
+"""
+
+
+def test_a_megabyte_argument_does_not_stop_later_processes_from_auditing(
+    policy_file: Callable[[str], Path], call_of: CallOf
+) -> None:
+    # Attack (#40.1): a call with arguments over 1 MiB (rejected by max_length) became the
+    # log's last record, and every later process refused every call: "cannot write its
+    # audit log ... last line is over 1,048,576 bytes". One model reply bricked the tools.
+    from toolwire_policy import verify_log
+    from toolwire_policy._audit import MAX_RECORD
+
+    path = policy_file(BIG_AUDIT)
+    huge = "x" * (2 * 1024 * 1024)
+    first = Policy.from_file(path)
+    rejected = first.decide(call_of("write_notes", {"path": "a", "content": huge}, "c1"), CTX)
+    assert isinstance(rejected, Reject)
+    assert "cannot write its audit log" not in rejected.reason
+    later = Policy.from_file(path)  # a fresh log object: what the next process sees
+    assert later.decide(call_of("read_notes", {"path": "a"}, "c2"), CTX) is None
+    lines = (path.parent / "audit.jsonl").read_bytes().splitlines()
+    assert [True, True] == [len(line) <= MAX_RECORD for line in lines]
+    big = json.loads(lines[0])
+    assert {
+        "omitted": "over the audit log's record limit",
+        "sha256": hashlib.sha256(huge.encode()).hexdigest(),
+        "bytes": len(huge),
+    } == big["arguments"]["content"]
+    assert "a" == big["arguments"]["path"]
+    assert verify_log(path.parent / "audit.jsonl").ok
+
+
+def test_a_record_with_many_small_values_is_bounded_by_whole_fields(tmp_path: Path) -> None:
+    from toolwire_policy import verify_log
+    from toolwire_policy._audit import MAX_RECORD, AuditLog
+
+    log = AuditLog(tmp_path / "audit.jsonl")
+    many = [f"item {i}" for i in range(50_000)]
+    log.write({"event": "decision", "tool": "t", "arguments": {"items": many}})
+    [line] = (tmp_path / "audit.jsonl").read_bytes().splitlines()
+    record = json.loads(line)
+    assert len(line) <= MAX_RECORD
+    assert ("t", fingerprint({"items": many}).removeprefix("sha256:")) == (
+        record["tool"],
+        record["arguments"]["sha256"],
+    )
+    assert verify_log(tmp_path / "audit.jsonl").ok
+
+
+def test_a_log_whose_last_line_is_huge_still_takes_records(tmp_path: Path) -> None:
+    # A log written before records were bounded may end with a line of any length: the
+    # chain's head is found without reading it whole, and the chain goes on from it.
+    from toolwire_policy import verify_log
+    from toolwire_policy._audit import AuditLog
+
+    path = tmp_path / "audit.jsonl"
+    AuditLog(path).write({"event": "decision", "tool": "t"})
+    first = path.read_bytes().rstrip(b"\n")
+    prev = "sha256:" + hashlib.sha256(first).hexdigest()
+    record = {"seq": 2, "prev": prev, "event": "decision", "arguments": "y" * 3_000_000}
+    old = json.dumps(record, separators=(",", ":"))  # as the writer wrote it
+    with path.open("ab") as f:
+        f.write(old.encode() + b"\n")
+    AuditLog(path).write({"event": "decision", "tool": "after"})
+    records = [json.loads(line) for line in path.read_bytes().splitlines()]
+    assert [1, 2, 3] == [r["seq"] for r in records]
+    report = verify_log(path)
+    assert (True, 3) == (report.ok, report.records)
+
+
+def test_a_huge_last_line_that_is_no_record_starts_the_chain_after_it(tmp_path: Path) -> None:
+    from toolwire_policy._audit import AuditLog
+
+    path = tmp_path / "audit.jsonl"
+    junk = b"z" * 2_000_000
+    path.write_bytes(junk)  # no newline: a torn write
+    AuditLog(path).write({"event": "decision"})
+    lines = path.read_bytes().split(b"\n")
+    record = json.loads(lines[1])
+    assert (0 + 1, "sha256:" + hashlib.sha256(junk).hexdigest()) == (record["seq"], record["prev"])

@@ -8,6 +8,11 @@ shows as a log that does not start at 1. Cutting records off the end cannot be s
 the file alone: keep the head digest ``verify`` prints somewhere else (a ticket, another
 system's log) to anchor it. Appends take an exclusive lock on the file, so several
 processes writing one log keep one chain.
+
+Every record is bounded (:data:`MAX_RECORD` bytes): a value too large to keep (a model's
+megabyte argument) is written as its SHA-256 and size, never in full, so no call can
+write a record that a later writer or ``verify`` cannot read; and the chain's head is
+found at any line length, so a log written before that bound still takes records.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -23,6 +29,7 @@ from typing import Any
 
 __all__ = [
     "GENESIS",
+    "MAX_RECORD",
     "AuditLog",
     "ChainReport",
     "canonical_json",
@@ -34,8 +41,13 @@ __all__ = [
 
 #: The ``prev`` of a log's first record.
 GENESIS = "sha256:" + "0" * 64
-_MAX_LINE = 16 * 1024 * 1024  # one record; a longer line is not a record this log wrote
-_TAIL = 1024 * 1024
+#: The most bytes one record's line may take; larger values are kept as digest and size.
+MAX_RECORD = 64 * 1024
+_MAX_LINE = 16 * 1024 * 1024  # verify: a longer line is not a record this log wrote
+_TAIL = 64 * 1024  # read back from the end at a time, looking for the last line's start
+_VALUE_LIMIT = 4096  # characters of one string value kept in a record that is too large
+#: Kept whatever their size: they say which record this is and chain it.
+_FIXED = frozenset({"seq", "prev", "event"})
 
 
 def canonical_json(value: Any) -> str:
@@ -146,11 +158,7 @@ class AuditLog:
                         lead = b"\n"
                 else:
                     seq, prev = tail[1], tail[2]
-                chained = {"seq": seq + 1, "prev": prev, **record}
-                text = json.dumps(chained, ensure_ascii=False, separators=(",", ":"), default=str)
-                # JSON allows these raw inside strings, but line readers (str.splitlines,
-                # many log shippers) split records on them: escaped, a record stays a line.
-                data = text.translate(_LINE_BREAKS).encode("utf-8")
+                data = bounded_line({"seq": seq + 1, "prev": prev, **record})
                 line = lead + data + b"\n"
                 written = f.write(line)
                 if written != len(line):
@@ -162,6 +170,60 @@ class AuditLog:
                 self.close()
                 raise
             _unlock_file(f)
+
+
+def _line(record: dict[str, Any]) -> bytes:
+    text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+    # JSON allows these raw inside strings, but line readers (str.splitlines, many log
+    # shippers) split records on them: escaped, a record stays a line.
+    return text.translate(_LINE_BREAKS).encode("utf-8")
+
+
+def _omitted(value: Any, size: int) -> dict[str, Any]:
+    """What stands in a record for a value too large to keep: the SHA-256 of its UTF-8
+    text (a string) or of its canonical JSON (anything else), and its size in bytes."""
+    if isinstance(value, str):
+        digest = hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+    else:
+        digest = fingerprint(value).removeprefix("sha256:")
+    return {"omitted": "over the audit log's record limit", "sha256": digest, "bytes": size}
+
+
+def _shrink(value: Any) -> Any:
+    """``value`` with every string over ``_VALUE_LIMIT`` characters replaced by its
+    digest and size (in lists and objects too)."""
+    if isinstance(value, str):
+        if len(value) <= _VALUE_LIMIT:
+            return value
+        return _omitted(value, len(value.encode("utf-8", "surrogatepass")))
+    if isinstance(value, dict):
+        return {str(k)[:_VALUE_LIMIT]: _shrink(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_shrink(v) for v in value]
+    return value
+
+
+def bounded_line(record: dict[str, Any]) -> bytes:
+    """The line ``record`` is written as, never over :data:`MAX_RECORD` bytes.
+
+    A record that fits is written as it is. Otherwise each long string becomes its digest
+    and size; then, while still too large, the largest field (but ``seq``, ``prev`` and
+    ``event``) becomes its digest and size. The record keeps every key, so a reader sees
+    what was left out and can check a value it holds against the digest."""
+    data = _line(record)
+    if len(data) <= MAX_RECORD:
+        return data
+    shrunk = {k: (v if k in _FIXED else _shrink(v)) for k, v in record.items()}
+    data = _line(shrunk)
+    sizes = {k: len(_line({k: v})) for k, v in shrunk.items() if k not in _FIXED}
+    for key in sorted(sizes, key=sizes.__getitem__, reverse=True):
+        if len(data) <= MAX_RECORD:
+            break
+        shrunk[key] = _omitted(record[key], sizes[key])
+        data = _line(shrunk)
+    if len(data) > MAX_RECORD:  # only the fixed keys are left: a caller's bug, not input
+        raise ValueError(f"an audit record's seq, prev and event take {len(data):,} bytes")
+    return data
 
 
 def _digest(line: bytes) -> str:
@@ -192,21 +254,44 @@ def _ends_a_line(f: Any, end: int) -> bool:
 def _last_record(f: Any, end: int) -> tuple[int, str]:
     """(seq, digest) of the file's last line: (0, GENESIS) for an empty file. A last
     line written before the chain (no ``seq``) counts as record 0: the chain starts
-    after it, bound to it."""
+    after it, bound to it. The line may be of any length (a record written before
+    records were bounded): its start is found reading back from the end a block at a
+    time, and its digest is taken reading forward, neither holding it whole."""
     if end == 0:
         return 0, GENESIS
-    start = max(0, end - _TAIL)
+    stop = end - 1 if _ends_a_line(f, end) else end  # the last line's bytes end here
+    start = stop
+    while start > 0:
+        step = max(0, start - _TAIL)
+        f.seek(step)
+        block = f.read(start - step)
+        cut = block.rfind(b"\n")
+        if cut >= 0:
+            start = step + cut + 1
+            break
+        start = step
+    hasher = hashlib.sha256()
     f.seek(start)
-    chunk = f.read(end - start)
-    body = chunk[:-1] if chunk.endswith(b"\n") else chunk
-    line = body.rsplit(b"\n", 1)[-1]
-    if start > 0 and b"\n" not in body:
-        raise OSError(f"the audit log's last line is over {_TAIL:,} bytes: not a record")
-    try:
-        seq = json.loads(line).get("seq")
-    except (ValueError, AttributeError):
-        seq = None
-    return (seq if type(seq) is int and seq >= 0 else 0), _digest(line)
+    left = stop - start
+    head = b""
+    while left > 0:
+        chunk = f.read(min(left, 1024 * 1024))
+        if not chunk:
+            break
+        if len(head) < _TAIL:
+            head += chunk[: _TAIL - len(head)]
+        hasher.update(chunk)
+        left -= len(chunk)
+    seq: Any = None
+    if stop - start <= _TAIL:
+        try:
+            seq = json.loads(head).get("seq")
+        except (ValueError, AttributeError):
+            seq = None
+    else:  # too long to parse: a record this log wrote starts with its seq
+        match = re.match(rb'\{"seq":(\d{1,18}),"prev":"sha256:[0-9a-f]{64}"', head)
+        seq = int(match.group(1)) if match else None
+    return (seq if type(seq) is int and seq >= 0 else 0), "sha256:" + hasher.hexdigest()
 
 
 def read_records(path: Path) -> Iterator[tuple[int, bytes, dict[str, Any] | None]]:
