@@ -380,3 +380,36 @@ def test_a_huge_last_line_that_is_no_record_starts_the_chain_after_it(tmp_path: 
     lines = path.read_bytes().split(b"\n")
     record = json.loads(lines[1])
     assert (0 + 1, "sha256:" + hashlib.sha256(junk).hexdigest()) == (record["seq"], record["prev"])
+
+
+# -- an audit path is a new file or an audit log (#40.2) -----------------------------------
+
+
+@pytest.mark.parametrize("content", ["export PATH=/evil:$PATH\n", "[1, 2]\n", '{"a": 1}\n'])
+def test_an_audit_path_naming_another_file_is_refused_and_left_alone(
+    policy_file: Callable[[str], Path], tmp_path: Path, content: str
+) -> None:
+    from toolwire_policy import PolicyFileError
+
+    victim = tmp_path / "profile"
+    victim.write_text(content)
+    with pytest.raises(PolicyFileError, match="is not an audit log"):
+        Policy.from_file(policy_file(f"[audit]\npath = '{victim}'\n"))
+    assert content == victim.read_text()
+
+
+def test_an_audit_path_naming_a_device_is_refused(policy_file: Callable[[str], Path]) -> None:
+    from toolwire_policy import PolicyFileError
+
+    with pytest.raises(PolicyFileError, match="not a regular file"):
+        Policy.from_file(policy_file("[audit]\npath = '/dev/null'\n"))
+
+
+def test_an_existing_audit_log_and_an_empty_file_are_taken(
+    make_policy: MakePolicy, call_of: CallOf, tmp_path: Path
+) -> None:
+    (tmp_path / "audit.jsonl").write_text("")
+    make_policy(AUDIT).decide(call_of("read_notes", {"path": "a"}, "c1"), CTX)
+    make_policy(AUDIT).decide(call_of("read_notes", {"path": "b"}, "c2"), CTX)
+    lines = (tmp_path / "audit.jsonl").read_text().splitlines()
+    assert [1, 2] == [json.loads(line)["seq"] for line in lines]

@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -134,10 +135,24 @@ class AuditLog:
         return f"AuditLog({str(self.path)!r})"
 
     def check(self) -> None:
-        """Create the directory and open the file for appending once; raises OSError."""
+        """Create the directory and open the file for appending once; raises OSError.
+
+        An existing file is written only when it is empty or an audit log (its first line
+        a record this log writes): a policy's ``[audit] path`` naming any other file the
+        user can write (a shell profile, a key file) is refused, never appended to."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a", encoding="utf-8"):
-            pass
+        with open(self.path, "a+b") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(f"'{self.path}' is not a regular file")
+            if st.st_size:
+                f.seek(0)
+                first = f.read(_TAIL).split(b"\n", 1)[0]
+                if not _is_record(first):
+                    raise OSError(
+                        f"'{self.path}' is not an audit log (its first line is not a "
+                        f"record): an audit path must be a new file or an audit log"
+                    )
 
     def write(self, record: dict[str, Any]) -> None:
         """Append ``record``, chained to the last one; raises OSError when the file
@@ -224,6 +239,18 @@ def bounded_line(record: dict[str, Any]) -> bytes:
     if len(data) > MAX_RECORD:  # only the fixed keys are left: a caller's bug, not input
         raise ValueError(f"an audit record's seq, prev and event take {len(data):,} bytes")
     return data
+
+
+def _is_record(line: bytes) -> bool:
+    """Whether ``line`` (at most ``_TAIL`` bytes of it) starts a record: a chained one, or
+    one written before the chain (an object with ``time`` and ``event``)."""
+    if re.match(rb'\{"seq":\d{1,18},"prev":"sha256:[0-9a-f]{64}"', line):
+        return True
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(value, dict) and "time" in value and "event" in value
 
 
 def _digest(line: bytes) -> str:
