@@ -103,9 +103,43 @@ def test_a_library_application_does_not_print_the_inert_policy_warning(here: Pat
     assert "no policy file" not in done.stderr  # logged (INFO), not printed
 
 
-def test_the_repository_example_policy_is_shown_and_applied(here: Path) -> None:
+def _trust(here: Path) -> None:
+    """``toolwire-policy trust`` in ``here``, as a user would run it."""
+    done = subprocess.run(
+        [sys.executable, "-m", "toolwire_policy", "trust"],
+        cwd=here,
+        env=_env(here.parent),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert (
+        0,
+        f"trusted: {here / 'toolwire-policy.toml'} applies to toolwire commands run in {here}\n",
+    ) == (
+        done.returncode,
+        done.stdout,
+    ), done.stderr
+
+
+def test_an_untrusted_project_policy_decides_nothing(here: Path) -> None:
+    # Attack (#40.2): a cloned repository's ./toolwire-policy.toml governed every run
+    # started there, and its [audit] path appended to any file the user could write.
+    (here / "victim.txt").write_text("precious\n")
+    (here / "toolwire-policy.toml").write_text("[audit]\npath = 'victim.txt'\n")
+    done = _run(here, "call", "read_file", '{"path": "notes.txt"}')
+    assert (0, "precious\n") == (done.returncode, (here / "victim.txt").read_text())
+    assert (
+        f"{here / 'toolwire-policy.toml'} is not trusted, so it is not used "
+        "(`toolwire-policy trust` to use it)"
+    ) in done.stderr
+
+
+def test_the_repository_example_policy_is_shown_and_applied_once_trusted(here: Path) -> None:
     example = Path(__file__).resolve().parents[2] / "toolwire-policy.toml"
     (here / "toolwire-policy.toml").write_text(example.read_text())
+    _trust(here)
     done = _run(here, "chat", "list the files here")
     assert 0 == done.returncode, done.stderr
     assert done.stderr.startswith("toolwire: policy `policy`: active: ")

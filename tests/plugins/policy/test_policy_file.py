@@ -18,6 +18,10 @@ from toolwire_policy import (
     find_policy_file,
     parse_policy_text,
     policy_paths,
+    project_trust,
+    trust_policy_file,
+    trust_store_path,
+    untrust_policy_file,
 )
 
 WritePolicy = Callable[[str], Path]
@@ -302,10 +306,65 @@ def test_the_organisation_config_home_comes_before_the_working_directory(
     assert home / "toolwire" / "policy.toml" == find_policy_file(env, cwd=tmp_path)
 
 
-def test_the_working_directory_is_used_when_the_config_home_has_none(tmp_path: Path) -> None:
+def test_an_untrusted_project_file_is_not_used(tmp_path: Path) -> None:
+    # Attack (#40.2): ./toolwire-policy.toml was read wherever a command started, so a
+    # cloned repository's file applied silently, and its [audit] path appended to any
+    # file the user could write.
+    (tmp_path / "toolwire-policy.toml").write_text("[audit]\npath = 'victim.txt'\n")
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config")}
+    assert find_policy_file(env, cwd=tmp_path) is None
+    assert "untrusted" == project_trust(tmp_path / "toolwire-policy.toml", env)
+
+
+def test_a_trusted_project_file_is_used_when_the_config_home_has_none(tmp_path: Path) -> None:
+    project = tmp_path / "toolwire-policy.toml"
+    project.write_text("deny = ['shell']\n")
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config")}
+    assert project == trust_policy_file(project, env)
+    assert project == find_policy_file(env, cwd=tmp_path)
+    store = trust_store_path(env)
+    assert 0o600 == store.stat().st_mode & 0o777
+
+
+def test_a_trusted_project_file_that_changed_blocks_every_call(tmp_path: Path) -> None:
+    project = tmp_path / "toolwire-policy.toml"
+    project.write_text("deny = ['shell']\n")
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config")}
+    trust_policy_file(project, env)
+    project.write_text("deny = []\n")  # a pull loosened it
+    with pytest.raises(PolicyFileError, match="changed since you trusted it"):
+        find_policy_file(env, cwd=tmp_path)
+    assert untrust_policy_file(project, env)
+    assert find_policy_file(env, cwd=tmp_path) is None
+
+
+def test_a_malformed_project_file_cannot_be_trusted(tmp_path: Path) -> None:
+    project = tmp_path / "toolwire-policy.toml"
+    project.write_text("deny = 'shell'\n")
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config")}
+    with pytest.raises(PolicyFileError, match="deny"):
+        trust_policy_file(project, env)
+    assert not trust_store_path(env).exists()
+
+
+@pytest.mark.parametrize("content", ["[", '{"trusted": []}', '{"trusted": {"a": 1}}'])
+def test_a_malformed_trust_store_is_an_error(tmp_path: Path, content: str) -> None:
     (tmp_path / "toolwire-policy.toml").write_text("")
-    found = find_policy_file({"XDG_CONFIG_HOME": str(tmp_path / "config")}, cwd=tmp_path)
-    assert tmp_path / "toolwire-policy.toml" == found
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config")}
+    trust_store_path(env).parent.mkdir(parents=True)
+    trust_store_path(env).write_text(content)
+    with pytest.raises(PolicyFileError, match="the trust store is malformed"):
+        find_policy_file(env, cwd=tmp_path)
+
+
+def test_a_trust_store_others_may_write_is_refused(tmp_path: Path) -> None:
+    project = tmp_path / "toolwire-policy.toml"
+    project.write_text("")
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "config")}
+    trust_policy_file(project, env)
+    trust_store_path(env).chmod(0o666)
+    with pytest.raises(PolicyFileError, match="writable by every user"):
+        find_policy_file(env, cwd=tmp_path)
 
 
 def test_the_named_file_comes_before_the_config_home_and_the_working_directory(

@@ -35,7 +35,11 @@ from toolwire_policy._config import (
     find_policy_file,
     parse_policy_text,
     policy_paths,
+    project_trust,
     read_policy_file,
+    trust_policy_file,
+    trust_store_path,
+    untrust_policy_file,
 )
 from toolwire_policy._plugin import PolicyPlugin
 from toolwire_policy._policy import REDACTED, Policy, call_arguments
@@ -70,7 +74,11 @@ __all__ = [
     "fingerprint",
     "parse_policy_text",
     "policy_paths",
+    "project_trust",
     "read_policy_file",
     "read_records",
+    "trust_policy_file",
+    "trust_store_path",
+    "untrust_policy_file",
     "verify_log",
 ]

@@ -1,5 +1,6 @@
 """``toolwire-policy``: check an audit log's chain, read it, and explain a decision.
 
+    toolwire-policy trust [FILE] [--remove]
     toolwire-policy audit verify FILE
     toolwire-policy audit show FILE [--as SUBJECT] [--since 1h] [--tool GLOB] [--json]
     toolwire-policy explain TOOL [--as SUBJECT [--group G ...] [--method M]] [--policy FILE]
@@ -38,6 +39,15 @@ def _parser() -> argparse.ArgumentParser:
         "allowed or denied for a principal",
     )
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    about = (
+        "trust this project's ./toolwire-policy.toml as it is now, so it applies to commands "
+        "run here (a changed file blocks every tool until trusted again)"
+    )
+    trust = sub.add_parser("trust", help=about, description=about)
+    trust.add_argument(
+        "file", nargs="?", type=Path, help="the file (default: ./toolwire-policy.toml)"
+    )
+    trust.add_argument("--remove", action="store_true", help="forget the file instead")
     audit = sub.add_parser("audit", help="verify or read an audit log")
     asub = audit.add_subparsers(dest="action", metavar="ACTION", required=True)
     verify = asub.add_parser("verify", help="check the hash chain; name the first broken record")
@@ -170,9 +180,22 @@ def _explain(args: argparse.Namespace) -> int:
     return 1 if found["decision"] == "deny" else 0
 
 
+def _trust(args: argparse.Namespace) -> int:
+    from toolwire_policy._config import trust_policy_file, untrust_policy_file
+
+    if args.remove:
+        print("forgotten" if untrust_policy_file(args.file) else "it was not trusted")
+        return 0
+    path = trust_policy_file(args.file)
+    print(f"trusted: {path.resolve()} applies to toolwire commands run in {path.resolve().parent}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        if args.command == "trust":
+            return _trust(args)
         if args.command == "audit":
             if not args.file.is_file():
                 raise _Usage(f"{args.file}: no such audit log")

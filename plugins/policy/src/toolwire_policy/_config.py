@@ -34,7 +34,11 @@ __all__ = [
     "find_policy_file",
     "parse_policy_text",
     "policy_paths",
+    "project_trust",
     "read_policy_file",
+    "trust_policy_file",
+    "trust_store_path",
+    "untrust_policy_file",
 ]
 
 POLICY_ENV = "TOOLWIRE_POLICY"
@@ -378,6 +382,14 @@ def _others_may_write(st: os.stat_result) -> str:
 
 # -- where the file is -------------------------------------------------------------------
 
+#: A project's own policy file, in its working directory: used only once trusted.
+PROJECT_FILE = "toolwire-policy.toml"
+_TRUST_FILE = "policy-trust.json"
+
+
+def _config_home(env: Mapping[str, str]) -> Path:
+    return Path(env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config"))
+
 
 def policy_paths(
     environ: Mapping[str, str] | None = None, *, cwd: Path | None = None
@@ -387,14 +399,143 @@ def policy_paths(
     The organisation's ``$XDG_CONFIG_HOME/toolwire/policy.toml``
     (``~/.config/toolwire/policy.toml`` when XDG_CONFIG_HOME is not set) comes
     first, so a project cannot override it by shipping its own file; then the
-    project's ``./toolwire-policy.toml``.
+    project's ``./toolwire-policy.toml``, which is used only when the user trusted it
+    as it is now (:func:`trust_policy_file`): a cloned repository's file decides
+    nothing by being there.
     """
     env = os.environ if environ is None else environ
-    config_home = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return [
-        Path(config_home) / "toolwire" / "policy.toml",
-        (cwd or Path.cwd()) / "toolwire-policy.toml",
-    ]
+    return [_config_home(env) / "toolwire" / "policy.toml", (cwd or Path.cwd()) / PROJECT_FILE]
+
+
+def trust_store_path(environ: Mapping[str, str] | None = None) -> Path:
+    """The user's record of trusted project policy files:
+    ``$XDG_CONFIG_HOME/toolwire/policy-trust.json`` (path: the SHA-256 of the file)."""
+    env = os.environ if environ is None else environ
+    return _config_home(env) / "toolwire" / _TRUST_FILE
+
+
+def _file_digest(path: Path) -> str | None:
+    """``sha256:`` of the file's bytes (at most MAX_POLICY_CHARS * 4 read), or None when
+    there is no such file."""
+    import hashlib
+
+    try:
+        with path.open("rb") as f:
+            raw = f.read(MAX_POLICY_CHARS * 4 + 1)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise PolicyFileError(path, [("", f"cannot read the file: {exc.strerror}")]) from None
+    return "sha256:" + hashlib.sha256(raw).hexdigest()
+
+
+def _read_trust(env: Mapping[str, str]) -> dict[str, str]:
+    import json
+
+    path = trust_store_path(env)
+    try:
+        with path.open("rb") as f:
+            st = os.fstat(f.fileno())
+            # Whoever could write it would choose which project's policy applies.
+            if hasattr(os, "getuid") and st.st_uid != os.getuid():
+                raise PolicyFileError(path, [("", "the trust store is another user's")])
+            loose = _others_may_write(st)
+            if loose:
+                raise PolicyFileError(
+                    path, [("", f"the trust store is writable by {loose}: `chmod go-w` it")]
+                )
+            raw = f.read(MAX_POLICY_CHARS + 1)
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise PolicyFileError(
+            path, [("", f"cannot read the trust store: {exc.strerror}")]
+        ) from None
+    try:
+        data = json.loads(raw) if len(raw) <= MAX_POLICY_CHARS else None
+    except ValueError:
+        data = None
+    trusted = data.get("trusted") if isinstance(data, dict) else None
+    if not isinstance(trusted, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in trusted.items()
+    ):
+        raise PolicyFileError(
+            path,
+            [
+                (
+                    "",
+                    'the trust store is malformed (expected {"trusted": {path: digest}}): '
+                    "delete it and trust the project files again",
+                )
+            ],
+        )
+    return dict(trusted)
+
+
+def _write_trust(env: Mapping[str, str], trusted: Mapping[str, str]) -> None:
+    import json
+    import tempfile
+
+    path = trust_store_path(env)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps({"version": 1, "trusted": dict(sorted(trusted.items()))}, indent=2)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".policy-trust.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _trust_key(path: Path) -> str:
+    return str(path.expanduser().resolve())
+
+
+def trust_policy_file(
+    path: Path | str | None = None, environ: Mapping[str, str] | None = None
+) -> Path:
+    """Trust a project's policy file as it is now (its SHA-256 goes in the user's trust
+    store), so it applies when a command runs in its directory; returns the path. Only a
+    file that loads can be trusted: raises PolicyFileError otherwise."""
+    env = os.environ if environ is None else environ
+    p = Path(path) if path is not None else Path.cwd() / PROJECT_FILE
+    read_policy_file(p)
+    digest = _file_digest(p)
+    assert digest is not None  # it was just read
+    store = _read_trust(env)
+    store[_trust_key(p)] = digest
+    _write_trust(env, store)
+    return p
+
+
+def untrust_policy_file(
+    path: Path | str | None = None, environ: Mapping[str, str] | None = None
+) -> bool:
+    """Forget a trusted project policy file; True when it was trusted."""
+    env = os.environ if environ is None else environ
+    p = Path(path) if path is not None else Path.cwd() / PROJECT_FILE
+    store = _read_trust(env)
+    if store.pop(_trust_key(p), None) is None:
+        return False
+    _write_trust(env, store)
+    return True
+
+
+def project_trust(path: Path, environ: Mapping[str, str] | None = None) -> str:
+    """What the user's trust store says of the project file ``path``: ``"trusted"`` (as
+    it is now), ``"changed"`` (trusted once, different now), ``"untrusted"`` or
+    ``"missing"``."""
+    env = os.environ if environ is None else environ
+    digest = _file_digest(path)
+    if digest is None:
+        return "missing"
+    known = _read_trust(env).get(_trust_key(path))
+    if known is None:
+        return "untrusted"
+    return "trusted" if known == digest else "changed"
 
 
 def find_policy_file(
@@ -403,8 +544,11 @@ def find_policy_file(
     """The policy file to use, or None when there is none (the plugin is then inert).
 
     ``TOOLWIRE_POLICY`` names the file explicitly; if it is set and the file
-    is missing, that is an error (PolicyFileError), not "no policy". With
-    ``TOOLWIRE_POLICY_REQUIRED=1``, finding no file is an error too.
+    is missing, that is an error (PolicyFileError), not "no policy". A project's
+    ``./toolwire-policy.toml`` counts only when trusted as it is now; one trusted before
+    and changed since is an error (it was relied on: nothing runs until it is trusted
+    again), one never trusted is passed over. With ``TOOLWIRE_POLICY_REQUIRED=1``,
+    finding no file is an error too.
     """
     env = os.environ if environ is None else environ
     named = env.get(POLICY_ENV, "").strip()
@@ -416,18 +560,36 @@ def find_policy_file(
             )
         return p
     candidates = policy_paths(env, cwd=cwd)
+    organisation, project = candidates
     for p in candidates:
         if p.is_file():
+            if p is project:
+                trust = project_trust(p, env)
+                if trust == "changed":
+                    raise PolicyFileError(
+                        p,
+                        [
+                            (
+                                "",
+                                "the project's policy changed since you trusted it; review it "
+                                "and run `toolwire-policy trust` again",
+                            )
+                        ],
+                    )
+                if trust != "trusted":
+                    continue
             return p
         if os.path.lexists(p):
             # Something is there but it is not a file we can read (a directory, a dangling
             # symlink): that is a broken policy, never "no policy" (it would fail open).
+            if p is project:
+                continue  # the project's decides nothing until trusted, broken or not
             what = "a dangling symbolic link" if p.is_symlink() else "not a regular file"
             raise PolicyFileError(p, [("", f"the policy path is {what}")])
     if env.get(REQUIRED_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
         looked = ", ".join(f"'{p}'" for p in candidates)
         raise PolicyFileError(
-            candidates[0],
+            organisation,
             [("", f"no policy file found ({REQUIRED_ENV} is set); looked for {looked}")],
         )
     return None

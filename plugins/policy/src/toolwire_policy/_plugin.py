@@ -19,7 +19,14 @@ from toolwire import (
 )
 from toolwire.adapters import AuditEvent
 from toolwire.hookspecs import hookimpl
-from toolwire_policy._config import DISTRIBUTION, PLUGIN_NAME, find_policy_file, policy_paths
+from toolwire_policy._config import (
+    DISTRIBUTION,
+    PLUGIN_NAME,
+    PROJECT_FILE,
+    find_policy_file,
+    policy_paths,
+    project_trust,
+)
 from toolwire_policy._policy import Policy
 
 __all__ = ["PolicyPlugin"]
@@ -121,7 +128,18 @@ class PolicyPlugin:
             audit = f", audit log {self.policy.audit_log.path}" if self.policy.audit_log else ""
             return f"active: {self.policy.source}{audit}"
         looked = ", ".join(str(p) for p in self.searched) or "the default locations"
-        return f"inert: no policy file (looked for {looked})"
+        untrusted = ""
+        project = self.searched[-1] if self.searched else None
+        if project is not None and project.name == PROJECT_FILE:
+            try:
+                if project_trust(project) == "untrusted":
+                    untrusted = (
+                        f"; {project} is not trusted, so it is not used "
+                        f"(`toolwire-policy trust` to use it)"
+                    )
+            except PolicyError:  # the trust store itself is bad: the load already said
+                pass
+        return f"inert: no policy file (looked for {looked}){untrusted}"
 
     def raise_if_failed(self) -> None:
         """Raise the load error, if any (the entry-point module does, so the host sees it)."""

@@ -1,7 +1,8 @@
 """The toolwire-policy plugin (entry point ``policy`` in ``toolwire.policies``).
 
 Importing this module loads the policy named by ``TOOLWIRE_POLICY`` (or found
-in ``$XDG_CONFIG_HOME/toolwire/policy.toml``, then ``./toolwire-policy.toml``). A
+in ``$XDG_CONFIG_HOME/toolwire/policy.toml``, then ``./toolwire-policy.toml`` once the
+user trusted it: ``toolwire-policy trust``). A
 malformed policy raises :class:`toolwire_policy.PolicyFileError` here, so the
 host marks the policy failed and blocks tool execution; should the hooks be
 called anyway, they reject every call and hide every tool. With no policy
