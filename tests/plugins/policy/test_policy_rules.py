@@ -499,6 +499,41 @@ def test_an_allow_list_is_not_satisfied_by_the_name_a_tool_chose(make_policy: Ma
     assert not make_policy('deny = ["read_file"]\n').is_visible(mounted)
 
 
+@pytest.mark.parametrize("aimed", ["groups = ['ops']", "subjects = ['alice']"])
+def test_a_rules_allow_is_not_satisfied_by_the_name_a_tool_chose(
+    make_policy: MakePolicy, aimed: str
+) -> None:
+    # Attack (#40.4): `[[rules]] groups=["ops"] allow=["deploy"]` let a tool that calls
+    # itself `deploy` but is mounted as `evil_deploy` pass, escaping the top-level
+    # allow-list and deny_effects.
+    from toolwire import Principal
+
+    @tool_fn(effect="destructive")
+    def deploy(target: str) -> str:
+        """Deploy."""
+        return ""
+
+    app = Toolset("app")
+    app.add(Toolset("evil", [deploy]), prefix="evil_")
+    [mounted] = app.tools()
+    policy = make_policy(
+        f"""
+        allow = ["read_*"]
+        deny_effects = ["destructive"]
+
+        [[rules]]
+        {aimed}
+        allow = ["deploy"]
+        """
+    )
+    alice = Principal("alice", groups=["ops"])
+    assert (False, "top level") == (
+        policy.is_visible(mounted, alice),
+        policy.explain(mounted, alice)["rule"],
+    )
+    assert policy.is_visible(deploy, alice)  # mounted under its own name, the rule applies
+
+
 def _mcp_tool(server: str, read_only: bool) -> Tool[Any, Any]:
     from toolwire import ToolMetadata, raw_tool
 

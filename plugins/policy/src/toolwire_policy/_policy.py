@@ -22,7 +22,7 @@ from collections.abc import (
     Mapping,
 )
 from pathlib import Path
-from typing import Any
+from typing import Any, NewType
 
 import attrs
 import pydantic_core
@@ -87,13 +87,35 @@ def _names(tool: Tool[Any, Any]) -> tuple[str, ...]:
     return (*tool.names, f"{source}/{tool.origin.name}")
 
 
-def _mounted(tool: Tool[Any, Any]) -> tuple[str, ...]:
+#: The names an allow-list may match: only :func:`_mounted` makes them.
+MountedNames = NewType("MountedNames", tuple[str, ...])
+
+
+def _mounted(tool: Tool[Any, Any]) -> MountedNames:
     # The names an allow-list may match: those the tool is mounted and called by, and its
     # source's (named by the code that made it, never by the tool itself).
     source = tool.metadata.source
     if source is None:
-        return tool.mounted_names
-    return (*tool.mounted_names, f"{source}/{tool.origin.name}")
+        return MountedNames(tool.mounted_names)
+    return MountedNames((*tool.mounted_names, f"{source}/{tool.origin.name}"))
+
+
+@attrs.frozen
+class AllowList:
+    """The one way an allow-list matches a tool: by the names the application mounted it
+    and the model calls it by (:func:`_mounted`), never by the name the tool chose for
+    itself. A tool defined as ``deploy`` and mounted as ``evil_deploy`` is not allowed by
+    ``allow = ["deploy"]``. (Deny lists match every name a tool has: being denied by a
+    name it chose costs the tool nothing it could gain.)"""
+
+    rx: re.Pattern[str] | None
+
+    @classmethod
+    def of(cls, globs: Iterable[str]) -> AllowList:
+        return cls(_globs(globs))
+
+    def admits(self, mounted: MountedNames) -> bool:
+        return _matches(self.rx, mounted)
 
 
 def call_arguments(call: TypedCall[Any]) -> dict[str, Any]:
@@ -150,7 +172,7 @@ class _Rule:
 
     subjects: re.Pattern[str] | None
     groups: re.Pattern[str] | None
-    allow: re.Pattern[str] | None
+    allow: AllowList
     deny: re.Pattern[str] | None
     approve: re.Pattern[str] | None
 
@@ -217,7 +239,7 @@ class Policy:
         self.config = config
         self.source = source
         self.audit_log = audit_log
-        self._allow = _globs(config.allow)
+        self._allow = AllowList.of(config.allow)
         self._deny = _globs(config.deny)
         self._approve = _globs(config.approve)
         self._trusted_mcp = _globs(config.trusted_mcp_servers)
@@ -238,7 +260,7 @@ class Policy:
             _Rule(
                 _globs(r.subjects),
                 _globs(r.groups),
-                _globs(r.allow),
+                AllowList.of(r.allow),
                 _globs(r.deny),
                 _globs(r.approve),
             )
@@ -315,13 +337,13 @@ class Policy:
         return claimed
 
     def _compile(
-        self, wire: str, names: tuple[str, ...], effect: str, mounted: tuple[str, ...]
+        self, wire: str, names: tuple[str, ...], effect: str, mounted: MountedNames
     ) -> _Compiled:
         cfg = self.config
         hidden = None
         if _matches(self._deny, names):
             hidden = f"tool `{wire}` is denied by the organisation policy"
-        elif not _matches(self._allow, mounted):
+        elif not self._allow.admits(mounted):
             # Allowed only by the name it is mounted and called by: a tool cannot pass an
             # allow-list with the name it chose for itself (deny matches every name).
             hidden = f"tool `{wire}` is not in the organisation policy's allow list"
@@ -394,6 +416,7 @@ class Policy:
         if principal is None or not self._rules:
             return compiled.hidden, compiled.needs_approval, "top level"
         names = _names(tool)
+        mounted = _mounted(tool)
         who = f"`{principal.subject}`"
         subject = (principal.subject,)
         groups = tuple(sorted(principal.groups))
@@ -408,7 +431,7 @@ class Policy:
                     deny = where
                 if approve is None and _matches(rule.approve, names):
                     approve = where
-                if allow is None and _matches(rule.allow, names):
+                if allow is None and rule.allow.admits(mounted):
                     allow = where
             if deny is not None:
                 return (
