@@ -168,6 +168,9 @@ ADAPTERS: Mapping[str, str] = {
     "HandledCall": "toolwire._calls",
     "RejectedCall": "toolwire._calls",
     "ContinueSuggestion": "toolwire._round",
+    "MAX_REVIEW_CHARS": "toolwire._display",
+    "review_arguments": "toolwire._display",
+    "terminal_text": "toolwire._display",
 }
 """``toolwire.adapters``: what a provider adapter's author needs beyond the top level."""
 

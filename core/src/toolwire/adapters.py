@@ -40,6 +40,11 @@ if _typing.TYPE_CHECKING:
     from toolwire._decode import (
         ToolCallIssue,
     )
+    from toolwire._display import (
+        MAX_REVIEW_CHARS,
+        review_arguments,
+        terminal_text,
+    )
     from toolwire._hooks import (
         AuditEvent,
     )
@@ -110,6 +115,7 @@ __all__ = [
     "DEFAULT_CONTEXT_LENGTH_MARKERS",
     "DEFAULT_DEADLINE",
     "DEFAULT_MAX_RESPONSE_BYTES",
+    "MAX_REVIEW_CHARS",
     "REJECTION_PREFIX",
     "ApiKey",
     "AssistantReply",
@@ -154,7 +160,9 @@ __all__ = [
     "rejection_content",
     "rejection_reason",
     "resolve_api_key",
+    "review_arguments",
     "synthesize_call_id",
+    "terminal_text",
     "unsupported_settings",
     "wire_name",
 ]

@@ -926,7 +926,7 @@ def test_only_an_approval_of_a_call_in_flight_is_answered_by_the_client() -> Non
                 message="?", requested_schema=APPROVE_SCHEMA, _meta=meta
             )
         else:
-            text = approval_question("destructive", tool, json.dumps(arguments))
+            text = approval_question("destructive", tool, json.dumps(arguments)) or ""
             params = mcp_types.ElicitRequestFormParams(
                 message=text, requested_schema=APPROVE_SCHEMA
             )
@@ -938,7 +938,7 @@ def test_only_an_approval_of_a_call_in_flight_is_answered_by_the_client() -> Non
         assert not approved("wipe", {"a": 2, "b": [2]}, via)  # other arguments
         assert not approved("other", {"a": 1, "b": [2]}, via)  # another tool
         assert not approved("wipe", "{}", via)
-    text = approval_question("destructive", "wipe", '{"a": 1, "b": [2]}')
+    text = approval_question("destructive", "wipe", '{"a": 1, "b": [2]}') or ""
     for schema in ({}, {**APPROVE_SCHEMA, "required": []}):  # not the approval form
         params = mcp_types.ElicitRequestFormParams(message=text, requested_schema=schema)
         assert "decline" == anyio.run(conn._on_elicit, None, params).action

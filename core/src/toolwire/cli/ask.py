@@ -13,6 +13,8 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
+from toolwire._display import terminal_text
+
 __all__ = ["install_terminal_handler", "progress_printer", "terminal_handler"]
 
 _YES = frozenset({"y", "yes", "true", "1"})
@@ -27,11 +29,15 @@ def terminal_handler(
 
     def ask(request: Any) -> Any:
         out = write if write is not None else sys.stderr
-        out.write(f"\nMCP server `{request.server}` asks:\n{request.message}\n")
+        # Everything shown is the server's own text: nothing in it may act on the terminal.
+        server = terminal_text(str(request.server), multiline=False)
+        out.write(f"\nMCP server `{server}` asks:\n{terminal_text(str(request.message))}\n")
         out.flush()
         try:
             if request.mode == "url":
-                out.write(f"It wants you to open: {request.url}\n")
+                out.write(
+                    f"It wants you to open: {terminal_text(str(request.url), multiline=False)}\n"
+                )
                 return _boolean(read("Go ahead? [y/N] ")) is True
             answers: dict[str, Any] = {}
             props = request.schema.get("properties")
@@ -63,7 +69,7 @@ def _field(read: Callable[[str], str], name: str, spec: Mapping[str, Any]) -> An
     elif isinstance(choices, list) and choices:
         hint = " (" + " | ".join(str(c) for c in choices) + ")"
     default = f" [default: {spec['default']}]" if "default" in spec else ""
-    text = read(f"{label}{hint}{default}: ").strip()
+    text = read(terminal_text(f"{label}{hint}{default}: ", multiline=False)).strip()
     if not text:
         return _DEFAULT
     try:
@@ -97,7 +103,8 @@ def progress_printer(write: TextIO | None = None) -> Callable[[Any], None]:
         out = write if write is not None else sys.stderr
         done = f"{event.progress:g}" + (f"/{event.total:g}" if event.total is not None else "")
         message = " ".join(str(event.message or "").split())[:200]
-        out.write(f"[{event.server}] {event.tool}: {done}{' ' + message if message else ''}\n")
+        line = f"[{event.server}] {event.tool}: {done}{' ' + message if message else ''}"
+        out.write(terminal_text(line, multiline=False) + "\n")
         out.flush()
 
     return show

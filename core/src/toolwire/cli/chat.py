@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from toolwire._display import MAX_REVIEW_CHARS, review_arguments, terminal_text
 from toolwire._errors import RoundLimitError, UsageError
 from toolwire._execute.approval import Allow, ApprovalGate, ApprovalRequest, Deny
 from toolwire._execute.executor import Executor
@@ -57,6 +58,7 @@ from toolwire.cli.render import (
     _out,
     _printer,
     json_document,
+    safe_fields,
     style_for,
 )
 
@@ -186,11 +188,21 @@ class _Chat:
                 # The input that would run (a hook may have edited it), as the log keeps it.
                 dump = getattr(request.input, "model_dump", None)
                 data = dump(mode="json") if callable(dump) else {}
-                shown = self._arguments(request.tool_name, json.dumps(data, default=str))
-                answer = input(
-                    f"run `{request.tool_name}` ({request.effect.value}) "
-                    f"{_short(shown)}? [y/N/a(ll)] "
+                question = _approval_prompt(
+                    request.tool_name,
+                    request.effect.value,
+                    self._arguments(request.tool_name, json.dumps(data, default=str)),
                 )
+                if question is None:  # never asked with a part of the arguments
+                    reason = (
+                        f"the arguments of `{request.tool_name}` are too long to show in full "
+                        f"for approval (at most {MAX_REVIEW_CHARS:,} characters), so the "
+                        f"call was not run"
+                    )
+                    self.tee({**event, "decision": "deny", "reason": reason})
+                    self.spinner.start()
+                    return Deny(reason)
+                answer = input(question)
             except EOFError:
                 answer = ""
             choice = answer.strip().lower()
@@ -380,8 +392,15 @@ class _Chat:
         return False
 
 
-def _short(text: str, limit: int = 120) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+def _approval_prompt(tool: str, effect: str, arguments_json: str) -> str | None:
+    """The question asked at the terminal before a call runs: every argument in full
+    (:func:`toolwire.adapters.review_arguments`), or None when they are too long to show
+    in full, and the call is then not asked about."""
+    shown = review_arguments(arguments_json)
+    if shown is None:
+        return None
+    name = terminal_text(tool, multiline=False)
+    return f"run `{name}` ({effect}) with these arguments?\n{shown}\n[y/N/a(ll)] "
 
 
 def _read_prompt() -> str | None:
@@ -513,7 +532,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
             rows = list(log.conversations(args.count))
             if args.json:
                 _out(sys.stdout, json_document("conversations", conversations=rows))
-            for row in rows:
+                return EXIT_OK
+            for row in (safe_fields(r, _ROW_LINE) for r in rows):
                 _out(
                     sys.stdout,
                     f"{row['id']}  {row['updated']}  "
@@ -549,7 +569,13 @@ def cmd_logs(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+_ROW_LINE = frozenset({"id", "created", "provider", "model", "conversation_id", "updated", "name"})
+_CALL_LINE = frozenset({"name", "arguments", "source", "decision", "reason", "approval"})
+
+
 def _response_text(row: dict[str, Any]) -> str:
+    row = safe_fields(row, _ROW_LINE)  # what the model and the tools said: escaped
+    row["tool_calls"] = [safe_fields(c, _CALL_LINE) for c in row["tool_calls"]]
     usage = f"{row['input_tokens']} in, {row['output_tokens']} out"
     lines = [
         f"# {row['id']}  {row['created']}  {row['provider']}/{row['model']}  "

@@ -17,6 +17,7 @@ import attrs
 from toolwire._agent import Agent
 from toolwire._calls import ToolCall
 from toolwire._compile import CompileOptions, check_tools
+from toolwire._display import terminal_text
 from toolwire._errors import (
     ProviderError,
     ToolwireError,
@@ -49,6 +50,7 @@ from toolwire.cli.render import (
     _out,
     _printer,
     json_document,
+    safe_fields,
     style_for,
 )
 from toolwire.providers.test import TestProvider
@@ -206,7 +208,7 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
             names = host.registered_by(r.name)
             if names and names != (r.name,):
                 _out(sys.stdout, f"{'':<23}registers: {', '.join(names)}")
-            own = host.plugin_status(r)
+            own = terminal_text(host.plugin_status(r) or "")
             if own:
                 _out(sys.stdout, "\n".join(f"{'':<23}{line}" for line in own.splitlines()))
     for status, title in (("failed", "failures"), ("disabled", "disabled")):
@@ -214,9 +216,9 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
         if rows:
             _out(sys.stdout, f"{title}:")
         for r in rows:
-            _out(sys.stdout, f"  {r.kind} {r.label()}: {r.reason}")
+            _out(sys.stdout, terminal_text(f"  {r.kind} {r.label()}: {r.reason}"))
     for reason in host.blocked:
-        _out(sys.stdout, f"BLOCKED: {reason}")
+        _out(sys.stdout, terminal_text(f"BLOCKED: {reason}"))
     return EXIT_PLUGIN if host.blocked else EXIT_OK
 
 
@@ -251,7 +253,7 @@ def _cmd_tools(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not rows:
         _out(sys.stdout, "(no tools: install a tool pack, or pass --app MODULE:ATTR)")
-    for r in rows:
+    for r in (safe_fields(r, {"name", "effect", "source", "hidden_by"}) for r in rows):
         state = "off" if r["off"] else "on"
         if r["hidden_by"]:
             state = f"hidden (by {r['hidden_by']})"
@@ -292,9 +294,10 @@ def _wire_tools(host: PluginHost, toolset: Toolset, args: argparse.Namespace) ->
         f"(--json for the bodies):",
     )
     for rt in turn.tools:
-        _out(sys.stdout, f"  {rt.name}({_parameters(rt.tool.input_schema)})")
+        shown = terminal_text(f"{rt.name}({_parameters(rt.tool.input_schema)})", multiline=False)
+        _out(sys.stdout, f"  {shown}")
     for name, hook in turn.hidden.items():
-        _out(sys.stdout, f"  {name}: not sent (hidden by {hook})")
+        _out(sys.stdout, terminal_text(f"  {name}: not sent (hidden by {hook})", multiline=False))
     sent = {rt.name for rt in turn.tools}
     for t in toolset.tools():
         if toolset.is_off(t.name) and t.name not in sent and t.name not in turn.hidden:

@@ -28,6 +28,7 @@ from toolwire._agent import (
     ToolResultReady,
 )
 from toolwire._calls import rejection_reason
+from toolwire._display import terminal_text
 from toolwire._media import Audio, File, Image, Part, ResourceLink, Text, part_to_dict
 from toolwire._provider import TextDelta, ToolCallStarted
 
@@ -188,6 +189,29 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
+#: Event fields shown on one line: a newline in them could print a fake line.
+_ONE_LINE = frozenset({"id", "name", "arguments", "source"})
+
+
+def _safe(value: Any, multiline: bool = True) -> Any:
+    if isinstance(value, str):
+        return terminal_text(value, multiline=multiline)
+    if isinstance(value, dict):
+        return {k: _safe(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_safe(v) for v in value]
+    return value  # parts are shown through _parts_text, which is escaped as a whole
+
+
+def safe_fields(
+    fields: dict[str, Any], one_line: frozenset[str] | set[str] = _ONE_LINE
+) -> dict[str, Any]:
+    """``fields`` (an event, a logged row) with every string they carry as
+    :func:`toolwire.adapters.terminal_text` prints it: the keys in ``one_line`` with their
+    newlines escaped too. Toolwire's own colour is added after, by the printer."""
+    return {k: _safe(v, k not in one_line) for k, v in fields.items()}
+
+
 def _parts_text(parts: tuple[Part, ...], saved: dict[int, str]) -> str:
     """A result's parts for people: text as it is, media as ``[image/png 4.0 KB]`` (and
     where it was saved)."""
@@ -331,6 +355,7 @@ class _TextPrinter:
         self.blocks.setdefault(call_id, []).append(line)
 
     def __call__(self, event: dict[str, Any]) -> None:
+        event = safe_fields(event)  # the model's, a tool's, a hook's: nothing acts on the terminal
         kind = event["event"]
         if kind == "text":
             if not self.streaming:
@@ -373,7 +398,7 @@ class _TextPrinter:
                 label = "  error" if event["is_error"] else "  result"
                 text = event["content"]
                 if "parts" in event:
-                    text = _parts_text(event["parts"], event.get("saved", {}))
+                    text = terminal_text(_parts_text(event["parts"], event.get("saved", {})))
                 shown = self.style.folded(label, text)
                 paint = self.style.bad if event["is_error"] else self.style.dim
                 lines.append(paint(shown))

@@ -11,6 +11,7 @@ from typing import Any
 import mcp_types as types
 
 from toolwire import Allow, ApprovalRequest, Deny
+from toolwire.adapters import MAX_REVIEW_CHARS
 from toolwire_mcp._elicit import APPROVAL_META, approval_question
 from toolwire_mcp._elicit import APPROVE_SCHEMA as _APPROVE_SCHEMA
 
@@ -41,33 +42,35 @@ def can_elicit(ctx: Any) -> bool:
 APPROVE_KEY = "toolwire_approval"
 
 
-#: The longest approval question sent: a call whose arguments do not fit is denied
-#: rather than shown in part (a prefix could hide the argument that matters).
-MAX_QUESTION_CHARS = 16_000
+#: The longest review of a call's arguments sent: a call whose arguments do not fit is
+#: denied rather than shown in part (a prefix could hide the argument that matters).
+MAX_QUESTION_CHARS = MAX_REVIEW_CHARS
 
 
-def _question(request: ApprovalRequest) -> str:
+def _question(request: ApprovalRequest) -> str | None:
     return approval_question(request.effect.value, request.tool_name, request.arguments_json)
 
 
 def too_long_to_ask(request: ApprovalRequest) -> Deny | None:
-    size = len(_question(request))
-    if size <= MAX_QUESTION_CHARS:
+    if _question(request) is not None:
         return None
     return Deny(
         f"the arguments of `{request.tool_name}` are too long to show in full for approval "
-        f"({size:,} characters; at most {MAX_QUESTION_CHARS:,}), so the call was not run"
+        f"(at most {MAX_QUESTION_CHARS:,} characters), so the call was not run"
     )
 
 
 def approval_request(request: ApprovalRequest) -> types.ElicitRequest:
+    question = _question(request)
+    if question is None:  # a caller's bug: too_long_to_ask decides before any question
+        raise ValueError(f"the arguments of `{request.tool_name}` are too long to ask about")
     try:
         arguments: Any = json.loads(request.arguments_json)
     except ValueError:
         arguments = None
     return types.ElicitRequest(
         params=types.ElicitRequestFormParams(
-            message=_question(request),
+            message=question,
             requested_schema=_APPROVE_SCHEMA,
             _meta={APPROVAL_META: {"tool": request.tool_name, "arguments": arguments}},
         )

@@ -18,6 +18,7 @@ from typing import Any, Literal, Union
 
 import attrs
 
+from toolwire.adapters import review_arguments, terminal_text
 from toolwire_mcp._slot import Slot
 
 __all__ = [
@@ -55,14 +56,15 @@ _QUESTION = re.compile(
 )
 
 
-def approval_question(effect: str, tool: str, arguments_json: str) -> str:
-    """The approval question: every argument, keys sorted (the model chooses the order it
-    sends them in, so a long value first cannot push another out of view), in full."""
-    try:
-        shown = json.dumps(json.loads(arguments_json), indent=2, sort_keys=True, ensure_ascii=False)
-    except ValueError:
-        shown = arguments_json
-    return f"Allow the {effect} tool `{tool}` to run with these arguments?\n{shown}"
+def approval_question(effect: str, tool: str, arguments_json: str) -> str | None:
+    """The approval question: every argument in full, as
+    :func:`toolwire.adapters.review_arguments` shows them to a person; None when they are
+    too long to show in full (the call is then not asked about)."""
+    shown = review_arguments(arguments_json)
+    if shown is None:
+        return None
+    name = terminal_text(tool, multiline=False)
+    return f"Allow the {effect} tool `{name}` to run with these arguments?\n{shown}"
 
 
 def approval_asked(message: Any, schema: Any, meta: Any) -> tuple[str, Any] | None:

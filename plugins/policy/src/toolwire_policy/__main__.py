@@ -22,6 +22,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from toolwire.adapters import terminal_text
+
 __all__ = ["main"]
 
 _DURATION = re.compile(r"^(\d+)([smhd])$")
@@ -117,15 +119,18 @@ def _show(args: argparse.Namespace) -> int:
         when = _when(record)
         if since is not None and (when is None or when < since):
             continue
+        # A record holds what a model, a tool and a caller chose: nothing in it may act on
+        # the terminal, and a newline in a field cannot print a fake record.
         if args.json:
-            print(json.dumps(record, ensure_ascii=False))
+            print(terminal_text(json.dumps(record, ensure_ascii=False), multiline=False))
             continue
         who = principal.get("subject") or "(anonymous)"
         reason = f": {record['reason']}" if record.get("reason") else ""
-        print(
+        line = (
             f"{record.get('seq', '?'):>6} {record.get('time')} {who:<16} "
             f"{record.get('event')} {record.get('tool')} {record.get('decision')}{reason}"
         )
+        print(terminal_text(line, multiline=False))
     return 0
 
 
@@ -170,13 +175,15 @@ def _explain(args: argparse.Namespace) -> int:
         raise _Usage("--group needs --as (whose group it is)")
     found = policy.explain(tool, principal)
     if args.json:
-        print(json.dumps({"policy": str(path), **found}, indent=2))
+        print(terminal_text(json.dumps({"policy": str(path), **found}, indent=2)))
     else:
         who = f"`{principal.subject}`" if principal else "an anonymous caller"
-        print(f"{found['tool']} for {who}: {found['decision']}")
+        lines = [f"{found['tool']} for {who}: {found['decision']}"]
         if found["reason"]:
-            print(f"  why: {found['reason']}")
-        print(f"  decided by: {found['rule']} of {path}")
+            lines.append(f"  why: {found['reason']}")
+        lines.append(f"  decided by: {found['rule']} of {path}")
+        for line in lines:  # a tool's name is its maker's choice: escaped
+            print(terminal_text(line, multiline=False))
     return 1 if found["decision"] == "deny" else 0
 
 
