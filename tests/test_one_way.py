@@ -83,3 +83,79 @@ def test_the_allow_list_check_sees_a_glob_built_another_way(tmp_path: Path) -> N
         "bad.py:1: _globs(rule.allow)",
         "bad.py:2: _matches(self._allow names)",
     ] == allow_lists_built_another_way([bad])
+
+
+# -- every outbound request reads its body through the one bounded reader -------------------
+
+#: Where an HTTP client may be built, and why: each reads every body through
+#: ``toolwire._http.bounded`` (the calls below are refused anywhere else).
+CLIENT_MAKERS = {
+    "core/src/toolwire/_http/bounded.py": "the one bounded fetch itself",
+    "core/src/toolwire/_http/transport.py": "the provider transport: bodies and streams via "
+    "iter_body/aiter_body",
+    "core/src/toolwire/_media.py": "media.afetch (an application's client may be given): "
+    "aread_body",
+    "plugins/http/src/toolwire_http/_fetch.py": "pins each hop to an address its policy "
+    "allowed (SSRF): read_body",
+    "plugins/mcp/src/toolwire_mcp/_connection.py": "the MCP SDK's client, whose transport is "
+    "BoundedTransport (Inflater)",
+}
+_CLIENTS = {"Client", "AsyncClient"}
+_ONE_SHOT = {"get", "post", "put", "patch", "delete", "head", "options", "request", "stream"}
+_READS = {
+    "iter_bytes", "aiter_bytes", "iter_text", "aiter_text", "iter_lines", "aiter_lines",
+    "iter_raw", "aiter_raw", "aread",
+}  # fmt: skip
+_READER = "core/src/toolwire/_http/bounded.py"
+
+
+def fetches_made_another_way(paths: list[Path]) -> list[str]:
+    """HTTP clients built, one-shot requests made, bodies read or other HTTP libraries used
+    outside the places allowed above."""
+    found = []
+    for path in paths:
+        rel = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
+        for node, callee, _ in _calls(path):
+            parts = callee.split(".")
+            lib, name = (parts[0], parts[-1]) if len(parts) == 2 else ("", parts[-1])
+            if lib in ("httpx", "httpx2") and name in _CLIENTS and rel not in CLIENT_MAKERS:
+                found.append(f"{_where(path, node)}: builds {callee}")
+            elif lib in ("httpx", "httpx2") and name in _ONE_SHOT:
+                found.append(f"{_where(path, node)}: {callee} (a request of its own)")
+            elif len(parts) > 1 and name in _READS and rel != _READER:
+                found.append(f"{_where(path, node)}: reads a body with .{name}()")
+        tree = ast.parse(path.read_bytes())
+        for imp in ast.walk(tree):
+            names = []
+            if isinstance(imp, ast.Import):
+                names = [a.name for a in imp.names]
+            elif isinstance(imp, ast.ImportFrom) and imp.module:
+                names = [imp.module, *(f"{imp.module}.{a.name}" for a in imp.names)]
+            for n in names:
+                if n.split(".")[0] in ("requests", "aiohttp") or n.startswith(
+                    ("urllib.request", "http.client")
+                ):
+                    found.append(f"{_where(path, imp)}: imports {n}")
+    return found
+
+
+def test_every_outbound_request_reads_through_the_bounded_reader() -> None:
+    assert [] == fetches_made_another_way(SOURCES)
+
+
+def test_the_fetch_check_sees_a_client_a_request_and_a_read(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "import httpx\nimport urllib.request\n"
+        "c = httpx.AsyncClient()\n"
+        "r = httpx.get(url)\n"
+        "async for b in response.aiter_bytes():\n    pass\n"
+        "data = await response.aread()\n"
+    )
+    assert [
+        "bad.py:3: builds httpx.AsyncClient",
+        "bad.py:4: httpx.get (a request of its own)",
+        "bad.py:5: reads a body with .aiter_bytes()",
+        "bad.py:7: reads a body with .aread()",
+        "bad.py:2: imports urllib.request",
+    ] == fetches_made_another_way([bad])

@@ -33,6 +33,7 @@
     ├── ToolTimeoutError (TimeoutError)          a tool ran past its timeout
     ├── ToolBackendError (RuntimeError)          an executor backend could not run a tool's body
     ├── ApprovalPendingError (RuntimeError)      an approver deferred; resume with the decisions
+    ├── FetchError (OSError)                     a bounded fetch could not be made or read
     └── ProviderError                            a provider request failed
         ├── AuthenticationError (PermissionError)
         ├── PermissionDeniedError (PermissionError)
@@ -68,6 +69,7 @@ __all__ = [
     "EventLoopError",
     "ExpectationError",
     "ExtraToolResultError",
+    "FetchError",
     "HookError",
     "InvalidToolConstraintError",
     "MismatchedToolCallArgumentsError",
@@ -317,6 +319,18 @@ class ToolBackendError(ToolwireError, RuntimeError):
     def __init__(self, message: str, *, kind: str = "error", transient: bool = False) -> None:
         self.kind = kind
         self.transient = transient
+        super().__init__(message)
+
+
+class FetchError(ToolwireError, OSError):
+    """An outbound request's answer could not be had within its bounds: it was over its
+    size limit as decompressed, encoded in a way that was not asked for, not in time, or
+    the connection failed. The message says which, and names what was fetched; ``reason``
+    says it for code: ``too_large``, ``encoding``, ``data``, ``timeout``, ``deadline`` or
+    ``connection``."""
+
+    def __init__(self, message: str, *, reason: str = "connection") -> None:
+        self.reason = reason
         super().__init__(message)
 
 

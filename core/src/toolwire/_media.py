@@ -25,7 +25,7 @@ from typing import Any, ClassVar, Union, get_args
 
 import attrs
 
-from toolwire._errors import MediaError, TranscriptError, UsageError
+from toolwire._errors import FetchError, MediaError, TranscriptError, UsageError
 from toolwire._exports import publish
 from toolwire._jsondata import field, optional
 
@@ -708,23 +708,29 @@ async def afetch(
     hosts = {h.lower() for h in allow_hosts}
     if url.scheme != "https" or url.host.lower() not in hosts:
         raise MediaError(f"{part.label()}: only https URLs of {sorted(hosts)} may be fetched")
+    from toolwire._http.bounded import ACCEPT_ENCODING, aread_body  # loads httpx: here
+
     cap = _Limits.now.result_bytes
     own = client is None
-    http = client or httpx.AsyncClient(follow_redirects=False, timeout=timeout)
+    http = client or httpx.AsyncClient(follow_redirects=False, timeout=timeout, trust_env=False)
+    what = f"{part.label()}: the answer of {url.host}"
     try:
         import anyio
 
         with anyio.fail_after(timeout):
-            async with http.stream("GET", url, follow_redirects=False) as response:
+            # Only identity, gzip and deflate, decoded by the one bounded reader: the
+            # media limit counts the bytes as they are decompressed.
+            headers = {"Accept-Encoding": ACCEPT_ENCODING}
+            async with http.stream("GET", url, headers=headers, follow_redirects=False) as response:
                 if response.status_code != 200:
                     raise MediaError(f"{part.label()}: the server answered {response.status_code}")
-                data = bytearray()
-                async for chunk in response.aiter_bytes():
-                    data += chunk
-                    if len(data) > cap:
-                        raise MediaError(f"{part.label()}: over the {_size_text(cap)} media limit")
+                data, _ = await aread_body(response, cap, what=what)
     except TimeoutError:
         raise MediaError(f"{part.label()}: not fetched within {timeout:g} s") from None
+    except FetchError as exc:
+        if exc.reason == "too_large":
+            raise MediaError(f"{part.label()}: over the {_size_text(cap)} media limit") from None
+        raise MediaError(str(exc)) from None
     except httpx.HTTPError as exc:
         raise MediaError(f"{part.label()}: cannot fetch it: {type(exc).__name__}") from None
     finally:

@@ -48,6 +48,16 @@ if _typing.TYPE_CHECKING:
     from toolwire._hooks import (
         AuditEvent,
     )
+    from toolwire._http.bounded import (
+        ACCEPT_ENCODING,
+        Fetched,
+        Inflater,
+        afetch_bounded,
+        aiter_body,
+        aread_body,
+        iter_body,
+        read_body,
+    )
     from toolwire._http.errors import (
         DEFAULT_CONTEXT_LENGTH_MARKERS,
         ErrorDetail,
@@ -112,6 +122,7 @@ if _typing.TYPE_CHECKING:
     )
 
 __all__ = [
+    "ACCEPT_ENCODING",
     "DEFAULT_CONTEXT_LENGTH_MARKERS",
     "DEFAULT_DEADLINE",
     "DEFAULT_MAX_RESPONSE_BYTES",
@@ -126,8 +137,10 @@ __all__ = [
     "ContinueSuggestion",
     "ErrorDetail",
     "ErrorMapper",
+    "Fetched",
     "HandledCall",
     "HttpProvider",
+    "Inflater",
     "OutputSpec",
     "PluginRecord",
     "Provider",
@@ -149,14 +162,19 @@ __all__ = [
     "ToolDef",
     "ToolSpan",
     "Transport",
+    "afetch_bounded",
+    "aiter_body",
+    "aread_body",
     "arguments_object",
     "cached_wire",
     "decode_reply",
     "extract_error_detail",
+    "iter_body",
     "lazy_exports",
     "malformed",
     "map_settings",
     "output_spec",
+    "read_body",
     "rejection_content",
     "rejection_reason",
     "resolve_api_key",

@@ -24,7 +24,8 @@ def _public_jwk(key: Any, kid: str, alg: str) -> dict[str, Any]:
 
 class Issuer:
     """``url`` is the issuer; ``mode`` is what ``/jwks`` does: ``ok``, ``hang``, ``huge``,
-    ``broken`` (not JSON), ``empty`` (no keys), ``error`` (a 500); ``fetches`` counts
+    ``broken`` (not JSON), ``empty`` (no keys), ``error`` (a 500), ``zstd`` and
+    ``gzip-bomb`` (512 MiB of zeros as they decompress); ``fetches`` counts
     the key-set requests."""
 
     def __init__(self) -> None:
@@ -89,6 +90,16 @@ class Issuer:
             return
         if self.mode == "error":
             handler.send_error(500)
+            return
+        if self.mode in ("zstd", "gzip-bomb"):  # 512 MiB as it decompresses, #40.3
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Encoding", self.mode.removesuffix("-bomb"))
+            bomb = _bomb(self.mode)
+            handler.send_header("Content-Length", str(len(bomb)))
+            handler.end_headers()
+            with contextlib.suppress(OSError):
+                handler.wfile.write(bomb)
             return
         body = {
             "ok": lambda: json.dumps(self.jwks()).encode(),
@@ -164,3 +175,16 @@ def forge(header: dict[str, Any], claims: dict[str, Any], secret: bytes | None) 
     if secret is None:
         return signing + "."
     return signing + "." + _b64(hmac.new(secret, signing.encode(), hashlib.sha256).digest())
+
+
+def _bomb(mode: str) -> bytes:
+    zeros = bytes(1 << 20)
+    if mode == "zstd":
+        import zstandard
+
+        z = zstandard.ZstdCompressor(level=3).compressobj()
+        return b"".join([*(z.compress(zeros) for _ in range(512)), z.flush()])
+    import zlib
+
+    g = zlib.compressobj(9, zlib.DEFLATED, 31)
+    return b"".join([*(g.compress(zeros) for _ in range(512)), g.flush()])

@@ -565,6 +565,44 @@ async def test_the_http_bound_cuts_a_long_event_and_a_long_body() -> None:
             await http.get("http://mcp.test/body")
 
 
+async def test_the_http_bound_counts_a_compressed_message_as_it_decodes() -> None:
+    # Attack (#40.3): compressed bodies were decoded by the client after the transport's
+    # count, so a small zstd or gzip body could grow past the limit in one step.
+    import gzip
+    import tracemalloc
+    import zlib
+
+    from toolwire_mcp._bounded_http import BoundedTransport, MessageTooLarge
+
+    seen: list[str] = []
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)
+    bomb = b"".join([*(z.compress(bytes(1 << 20)) for _ in range(64)), z.flush()])  # 64 MiB
+
+    def serve(request: httpx2.Request) -> httpx2.Response:
+        seen.append(request.headers["accept-encoding"])
+        if request.url.path == "/zstd":
+            headers = {"content-encoding": "zstd", "content-type": "application/json"}
+            return httpx2.Response(200, headers=headers, stream=_Chunks([b"(a zstd frame)"]))
+        if request.url.path == "/ok":
+            body = gzip.compress(b'{"jsonrpc": "2.0"}')
+            return httpx2.Response(200, headers={"content-encoding": "gzip"}, content=body)
+        return httpx2.Response(200, headers={"content-encoding": "gzip"}, stream=_Chunks([bomb]))
+
+    bounded = BoundedTransport(limit=1 << 20, inner=httpx2.MockTransport(serve))
+    async with httpx2.AsyncClient(transport=bounded) as http:
+        assert b'{"jsonrpc": "2.0"}' == (await http.get("http://mcp.test/ok")).content
+        with pytest.raises(httpx2.DecodingError, match="encoded as zstd, which was not asked"):
+            await http.get("http://mcp.test/zstd")
+        tracemalloc.start()
+        try:
+            with pytest.raises(MessageTooLarge, match="over 1,048,576 bytes"):
+                await http.get("http://mcp.test/bomb")
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert (["gzip, deflate"] * 3, True) == (seen, peak < 8 << 20)
+
+
 class _Chunks(httpx2.AsyncByteStream):
     """A response body arriving in these parts."""
 

@@ -145,6 +145,25 @@ async def test_a_rotated_key_is_fetched_and_unknown_kids_do_not_hammer_the_issue
     assert 3 == issuer.fetches
 
 
+@pytest.mark.parametrize("mode", ["zstd", "gzip-bomb"])
+async def test_a_compressed_key_set_bomb_is_refused_as_it_grows(issuer: Issuer, mode: str) -> None:
+    # Attack (#40.3): the JWKS fetch accepted zstd, and a 16 KB body grew the process by
+    # 0.7-1 GiB before the size limit was seen.
+    if mode == "zstd":
+        pytest.importorskip("zstandard")
+    import tracemalloc
+
+    issuer.mode = mode
+    verifier = _verifier(issuer, timeout=5.0)
+    tracemalloc.start()
+    try:
+        refused = await _refused(verifier, issuer.token(RESOURCE))
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert (503, True) == (refused.status, peak < 16 << 20)
+
+
 @pytest.mark.parametrize("mode", ["hang", "huge", "broken", "empty", "error", "private"])
 async def test_keys_that_cannot_be_had_are_a_503_within_the_deadline(
     issuer: Issuer, mode: str

@@ -21,6 +21,7 @@ import httpx
 
 from toolwire._errors import (
     DeadlineExceededError,
+    FetchError,
     ProviderConnectionError,
     ProviderError,
     ResponseTooLargeError,
@@ -28,6 +29,7 @@ from toolwire._errors import (
     UsageError,
 )
 from toolwire._exports import publish
+from toolwire._http.bounded import ACCEPT_ENCODING, aiter_body, iter_body
 from toolwire._http.errors import ErrorMapper, _snippet
 from toolwire._http.keys import (
     ApiKey,
@@ -470,6 +472,21 @@ class Transport:
         parts.append(chunk)
         return size, False
 
+    def _pieces(self, response: httpx.Response, shown: str) -> Iterator[bytes]:
+        """The body decoded a step at a time by the one bounded reader (``_http.bounded``):
+        a size limit counts it as it is decompressed."""
+        try:
+            yield from iter_body(response, what=f"the response to POST {shown}")
+        except FetchError as exc:
+            raise ProviderError(str(exc), provider=self._provider) from None
+
+    async def _apieces(self, response: httpx.Response, shown: str) -> AsyncIterator[bytes]:
+        try:
+            async for piece in aiter_body(response, what=f"the response to POST {shown}"):
+                yield piece
+        except FetchError as exc:
+            raise ProviderError(str(exc), provider=self._provider) from None
+
     def _check_encoding(self, response: httpx.Response, shown: str) -> None:
         """Only gzip and deflate are asked for: a body encoded otherwise (zstd, br) is
         refused unread. httpx decodes a whole raw chunk at a time, and gzip cannot grow a
@@ -497,7 +514,7 @@ class Transport:
         parts: list[bytes] = []
         size = 0
         error_body = not streamed.is_success
-        for chunk in streamed.iter_bytes():
+        for chunk in self._pieces(streamed, shown):
             self._past(end, shown)
             size, stop = self._take(parts, chunk, size, self._max_bytes, error_body, shown)
             if stop:
@@ -511,7 +528,7 @@ class Transport:
         parts: list[bytes] = []
         size = 0
         error_body = not streamed.is_success
-        async for chunk in streamed.aiter_bytes():
+        async for chunk in self._apieces(streamed, shown):
             self._past(end, shown)
             size, stop = self._take(parts, chunk, size, self._max_bytes, error_body, shown)
             if stop:
@@ -664,7 +681,7 @@ class Transport:
                         self._check_encoding(response, shown)
                         decoder = SSEDecoder()
                         size = 0
-                        for chunk in response.iter_bytes():
+                        for chunk in self._pieces(response, shown):
                             self._past(end, shown)
                             size += len(chunk)
                             if self._max_bytes is not None and size > self._max_bytes:
@@ -732,7 +749,7 @@ class Transport:
                         self._check_encoding(response, shown)
                         decoder = SSEDecoder()
                         size = 0
-                        async for chunk in response.aiter_bytes():
+                        async for chunk in self._apieces(response, shown):
                             self._past(end, shown)
                             size += len(chunk)
                             if self._max_bytes is not None and size > self._max_bytes:
@@ -775,9 +792,9 @@ class _KeyAuth(httpx.Auth):
         yield request
 
 
-#: What every request accepts: encodings whose expansion per chunk is bounded.
+#: What every request accepts: encodings whose output the bounded reader can bound.
 _ENCODINGS = frozenset({"gzip", "x-gzip", "deflate"})
-_ACCEPT_ENCODING = {"Accept-Encoding": "gzip, deflate"}
+_ACCEPT_ENCODING = {"Accept-Encoding": ACCEPT_ENCODING}
 
 
 def _read_response(streamed: httpx.Response, content: bytes) -> httpx.Response:

@@ -27,7 +27,6 @@ import json
 import socket
 import threading
 import time
-import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -187,7 +186,7 @@ def _hops(
         headers = {
             "User-Agent": _USER_AGENT,
             "Host": _host_header(current),
-            "Accept-Encoding": "gzip, deflate",
+            "Accept-Encoding": "gzip, deflate",  # toolwire.adapters.ACCEPT_ENCODING
         }
         was_secure = was_secure or current.scheme == "https"
         if rule is not None and not (was_secure and current.scheme != "https"):
@@ -246,72 +245,27 @@ def _host_header(url: httpx.URL) -> str:
     return f"{host}:{url.port}" if url.port is not None else host
 
 
-def _decoder(response: httpx.Response) -> Callable[[bytes, int], bytes] | None:
-    """``decode(raw, room)``: at most ``room`` bytes of decoded body from the next raw
-    chunk (None: the body is not encoded). HttpError for an encoding not asked for."""
-    encodings = [
-        e.strip().lower()
-        for e in response.headers.get("content-encoding", "").split(",")
-        if e.strip() and e.strip().lower() != "identity"
-    ]
-    if not encodings:
-        return None
-    if len(encodings) > 1 or encodings[0] not in ("gzip", "x-gzip", "deflate"):
-        raise HttpError(
-            f"the server sent a body encoded as {', '.join(encodings)}, which was not asked "
-            f"for (only gzip and deflate are accepted)"
-        )
-    gzip = encodings[0] != "deflate"
-    state: dict[str, Any] = {"d": zlib.decompressobj(31 if gzip else 15), "raw": not gzip}
-
-    def decode(raw: bytes, room: int) -> bytes:
-        d = state["d"]
-        try:
-            out = d.decompress(d.unconsumed_tail + raw, room + 1)
-        except zlib.error:
-            if state["raw"]:  # deflate sent without its zlib header, as some servers do
-                state["raw"] = False
-                state["d"] = zlib.decompressobj(-15)
-                return decode(raw, room)
-            raise HttpError("the response body is not valid gzip or deflate data") from None
-        state["raw"] = False
-        return bytes(out)
-
-    return decode
-
-
 def _read(
     response: httpx.Response, limit: int, deadline: float, timeout: float
 ) -> tuple[bytes, bool]:
+    """(the body, whether it was cut at ``limit``), read by toolwire's one bounded reader:
+    decompressed a step at a time (gzip and deflate only), so a small compressed body
+    cannot grow past the limit in memory."""
     import httpx  # here, not at the top: see the TYPE_CHECKING import
 
+    from toolwire.adapters import read_body
+    from toolwire.exceptions import FetchError
+
     try:
-        loaded = response.content  # a transport that read the body already (a mock)
-    except httpx.ResponseNotRead:
-        pass
-    else:
-        return loaded[:limit], len(loaded) >= limit
-    chunks: list[bytes] = []
-    size = 0
-    decode = _decoder(response)
-    try:
-        for raw in response.iter_raw():
-            if time.monotonic() > deadline:
-                raise HttpError(f"the response took longer than {timeout:g} s to read")
-            room = limit - size
-            # Decompressed here, at most room + 1 bytes per chunk: a small compressed body
-            # cannot grow past the limit in memory.
-            chunk = raw if decode is None else decode(raw, room)
-            if len(chunk) > room or (len(chunk) == room and decode is None):
-                chunks.append(chunk[:room])
-                return b"".join(chunks), True
-            chunks.append(chunk)
-            size += len(chunk)
+        return read_body(response, limit, cut=True, what="the response", deadline=deadline)
+    except FetchError as exc:
+        if exc.reason == "deadline":
+            raise HttpError(f"the response took longer than {timeout:g} s to read") from None
+        raise HttpError(str(exc)) from None
     except httpx.TimeoutException:
         raise HttpError(f"the response took longer than {timeout:g} s to read") from None
     except httpx.HTTPError as exc:
         raise HttpError(f"reading the response failed: {exc}") from None
-    return b"".join(chunks), False
 
 
 # -- HTML to text ---------------------------------------------------------------------------

@@ -4,7 +4,10 @@ The client's HTTP transport wraps httpx's: a JSON response may be at most
 ``MAX_MESSAGE`` bytes, and on an SSE stream (which may stay open for hours) each event
 may (the bytes between two blank lines). Past it the response is cut with an error that
 says so, before the SDK parses anything: a server cannot make the client buffer an
-endless message. Compressed bodies count as they decode.
+endless message. Only identity, gzip and deflate are asked for, and the body is decoded
+here by toolwire's one bounded reader (:class:`toolwire.adapters.Inflater`), a step at a
+time, so a compressed body counts as it decodes; a body encoded otherwise (zstd, br) is
+refused unread.
 """
 
 from __future__ import annotations
@@ -13,6 +16,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx2
+
+from toolwire.adapters import ACCEPT_ENCODING, Inflater
+from toolwire.exceptions import FetchError
 
 __all__ = ["MAX_MESSAGE", "BoundedTransport", "MessageTooLarge"]
 
@@ -25,16 +31,27 @@ class MessageTooLarge(httpx2.ReadError):
 
 
 class _Bounded(httpx2.AsyncByteStream):
-    def __init__(self, inner: Any, limit: int, events: bool, url: str) -> None:
+    def __init__(self, inner: Any, limit: int, events: bool, url: str, inflater: Inflater) -> None:
         self._inner = inner
         self._limit = limit
         self._events = events
         self._url = url
+        self._inflater = inflater
+
+    async def _decoded(self) -> AsyncIterator[bytes]:
+        try:
+            async for raw in self._inner:
+                for piece in self._inflater.feed(raw):
+                    yield piece
+            for piece in self._inflater.finish():
+                yield piece
+        except FetchError as exc:
+            raise httpx2.DecodingError(str(exc), request=None) from None
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         run = 0  # bytes since the last event boundary (or in all, for a plain body)
         tail = b""
-        async for chunk in self._inner:
+        async for chunk in self._decoded():
             if self._events:
                 seen = tail + chunk
                 cut = max(seen.rfind(b"\n\n"), seen.rfind(b"\r\n\r\n"))
@@ -64,9 +81,21 @@ class BoundedTransport(httpx2.AsyncBaseTransport):
         self._limit = limit
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        request.headers["Accept-Encoding"] = ACCEPT_ENCODING
         response = await self._inner.handle_async_request(request)
         kind = response.headers.get("content-type", "")
         length = response.headers.get("content-length")
+        encoding = response.headers.get("content-encoding", "")
+        try:
+            inflater = Inflater(encoding, what=f"the MCP server at {request.url}'s answer")
+        except FetchError as exc:
+            await response.aclose()
+            raise httpx2.DecodingError(str(exc), request=request) from None
+        if encoding:  # decoded here: the client must not decode it again
+            del response.headers["content-encoding"]
+            if length is not None:
+                del response.headers["content-length"]
+                length = None
         if length is not None and length.isdigit() and int(length) > self._limit:
             await response.aclose()
             raise MessageTooLarge(
@@ -75,7 +104,7 @@ class BoundedTransport(httpx2.AsyncBaseTransport):
                 request=request,
             )
         response.stream = _Bounded(
-            response.stream, self._limit, "text/event-stream" in kind, str(request.url)
+            response.stream, self._limit, "text/event-stream" in kind, str(request.url), inflater
         )
         return response
 

@@ -32,12 +32,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import attrs
-import httpx
 import jwt
 from jwt.exceptions import PyJWTError
 
 from toolwire import Principal
-from toolwire.exceptions import UsageError
+from toolwire.adapters import afetch_bounded
+from toolwire.exceptions import FetchError, UsageError
 
 __all__ = ["OAuthResource", "TokenRefused", "Verified", "load_oauth"]
 
@@ -425,7 +425,7 @@ class JwtVerifier:
             self._tried = now
             try:
                 keys = await asyncio.wait_for(self._fetch_keys(), r.timeout)
-            except (TimeoutError, OSError, httpx.HTTPError, ValueError) as exc:
+            except (TimeoutError, OSError, ValueError) as exc:
                 reason = "it did not answer in time" if isinstance(exc, TimeoutError) else str(exc)
                 logger.warning("the issuer's keys could not be fetched: %s", reason)
                 if not self._keys:
@@ -437,10 +437,9 @@ class JwtVerifier:
 
     async def _fetch_keys(self) -> dict[str, dict[str, Any]]:
         r = self.resource
-        async with httpx.AsyncClient(follow_redirects=False, timeout=r.timeout) as client:
-            if self._jwks_uri is None:
-                self._jwks_uri = await self._discover(client)
-            data = await _get_json(client, self._jwks_uri, r.max_bytes)
+        if self._jwks_uri is None:
+            self._jwks_uri = await self._discover()
+        data = await _get_json(self._jwks_uri, r.max_bytes, r.timeout)
         entries = data.get("keys") if isinstance(data, dict) else None
         if not isinstance(entries, list):
             raise ValueError(f"{self._jwks_uri} is not a JWK Set")
@@ -457,7 +456,7 @@ class JwtVerifier:
             raise ValueError(f"{self._jwks_uri} holds no public signing key")
         return keys
 
-    async def _discover(self, client: httpx.AsyncClient) -> str:
+    async def _discover(self) -> str:
         """The issuer's ``jwks_uri`` from its metadata: RFC 8414's well-known URL, then
         OpenID Connect's; the document must name the configured issuer exactly."""
         r = self.resource
@@ -470,8 +469,8 @@ class JwtVerifier:
             f"{base}{path}/.well-known/openid-configuration",
         ):
             try:
-                doc = await _get_json(client, url, r.max_bytes)
-            except (httpx.HTTPError, ValueError) as exc:
+                doc = await _get_json(url, r.max_bytes, r.timeout)
+            except (OSError, ValueError) as exc:
                 tried.append(f"{url}: {exc}")
                 continue
             if not isinstance(doc, dict) or doc.get("issuer") != r.issuer:
@@ -488,20 +487,23 @@ class JwtVerifier:
         raise ValueError("no usable issuer metadata (" + "; ".join(tried) + ")")
 
 
-async def _get_json(client: httpx.AsyncClient, url: str, limit: int) -> Any:
-    """The JSON at ``url``: a 200, at most ``limit`` bytes (read as it arrives)."""
-    async with client.stream("GET", url, headers={"Accept": "application/json"}) as response:
-        if response.status_code != 200:
-            raise ValueError(f"{url} answered {response.status_code}")
-        length = response.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > limit:
-            raise ValueError(f"{url} is over {limit:,} bytes")
-        body = bytearray()
-        async for chunk in response.aiter_bytes():  # decoded: a compressed bomb counts
-            body += chunk
-            if len(body) > limit:
-                raise ValueError(f"{url} is over {limit:,} bytes")
+async def _get_json(url: str, limit: int, timeout: float) -> Any:
+    """The JSON at ``url``: a 200, at most ``limit`` bytes as it is decompressed, within
+    ``timeout`` (the one bounded fetch: a compressed bomb is refused as it grows)."""
     try:
-        return json.loads(body)
+        got = await afetch_bounded(
+            "GET",
+            url,
+            limit=limit,
+            timeout=timeout,
+            headers={"Accept": "application/json"},
+            what=url,
+        )
+    except FetchError as exc:
+        raise ValueError(str(exc)) from None
+    if got.status != 200:
+        raise ValueError(f"{url} answered {got.status}")
+    try:
+        return json.loads(got.body)
     except ValueError:
         raise ValueError(f"{url} is not JSON") from None

@@ -35,6 +35,8 @@ from urllib.parse import parse_qs, urlsplit
 
 from mcp.shared.exceptions import MCPDeprecationWarning
 
+from toolwire.adapters import afetch_bounded
+from toolwire.exceptions import FetchError
 from toolwire_mcp._config import ConfigError, ServerSpec, _user_dir, private_bytes
 from toolwire_mcp._slot import Slot
 
@@ -381,8 +383,6 @@ async def exchange_for_id_jag(spec: ServerSpec, audience: str, resource: str) ->
     """The user's ID token exchanged at the identity provider for an ID-JAG (RFC 8693:
     ``requested_token_type`` id-jag, ``audience`` the authorization server, ``resource`` the
     MCP server). No redirects, a deadline and a bounded answer; a refusal says why."""
-    import httpx
-
     assert spec.idp_token_endpoint is not None
     assert spec.idp_client_id is not None
     form = {
@@ -400,30 +400,32 @@ async def exchange_for_id_jag(spec: ServerSpec, audience: str, resource: str) ->
     if idp_secret is not None:
         form["client_secret"] = idp_secret
     where = f"MCP server `{spec.name}`: the identity provider"
-    import anyio
-
-    body = bytearray()
     try:
-        with anyio.fail_after(IDP_TIMEOUT):  # the whole exchange, not each read
-            async with (
-                httpx.AsyncClient(follow_redirects=False, timeout=IDP_TIMEOUT) as http,
-                http.stream("POST", spec.idp_token_endpoint, data=form) as answer,
-            ):
-                async for chunk in answer.aiter_bytes():
-                    body += chunk
-                    if len(body) > _MAX_IDP_ANSWER:
-                        raise RuntimeError(f"{where} answered over {_MAX_IDP_ANSWER:,} bytes")
-    except TimeoutError:
-        raise RuntimeError(f"{where} did not answer within {IDP_TIMEOUT:g} s") from None
+        # The one bounded fetch: the whole exchange within IDP_TIMEOUT, the answer at most
+        # _MAX_IDP_ANSWER bytes as it is decompressed.
+        answer = await afetch_bounded(
+            "POST",
+            spec.idp_token_endpoint,
+            data=form,
+            limit=_MAX_IDP_ANSWER,
+            timeout=IDP_TIMEOUT,
+            what=f"{where}'s answer",
+        )
+    except FetchError as exc:
+        if exc.reason == "timeout":
+            raise RuntimeError(f"{where} did not answer within {IDP_TIMEOUT:g} s") from None
+        if exc.reason == "too_large":
+            raise RuntimeError(f"{where} answered over {_MAX_IDP_ANSWER:,} bytes") from None
+        raise RuntimeError(str(exc)) from None
     try:
-        data = json.loads(bytes(body))
+        data = json.loads(answer.body)
     except ValueError:
         data = None
-    if answer.status_code != 200 or not isinstance(data, dict):
+    if answer.status != 200 or not isinstance(data, dict):
         error = data.get("error") if isinstance(data, dict) else None
         described = data.get("error_description") if isinstance(data, dict) else None
         why = ": ".join(str(x)[:200] for x in (error, described) if x) or "no reason given"
-        raise RuntimeError(f"{where} refused the token exchange ({answer.status_code}): {why}")
+        raise RuntimeError(f"{where} refused the token exchange ({answer.status}): {why}")
     token = data.get("access_token")
     if data.get("issued_token_type") != _ID_JAG_TYPE or not isinstance(token, str) or not token:
         raise RuntimeError(f"{where} did not answer with an ID-JAG")
