@@ -181,7 +181,7 @@ def test_media_afetch_refuses_a_zstd_image_unread(server: ScriptedServer) -> Non
     try:
         with pytest.raises(MediaError, match="encoded as zstd, which was not asked for"):
             asyncio.run(fetch())
-        with pytest.raises(MediaError, match="over the .* media limit"):
+        with pytest.raises(MediaError, match=r"over the .* media limit"):
             asyncio.run(fetch())
         _, peak = tracemalloc.get_traced_memory()
     finally:
