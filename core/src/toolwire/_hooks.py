@@ -14,6 +14,7 @@ from typing import Any, Generic, NoReturn, TypeVar, Union, overload
 import attrs
 
 from toolwire._calls import (
+    ToolCall,
     TypedCall,
 )
 from toolwire._errors import HookError, UsageError
@@ -152,6 +153,7 @@ AUDIT_KINDS = frozenset(
         "hidden",  # an availability hook (a policy's, a tool pack's) hid the tool
         "invalid_arguments",  # the arguments were not JSON, or not valid for the schema
         "withheld",  # a policy that failed to load withheld a result
+        "cancelled",  # a call allowed to run ended with no result (cancelled while it ran)
         "policies_off",  # a policy was turned off by an explicit switch
     }
 )
@@ -162,10 +164,15 @@ class AuditEvent:
     """One thing toolwire answered without asking a decision hook, for the audit log.
 
     ``kind`` is one of ``unknown_tool``, ``not_offered``, ``hidden``,
-    ``invalid_arguments``, ``withheld`` or ``policies_off``. ``tool``, ``call_id`` and
-    ``arguments`` (the raw argument text the model sent: hash it, never log it) are
-    empty for ``policies_off``; ``reason`` says what happened; ``source`` names who
-    decided (``toolwire``, or the plugin that hid the tool, or the switch).
+    ``invalid_arguments``, ``withheld``, ``cancelled`` or ``policies_off``. ``tool``,
+    ``call_id`` and ``arguments`` (the raw argument text the model sent: hash it, never
+    log it) are empty for ``policies_off``; ``reason`` says what happened; ``source``
+    names who decided (``toolwire``, or the plugin that hid the tool, or the switch).
+
+    ``cancelled``: a call the decision hooks let run ended with no result (the caller
+    was cancelled while it ran or waited to run), so no result hook will see it;
+    ``call`` is the model's call itself, so a policy can free what it holds for that
+    call (a concurrency slot) however the call ended.
     """
 
     kind: AuditKind
@@ -174,6 +181,7 @@ class AuditEvent:
     call_id: str = ""
     arguments: str = attrs.field(default="", repr=False)
     source: str = "toolwire"
+    call: ToolCall | None = attrs.field(default=None, repr=False, eq=False)
 
 
 #: The context of a round whose turn gave none: shared (one per round cost as much as a

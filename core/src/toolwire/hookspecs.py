@@ -265,8 +265,10 @@ def toolwire_audit(event: AuditEvent, context: HookContext) -> None:
 
     Calling rule: every implementation, for each event; sync only. toolwire calls it
     for each call it answers itself (a tool that does not exist, one not offered this
-    round, one an availability hook hid, arguments that do not validate) and once per
-    process for each policy turned off by ``TOOLWIRE_DISABLE_POLICIES`` (or
+    round, one an availability hook hid, arguments that do not validate), for each call
+    the executor let run that ended with no result (``cancelled``: the caller was
+    cancelled; ``event.call`` is the model's call, so a policy frees what it holds for
+    it), and once per process for each policy turned off by ``TOOLWIRE_DISABLE_POLICIES`` (or
     ``PluginHost(disable_policies=...)``), so an audit log written from this hook and
     from ``toolwire_tool_decision`` / ``toolwire_tool_result`` holds every attempt. A
     policy that is switched off still receives this hook. An implementation that

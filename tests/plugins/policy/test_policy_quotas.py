@@ -5,6 +5,7 @@ in a real redis-server (started for these tests on 127.0.0.1)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import socket
 import threading
@@ -121,6 +122,50 @@ def test_concurrent_calls_are_limited_per_principal_and_freed_by_their_results(
         in results[2].content
     )
     assert ["done 3", "done 4"] == [r.content for r in results[3:]]
+
+
+@pytest.mark.parametrize("parallel", [1, 2])
+def test_a_call_cancelled_while_it_runs_frees_its_slot_at_once(
+    make_policy: Any, tmp_path: Any, parallel: int
+) -> None:
+    # Attack (#40.7): with concurrent = 1, a call cancelled while it ran kept its slot for
+    # the whole lease (600 s); with a shared store every caller was locked out.
+    policy = make_policy(
+        '[audit]\npath = "audit.jsonl"\n[[quotas]]\ntools = ["slow"]\nconcurrent = 1\n'
+    )
+
+    @tw.tool_fn
+    async def slow(n: int) -> str:
+        """Wait for ever."""
+        await asyncio.sleep(3600)
+        return "never"
+
+    @tw.tool_fn
+    async def other(n: int) -> str:
+        """Wait for ever too."""
+        await asyncio.sleep(3600)
+        return "never"
+
+    executor = _executor(policy, [slow, other])
+    context = HookContext(principal=ALICE)
+
+    async def run() -> None:
+        calls = [tw.ToolCall("c1", "slow", '{"n": 1}'), tw.ToolCall("c2", "other", '{"n": 2}')]
+        running = asyncio.ensure_future(executor.aexecute_all(calls[:parallel], context=context))
+        while not policy._inflight:  # the policy allowed the call and holds its slot
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.05)
+        running.cancel()  # the caller gives up (Ctrl-C, a client that went away)
+        with pytest.raises(asyncio.CancelledError):
+            await running
+
+    asyncio.run(run())
+    assert policy.take_quota(slow, ALICE) is None  # the slot is free at once
+    records = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    cancelled = [r for r in records if r["event"] == "cancelled"]
+    assert [("c1", "slow", "cancelled")] == [
+        (r["call_id"], r["tool"], r["decision"]) for r in cancelled if r["tool"] == "slow"
+    ]
 
 
 def test_a_slot_whose_call_never_reported_back_is_freed_by_its_lease(make_policy: Any) -> None:

@@ -15,10 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from toolwire._execute.attempts import _ON_STUCK, _SHARED, _deadlines, _Shared
 from toolwire._execute.jobs import _Job
+from toolwire._hooks import AuditEvent
 
 if TYPE_CHECKING:
     from toolwire._calls import TypedCall
     from toolwire._execute.interceptors import Next
+    from toolwire._plugins import PluginHost
 
 logger = logging.getLogger("toolwire.execute")
 
@@ -36,6 +38,7 @@ class _Scheduling:
         max_concurrency: int | None
         _chain: Next | None
         _on_result: Any
+        _host: PluginHost | None
 
         @property
         def _host_results(self) -> bool: ...
@@ -117,6 +120,37 @@ class _Scheduling:
         runnable = [j for j in jobs if j.result is None]
         if not runnable:
             return
+        try:
+            await self._run_runnable(runnable)
+        except BaseException:
+            # Cancelled (or stopped) with calls that will have no result: the policies
+            # are told, so what they hold for a call (a quota slot) is freed however it
+            # ended, and the audit log says the call never answered.
+            self._unanswered([j for j in runnable if j.result is None and not j.abandoned])
+            raise
+
+    def _unanswered(self, jobs: Sequence[_Job]) -> None:
+        host = self._host
+        if host is None:
+            return
+        for job in jobs:
+            call = job.call
+            if call is None:
+                continue
+            event = AuditEvent(
+                "cancelled",
+                "the call was cancelled before it gave a result",
+                tool=call.name,
+                call_id=call.id,
+                arguments=call.call.arguments,
+                call=call.call,
+            )
+            try:
+                host.audit(event, job.context)
+            except Exception:  # the host logs a hook's failure; never mask the cancellation
+                logger.exception("the audit of cancelled call %s failed", call.id)
+
+    async def _run_runnable(self, runnable: list[_Job]) -> None:
         if len(runnable) == 1:
             await self._alone(runnable[0])
             return

@@ -621,9 +621,12 @@ class Policy:
     def finish(self, call: TypedCall[Any], *, refund: bool = False) -> None:
         """``call`` ended (its result came back): free its concurrency slots; ``refund``:
         it never ran, so its counts are given back too."""
+        self._finish(call.call, refund=refund)
+
+    def _finish(self, call: ToolCall, *, refund: bool = False) -> None:
         with self._inflight_lock:
-            held = self._inflight.pop(id(call.call), None)
-        if held is None or held[0] is not call.call:
+            held = self._inflight.pop(id(call), None)
+        if held is None or held[0] is not call:
             return
         _, lease, wants, _ = held
         if not refund and all(w.concurrent is None for w in wants):
@@ -790,11 +793,17 @@ class Policy:
 
     def audit_event(self, event: AuditEvent, context: HookContext) -> None:
         """Write an attempt toolwire answered itself (or a policy switched off); raises
-        OSError. The raw argument text is fingerprinted, never written."""
+        OSError. The raw argument text is fingerprinted, never written. A ``cancelled``
+        call frees what it held (its concurrency slots) first, however it ended."""
+        if event.kind == "cancelled" and event.call is not None:
+            self._finish(event.call)
         if self.audit_log is None:
             return
         record = self._base(event.kind, event.call_id, event.tool, context)
-        record["decision"] = "reject" if event.call_id else None
+        if event.kind == "cancelled":
+            record["decision"] = "cancelled"
+        else:
+            record["decision"] = "reject" if event.call_id else None
         record["reason"] = event.reason or None
         record["source"] = event.source
         if event.call_id:
