@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from pydantic import BaseModel, SecretStr
 
+import toolwire as tw
 from toolwire.cli.completion import candidates, script
 from toolwire.cli.config import cli_config
 from toolwire.cli.logs import ConversationLog, Recorder, redact_call_arguments
@@ -245,6 +247,47 @@ def test_logged_arguments_keep_no_secret_and_nothing_a_policy_redacts(tmp_path: 
     assert {call["arguments"]} == set(kept)
     again = _toolwire(tmp_path, "chat", "-c", "thanks", "--app", "app:tools")
     assert 0 == again.returncode, again.stderr
+
+
+class _Creds(BaseModel):
+    user: str
+    password: SecretStr
+
+
+@tw.tool_fn
+def login(
+    host: str, creds: _Creds, backup: SecretStr | None = None, tokens: list[SecretStr] | None = None
+) -> str:
+    """Log in."""
+    return "in"
+
+
+def test_secrets_are_redacted_from_the_typed_input_at_any_depth() -> None:
+    # Attack (#40.8): `SecretStr | None`, a SecretStr inside a model and list[SecretStr]
+    # were stored in clear (the arguments and the saved session): only top-level schema
+    # properties were looked at.
+    sent = {
+        "host": "db.internal",
+        "creds": {"user": "ada", "password": "hunter2"},
+        "backup": "b4ckup-pw",
+        "tokens": ["t0k-one", "t0k-two"],
+    }
+    kept = json.loads(redact_call_arguments(json.dumps(sent), login, None))
+    assert {
+        "host": "db.internal",
+        "creds": {"user": "ada", "password": "[REDACTED]"},
+        "backup": "[REDACTED]",
+        "tokens": ["[REDACTED]", "[REDACTED]"],
+    } == kept
+    # Arguments that do not validate (host is a number): the schema says where secrets
+    # are, at any depth.
+    invalid = redact_call_arguments(json.dumps({**sent, "host": 5}), login, None)
+    assert [] == [s for s in ("hunter2", "b4ckup-pw", "t0k-one", "t0k-two") if s in invalid]
+    assert '"user": "ada"' in invalid
+    # Only what was sent is kept: no defaults added.
+    assert {"host": "h", "creds": {"user": "u", "password": "[REDACTED]"}} == json.loads(
+        redact_call_arguments('{"host": "h", "creds": {"user": "u", "password": "p"}}', login, None)
+    )
 
 
 def test_redaction_fails_closed_and_malformed_arguments_are_not_kept() -> None:

@@ -270,7 +270,7 @@ class _Chat:
         try:
             self.log.record(
                 conversation=self.session.id,
-                session=self._kept_session(recorder),
+                session=self._kept_session(),
                 provider=self.provider.name,
                 model=self.provider.model,
                 recorder=recorder,
@@ -281,7 +281,7 @@ class _Chat:
         except (sqlite3.Error, OSError, UsageError) as exc:
             _out(sys.stderr, f"toolwire: warning: this turn was not logged: {exc}")
 
-    def _kept_session(self, recorder: Recorder) -> dict[str, Any]:
+    def _kept_session(self) -> dict[str, Any]:
         """The session as the log keeps it: every call's arguments redacted (in the call
         and in its result alike), so what is kept can be sent again as it is."""
         data = self.session.to_dict()
@@ -385,7 +385,8 @@ class _Chat:
                 _out(say, f"cannot write {path}: {exc.strerror}")
                 return False
             with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(self.session.to_json(indent=2))
+                # As the log keeps it: no secret argument is written to a file.
+                f.write(json.dumps(self._kept_session(), indent=2, ensure_ascii=False))
             _out(say, f"saved {len(self.session)} messages to {path}")
         else:
             _out(say, f"unknown command {name}; /help lists them")

@@ -3,10 +3,13 @@
 Each conversation (its session, to continue it with ``-c`` / ``--cid``) and each response
 in it (the prompt, the tool calls with their decisions and results, the answer, the usage)
 is recorded, as ``llm logs`` does. Arguments are kept only as the installed policies
-redact them (``toolwire_redact_arguments``) with every secret field of the tool's schema
-(``writeOnly``, ``format: password``) replaced; when a redaction hook fails, a call's
-arguments are not kept at all. Results are kept as the result hooks left them (what the
-model was sent). The policy's own audit log is separate and remains the authority.
+redact them (``toolwire_redact_arguments``) with every secret of the tool's input replaced:
+from the typed input (a ``SecretStr`` or ``SecretBytes`` anywhere in it: in a model, a
+list, an optional), or, for arguments that do not validate, wherever the tool's schema
+says a value is secret (``writeOnly``, ``format: password``) at any depth; when a
+redaction hook fails, a call's arguments are not kept at all. Results are kept as the
+result hooks left them (what the model was sent). The policy's own audit log is separate
+and remains the authority.
 
 The file is the user's alone (0600, its directory 0700). Full-text search uses SQLite's
 FTS5 where the SQLite build has it, and a plain substring match where it has not.
@@ -80,16 +83,79 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def _secret_fields(schema: Any) -> set[str]:
-    props = schema.get("properties") if isinstance(schema, Mapping) else None
-    if not isinstance(props, Mapping):
-        return set()
-    return {
-        name
-        for name, sub in props.items()
-        if isinstance(sub, Mapping)
-        and (sub.get("writeOnly") is True or sub.get("format") == "password")
-    }
+def _is_secret(schema: Mapping[str, Any]) -> bool:
+    return schema.get("writeOnly") is True or schema.get("format") == "password"
+
+
+def _by_schema(value: Any, schema: Any, defs: Mapping[str, Any], depth: int = 0) -> Any:
+    """``value`` with every part a secret schema (``writeOnly``, ``format: password``)
+    describes replaced, at any depth: through properties, items, ``anyOf``/``oneOf``/
+    ``allOf`` and ``$ref`` (arguments that did not validate, or a tool with no typed
+    input)."""
+    if not isinstance(schema, Mapping) or depth > 64:
+        return value
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and ref.startswith("#/$defs/"):
+        schema = {**defs.get(ref[len("#/$defs/") :], {}), **schema}
+    if _is_secret(schema) and value is not None:
+        return REDACTED
+    for key in ("anyOf", "oneOf", "allOf"):
+        for sub in schema.get(key) or ():
+            value = _by_schema(value, sub, defs, depth + 1)
+    props = schema.get("properties")
+    if isinstance(value, dict) and isinstance(props, Mapping):
+        value = {k: _by_schema(v, props.get(k), defs, depth + 1) for k, v in value.items()}
+    items = schema.get("items")
+    if isinstance(value, list) and isinstance(items, Mapping):
+        value = [_by_schema(v, items, defs, depth + 1) for v in value]
+    return value
+
+
+def _typed(value: Any) -> Any:
+    """A validated input as JSON data, every ``SecretStr``/``SecretBytes`` in it (in a
+    model, a list, an optional, at any depth) replaced; only the fields that were sent."""
+    from pydantic import BaseModel, SecretBytes, SecretStr
+    from pydantic_core import to_jsonable_python
+
+    if isinstance(value, (SecretStr, SecretBytes)):
+        return REDACTED
+    if isinstance(value, BaseModel):
+        fields = type(value).model_fields
+        return {
+            (fields[name].alias or name) if name in fields else name: _typed(getattr(value, name))
+            for name in value.model_fields_set
+        }
+    if isinstance(value, Mapping):
+        return {str(k): _typed(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_typed(v) for v in value]
+    return to_jsonable_python(value)
+
+
+def _without_secrets(tool: Any, text: str, data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (the arguments ``text`` holds) with every secret replaced: from the typed
+    input when the arguments validate, else by the tool's schema, at any depth."""
+    from pydantic import BaseModel
+
+    try:
+        typed = tool.validate_json(text)
+    except Exception:  # invalid arguments: the schema says where the secrets are
+        typed = None
+    if isinstance(typed, BaseModel):
+        kept: dict[str, Any] = _typed(typed)
+        # Keys the model ignored (extra) are kept as sent, unless the schema hides them.
+        extra = {k: v for k, v in data.items() if k not in kept}
+        if extra:
+            kept.update(_by_schema(extra, tool.input_schema, _defs(tool.input_schema)))
+        return kept
+    schema = tool.input_schema
+    kept_data = _by_schema(data, schema, _defs(schema))
+    return kept_data if isinstance(kept_data, dict) else data
+
+
+def _defs(schema: Any) -> Mapping[str, Any]:
+    defs = schema.get("$defs") if isinstance(schema, Mapping) else None
+    return defs if isinstance(defs, Mapping) else {}
 
 
 def redact_call_arguments(
@@ -97,8 +163,9 @@ def redact_call_arguments(
     tool: Any,
     redact: Callable[[Any, dict[str, Any]], dict[str, Any] | None] | None,
 ) -> str:
-    """The argument text a record keeps: secret schema fields and what the hooks redact
-    replaced; unparseable text is not kept (it may hold anything)."""
+    """The argument text a record keeps: every secret of the tool's input replaced (from
+    the typed input: ``SecretStr`` in a model, a list, an optional) and what the hooks
+    redact; unparseable text is not kept (it may hold anything)."""
     try:
         data = json.loads(text)
     except (ValueError, RecursionError):
@@ -106,8 +173,7 @@ def redact_call_arguments(
     if not isinstance(data, dict):
         return f"[not kept: {len(text)} characters that are not a JSON object]"
     if tool is not None:
-        for name in _secret_fields(tool.input_schema) & set(data):
-            data[name] = REDACTED
+        data = _without_secrets(tool, text, data)
         if redact is not None:
             out = redact(tool, data)
             if out is None:
