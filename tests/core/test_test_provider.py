@@ -100,6 +100,51 @@ def test_respects_at_least_one(toolset: tw.Toolset) -> None:
     assert 1 == len(out.round.calls)
 
 
+@tw.tool_fn
+def read_file(path: str) -> str:
+    """Read a file."""
+    return ""
+
+
+@tw.tool_fn(effect="mutating")
+def write_file(path: str, content: str) -> str:
+    """Write a file."""
+    return ""
+
+
+@tw.tool_fn(effect="destructive")
+def drop_table(name: str) -> str:
+    """Drop a table."""
+    return ""
+
+
+FILES = tw.Toolset("files", [write_file, read_file, drop_table])
+
+
+@pytest.mark.parametrize(
+    ("prompt", "called"),
+    [
+        ("delete_file 'victim.txt'", ["read_file"]),  # #40.11: it called write_file
+        ("overwrite the file 'victim.txt'", ["read_file"]),
+        ("write file 'notes.txt'", ["write_file"]),
+        ("please drop_table 'users'", ["drop_table"]),
+        ("drop 'users'", []),
+    ],
+)
+def test_a_tool_that_changes_anything_is_called_only_when_the_prompt_names_it(
+    prompt: str, called: list[str]
+) -> None:
+    out = _run(TestProvider(), FILES, prompt)
+    names = [c.name for c in out.round.calls] if isinstance(out, tw.NeedsTools) else []
+    assert called == names
+
+
+def test_at_least_one_picks_a_read_only_tool() -> None:
+    out = _run(TestProvider(), FILES, "hello", requirement=tw.Requirement.at_least_one())
+    assert isinstance(out, tw.NeedsTools)
+    assert ["read_file"] == [c.name for c in out.round.calls]
+
+
 def test_respects_parallel_calls_false() -> None:
     ts = tw.Toolset("t", FIXTURE_TOOLS)
     prompt = "get weather and search docs"

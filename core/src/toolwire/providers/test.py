@@ -1,8 +1,9 @@
 """The built-in offline ``test`` provider: no network, deterministic.
 
 Heuristic mode (the default): on a new user message it calls the offered
-tools whose name words appear in the message (or the required tool, or the
-first tool when at least one is required), with arguments generated from each
+tools whose name words appear in the message (a tool that is not read-only only
+when the message names it, every word of its name), or the required tool, or the
+first read-only tool when at least one is required, with arguments generated from each
 tool's JSON schema; once results are in, it answers with text that uses
 them (or, when the turn has an output type, with JSON generated from its
 schema). Scripted mode replays given replies, for tests and examples.
@@ -138,16 +139,28 @@ def _choose(turn: ResolvedTurn, prompt: str) -> list[Any]:
     if turn.required_tool is not None:
         return [t for t in tools if t.name == turn.required_tool]
     words = set(_WORD.findall(prompt.lower()))
-    scores = [
-        sum(1 for w in set(_WORD.findall(t.name.lower())) if len(w) >= 3 and w in words)
-        for t in tools
-    ]
+    scores = [_score(t, words) for t in tools]
     best = max(scores)
     # The tools that match the prompt best (so "get weather" picks get_weather, not every get_*).
     matched = [t for t, score in zip(tools, scores, strict=False) if best and score == best]
     if not matched and turn.requirement.kind == "at_least_one":
-        matched = tools[:1]
+        matched = [t for t in tools if _reads_only(t)][:1]
     return matched
+
+
+def _reads_only(t: Any) -> bool:
+    return bool(t.tool.metadata.effect.value == "read_only")
+
+
+def _score(t: Any, words: set[str]) -> int:
+    """How well the prompt's words name tool ``t``. A tool that changes anything is chosen
+    only when the prompt names it, every word of its name ("write file" for write_file):
+    a demo never writes or deletes what the prompt did not ask for ("delete_file" is not
+    write_file, though both are about a file)."""
+    own = set(_WORD.findall(t.name.lower()))
+    if not _reads_only(t):
+        return len(own) if own and own <= words else 0
+    return sum(1 for w in own if len(w) >= 3 and w in words)
 
 
 def _quoted(prompt: str) -> list[str]:
