@@ -48,7 +48,11 @@ def free_port() -> int:
 
 
 def _start_http_gateway(
-    tmp_path: Path, env: dict[str, str], extra: tuple[str, ...] = (), port: int | None = None
+    tmp_path: Path,
+    env: dict[str, str],
+    extra: tuple[str, ...] = (),
+    port: int | None = None,
+    host: str = "127.0.0.1",
 ) -> _Gateway:
     """``toolwire mcp serve --transport http`` in a subprocess, once it accepts connections:
     the process, its URL and its log file."""
@@ -65,6 +69,8 @@ def _start_http_gateway(
             "http",
             "--port",
             str(port),
+            "--host",
+            host,
             *(["--token-env", "GW_TOKEN"] if "GW_TOKEN" in env else []),
             *extra,
         ],
@@ -79,11 +85,11 @@ def _start_http_gateway(
             log.close()
             raise RuntimeError((tmp_path / "gateway.log").read_text())
         try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            socket.create_connection((host, port), timeout=0.5).close()
             break
         except OSError:
             time.sleep(0.1)
-    return proc, f"http://127.0.0.1:{port}/mcp", log
+    return proc, f"http://{host}:{port}/mcp", log
 
 
 def _stop_http_gateway(gateway: _Gateway) -> int:

@@ -615,3 +615,45 @@ def test_credentials_for_a_stdio_server_are_refused_not_dropped(setting: dict[st
 
     with pytest.raises(UsageError, match="HTTP transport only"):
         serve_mcp(None, transport="stdio", **setting)
+
+
+# -- DNS rebinding: any loopback address checks Host and Origin (#40.9) ---------------------
+
+
+@pytest.mark.parametrize("host", ["127.0.0.2", "127.0.0.1"])
+def test_a_gateway_on_any_loopback_address_refuses_another_origin(
+    tmp_path: Path, host: str
+) -> None:
+    # Attack (#40.9): the gateway served a cross-origin request on 127.0.0.2: Origin was
+    # validated only on the loopback addresses the SDK knows (127.0.0.1, localhost, ::1).
+    import httpx
+
+    started = _start_http_gateway(
+        tmp_path, _env(tmp_path, TOOLWIRE_AUTOLOAD_PLUGINS="0"), host=host
+    )
+    try:
+        url = started[1]
+        hello = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "page", "version": "1"},
+            },
+        }
+        headers = {"Accept": "application/json, text/event-stream"}
+        with httpx.Client(timeout=10) as http:
+            evil = http.post(url, json=hello, headers={**headers, "Origin": "http://evil.example"})
+            rebound = http.post(url, json=hello, headers={**headers, "Host": "evil.example"})
+            own = http.post(url, json=hello, headers={**headers, "Origin": f"http://{host}:1"})
+            plain = http.post(url, json=hello, headers=headers)
+        assert (403, 421, 200, 200) == (
+            evil.status_code,
+            rebound.status_code,
+            own.status_code,
+            plain.status_code,
+        )
+    finally:
+        _stop_http_gateway(started)

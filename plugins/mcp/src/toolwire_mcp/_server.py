@@ -837,6 +837,7 @@ def serve_mcp(
     # and gets what it missed (a priming event, and `retry` says when to reconnect).
     app = server.streamable_http_app(
         host=host,
+        transport_security=loopback_security(host),
         max_request_body_size=max_request_bytes,
         event_store=BoundedEventStore(),
         retry_interval=RETRY_MS,
@@ -888,3 +889,28 @@ def _server_class(base: type[Any]) -> type[Any]:
                         caught.clear()
 
     return _Server
+
+
+def loopback_security(host: str) -> Any:
+    """DNS-rebinding protection for a gateway on any loopback address: only its own Host,
+    and no browser page of another origin (a request with no Origin, from a client that
+    is not a browser, is served). The SDK turns this on for 127.0.0.1, localhost and ::1
+    only, so a gateway on 127.0.0.2 served a page of any origin. None (the SDK's choice)
+    for an address that is not loopback."""
+    import ipaddress
+
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return None
+    if not loopback:
+        return None
+    names = {f"[{host}]" if ":" in host else host}
+    if host in ("127.0.0.1", "localhost", "::1"):  # one machine's names for one address
+        names |= {"127.0.0.1", "localhost", "[::1]"}
+    return TransportSecuritySettings(
+        allowed_hosts=sorted(f"{n}:*" for n in names),
+        allowed_origins=sorted(f"{scheme}://{n}:*" for n in names for scheme in ("http", "https")),
+    )
