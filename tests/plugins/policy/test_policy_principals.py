@@ -367,7 +367,70 @@ def test_a_failed_write_leaves_no_half_record(tmp_path: Path) -> None:
     assert after[1]["seq"] == after[0]["seq"] + 1
     report = verify_log(path)
     assert (False, 3) == (report.ok, report.line)  # the cut record is where the break shows
+    assert "accept it (--accept-break 3)" in str(report.problem)
+    # #47.3: the break is what it is (a record cut short, a chain started from it): once
+    # the operator accepts it, each segment is verified and the log passes.
+    accepted = verify_log(path, accept_breaks=[3])
+    assert (True, 4, [3], 2) == (
+        accepted.ok,
+        accepted.records,
+        accepted.breaks,
+        accepted.segments,
+    )
+    # Tampering after an accepted break is still tampering.
+    lines[3] = lines[3].replace('"n":4', '"n":9')
+    path.write_text("\n".join(lines) + "\n")
+    tampered = verify_log(path, accept_breaks=[3])
+    assert (False, 5) == (tampered.ok, tampered.line)
+    assert "does not follow the record before it" in str(tampered.problem)
     log.close()
+
+
+def test_a_line_no_chain_starts_from_is_tampering_not_a_break(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    log = AuditLog(path)
+    for n in range(3):
+        log.write({"event": "decision", "n": n})
+    lines = path.read_text().splitlines()
+    lines.insert(1, "garbage someone added")
+    path.write_text("\n".join(lines) + "\n")
+    report = verify_log(path, accept_breaks=[2])
+    assert (False, 2, "line 2 is not a JSON record") == (report.ok, report.line, report.problem)
+    log.close()
+
+
+def test_a_chain_rewritten_from_an_edited_record_fails_against_a_kept_head(
+    tmp_path: Path,
+) -> None:
+    # #40.10: rewriting every record from an edited one onwards keeps the chain whole; the
+    # head digest kept elsewhere is what catches it.
+    import hashlib
+
+    path = tmp_path / "audit.jsonl"
+    log = AuditLog(path)
+    for n in range(3):
+        log.write({"event": "decision", "decision": "reject", "n": n})
+    kept = verify_log(path).head
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    records[1]["decision"] = "allow"
+    prev = records[0]["prev"]
+    out = []
+    for record in records:  # the forger recomputes every link
+        record["prev"] = prev
+        line = json.dumps(record, separators=(",", ":"))
+        out.append(line)
+        prev = "sha256:" + hashlib.sha256(line.encode()).hexdigest()
+    path.write_text("\n".join(out) + "\n")
+    assert verify_log(path).ok  # what the file alone cannot show
+    report = verify_log(path, heads=[kept])
+    assert (False, True) == (report.ok, "rewritten from an earlier record" in str(report.problem))
+    later = AuditLog(tmp_path / "later.jsonl")
+    later.write({"event": "decision"})
+    head = verify_log(tmp_path / "later.jsonl").head
+    later.write({"event": "decision"})
+    assert verify_log(tmp_path / "later.jsonl", heads=[head]).ok  # an old head is still a record
+    log.close()
+    later.close()
 
 
 def test_a_log_begun_before_the_chain_is_continued(tmp_path: Path) -> None:
@@ -416,6 +479,26 @@ def test_audit_verify_and_show(make_policy: MakePolicy, tmp_path: Path) -> None:
     assert (2, True) == (bad.returncode, "--since takes a duration" in bad.stderr)
     missing = _cli("audit", "verify", str(tmp_path / "nope.jsonl"))
     assert (2, True) == (missing.returncode, "no such audit log" in missing.stderr)
+
+
+def test_audit_verify_accepts_a_break_and_checks_a_kept_head(tmp_path: Path) -> None:
+    path = tmp_path / "audit.jsonl"
+    log = AuditLog(path)
+    log.write({"event": "decision", "n": 1})
+    head = verify_log(path).head
+    with path.open("ab") as f:
+        f.write(b'{"seq":2,"prev":"sha256:')  # a record the disk cut short
+    log.close()
+    AuditLog(path).write({"event": "decision", "n": 3})
+    broken = _cli("audit", "verify", str(path))
+    assert (1, True) == (broken.returncode, "--accept-break 2" in broken.stderr)
+    done = _cli("audit", "verify", str(path), "--accept-break", "2", "--head", head)
+    assert 0 == done.returncode, done.stderr
+    assert "2 records in 2 chains, each whole; records cut short at line(s) 2, accepted" in (
+        done.stdout
+    )
+    gone = _cli("audit", "verify", str(path), "--accept-break", "2", "--head", "sha256:" + "1" * 64)
+    assert (1, True) == (gone.returncode, "not a record of this log" in gone.stderr)
 
 
 APP = """

@@ -1,7 +1,7 @@
 """``toolwire-policy``: check an audit log's chain, read it, and explain a decision.
 
     toolwire-policy trust [FILE] [--remove]
-    toolwire-policy audit verify FILE
+    toolwire-policy audit verify FILE [--accept-break LINE ...] [--head DIGEST ...]
     toolwire-policy audit show FILE [--as SUBJECT] [--since 1h] [--tool GLOB] [--json]
     toolwire-policy explain TOOL [--as SUBJECT [--group G ...] [--method M]] [--policy FILE]
                                  [--app MODULE:ATTR]
@@ -54,6 +54,25 @@ def _parser() -> argparse.ArgumentParser:
     asub = audit.add_subparsers(dest="action", metavar="ACTION", required=True)
     verify = asub.add_parser("verify", help="check the hash chain; name the first broken record")
     verify.add_argument("file", type=Path)
+    verify.add_argument(
+        "--accept-break",
+        dest="accept_breaks",
+        type=int,
+        action="append",
+        default=[],
+        metavar="LINE",
+        help="the record cut short at LINE (a crash, a full disk) is a known break: verify "
+        "the chain that starts after it",
+    )
+    verify.add_argument(
+        "--head",
+        dest="heads",
+        action="append",
+        default=[],
+        metavar="DIGEST",
+        help="a head digest verify printed before and kept elsewhere: it must still be a "
+        "record of the log (a chain rewritten from an earlier record fails)",
+    )
     show = asub.add_parser("show", help="the records, filtered")
     show.add_argument("file", type=Path)
     show.add_argument("--as", dest="subject", metavar="SUBJECT", help="only this principal's")
@@ -91,12 +110,19 @@ def _when(record: dict[str, Any]) -> datetime | None:
         return None
 
 
-def _verify(path: Path) -> int:
+def _verify(path: Path, accept_breaks: list[int], heads: list[str]) -> int:
     from toolwire_policy._audit import verify_log
 
-    report = verify_log(path)
+    report = verify_log(path, accept_breaks=accept_breaks, heads=heads)
     if report.ok:
-        print(f"{path}: {report.records} records, the chain is whole; head {report.head}")
+        if report.breaks:
+            at = ", ".join(str(n) for n in report.breaks)
+            print(
+                f"{path}: {report.records} records in {report.segments} chains, each whole; "
+                f"records cut short at line(s) {at}, accepted; head {report.head}"
+            )
+        else:
+            print(f"{path}: {report.records} records, the chain is whole; head {report.head}")
         return 0
     print(f"{path}: BROKEN at line {report.line}: {report.problem}", file=sys.stderr)
     print(f"(the {report.records} records before it are whole)", file=sys.stderr)
@@ -206,7 +232,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "audit":
             if not args.file.is_file():
                 raise _Usage(f"{args.file}: no such audit log")
-            return _verify(args.file) if args.action == "verify" else _show(args)
+            if args.action == "verify":
+                return _verify(args.file, args.accept_breaks, args.heads)
+            return _show(args)
         return _explain(args)
     except _Usage as exc:
         print(f"toolwire-policy: error: {exc}", file=sys.stderr)

@@ -23,7 +23,7 @@ import os
 import re
 import stat
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -338,53 +338,102 @@ def read_records(path: Path) -> Iterator[tuple[int, bytes, dict[str, Any] | None
 
 class ChainReport:
     """What :func:`verify_log` found: ``records`` read, ``head`` (the last record's
-    digest, to anchor elsewhere), and ``problem`` (the first break) with its ``line``."""
+    digest, to anchor elsewhere), ``breaks`` (the line numbers of records cut short, each
+    followed by a chain that starts from it), ``segments`` (chains in the file), and
+    ``problem`` (the first thing that fails the log: tampering, a break not accepted, an
+    anchored head not found) with its ``line``."""
 
-    __slots__ = ("head", "line", "problem", "records")
+    __slots__ = ("breaks", "head", "line", "problem", "records", "segments")
 
     def __init__(self) -> None:
         self.records = 0
         self.head = GENESIS
         self.problem: str | None = None
         self.line: int | None = None
+        self.breaks: list[int] = []
+        self.segments = 0
 
     @property
     def ok(self) -> bool:
         return self.problem is None
 
 
-def verify_log(path: Path) -> ChainReport:
-    """Check a log's hash chain; the report names the first broken record."""
+def verify_log(
+    path: Path, *, accept_breaks: Iterable[int] = (), heads: Iterable[str] = ()
+) -> ChainReport:
+    """Check a log's hash chain; the report names the first problem.
+
+    A line that is not a record, followed by a record chained to it (its ``prev`` is
+    that line's digest), is a *break*: a record cut short (a crash, a full disk) after
+    which the next writer started a new chain. Each segment is verified; a break fails the
+    log until the operator accepts it by its line number (``accept_breaks``), as tampering
+    could look the same. Anything else out of chain is tampering (an edit, a record
+    removed or reordered). ``heads`` are digests kept elsewhere (``verify`` printed them
+    before): each must be a record in the log, or the log was rewritten from an earlier
+    record onwards, or cut before it, and the report says so."""
     report = ChainReport()
+    accepted = set(accept_breaks)
+    anchors = dict.fromkeys(heads)
     expected = 1
     prev = GENESIS
+    torn: tuple[int, str, str] | None = None  # (line, digest, why) of a line not a record
     for number, line, record in read_records(path):
-        if record is None:
-            report.problem = f"line {number} is not a JSON record"
-        else:
-            seq = record.get("seq")
-            if type(seq) is not int:
-                report.problem = f"line {number} has no record number (seq): not chained"
-            elif seq != expected:
-                if number == 1:
-                    report.problem = (
-                        f"the log starts at record {seq}: records 1 to {seq - 1} are missing"
-                    )
-                else:
-                    report.problem = (
-                        f"line {number} is record {seq}, expected {expected}: "
-                        f"records are missing or out of order"
-                    )
-            elif record.get("prev") != prev:
+        digest = _digest(line)
+        seq = record.get("seq") if record is not None else None
+        if record is None or type(seq) is not int:
+            if torn is not None:
+                report.problem, report.line = f"line {torn[0]} {torn[2]}", torn[0]
+                return report
+            why = "is not a JSON record" if record is None else "has no record number (seq)"
+            torn = (number, digest, why)
+            continue
+        if torn is not None:
+            if record.get("prev") != torn[1]:  # not a chain started from it
+                report.problem, report.line = f"line {torn[0]} {torn[2]}", torn[0]
+                return report
+            report.breaks.append(torn[0])
+            report.segments += 1
+            expected, prev, torn = seq, torn[1], None
+        elif report.segments == 0:
+            report.segments = 1
+        if seq != expected:
+            if number == 1:
                 report.problem = (
-                    f"line {number} (record {seq}) does not follow the record before it: "
-                    f"that record was edited, or one was removed"
+                    f"the log starts at record {seq}: records 1 to {seq - 1} are missing"
                 )
+            else:
+                report.problem = (
+                    f"line {number} is record {seq}, expected {expected}: "
+                    f"records are missing or out of order"
+                )
+        elif record.get("prev") != prev:
+            report.problem = (
+                f"line {number} (record {seq}) does not follow the record before it: "
+                f"that record was edited, or one was removed"
+            )
         if report.problem is not None:
             report.line = number
             return report
         report.records += 1
-        prev = _digest(line)
-        expected += 1
+        anchors.pop(digest, None)
+        prev = digest
+        expected = seq + 1
+    if torn is not None:  # the last line: a record cut short with nothing after it yet
+        report.breaks.append(torn[0])
     report.head = prev
+    for line_number in report.breaks:
+        if line_number not in accepted:
+            report.problem = (
+                f"line {line_number} is a record cut short (a crash, a full disk), and the "
+                f"chain starts again after it; if that is what happened, accept it "
+                f"(--accept-break {line_number})"
+            )
+            report.line = line_number
+            return report
+    if anchors:
+        missing = next(iter(anchors))
+        report.problem = (
+            f"the head {missing} kept elsewhere is not a record of this log: the log was "
+            f"rewritten from an earlier record onwards, or cut before it"
+        )
     return report
