@@ -195,14 +195,25 @@ def test_a_decision_that_cannot_be_audited_is_rejected(
     ) == policy.decide(call_of("read_notes", {"path": "a"}), CTX)
 
 
-def test_a_result_that_cannot_be_audited_is_still_answered(
+def test_a_result_that_cannot_be_audited_is_not_returned_as_a_success(
     make_policy: MakePolicy, call_of: CallOf, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    # #47.2: with the log's disk full, a call ran and returned ok while its result record
+    # was torn. A result that cannot be recorded is withheld, and the caller is told the
+    # tool ran.
+    from toolwire_policy._policy import UNRECORDED
+
     policy = make_policy(AUDIT)
     (tmp_path / "audit.jsonl").unlink()
     (tmp_path / "audit.jsonl").mkdir()
     call = call_of("read_notes", {"path": "a"})
-    assert policy.on_result(call, call.complete("x"), CTX) is None
+    answered = policy.on_result(call, call.complete("the secret notes"), CTX)
+    assert answered is not None
+    assert (True, UNRECORDED, True) == (
+        answered.is_error,
+        answered.content,
+        answered.answers(call.call),
+    )
     assert "cannot write the audit log" in caplog.text
 
 
@@ -413,3 +424,41 @@ def test_an_existing_audit_log_and_an_empty_file_are_taken(
     make_policy(AUDIT).decide(call_of("read_notes", {"path": "b"}, "c2"), CTX)
     lines = (tmp_path / "audit.jsonl").read_text().splitlines()
     assert [1, 2] == [json.loads(line)["seq"] for line in lines]
+
+
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGXFSZ"), reason="RLIMIT_FSIZE: POSIX")
+def test_a_disk_that_fills_while_a_call_runs_withholds_its_result(
+    make_policy: MakePolicy, tmp_path: Path
+) -> None:
+    # #47.2, as it happened: the decision record is written, the disk fills while the
+    # tool runs, and the result record cannot be: the caller must not get a success.
+    import resource
+    import signal
+
+    import toolwire as tw
+    from toolwire_policy import PolicyPlugin, verify_log
+    from toolwire_policy._policy import UNRECORDED
+
+    policy = make_policy(AUDIT)
+    log = tmp_path / "audit.jsonl"
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+
+    @tw.tool_fn
+    def transfer(amount: int) -> str:
+        """Move money."""
+        resource.setrlimit(resource.RLIMIT_FSIZE, (log.stat().st_size + 100, hard))
+        return f"moved {amount}"
+
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(PolicyPlugin(policy), "corp", kind="policy")
+    executor = tw.Executor(tools=[transfer], plugins=host)
+    old = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    try:
+        result = executor.execute(tw.ToolCall("c1", "transfer", '{"amount": 100}'))
+    finally:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, old)
+        executor.close()
+    assert (True, UNRECORDED) == (result.is_error, result.content)
+    report = verify_log(log)  # the decision, then the torn result record: a break
+    assert ([2], 1) == (report.breaks, report.records)

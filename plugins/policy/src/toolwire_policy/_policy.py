@@ -60,11 +60,16 @@ from toolwire_policy._config import (
 )
 from toolwire_policy._quotas import MemoryStore, QuotaStore, RedisStore, StoreError, Want
 
-__all__ = ["REDACTED", "Policy", "call_arguments", "revealed_arguments"]
+__all__ = ["REDACTED", "UNRECORDED", "Policy", "call_arguments", "revealed_arguments"]
 
 logger = logging.getLogger("toolwire.policy")
 
 REDACTED = "[REDACTED]"
+#: What a call whose result could not be written to the audit log answers (the tool ran).
+UNRECORDED = (
+    "the tool ran, but the organisation policy could not record its result in the audit "
+    "log, so the result is withheld; tell the operator"
+)
 
 
 def _globs(patterns: Iterable[str], *, fold: bool = False) -> re.Pattern[str] | None:
@@ -748,8 +753,11 @@ class Policy:
             try:
                 self.audit_log.write(record)
             except OSError as exc:
-                # The call already ran; the result must still be answered. Say so loudly.
+                # The call ran, but its result is on no record: it is not returned as a
+                # success. The caller is told the tool ran and its result was withheld
+                # (the decision record says it was allowed), and the operator is told why.
                 logger.error("cannot write the audit log %s: %s", self.audit_log, exc)
+                return call.error(UNRECORDED)
         if count or withheld:
             return final
         return None
