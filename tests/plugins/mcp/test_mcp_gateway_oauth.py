@@ -657,3 +657,79 @@ def test_a_gateway_on_any_loopback_address_refuses_another_origin(
         )
     finally:
         _stop_http_gateway(started)
+
+
+# -- an approval answered across requests is bound to its principal (#40.10) -----------------
+
+_WIPE_APP = """
+import os
+import toolwire as tw
+
+def wipe(target: str) -> str:
+    '''Wipe a target.'''
+    with open(os.environ["RAN"], "a") as f:
+        f.write(target + "\\n")
+    return "wiped " + target
+
+tools = tw.Toolset("app", [tw.tool_fn(wipe, effect="destructive")])
+"""
+
+
+def test_an_approval_for_one_principal_cannot_be_replayed_by_another(tmp_path: Path) -> None:
+    # #40.10: the approval requestState HMAC did not cover the principal, so bob's request
+    # carrying alice's request_state and a yes ran the call alice was asked about.
+    import hashlib
+
+    import anyio
+    import httpx2
+    import mcp_types
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    (tmp_path / "app.py").write_text(_WIPE_APP)
+    tokens = _write(
+        tmp_path / "tokens.json",
+        json.dumps(
+            {
+                "tokens": [
+                    {"sha256": "sha256:" + hashlib.sha256(t.encode()).hexdigest(), "subject": s}
+                    for t, s in (("alice-token", "alice"), ("bob-token", "bob"))
+                ]
+            }
+        ),
+    )
+    ran = tmp_path / "ran.txt"
+    env = _env(tmp_path, TOOLWIRE_AUTOLOAD_PLUGINS="0", RAN=str(ran))
+    started = _start_http_gateway(tmp_path, env, ("--tokens", str(tokens), "--app", "app:tools"))
+    yes = mcp_types.ElicitResult(action="accept", content={"approve": True})
+
+    async def never(*args: Any) -> Any:
+        raise AssertionError("answered in the result, not over a back-channel")
+
+    async def call(token: str, state: str | None = None, key: str | None = None) -> Any:
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
+        client = Client(
+            streamable_http_client(started[1], http_client=http),
+            mode="auto",
+            elicitation_callback=never,
+        )
+        async with http, client as c:
+            return await c.session.call_tool(
+                "wipe",
+                {"target": "db"},
+                input_responses={key: yes} if key else None,
+                request_state=state,
+                allow_input_required=True,
+            )
+
+    try:
+        first = anyio.run(call, "alice-token")
+        assert isinstance(first, mcp_types.InputRequiredResult)
+        [key] = first.input_requests
+        replayed = anyio.run(call, "bob-token", first.request_state, key)
+        assert isinstance(replayed, mcp_types.InputRequiredResult)  # asked again: nothing ran
+        assert not ran.exists()
+        honest = anyio.run(call, "alice-token", first.request_state, key)
+        assert "wiped db" == honest.content[0].text
+    finally:
+        _stop_http_gateway(started)

@@ -402,9 +402,13 @@ def build_server(
     # was asked for: the client holds request_state, so it is signed.
     key = secrets.token_bytes(32)
 
-    def state_of(request: ApprovalRequest) -> str:
-        text = f"{request.tool_name}\0{request.arguments_json}".encode("utf-8", "surrogatepass")
-        return hmac.new(key, text, hashlib.sha256).hexdigest()
+    def state_of(request: ApprovalRequest, ctx: Any) -> str:
+        # The principal too: an answer asked of alice's client cannot be replayed by bob's
+        # request for the same call.
+        principal = principal_of(ctx)
+        whom = json.dumps(principal.to_dict(), sort_keys=True) if principal is not None else ""
+        text = f"{request.tool_name}\0{request.arguments_json}\0{whom}"
+        return hmac.new(key, text.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
 
     def approver_for(
         ctx: Any, params: types.CallToolRequestParams, asked: list[ApprovalRequest]
@@ -421,7 +425,11 @@ def build_server(
                 # No back-channel: ask in the result, decide when the client calls again.
                 answer = (params.input_responses or {}).get(APPROVE_KEY)
                 state = params.request_state
-                if answer is not None and state and hmac.compare_digest(state, state_of(request)):
+                if (
+                    answer is not None
+                    and state
+                    and hmac.compare_digest(state, state_of(request, ctx))
+                ):
                     return approval_of(answer, request)
                 asked.append(request)
                 return Defer()
@@ -551,7 +559,7 @@ def build_server(
         if run.pending and asked:
             return types.InputRequiredResult(
                 input_requests={APPROVE_KEY: approval_request(asked[0])},
-                request_state=state_of(asked[0]),
+                request_state=state_of(asked[0], ctx),
             )
         if run.pending or not isinstance(last, ToolResultsMessage) or not last.results:
             return _error(f"the call to `{tool_name}` needs an approval this server cannot ask for")
