@@ -362,3 +362,14 @@ def test_a_shared_store_counts_for_sync_code_too(make_policy: Any, redis_url: st
     second = policy.check(_typed("c2"), HookContext(principal=ALICE))
     assert not hasattr(first, "__await__")
     assert (True, False) == (first.allowed, second.allowed)  # type: ignore[union-attr]
+
+
+def test_a_subject_established_two_ways_is_two_principals_for_quotas(make_policy: Any) -> None:
+    # #40.10: quota counts were keyed by subject alone, so an OAuth `alice` and a
+    # tokens-file `alice` (another person, or a service named alike) shared one count.
+    policy = make_policy('[[quotas]]\ntools = ["note"]\ncalls = 1\nseconds = 600\n')
+    by_oauth = Principal("alice", method="oauth")
+    by_token = Principal("alice", method="token")
+    assert policy.take_quota(note, by_oauth) is None
+    assert policy.take_quota(note, by_token) is None  # a count of its own
+    assert "at most 1 call(s) in 600 s for `alice`" in (policy.take_quota(note, by_oauth) or "")

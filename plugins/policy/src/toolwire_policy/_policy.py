@@ -560,12 +560,15 @@ class Policy:
         """The quotas a call of ``tool`` for ``principal`` must fit in."""
         names = _names(tool)
         subject = principal.subject if principal is not None else ""
+        # Counted per subject *and* how it was established: an OAuth `alice` and a
+        # tokens-file `alice` are two principals, and share no count.
+        method = principal.method if principal is not None else ""
         wants = []
         for i, (rule, tools, aimed) in enumerate(self._quotas):
             if not _matches(tools, names) or not _aimed_at(aimed, principal):
                 continue
             whom = "all callers" if rule.shared else f"`{subject or 'anonymous'}`"
-            key = json.dumps([i, tool.name, "*" if rule.shared else subject])
+            key = json.dumps([i, tool.name, "*" if rule.shared else [method, subject]])
             wants.append(
                 Want(key, rule.calls, rule.seconds, rule.concurrent, rule.lease, tool.name, whom)
             )
