@@ -97,12 +97,56 @@ def _claims(issuer: Issuer, **changes: Any) -> dict[str, Any]:
         (lambda i: i.token(RESOURCE)[:-8] + "AAAAAAAA", "signature or claims are invalid"),
         (lambda i: "not-a-jwt", "not a JWT"),
         (lambda i: "e30." * 5000, "over 16,384 bytes"),
+        # #40.10: an audience beside this one (the other resource could replay it)
+        (lambda i: i.token([RESOURCE, "https://other.example/api"]), "also for another"),
+        # #40.10: a JWT of another kind than an access token
+        (lambda i: i.token(RESOURCE, headers={"typ": "oauth-id-jag+jwt"}), "not an access"),
+        (lambda i: i.token(RESOURCE, headers={"typ": "logout+jwt"}), "not an access token"),
     ],
 )  # fmt: skip
 async def test_a_bad_token_is_refused_saying_why(issuer: Issuer, make: Any, said: str) -> None:
     refused = await _refused(_verifier(issuer), make(issuer))
     assert (401, "invalid_token") == (refused.status, refused.error)
     assert said in refused.description
+
+
+@pytest.mark.parametrize(
+    ("typ", "required", "accepted"),
+    [
+        ("at+jwt", True, True),
+        ("application/at+jwt", True, True),
+        ("JWT", True, False),
+        (None, True, False),
+        ("JWT", False, True),
+        ("at+JWT", False, True),
+    ],
+)
+async def test_the_token_type_is_checked(
+    issuer: Issuer, typ: str | None, required: bool, accepted: bool
+) -> None:
+    verifier = _verifier(issuer, require_at_jwt=required)
+    headers = {"typ": typ} if typ is not None else {}
+    token = issuer.token(RESOURCE, headers=headers)
+    if typ is None:  # PyJWT writes typ JWT unless told: take it out
+        import jwt as pyjwt
+
+        key, alg = issuer.keys["rsa1"]
+        token = pyjwt.encode(
+            pyjwt.decode(token, options={"verify_signature": False}),
+            key,
+            algorithm=alg,
+            headers={"kid": "rsa1", "typ": None},
+        )
+    if accepted:
+        assert "alice" == (await verifier.verify(token)).principal.subject
+    else:
+        refused = await _refused(verifier, token)
+        assert "is not an access token (at+jwt)" in refused.description
+
+
+async def test_a_token_whose_audiences_are_all_this_resource_is_accepted(issuer: Issuer) -> None:
+    token = issuer.token([RESOURCE, RESOURCE.rstrip("/") + "/"])
+    assert "alice" == (await _verifier(issuer).verify(token)).principal.subject
 
 
 async def test_a_token_without_the_required_scope_is_a_403(issuer: Issuer) -> None:

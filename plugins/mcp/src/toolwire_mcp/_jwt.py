@@ -102,7 +102,10 @@ class OAuthResource:
     dotted path reaches into an object, as ``realm_access.roles``).
     ``timeout`` bounds each fetch of the issuer's metadata or keys, ``max_bytes`` their
     size; keys are kept ``cache_seconds`` and fetched again for an unknown ``kid`` at most
-    once per ``refresh_seconds``.
+    once per ``refresh_seconds``. ``require_at_jwt``: accept only tokens whose header
+    ``typ`` says an access token (``at+jwt``, RFC 9068); without it ``JWT`` or no ``typ``
+    is accepted too (what many issuers send), and any other type (an ID-JAG, a logout or
+    DPoP token) never is.
     """
 
     issuer: str = attrs.field(validator=lambda _s, _a, v: _https(v, "issuer"))
@@ -118,8 +121,11 @@ class OAuthResource:
     max_bytes: int = 256 * 1024
     cache_seconds: float = 300.0
     refresh_seconds: float = 30.0
+    require_at_jwt: bool = False
 
     def __attrs_post_init__(self) -> None:
+        if not isinstance(self.require_at_jwt, bool):
+            raise UsageError(f"require_at_jwt must be true or false, got {self.require_at_jwt!r}")
         bad = [a for a in self.algorithms if a not in ALGORITHMS]
         if bad or not self.algorithms:
             raise UsageError(
@@ -301,6 +307,10 @@ class JwtVerifier:
             header = jwt.get_unverified_header(token)
         except PyJWTError:
             raise _invalid("the token is not a JWT") from None
+        typ = header.get("typ")
+        kind = typ.lower().removeprefix("application/") if isinstance(typ, str) else typ
+        if kind != "at+jwt" and (r.require_at_jwt or kind not in (None, "jwt")):
+            raise _invalid(f"the token's type {typ!r} is not an access token (at+jwt)")
         alg = header.get("alg")
         if alg not in r.algorithms:
             raise _invalid(f"the token's algorithm {alg!r} is not accepted")
@@ -317,12 +327,13 @@ class JwtVerifier:
             # Kept too long: fetched again in the background, while this token is checked
             # with the key at hand (an issuer that hangs then stalls no request).
             self._renewing = asyncio.get_running_loop().create_task(self._renew())
+        audiences = [r.resource, r.resource.rstrip("/"), r.resource.rstrip("/") + "/"]
         try:
             claims = jwt.decode(
                 token,
                 key,
                 algorithms=[alg],
-                audience=[r.resource, r.resource.rstrip("/"), r.resource.rstrip("/") + "/"],
+                audience=audiences,
                 issuer=r.issuer,
                 leeway=r.leeway,
                 options={"require": ["exp", "iss", "aud"], "verify_signature": True},
@@ -339,6 +350,11 @@ class JwtVerifier:
             raise _invalid(f"the token has no `{exc.claim}` claim") from None
         except (PyJWTError, ValueError, TypeError):
             raise _invalid("the token's signature or claims are invalid") from None
+        aud = claims.get("aud")
+        others = [a for a in (aud if isinstance(aud, list) else [aud]) if a not in audiences]
+        if others:
+            # A token for this resource and another can be replayed by the other.
+            raise _invalid(f"the token is also for another resource ({others[0]!r})")
         return self._verified(claims)
 
     def _verified(self, claims: Mapping[str, Any]) -> Verified:
