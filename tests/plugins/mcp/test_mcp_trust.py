@@ -161,3 +161,24 @@ def test_a_trust_store_or_user_config_others_could_write_is_not_used(
     specs, skipped = load_config_report()
     assert "mine" not in specs
     assert any("open to others" in s.reason for s in skipped)
+
+
+def test_a_named_config_others_could_write_is_not_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # #40.10: a file named by TOOLWIRE_MCP_CONFIG (or toolwire.toml's mcp_config, which
+    # sets it) that others can write ran its commands: whoever could write it chose them.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    named = tmp_path / "shared" / "mcp.json"
+    named.parent.mkdir()
+    named.write_text(json.dumps({"mcpServers": {"theirs": {"command": "rm"}}}))
+    monkeypatch.setenv("TOOLWIRE_MCP_CONFIG", str(named))
+    monkeypatch.chdir(tmp_path)
+    named.chmod(0o600)
+    assert "theirs" in load_config_report()[0]
+    named.chmod(0o666)
+    specs, skipped = load_config_report()
+    assert ("theirs" in specs, True) == (
+        False,
+        any("open to others (mode 666): not used" in s.reason for s in skipped),
+    )

@@ -580,8 +580,11 @@ def load_config_report(
     for path in config_paths() if paths is None else paths:
         p = Path(path)
         try:
-            # The user's own config says what runs: used only if nobody else could write it.
-            raw = _read_bytes(p, private=p.parent == _user_dir())
+            # A config says what runs: used only if nobody else could write it (the
+            # user's own, TOOLWIRE_MCP_CONFIG, toolwire.toml's mcp_config). The project's
+            # is pinned instead: trusted by its digest, as it was when the user read it.
+            is_project = project is not None and _key(p) == project
+            raw = _read_bytes(p, private=not is_project)
             if raw is None:
                 continue
             if project is not None and _key(p) == project and not is_trusted(p, raw):
