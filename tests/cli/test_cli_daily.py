@@ -202,6 +202,21 @@ def test_a_log_others_can_write_is_not_continued(tmp_path: Path) -> None:
     assert 0 == _toolwire(tmp_path, "chat", "-c", "again").returncode
 
 
+def test_a_log_others_can_write_is_neither_written_nor_read(tmp_path: Path) -> None:
+    # #40.10: a pre-existing logs.db others could write was written to (every conversation
+    # given to whoever planted it), and `chat -c` wrote its schema before checking.
+    db = tmp_path / "data" / "toolwire" / "logs.db"
+    db.parent.mkdir(parents=True)
+    db.write_bytes(b"")
+    db.chmod(0o666)
+    chat = _toolwire(tmp_path, "chat", "my secret prompt")  # answered, not logged: said so
+    assert (0, True) == (chat.returncode, "open to others" in chat.stderr), chat.stderr
+    for args in (("chat", "-c", "again"), ("logs",)):
+        done = _toolwire(tmp_path, *args)
+        assert (2, True) == (done.returncode, "open to others" in done.stderr), args
+    assert b"" == db.read_bytes()  # nothing was written: not the schema, not the prompt
+
+
 def test_a_prompt_on_stdin(tmp_path: Path) -> None:
     done = _toolwire(tmp_path, "chat", stdin="piped in\n")
     assert "You said: piped in" in done.stdout, done.stderr

@@ -240,6 +240,19 @@ class ConversationLog:
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
             os.close(fd)
         try:
+            st = os.stat(self.path)
+        except OSError as exc:
+            raise UsageError(f"{self.path}: cannot read it: {exc.strerror}") from None
+        # Before anything is read or written (the schema too): a log another user may
+        # write could put words in a conversation continued with -c, and would be given
+        # every conversation, arguments and results, from now on.
+        check_private(
+            st,
+            str(self.path),
+            UsageError,
+            "whoever can write it would read your conversations and put words in them",
+        )
+        try:
             db = sqlite3.connect(self.path, timeout=5.0)
             db.row_factory = sqlite3.Row
             version = db.execute("PRAGMA user_version").fetchone()[0]
