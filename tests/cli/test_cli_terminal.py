@@ -117,3 +117,15 @@ def test_the_approval_question_escapes_what_would_act_on_the_terminal() -> None:
     question = _approval_prompt("send_mail", "destructive", json.dumps({"to": EVIL}))
     assert question is not None
     assert CONTROLS.search(question.replace("\n", "")) is None
+
+
+def test_schema_module_attr_does_not_run_code_from_the_working_directory(here: Path) -> None:
+    # #40.10: `--schema summary:text` (read as a field and its description) imported
+    # ./summary.py from the working directory: a cloned repository's code ran.
+    (here / "summary.py").write_text(
+        "import pathlib\npathlib.Path('ran').write_text('yes')\ntext = str\n"
+    )
+    done = _run(here, "chat", "hello", "--schema", "summary:text")
+    assert (2, False) == (done.returncode, (here / "ran").exists())
+    assert "does not import code from it (it would run ./summary.py)" in done.stderr
+    assert "`summary: text`" in done.stderr

@@ -36,8 +36,23 @@ def answer_type(spec: str, imported: Any) -> Any:
     if ":" in spec and "," not in spec and " " not in spec.split(":", 1)[0]:
         module, _, attr = spec.partition(":")
         if module and attr and attr.isidentifier():
+            _refuse_working_directory(module, spec)
             return imported(spec, "--schema")
     return _concise(spec)
+
+
+def _refuse_working_directory(module: str, spec: str) -> None:
+    """``--schema name:attr`` reads like a field and its description: it must not run
+    ``./name.py`` a cloned repository put in the working directory. A module is imported
+    from the installed packages only (``--app`` is the explicit way to import one's own)."""
+    top = module.split(".", 1)[0]
+    here = Path.cwd()
+    if (here / f"{top}.py").exists() or (here / top).is_dir():
+        raise UsageError(
+            f"--schema {spec}: `{top}` is in the working directory, and --schema does not "
+            f"import code from it (it would run ./{top}.py); install the module, give a JSON "
+            f"Schema file, or write a field with a description as `{top}: {spec.split(':', 1)[1]}`"
+        )
 
 
 def _from_file(path: Path) -> Any:
