@@ -159,3 +159,63 @@ def test_the_fetch_check_sees_a_client_a_request_and_a_read(tmp_path: Path) -> N
         "bad.py:7: reads a body with .aread()",
         "bad.py:2: imports urllib.request",
     ] == fetches_made_another_way([bad])
+
+
+# -- a person asked about a call sees every argument: review_arguments ----------------------
+
+#: Every place that asks a person something, by (file, what is called, its argument text),
+#: and why it is right. A new one fails the test until it is reviewed here: a question about
+#: a call must show its arguments with toolwire.adapters.review_arguments (in full, or the
+#: call is not asked about).
+ASKERS = {
+    ("core/src/toolwire/cli/chat.py", "input", "question"): "the approval question: "
+    "_approval_prompt, review_arguments",
+    ("core/src/toolwire/cli/chat.py", "input", '"> "'): "the user's prompt, no call",
+    ("core/src/toolwire/cli/chat.py", "input", '"... "'): "the user's prompt, no call",
+    ("plugins/mcp/src/toolwire_mcp/_approve.py", "types.ElicitRequestFormParams", "question"): (
+        "the gateway's approval question: approval_question, review_arguments"
+    ),
+    ("plugins/mcp/src/toolwire_mcp/_server.py", "types.ElicitRequestFormParams", "message"): (
+        "MCPCallContext.elicit: a tool asks its own question, no call's arguments"
+    ),
+}
+#: The functions the approval questions are built by: each must call review_arguments.
+QUESTION_BUILDERS = {
+    "core/src/toolwire/cli/chat.py": "_approval_prompt",
+    "plugins/mcp/src/toolwire_mcp/_elicit.py": "approval_question",
+}
+
+
+def askers(paths: list[Path]) -> set[tuple[str, str, str]]:
+    found = set()
+    for path in paths:
+        rel = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
+        raw = path.read_bytes()
+        lines = raw.splitlines(keepends=True)
+        for node, callee, _ in _calls(path):
+            if callee not in ("input", "types.ElicitRequestFormParams", "ElicitRequestFormParams"):
+                continue
+            first = (
+                node.args[0]
+                if node.args
+                else next((k.value for k in node.keywords if k.arg == "message"), None)
+            )
+            shown = _segment(lines, first) if first is not None else ""
+            found.add((rel, callee, shown))
+    return found
+
+
+def test_every_question_to_a_person_is_reviewed() -> None:
+    assert set(ASKERS) == askers(SOURCES)
+
+
+def test_every_approval_question_is_built_by_review_arguments() -> None:
+    for rel, name in QUESTION_BUILDERS.items():
+        tree = ast.parse((ROOT / rel).read_bytes())
+        [fn] = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == name]
+        called = {
+            c.func.id
+            for c in ast.walk(fn)
+            if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+        }
+        assert "review_arguments" in called, f"{rel}: {name} must use review_arguments"
