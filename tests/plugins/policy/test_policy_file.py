@@ -453,3 +453,31 @@ def test_a_policy_file_others_could_write_is_refused(tmp_path: Path, mode: int) 
     path.chmod(mode)
     with pytest.raises(PolicyError, match="writable by every user"):
         read_policy_file(path)
+
+
+def test_the_checkouts_example_policy_governs_nothing_run_from_the_repository(
+    tmp_path: Path,
+) -> None:
+    # #40: the checkout's example toolwire-policy.toml governed every in-process call run
+    # from the repository root (an outside suite failed 13 tests for that alone). A
+    # working directory decides nothing until its file is trusted.
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[3]
+    assert (root / "toolwire-policy.toml").is_file()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
+    code = "from toolwire_policy import PolicyPlugin; print(PolicyPlugin.from_env().state)"
+
+    def state() -> str:
+        done = subprocess.run(
+            [sys.executable, "-c", code], cwd=root, env=env, capture_output=True, text=True,
+            timeout=60, check=True,
+        )  # fmt: skip
+        return done.stdout.strip()
+
+    assert "inert" == state()
+    trust_policy_file(root / "toolwire-policy.toml", env)
+    assert "active" == state()
