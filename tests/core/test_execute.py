@@ -634,6 +634,63 @@ async def test_a_tool_that_ignores_cancellation_is_answered_at_its_timeout(batch
     await asyncio.wait_for(ended.wait(), 10)  # it ends on its own, unwaited
 
 
+@pytest.mark.parametrize("how", ["aexecute", "aexecute_all", "aexecute_all alone"])
+async def test_a_call_retrying_after_a_timeout_is_answered_by_its_retry(
+    how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # #47.5: an idempotent tool whose first attempt timed out was retried, but the caller
+    # got the timeout (with a warning that the tool "ignored its cancellation") and the
+    # retry's success was dropped: the executor took the retry for a stuck tool.
+    attempts: list[int] = []
+
+    @tw.tool_fn(
+        timeout=0.05,
+        retry_hint=tw.RetryHint(max_attempts=3, initial_backoff=0.3, jitter=0),
+        idempotent=True,
+    )
+    async def lookup(key: str) -> str:
+        """Slow the first time."""
+        attempts.append(1)
+        if len(attempts) == 1:
+            await asyncio.sleep(5)  # cut at 0.05 s; it honours its cancellation
+        return f"found {key}"
+
+    @tw.tool_fn(timeout=5)
+    async def other() -> str:
+        return "other"
+
+    executor = tw.Executor(tools=[lookup, other], plugins=False)
+    call = tw.ToolCall("c1", "lookup", '{"key": "k"}')
+    if how == "aexecute":
+        result = await executor.aexecute(call)
+    elif how == "aexecute_all":
+        result, _ = await executor.aexecute_all([call, tw.ToolCall("c2", "other", "{}")])
+    else:
+        [result] = await executor.aexecute_all([call])
+    assert (False, "found k", 2) == (result.is_error, result.content, len(attempts))
+    assert "ignored its cancellation" not in caplog.text
+
+
+def test_a_call_retrying_after_a_timeout_is_answered_by_its_retry_in_execute() -> None:
+    attempts: list[int] = []
+
+    @tw.tool_fn(
+        timeout=0.05,
+        retry_hint=tw.RetryHint(max_attempts=3, initial_backoff=0.3, jitter=0),
+        idempotent=True,
+    )
+    async def lookup(key: str) -> str:
+        """Slow the first time."""
+        attempts.append(1)
+        if len(attempts) == 1:
+            await asyncio.sleep(5)
+        return f"found {key}"
+
+    executor = tw.Executor(tools=[lookup], plugins=False)
+    result = executor.execute(tw.ToolCall("c1", "lookup", '{"key": "k"}'))
+    assert ("found k", 2) == (result.content, len(attempts))
+
+
 async def test_a_batch_shares_one_deadline_that_cuts_only_the_calls_still_running() -> None:
     from toolwire._execute.attempts import _deadlines
 

@@ -221,17 +221,18 @@ def _deadlines(loop: asyncio.AbstractEventLoop) -> _Deadlines:
 #: waiting for it (a tool that swallows its cancellation keeps running, unwaited).
 ABANDON_GRACE = 0.1
 
-#: An attempt's task -> what to call (with the task) when its deadline cut it and it has
-#: not ended within ABANDON_GRACE. The executor registers the tasks it runs calls in, and
-#: removes each when it ends.
+#: An attempt's task -> what to call (with the task) when its deadline cut it: the
+#: executor's batch, which checks ABANDON_GRACE later whether that attempt has ended (a
+#: retry that follows it is no stuck tool). The executor registers the tasks it runs calls
+#: in, and removes each when it ends.
 _ON_STUCK: dict[asyncio.Task[Any], Callable[[asyncio.Task[Any]], None]] = {}
 
 
 def _cut(task: asyncio.Task[Any]) -> None:
     task.cancel()
-    stuck = _ON_STUCK.get(task)
-    if stuck is not None:
-        task.get_loop().call_later(ABANDON_GRACE, stuck, task)
+    cut = _ON_STUCK.get(task)
+    if cut is not None:
+        cut(task)
 
 
 async def _with_timeout(aw: Awaitable[Any], seconds: float) -> Any:

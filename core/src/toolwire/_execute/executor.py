@@ -449,6 +449,7 @@ class Executor(_Deciding, _Scheduling):
         chain = self._chain
         attempt = 1
         while True:
+            job.attempt = attempt
             try:
                 if chain is None:
                     if job.timing == _SHARED:
@@ -461,8 +462,10 @@ class Executor(_Deciding, _Scheduling):
                         result = await self._attempt(plan, call, job.approved)
                 else:
                     result = await chain(ToolRequest(call, attempt, job.context, job.approved))
+                job.attempt = 0
                 break
             except (Exception, SystemExit) as exc:
+                job.attempt = 0  # this attempt ended: a retry is not a stuck tool
                 # SystemExit from a tool is the tool failing, not the program ending (a
                 # KeyboardInterrupt still stops the program; cancellation still cancels).
                 if (

@@ -143,6 +143,7 @@ class _Job:
     __slots__ = (
         "abandoned",
         "approved",
+        "attempt",
         "call",
         "context",
         "error_type",
@@ -162,6 +163,9 @@ class _Job:
         self.approved: str | None = None
         self.timing = _UNSHARED  # see attempts._Shared: its first attempt's deadline
         self.abandoned = False  # cut, and not waited for past the grace (see _ON_STUCK)
+        #: The attempt running now (1, 2, ...), 0 between attempts: a cut attempt that
+        #: ended (and a retry, or its backoff, that follows) is not a stuck tool.
+        self.attempt = 0
 
     def refuse(self, reason: str, kind: str) -> None:
         self.result = self.raw.result(rejection_content(reason), is_error=True)

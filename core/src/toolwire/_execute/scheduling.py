@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Coroutine, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from toolwire._execute.attempts import _ON_STUCK, _SHARED, _deadlines, _Shared
+from toolwire._execute.attempts import _ON_STUCK, _SHARED, ABANDON_GRACE, _deadlines, _Shared
 from toolwire._execute.jobs import _Job
 from toolwire._hooks import AuditEvent
 
@@ -184,7 +184,7 @@ class _Batch:
         self.left = len(jobs)
         for task, job in jobs.items():
             if may_stick(job):
-                _ON_STUCK[task] = self.stuck
+                _ON_STUCK[task] = self.cut
             task.add_done_callback(self.ended)
 
     def ended(self, task: asyncio.Task[Any]) -> None:
@@ -197,10 +197,18 @@ class _Batch:
         if not self.left and not self.done.done():
             self.done.set_result(None)
 
-    def stuck(self, task: asyncio.Task[Any]) -> None:
-        """Its deadline cut it ABANDON_GRACE ago and it is still running."""
+    def cut(self, task: asyncio.Task[Any]) -> None:
+        """The deadline of the attempt running in ``task`` cut it: see ABANDON_GRACE later
+        whether that attempt has ended."""
+        task.get_loop().call_later(ABANDON_GRACE, self.stuck, task, self.jobs[task].attempt)
+
+    def stuck(self, task: asyncio.Task[Any], attempt: int) -> None:
+        """Attempt ``attempt``'s deadline cut it ABANDON_GRACE ago: abandoned if that
+        attempt is still running (a tool that swallowed its cancellation). A call whose
+        cut attempt ended and that is retrying (or waiting to) is not stuck: its answer is
+        the retry's."""
         job = self.jobs[task]
-        if task.done() or job.abandoned or self.done.done():
+        if task.done() or job.abandoned or self.done.done() or job.attempt != attempt:
             return
         call, plan = job.call, job.plan
         assert call is not None
