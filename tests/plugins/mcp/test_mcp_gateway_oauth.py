@@ -777,3 +777,93 @@ def test_an_approval_for_one_principal_cannot_be_replayed_by_another(tmp_path: P
         assert "wiped db" == honest.content[0].text
     finally:
         _stop_http_gateway(started)
+
+
+# -- sessions cannot pile up (#47.1) ---------------------------------------------------------
+
+_HELLO = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    },
+}
+_ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+def _open(http: Any, url: str, token: str | None = None) -> Any:
+    headers = dict(_ACCEPT)
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    return http.post(url, json=_HELLO, headers=headers)
+
+
+def test_abandoned_sessions_are_capped_per_client_and_closed_when_idle(tmp_path: Path) -> None:
+    # #47.1: a 2025-11-25 client that opened a session and went away left it for 30
+    # minutes, and at 10,001 every new client got a 503 with no Retry-After: one runaway
+    # client locked out the others.
+    import hashlib
+
+    import httpx
+
+    tokens = _write(
+        tmp_path / "tokens.json",
+        json.dumps(
+            {
+                "tokens": [
+                    {"sha256": "sha256:" + hashlib.sha256(t.encode()).hexdigest(), "subject": s}
+                    for t, s in (("alice-token", "alice"), ("bob-token", "bob"))
+                ]
+            }
+        ),
+    )
+    env = _env(tmp_path, TOOLWIRE_AUTOLOAD_PLUGINS="0")
+    extra = ("--tokens", str(tokens), "--sessions-per-client", "3", "--session-idle", "2")
+    started = _start_http_gateway(tmp_path, env, extra)
+    url = started[1]
+    try:
+        with httpx.Client(timeout=10) as http:
+            opened = [_open(http, url, "alice-token") for _ in range(3)]
+            assert [200] * 3 == [r.status_code for r in opened]
+            refused = _open(http, url, "alice-token")  # alice's runaway client
+            assert (503, "2") == (refused.status_code, refused.headers.get("retry-after"))
+            assert "too many open sessions for this client" in refused.text
+            assert 200 == _open(http, url, "bob-token").status_code  # bob is not locked out
+            first = opened[0].headers["mcp-session-id"]
+            ended = http.delete(
+                url,
+                headers={**_ACCEPT, "Authorization": "Bearer alice-token", "mcp-session-id": first},
+            )
+            assert ended.status_code < 300
+            assert 200 == _open(http, url, "alice-token").status_code  # a DELETE frees one
+            time.sleep(2.6)  # abandoned: idle past --session-idle, closed
+            assert [200] * 3 == [_open(http, url, "alice-token").status_code for _ in range(3)]
+            gone = http.post(
+                url,
+                json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+                headers={
+                    **_ACCEPT,
+                    "Authorization": "Bearer alice-token",
+                    "mcp-session-id": opened[1].headers["mcp-session-id"],
+                },
+            )
+            assert 404 == gone.status_code  # the idle one was closed by the server too
+    finally:
+        _stop_http_gateway(started)
+
+
+def test_the_total_session_cap_says_when_to_retry(tmp_path: Path) -> None:
+    import httpx
+
+    env = _env(tmp_path, TOOLWIRE_AUTOLOAD_PLUGINS="0")
+    started = _start_http_gateway(tmp_path, env, ("--max-sessions", "2"))
+    try:
+        with httpx.Client(timeout=10) as http:
+            statuses = [_open(http, started[1]) for _ in range(3)]
+        assert [200, 200, 503] == [r.status_code for r in statuses]
+        assert statuses[2].headers.get("retry-after") is not None
+    finally:
+        _stop_http_gateway(started)

@@ -637,6 +637,15 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
             elicit=not args.no_elicit,
             resources=served["resources"],
             prompts=served["prompts"],
+            **{
+                key: value
+                for key, value in (
+                    ("session_idle", args.session_idle),
+                    ("max_sessions", args.max_sessions),
+                    ("sessions_per_client", args.sessions_per_client),
+                )
+                if value is not None
+            },
         )
     except UsageError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None

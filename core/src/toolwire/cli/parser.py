@@ -284,6 +284,22 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="never ask the client's user to approve a call (MCP elicitation); deny instead",
     )
+    serve.add_argument(
+        "--session-idle",
+        type=float,
+        metavar="SECONDS",
+        help="HTTP: close a session that sent nothing for this long (300)",
+    )
+    serve.add_argument(
+        "--max-sessions", type=int, metavar="N", help="HTTP: sessions open at once, in all (1000)"
+    )
+    serve.add_argument(
+        "--sessions-per-client",
+        type=int,
+        metavar="N",
+        help="HTTP: sessions open at once for one principal, or one address when the "
+        "request names nobody (64)",
+    )
     about = (
         "trust this project's ./.toolwire/mcp.json as it is now, so its servers start "
         "(read it first: each server is a command that runs)"

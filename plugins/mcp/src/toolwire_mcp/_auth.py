@@ -24,7 +24,7 @@ from toolwire import Principal
 from toolwire.exceptions import UsageError
 from toolwire_mcp._jwt import JwtVerifier, OAuthResource, TokenRefused
 
-__all__ = ["PRINCIPAL_STATE", "guarded", "load_tokens", "principal_of"]
+__all__ = ["PRINCIPAL_STATE", "guarded", "load_tokens", "principal_of", "principal_of_scope"]
 
 _ASGI = Callable[[MutableMapping[str, Any], Any, Any], Awaitable[None]]
 
@@ -40,7 +40,11 @@ CURRENT_PRINCIPAL: contextvars.ContextVar[Principal | None] = contextvars.Contex
 
 def principal_of(ctx: Any) -> Principal | None:
     """The principal the HTTP request behind ``ctx`` was authenticated as (None: none)."""
-    scope = getattr(getattr(ctx, "request", None), "scope", None)
+    return principal_of_scope(getattr(getattr(ctx, "request", None), "scope", None))
+
+
+def principal_of_scope(scope: Any) -> Principal | None:
+    """The principal an ASGI request ``scope`` was authenticated as (None: none)."""
     state = scope.get("state") if isinstance(scope, Mapping) else None
     found = state.get(PRINCIPAL_STATE) if isinstance(state, Mapping) else None
     return found if isinstance(found, Principal) else None

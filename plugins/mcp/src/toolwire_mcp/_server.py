@@ -86,6 +86,12 @@ from toolwire_mcp._jwt import OAuthResource, load_oauth
 from toolwire_mcp._progress import CALL_ASKER, CALL_PROGRESS
 from toolwire_mcp._registry import close_all
 from toolwire_mcp._served import Prompt, Resource, check_served
+from toolwire_mcp._sessions import (
+    MAX_SESSIONS,
+    SESSION_IDLE,
+    SESSIONS_PER_CLIENT,
+    session_limits,
+)
 from toolwire_mcp._toolset import RAW_READS, on_toolsets_changed
 
 __all__ = ["Elicited", "MCPCallContext", "build_server", "serve_mcp"]
@@ -765,6 +771,9 @@ def serve_mcp(
     prompts: Iterable[Prompt] = (),
     tokens_file: str | os.PathLike[str] | None = None,
     oauth: OAuthResource | str | os.PathLike[str] | None = None,
+    session_idle: float = SESSION_IDLE,
+    max_sessions: int = MAX_SESSIONS,
+    sessions_per_client: int = SESSIONS_PER_CLIENT,
 ) -> None:
     """Serve ``toolset`` (assembled with the installed plugins) over MCP until stopped.
 
@@ -781,6 +790,11 @@ def serve_mcp(
     as an OAuth 2.1 resource server, accepting bearer JWTs from one authorization server
     (an :class:`OAuthResource`, or the TOML file :func:`load_oauth` reads); each token's
     claims name its principal. Tokens from the file are accepted beside the JWTs.
+
+    Sessions (HTTP, 2025-11-25 clients): one that sent nothing for ``session_idle``
+    seconds is closed; at most ``max_sessions`` are open in all and
+    ``sessions_per_client`` for one principal (or one address, for requests that name
+    nobody); a client over either is answered 503 with ``Retry-After``.
 
     The upstream MCP servers (the configured ones, and any in ``toolset``) are served
     from the serving event loop while it runs (:func:`connected`): a proxied call goes
@@ -829,6 +843,13 @@ def serve_mcp(
         return
     if transport != "http":
         raise UsageError(f"transport must be 'stdio' or 'http', got {transport!r}")
+    for name, value, least in (
+        ("session_idle", session_idle, 1),
+        ("max_sessions", max_sessions, 1),
+        ("sessions_per_client", sessions_per_client, 1),
+    ):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= least:
+            raise UsageError(f"{name} must be a positive number, got {value!r}")
     principals = load_tokens(tokens_file) if tokens_file is not None else None
     if oauth is not None and not isinstance(oauth, OAuthResource):
         oauth = load_oauth(oauth)
@@ -846,12 +867,20 @@ def serve_mcp(
     app = server.streamable_http_app(
         host=host,
         transport_security=loopback_security(host),
+        session_idle_timeout=float(session_idle),
+        max_sessions=int(max_sessions),
         max_request_body_size=max_request_bytes,
         event_store=BoundedEventStore(),
         retry_interval=RETRY_MS,
     )
     config = uvicorn.Config(
-        guarded(app, token=token, max_bytes=max_request_bytes, principals=principals, oauth=oauth),
+        guarded(
+            session_limits(app, idle=float(session_idle), per_client=int(sessions_per_client)),
+            token=token,
+            max_bytes=max_request_bytes,
+            principals=principals,
+            oauth=oauth,
+        ),
         host=host,
         port=port,
         log_level="warning",
