@@ -221,6 +221,10 @@ class QuotaStoreConfig(_Table):
     """What every key this policy writes starts with."""
     timeout: Annotated[float, Field(gt=0, le=10)] = 0.5
     """Seconds each request to the server may take; past it, the call is refused."""
+    require_persistence: bool = False
+    """Refuse to load (every tool blocked) unless the server keeps its counts across its own
+    restarts (RDB snapshots or an append-only file). Without it, a server that keeps none
+    is only warned about: its restart forgets every count, and rate quotas start again."""
 
 
 class PolicyConfig(_Table):

@@ -892,11 +892,31 @@ def _redis_store(config: QuotaStoreConfig, source: Path) -> QuotaStore:
                 ],
             )
     try:
-        return RedisStore(
+        store = RedisStore(
             config.url, password=password, prefix=config.prefix, timeout=config.timeout
         )
     except StoreError as exc:
         raise PolicyFileError(source, [("quota_store", str(exc))]) from None
+    lacking = store.persistence()
+    if lacking is not None:
+        if config.require_persistence:
+            raise PolicyFileError(
+                source,
+                [
+                    (
+                        "quota_store.require_persistence",
+                        f"the quota store cannot be relied on across its restarts: {lacking}",
+                    )
+                ],
+            )
+        logger.warning(
+            "toolwire-policy: the quota store %s: %s; a restart of it forgets every count "
+            "(rate quotas start again). Turn on RDB snapshots or the append-only file, or "
+            "set require_persistence = true to refuse such a store",
+            store,
+            lacking,
+        )
+    return store
 
 
 def _strings(

@@ -12,6 +12,7 @@ is refused, saying when to try again.
 from __future__ import annotations
 
 import collections
+import contextlib
 import math
 import threading
 import time
@@ -181,6 +182,10 @@ return {}
 """
 
 
+#: Releases remembered through an outage (past it, the oldest end with their leases).
+_MAX_UNRELEASED = 100_000
+
+
 class RedisStore:
     """Counts in a Redis server several gateway processes share (redis-py; every command
     with a deadline: past it, StoreError and the call is refused)."""
@@ -206,6 +211,11 @@ class RedisStore:
         self._redis = client
         self._prefix = prefix
         self._script = client.register_script(_TAKE)
+        #: (keys, lease) whose release the store could not be told (an outage): released
+        #: as soon as it can be asked again, not at the end of their lease.
+        self._unreleased: collections.deque[tuple[tuple[str, ...], str]] = collections.deque(
+            maxlen=_MAX_UNRELEASED
+        )
 
     def __repr__(self) -> str:
         return f"<RedisStore {self._prefix!r}>"  # the URL may hold a password: not shown
@@ -217,6 +227,7 @@ class RedisStore:
         args: list[Any] = [lease]
         for w in wants:
             args += [w.calls or 0, w.seconds, w.concurrent or 0, w.lease]
+        self._release_pending()
         try:
             answer = self._script(keys=self._keys(wants), args=args)
         except Exception as exc:  # redis-py's errors, timeouts, a refused connection
@@ -229,12 +240,45 @@ class RedisStore:
         return over_rate(want, wait_ms / 1000) if kind == "rate" else over_concurrency(want)
 
     def finish(self, wants: Sequence[Want], lease: str, *, refund: bool) -> None:
-        keys = self._keys(wants)
+        keys = tuple(k for k in self._keys(wants) if refund or k.startswith(f"{self._prefix}c:"))
         try:
-            pipe = self._redis.pipeline(transaction=False)
-            for key in keys:
-                if refund or key.startswith(f"{self._prefix}c:"):
-                    pipe.zrem(key, lease)
-            pipe.execute()
-        except Exception as exc:  # the slot's lease frees it in the end
+            self._release_pending()
+            self._zrem(keys, lease)
+        except Exception as exc:
+            # An outage: released when the store can be asked again (the next call), and
+            # by its lease at the latest.
+            self._unreleased.append((keys, lease))
             raise StoreError(f"the quota store cannot be told: {type(exc).__name__}") from exc
+
+    def _zrem(self, keys: Sequence[str], lease: str) -> None:
+        pipe = self._redis.pipeline(transaction=False)
+        for key in keys:
+            pipe.zrem(key, lease)
+        pipe.execute()
+
+    def _release_pending(self) -> None:
+        """Tell the store of the releases it missed; any left undone stay pending."""
+        while self._unreleased:
+            try:
+                keys, lease = self._unreleased[0]
+            except IndexError:  # another thread took the last one
+                return
+            try:
+                self._zrem(keys, lease)
+            except Exception:  # still out: the next use tries again
+                return
+            with contextlib.suppress(ValueError):  # another thread released it too
+                self._unreleased.remove((keys, lease))
+
+    def persistence(self) -> str | None:
+        """Whether the store keeps its counts across its own restarts: None when it does
+        (RDB snapshots or an append-only file), else why not, or that it could not be
+        asked (a managed Redis may not allow CONFIG)."""
+        try:
+            save = self._redis.config_get("save").get("save", "")
+            aof = self._redis.config_get("appendonly").get("appendonly", "no")
+        except Exception as exc:
+            return f"its persistence could not be checked ({type(exc).__name__})"
+        if (save or "").strip() or aof == "yes":
+            return None
+        return "it keeps no RDB snapshot and no append-only file"
