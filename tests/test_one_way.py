@@ -219,3 +219,49 @@ def test_every_approval_question_is_built_by_review_arguments() -> None:
             if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
         }
         assert "review_arguments" in called, f"{rel}: {name} must use review_arguments"
+
+
+# -- a file only its owner may change: owner_only -------------------------------------------
+
+_OWNER_CHECK = "core/src/toolwire/_files.py"
+_OTHERS_BITS = {0o022, 0o002, 0o020, 0o077, 0o070, 0o007}
+_OTHERS_NAMES = {"S_IWOTH", "S_IWGRP", "S_IROTH", "S_IRGRP", "S_IRWXO", "S_IRWXG"}
+
+
+def owner_checks_made_another_way(paths: list[Path]) -> list[str]:
+    """Reads of a file's owner, or masks of its mode by other users' bits, outside
+    ``toolwire._files.owner_only``."""
+    found = []
+    for path in paths:
+        rel = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
+        if rel == _OWNER_CHECK:
+            continue
+        for node in ast.walk(ast.parse(path.read_bytes())):
+            if isinstance(node, ast.Attribute) and node.attr == "st_uid":
+                found.append(f"{_where(path, node)}: reads st_uid")
+            elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd):
+                for side in (node.left, node.right):
+                    if (isinstance(side, ast.Constant) and side.value in _OTHERS_BITS) or (
+                        isinstance(side, ast.Attribute) and side.attr in _OTHERS_NAMES
+                    ):
+                        found.append(f"{_where(path, node)}: masks a mode by others' bits")
+    return sorted(found)
+
+
+def test_every_owner_check_is_owner_only() -> None:
+    assert [] == owner_checks_made_another_way(SOURCES)
+
+
+def test_the_owner_check_sees_one_made_another_way(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "if st.st_uid != os.getuid():\n    pass\n"
+        "loose = st.st_mode & 0o022\n"
+        "w = st.st_mode & stat.S_IWOTH\n"
+        "mine = st.st_mode & stat.S_IWUSR\n"
+    )
+    assert [
+        "bad.py:1: reads st_uid",
+        "bad.py:3: masks a mode by others' bits",
+        "bad.py:4: masks a mode by others' bits",
+    ] == owner_checks_made_another_way([bad])

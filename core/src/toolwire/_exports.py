@@ -169,6 +169,7 @@ ADAPTERS: Mapping[str, str] = {
     "RejectedCall": "toolwire._calls",
     "ContinueSuggestion": "toolwire._round",
     "MAX_REVIEW_CHARS": "toolwire._display",
+    "owner_only": "toolwire._files",
     "ACCEPT_ENCODING": "toolwire._http.bounded",
     "Fetched": "toolwire._http.bounded",
     "Inflater": "toolwire._http.bounded",

@@ -6,7 +6,9 @@ import os
 import stat
 from pathlib import Path
 
-__all__ = ["read_capped"]
+from toolwire._exports import publish
+
+__all__ = ["check_private", "owner_only", "read_capped"]
 
 
 def read_capped(
@@ -38,18 +40,34 @@ def read_capped(
     return raw
 
 
-def check_private(st: os.stat_result, what: str, error: type[Exception], stakes: str) -> None:
-    """Raise ``error`` unless the file ``st`` describes is the user's own and nobody else
-    may write it (group-writable by the user's own group is fine: a umask of 002).
-    ``stakes`` says what whoever could write it would decide."""
+def owner_only(st: os.stat_result, *, any_owner: bool = False, secret: bool = False) -> str | None:
+    """Why a file that decides something (what runs, where keys go, what a policy allows)
+    cannot be trusted, or None when it can: the one check of that (DESIGN.md,
+    principle 8). It must be the user's own (``any_owner``: anyone's, as a policy file an
+    administrator owns) and nobody else may write it (group-writable by the user's own
+    group is fine: a umask of 002); a ``secret`` (a token) nobody else may read either.
+    The reason reads ``owned by another user (mode 644)`` or ``open to others (mode 666)``."""
     if not hasattr(os, "getuid"):  # pragma: no cover - Windows: no owner bits to check
-        return
-    loose = st.st_mode & 0o022
-    if st.st_gid == os.getgid():
+        return None
+    mode = stat.S_IMODE(st.st_mode)
+    if not any_owner and st.st_uid != os.getuid():
+        return f"owned by another user (mode {mode:o})"
+    loose = st.st_mode & (0o077 if secret else 0o022)
+    if not secret and st.st_gid == os.getgid():
         loose &= ~0o020
-    if st.st_uid != os.getuid() or loose:
-        whose = "owned by another user" if st.st_uid != os.getuid() else "open to others"
+    if loose:
+        return f"open to others (mode {mode:o})"
+    return None
+
+
+def check_private(st: os.stat_result, what: str, error: type[Exception], stakes: str) -> None:
+    """Raise ``error`` unless the file ``st`` describes passes :func:`owner_only`.
+    ``stakes`` says what whoever could write it would decide."""
+    problem = owner_only(st)
+    if problem is not None:
         raise error(
-            f"{what} is {whose} (mode {stat.S_IMODE(st.st_mode):o}), so it is not used: "
-            f"{stakes}; `chmod go-w` it if it is yours"
+            f"{what} is {problem}, so it is not used: {stakes}; `chmod go-w` it if it is yours"
         )
+
+
+publish(globals())

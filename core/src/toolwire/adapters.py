@@ -45,6 +45,9 @@ if _typing.TYPE_CHECKING:
         review_arguments,
         terminal_text,
     )
+    from toolwire._files import (
+        owner_only,
+    )
     from toolwire._hooks import (
         AuditEvent,
     )
@@ -174,6 +177,7 @@ __all__ = [
     "malformed",
     "map_settings",
     "output_spec",
+    "owner_only",
     "read_body",
     "rejection_content",
     "rejection_reason",

@@ -363,7 +363,7 @@ def test_a_trust_store_others_may_write_is_refused(tmp_path: Path) -> None:
     env = {"XDG_CONFIG_HOME": str(tmp_path / "config")}
     trust_policy_file(project, env)
     trust_store_path(env).chmod(0o666)
-    with pytest.raises(PolicyFileError, match="writable by every user"):
+    with pytest.raises(PolicyFileError, match="open to others"):
         find_policy_file(env, cwd=tmp_path)
 
 
@@ -451,7 +451,7 @@ def test_a_policy_file_others_could_write_is_refused(tmp_path: Path, mode: int) 
     path.chmod(0o644)
     assert ("rm",) == tuple(read_policy_file(path).deny)
     path.chmod(mode)
-    with pytest.raises(PolicyError, match="writable by every user"):
+    with pytest.raises(PolicyError, match="open to others"):
         read_policy_file(path)
 
 

@@ -12,7 +12,6 @@ import hashlib
 import json
 import logging
 import os
-import stat
 import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any, Literal
 
 import attrs
 
+from toolwire.adapters import owner_only
 from toolwire.exceptions import PluginError
 
 __all__ = [
@@ -294,23 +294,17 @@ def _key(path: Path) -> str:
     return str(path.expanduser().resolve())
 
 
-def private_bytes(path: Path, limit: int, loose: int = 0o022) -> bytes | None:
+def private_bytes(path: Path, limit: int, *, secret: bool = False) -> bytes | None:
     """At most ``limit + 1`` bytes of ``path`` (None: no such file), when the file is the
-    user's own and no permission bit in ``loose`` is set. A file that says what runs (the
-    user's MCP config, the trust store) or holds a secret (an OAuth token) is trusted only
-    if nobody else could have written it: otherwise ``ConfigError``, and nothing is used."""
+    user's own and nobody else may write it (``secret``: nor read it), as
+    :func:`toolwire.adapters.owner_only` says. A file that says what runs (the user's MCP
+    config, the trust store) or holds a secret (an OAuth token) is trusted only if nobody
+    else could have written it: otherwise ``ConfigError``, and nothing is used."""
     try:
         with path.open("rb") as f:
-            st = os.fstat(f.fileno())
-            bits = st.st_mode & loose
-            if loose == 0o022 and st.st_gid == os.getgid():
-                bits &= ~0o020  # group-writable by the user's own group (a umask of 002)
-            if st.st_uid != os.getuid() or bits:
-                whose = "owned by another user" if st.st_uid != os.getuid() else "open to others"
-                raise ConfigError(
-                    f"{path}: {whose} (mode {stat.S_IMODE(st.st_mode):o}): not used; "
-                    f"`chmod go-w` it if it is yours"
-                )
+            problem = owner_only(os.fstat(f.fileno()), secret=secret)
+            if problem is not None:
+                raise ConfigError(f"{path}: {problem}: not used; `chmod go-w` it if it is yours")
             return f.read(limit + 1)
     except FileNotFoundError:
         return None

@@ -96,7 +96,7 @@ class FileTokenStorage:
 
     def _read(self) -> dict[str, Any]:
         try:
-            raw = private_bytes(self.path, _MAX_FILE, loose=0o077)  # a secret: ours alone
+            raw = private_bytes(self.path, _MAX_FILE, secret=True)  # a secret: ours alone
         except ConfigError as exc:
             logger.warning("MCP OAuth: %s", exc)
             return {}

@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from toolwire import PolicyError
+from toolwire.adapters import owner_only
 
 __all__ = [
     "DISTRIBUTION",
@@ -359,9 +360,7 @@ def read_policy_file(path: Path | str) -> PolicyConfig:
             loose = _others_may_write(os.fstat(f.fileno()))
             if loose:
                 # What a policy allows is decided by whoever can write its file.
-                raise PolicyFileError(
-                    p, [("", f"the file is writable by {loose}: `chmod o-w,g-w` it")]
-                )
+                raise PolicyFileError(p, [("", f"the file is {loose}: `chmod o-w,g-w` it")])
             text = f.read(MAX_POLICY_CHARS + 1)
     except FileNotFoundError:
         raise PolicyFileError(p, [("", "the file does not exist")]) from None
@@ -375,13 +374,9 @@ def read_policy_file(path: Path | str) -> PolicyConfig:
 
 
 def _others_may_write(st: os.stat_result) -> str:
-    """Who besides the file's owner may write it ("" when nobody): another user would
-    then decide the policy. The owner's own group is allowed (a umask of 002)."""
-    if st.st_mode & 0o002:
-        return "every user"
-    if st.st_mode & 0o020 and st.st_gid != os.getgid():
-        return "another group"
-    return ""
+    """Why another user could decide the policy by writing its file ("" when nobody can):
+    any owner (an administrator's file), but writable by nobody else."""
+    return owner_only(st, any_owner=True) or ""
 
 
 # -- where the file is -------------------------------------------------------------------
@@ -439,14 +434,11 @@ def _read_trust(env: Mapping[str, str]) -> dict[str, str]:
     path = trust_store_path(env)
     try:
         with path.open("rb") as f:
-            st = os.fstat(f.fileno())
             # Whoever could write it would choose which project's policy applies.
-            if hasattr(os, "getuid") and st.st_uid != os.getuid():
-                raise PolicyFileError(path, [("", "the trust store is another user's")])
-            loose = _others_may_write(st)
-            if loose:
+            problem = owner_only(os.fstat(f.fileno()))
+            if problem is not None:
                 raise PolicyFileError(
-                    path, [("", f"the trust store is writable by {loose}: `chmod go-w` it")]
+                    path, [("", f"the trust store is {problem}: `chmod go-w` it if it is yours")]
                 )
             raw = f.read(MAX_POLICY_CHARS + 1)
     except FileNotFoundError:
