@@ -705,6 +705,18 @@ def test_a_gateway_on_any_loopback_address_refuses_another_origin(
 
 # -- an approval answered across requests is bound to its principal (#40.10) -----------------
 
+
+def _alice_and_bob(tmp_path: Path) -> Path:
+    """A tokens file: ``alice-token`` names alice, ``bob-token`` bob."""
+    import hashlib
+
+    entries = [
+        {"sha256": "sha256:" + hashlib.sha256(t.encode()).hexdigest(), "subject": s}
+        for t, s in (("alice-token", "alice"), ("bob-token", "bob"))
+    ]
+    return _write(tmp_path / "tokens.json", json.dumps({"tokens": entries}))
+
+
 _WIPE_APP = """
 import os
 import toolwire as tw
@@ -722,7 +734,6 @@ tools = tw.Toolset("app", [tw.tool_fn(wipe, effect="destructive")])
 def test_an_approval_for_one_principal_cannot_be_replayed_by_another(tmp_path: Path) -> None:
     # #40.10: the approval requestState HMAC did not cover the principal, so bob's request
     # carrying alice's request_state and a yes ran the call alice was asked about.
-    import hashlib
 
     import anyio
     import httpx2
@@ -731,17 +742,7 @@ def test_an_approval_for_one_principal_cannot_be_replayed_by_another(tmp_path: P
     from mcp.client.streamable_http import streamable_http_client
 
     (tmp_path / "app.py").write_text(_WIPE_APP)
-    tokens = _write(
-        tmp_path / "tokens.json",
-        json.dumps(
-            {
-                "tokens": [
-                    {"sha256": "sha256:" + hashlib.sha256(t.encode()).hexdigest(), "subject": s}
-                    for t, s in (("alice-token", "alice"), ("bob-token", "bob"))
-                ]
-            }
-        ),
-    )
+    tokens = _alice_and_bob(tmp_path)
     ran = tmp_path / "ran.txt"
     env = _env(tmp_path, TOOLWIRE_AUTOLOAD_PLUGINS="0", RAN=str(ran))
     started = _start_http_gateway(tmp_path, env, ("--tokens", str(tokens), "--app", "app:tools"))
@@ -805,21 +806,10 @@ def test_abandoned_sessions_are_capped_per_client_and_closed_when_idle(tmp_path:
     # #47.1: a 2025-11-25 client that opened a session and went away left it for 30
     # minutes, and at 10,001 every new client got a 503 with no Retry-After: one runaway
     # client locked out the others.
-    import hashlib
 
     import httpx
 
-    tokens = _write(
-        tmp_path / "tokens.json",
-        json.dumps(
-            {
-                "tokens": [
-                    {"sha256": "sha256:" + hashlib.sha256(t.encode()).hexdigest(), "subject": s}
-                    for t, s in (("alice-token", "alice"), ("bob-token", "bob"))
-                ]
-            }
-        ),
-    )
+    tokens = _alice_and_bob(tmp_path)
     env = _env(tmp_path, TOOLWIRE_AUTOLOAD_PLUGINS="0")
     extra = ("--tokens", str(tokens), "--sessions-per-client", "3", "--session-idle", "2")
     started = _start_http_gateway(tmp_path, env, extra)

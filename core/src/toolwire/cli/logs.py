@@ -352,19 +352,9 @@ class ConversationLog:
     def session(self, conversation: str | None) -> tuple[str, Mapping[str, Any], str, str | None]:
         """``(id, session data, provider, model)`` of a conversation (the latest one when
         ``conversation`` is None)."""
-        db = self._connect(create=False)
-        try:
-            st = os.stat(self.path)
-        except OSError as exc:
-            raise UsageError(f"{self.path}: cannot read it: {exc.strerror}") from None
         # What is continued is sent to a model again, with the provider and model the log
-        # names: only from a log nobody else could have written.
-        check_private(
-            st,
-            str(self.path),
-            UsageError,
-            "whoever can write it would put words in the conversation you continue",
-        )
+        # names: _connect uses only a log nobody else could have written.
+        db = self._connect(create=False)
         if conversation is None:
             row = db.execute(
                 "SELECT * FROM conversations ORDER BY updated DESC, rowid DESC LIMIT 1"
