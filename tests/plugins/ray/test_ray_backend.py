@@ -284,6 +284,15 @@ class Unloadable:
         return (_rebuild, ())
 
 
+class BigUnloadable:  # over Ray's inline limit: it comes back through the object store
+    def __reduce__(self):
+        return (_rebuild_big, (b"x" * 2_000_000,))
+
+
+def _rebuild_big(data):
+    return _rebuild()
+
+
 def _rebuild():
     if os.environ.get("IN_DRIVER") == "1":
         raise RuntimeError("this process cannot rebuild it")
@@ -308,10 +317,18 @@ def odd() -> str:
     return Unloadable()
 
 
+@tw.tool_fn(timeout=60)
+def odd_big() -> str:
+    """A large output this process cannot unpickle."""
+    return BigUnloadable()
+
+
 os.environ["IN_DRIVER"] = "1"
 backend = RayBackend(num_cpus=1)
-executor = tw.Executor(tools=[shout, whisper, odd], plugins=False, backend=backend)
-for name, args in (("shout", '{"text": "hi"}'), ("whisper", '{"text": "HI"}'), ("odd", "{}")):
+executor = tw.Executor(tools=[shout, whisper, odd, odd_big], plugins=False, backend=backend)
+calls = [("shout", '{"text": "hi"}'), ("whisper", '{"text": "HI"}')]
+calls += [("odd", "{}"), ("odd_big", "{}")]
+for name, args in calls:
     print(executor.execute(tw.ToolCall("c", name, args)).content)
 executor.close()
 backend.close()
@@ -339,7 +356,9 @@ def test_a_tool_defined_in_the_script_being_run_runs_on_a_worker(tmp_path: Path)
         "hi",
         "tool `odd` could not run on the ray backend: its output came back from the Ray "
         "worker but cannot be unpickled here (a class this process cannot import or build?)",
-    ] == done.stdout.splitlines()[-3:]
+        "tool `odd_big` could not run on the ray backend: its output came back from the Ray "
+        "worker but cannot be unpickled here (a class this process cannot import or build?)",
+    ] == done.stdout.splitlines()[-4:]
 
 
 def test_rays_uv_propagation_under_uv_run_is_detected(monkeypatch: pytest.MonkeyPatch) -> None:
