@@ -154,6 +154,7 @@ AUDIT_KINDS = frozenset(
         "invalid_arguments",  # the arguments were not JSON, or not valid for the schema
         "withheld",  # a policy that failed to load withheld a result
         "cancelled",  # a call allowed to run ended with no result (cancelled while it ran)
+        "refused",  # a decision hook, an approver or a check refused a call: it never ran
         "policies_off",  # a policy was turned off by an explicit switch
     }
 )
@@ -164,15 +165,17 @@ class AuditEvent:
     """One thing toolwire answered without asking a decision hook, for the audit log.
 
     ``kind`` is one of ``unknown_tool``, ``not_offered``, ``hidden``,
-    ``invalid_arguments``, ``withheld``, ``cancelled`` or ``policies_off``. ``tool``,
+    ``invalid_arguments``, ``withheld``, ``cancelled``, ``refused`` or ``policies_off``. ``tool``,
     ``call_id`` and ``arguments`` (the raw argument text the model sent: hash it, never
     log it) are empty for ``policies_off``; ``reason`` says what happened; ``source``
     names who decided (``toolwire``, or the plugin that hid the tool, or the switch).
 
     ``cancelled``: a call the decision hooks let run ended with no result (the caller
     was cancelled while it ran or waited to run), so no result hook will see it;
-    ``call`` is the model's call itself, so a policy can free what it holds for that
-    call (a concurrency slot) however the call ended.
+    ``refused``: a call was refused before it ran, by a decision hook, an approver or a
+    check after the hooks (a policy that let it through hears that it never ran). For
+    both, ``call`` is the model's call itself, so a policy can free what it holds for
+    that call (a concurrency slot) however the call ended.
     """
 
     kind: AuditKind

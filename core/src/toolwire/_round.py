@@ -154,6 +154,22 @@ def _guard_for(turn: ResolvedTurn) -> _Guard | None:
     return _Guard(sets, turn.context or _EMPTY_CONTEXT)
 
 
+def audit_refused(plugins: Any, rejected: Iterable[RejectedCall], context: HookContext) -> None:
+    """Each call the decision hooks refused, sent to the audit hooks of ``plugins`` (a
+    host, or True/False as a turn names it) as ``refused``: a policy that let it through
+    hears that it never ran (and frees what it held for it)."""
+    host = sys.modules["toolwire"]._default_host() if plugins is True else plugins
+    audit = getattr(host, "audit", None) if plugins is not False else None
+    if audit is None:
+        return
+    for r in rejected:
+        call = r.call
+        audit(
+            AuditEvent("refused", r.reason, call.name, call.id, call.arguments, r.source, call),
+            context,
+        )
+
+
 def audit_issues(turn: ResolvedTurn, issues: Iterable[ToolCallIssue]) -> None:
     """Each call the round answers itself (unknown, not offered, hidden, invalid), sent to
     the audit hooks of the host the turn names (``toolwire_audit``)."""
@@ -633,6 +649,8 @@ def _split(
 
 def _plan_of(round: ToolRound, outcomes: list[Outcome], ctx: HookContext) -> ToolRoundPlan:
     pending, handled, rejected = _split(outcomes)
+    if rejected:
+        audit_refused(round.turn.plugins, rejected, ctx)
     return ToolRoundPlan(round, tuple(pending), tuple(handled), tuple(rejected), ctx)
 
 
@@ -652,6 +670,8 @@ def plan_round(
         pending, h, r = list(calls), [], []
     if round._guard is not None:
         round._guard.record((*pending, *h, *r))
+    if r:
+        audit_refused(round.turn.plugins, r, ctx)
     return ToolRoundPlan(round, tuple(pending), (*handled, *h), (*rejected, *r), ctx)
 
 
@@ -669,6 +689,8 @@ async def aplan_round(
     pending, h, r = _split(outcomes)
     if round._guard is not None:
         round._guard.record(outcomes)
+    if r:
+        audit_refused(round.turn.plugins, r, ctx)
     return ToolRoundPlan(round, tuple(pending), (*handled, *h), (*rejected, *r), ctx)
 
 

@@ -448,3 +448,51 @@ def test_a_store_that_forgets_its_counts_on_restart_is_said_or_refused(
         make_policy(f"[[quotas]]\ncalls = 5\n{store}require_persistence = true\n")
     make_policy(f"[[quotas]]\ncalls = 5\n{store}")
     assert "a restart of it forgets every count" in caplog.text
+
+
+# -- a call refused after this policy let it through (found building #47.4) -----------------
+
+
+class _LaterRejects:
+    @tw.hookimpl
+    def toolwire_tool_decision(self, call: Any, context: Any) -> Any:
+        return tw.Reject("the second policy says no")
+
+
+@pytest.mark.parametrize("path", ["executor", "agent"])
+def test_a_call_another_hook_refuses_frees_its_slot_and_is_recorded(
+    make_policy: Any, tmp_path: Path, path: str
+) -> None:
+    # A call this policy let through and another hook then refused never ran and never
+    # reported back: its slot was held for the whole lease, and the audit log said
+    # "allow" with nothing after it.
+    policy = make_policy(
+        '[audit]\npath = "audit.jsonl"\n[[quotas]]\ntools = ["note"]\nconcurrent = 1\n'
+        "calls = 1\nseconds = 600\n"
+    )
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(PolicyPlugin(policy), "corp", kind="policy")
+    host.register(_LaterRejects(), "second", kind="policy")
+    context = HookContext(principal=ALICE)
+    if path == "executor":
+        executor = tw.Executor(tools=[note], plugins=host)
+        result = executor.execute(tw.ToolCall("c1", "note", '{"text": "x"}'), context=context)
+        assert "the second policy says no" in result.content
+    else:
+        from toolwire.providers.test import TestProvider
+
+        provider = TestProvider(
+            script=[
+                {"tool_calls": [{"id": "c1", "name": "note", "arguments": '{"text": "x"}'}]},
+                {"text": "done"},
+            ]
+        )
+        agent = tw.Agent(provider, tw.Toolset("app", [note]), plugins=host, context=context)
+        agent.run(tw.Session(), "note it")
+    # the slot is free and the one call of the window given back: the call never ran
+    assert (None, None) == (policy.take_quota(note, ALICE), None)
+    events = [
+        (r["event"], r["decision"])
+        for r in map(json.loads, (tmp_path / "audit.jsonl").read_text().splitlines())
+    ]
+    assert [("decision", "allow"), ("refused", "reject")] == events[:2]

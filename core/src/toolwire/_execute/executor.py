@@ -88,7 +88,7 @@ from toolwire._execute.plans import (
 )
 from toolwire._execute.scheduling import _Scheduling
 from toolwire._exports import publish
-from toolwire._hooks import _EMPTY_CONTEXT, HookContext, HookSet, Principal
+from toolwire._hooks import _EMPTY_CONTEXT, AuditEvent, HookContext, HookSet, Principal
 from toolwire._metadata import Capability
 from toolwire._round import (
     ToolRound,
@@ -698,6 +698,17 @@ class Executor(_Deciding, _Scheduling):
             pending = await self._approve(jobs, given)
             if pending:
                 return jobs, pending
+        if host is not None:
+            # Refused before running (a decision hook, an approver, a check after the
+            # hooks): a policy that let the call through hears it never ran.
+            for job in jobs:
+                if job.result is not None and job.error_type not in _AUDITED:
+                    raw = job.call.call if job.call is not None else job.raw
+                    reason = rejection_reason(job.result) or job.result.content
+                    event = AuditEvent(
+                        "refused", reason, raw.name, raw.id, raw.arguments, "toolwire", raw
+                    )
+                    host.audit(event, context)
         if self._tracing is not None:
             for job in jobs:  # calls refused before running: unknown, sandbox, invalid, denied
                 if job.result is not None:

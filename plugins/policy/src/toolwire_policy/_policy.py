@@ -631,18 +631,20 @@ class Policy:
         it never ran, so its counts are given back too."""
         self._finish(call.call, refund=refund)
 
-    def _finish(self, call: ToolCall, *, refund: bool = False) -> None:
+    def _finish(self, call: ToolCall, *, refund: bool = False) -> bool:
+        """Free what ``call`` holds; True when this policy held anything for it."""
         with self._inflight_lock:
             held = self._inflight.pop(id(call), None)
         if held is None or held[0] is not call:
-            return
+            return False
         _, lease, wants, _ = held
         if not refund and all(w.concurrent is None for w in wants):
-            return
+            return True
         try:
             self.quota_store.finish(wants, lease, refund=refund)
         except StoreError as exc:  # the lease frees the slot in the end
             logger.warning("toolwire-policy cannot free a quota slot: %s", exc)
+        return True
 
     def redact_arguments(self, tool: Tool[Any, Any], arguments: Any) -> Any:
         """The arguments with every value under a redacted name replaced by ``[REDACTED]``."""
@@ -808,11 +810,19 @@ class Policy:
         call frees what it held (its concurrency slots) first, however it ended."""
         if event.kind == "cancelled" and event.call is not None:
             self._finish(event.call)
+        if event.kind == "refused":
+            # Refused after this policy let it through (another hook, an approver, a
+            # check): it never ran, so its counts are given back, and the log says so.
+            # A call this policy never let through was recorded by its own decision.
+            if event.call is None or not self._finish(event.call, refund=True):
+                return
         if self.audit_log is None:
             return
         record = self._base(event.kind, event.call_id, event.tool, context)
         if event.kind == "cancelled":
             record["decision"] = "cancelled"
+        elif event.kind == "refused":
+            record["decision"] = "reject"
         else:
             record["decision"] = "reject" if event.call_id else None
         record["reason"] = event.reason or None
