@@ -810,12 +810,13 @@ class Policy:
         call frees what it held (its concurrency slots) first, however it ended."""
         if event.kind == "cancelled" and event.call is not None:
             self._finish(event.call)
-        if event.kind == "refused":
-            # Refused after this policy let it through (another hook, an approver, a
-            # check): it never ran, so its counts are given back, and the log says so.
-            # A call this policy never let through was recorded by its own decision.
-            if event.call is None or not self._finish(event.call, refund=True):
-                return
+        # Refused after this policy let it through (another hook, an approver, a check): it
+        # never ran, so its counts are given back, and the log says so. A call this policy
+        # never let through was recorded by its own decision.
+        if event.kind == "refused" and (
+            event.call is None or not self._finish(event.call, refund=True)
+        ):
+            return
         if self.audit_log is None:
             return
         record = self._base(event.kind, event.call_id, event.tool, context)
