@@ -462,3 +462,16 @@ def test_a_disk_that_fills_while_a_call_runs_withholds_its_result(
     assert (True, UNRECORDED) == (result.is_error, result.content)
     report = verify_log(log)  # the decision, then the torn result record: a break
     assert ([2], 1) == (report.breaks, report.records)
+
+
+def test_a_log_whose_first_record_was_cut_short_is_still_taken(
+    make_policy: MakePolicy, call_of: CallOf, tmp_path: Path
+) -> None:
+    # A crash (a full disk) during the very first write must not make the log "not an
+    # audit log" and block every tool: the next record ends the cut line and goes on.
+    from toolwire_policy import verify_log
+
+    (tmp_path / "audit.jsonl").write_bytes(b'{"seq":1,"pr')
+    make_policy(AUDIT).decide(call_of("read_notes", {"path": "a"}, "c1"), CTX)
+    report = verify_log(tmp_path / "audit.jsonl", accept_breaks=[1])
+    assert (True, 1, [1]) == (report.ok, report.records, report.breaks)

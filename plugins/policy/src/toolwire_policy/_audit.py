@@ -242,9 +242,10 @@ def bounded_line(record: dict[str, Any]) -> bytes:
 
 
 def _is_record(line: bytes) -> bool:
-    """Whether ``line`` (at most ``_TAIL`` bytes of it) starts a record: a chained one, or
-    one written before the chain (an object with ``time`` and ``event``)."""
-    if re.match(rb'\{"seq":\d{1,18},"prev":"sha256:[0-9a-f]{64}"', line):
+    """Whether ``line`` (at most ``_TAIL`` bytes of it) starts a record: a chained one
+    (whole, or cut short: a crash during the first write must not lock the log), or one
+    written before the chain (an object with ``time`` and ``event``)."""
+    if re.match(rb'\{"seq":\d', line):
         return True
     try:
         value = json.loads(line)
