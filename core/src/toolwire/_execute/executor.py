@@ -702,7 +702,8 @@ class Executor(_Deciding, _Scheduling):
             # Refused before running (a decision hook, an approver, a check after the
             # hooks): a policy that let the call through hears it never ran.
             for job in jobs:
-                if job.result is not None and job.error_type not in _AUDITED:
+                # (A call a hook answered itself has a result and no error_type.)
+                if job.result is not None and job.error_type not in (None, *_AUDITED):
                     raw = job.call.call if job.call is not None else job.raw
                     reason = rejection_reason(job.result) or job.result.content
                     event = AuditEvent(
