@@ -7,7 +7,7 @@ import importlib
 import importlib.metadata
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -39,14 +39,23 @@ BLOCKED = (
 
 
 @pytest.fixture
-def no_policy_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """An environment where no policy file is found (empty working dir and config home)."""
+def no_policy_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """An environment where no policy file is found (empty working dir and config home).
+
+    The process's default plugin host, if a test makes it here (under its own
+    TOOLWIRE_POLICY), is dropped afterwards: it would decide a later test's calls."""
+    from toolwire._plugins import host as host_module
+
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
     monkeypatch.delenv("TOOLWIRE_POLICY", raising=False)
     monkeypatch.delenv("TOOLWIRE_POLICY_REQUIRED", raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    before = host_module._DEFAULT
+    yield
+    if host_module._DEFAULT is not before:
+        host_module._DEFAULT = before
 
 
 # -- PolicyPlugin states -------------------------------------------------------------------
@@ -250,7 +259,12 @@ def _host() -> Any:
 def _round(toolset: Toolset, hooks: Any, *calls: ToolCall) -> Any:
     # Availability.all(): every tool the policy did not hide is offered; a call to a hidden
     # tool is a NotAvailable issue, never a valid call.
-    turn = resolve_turn(toolset, availability=Availability.all(), hooks=hooks, context=CTX)
+    # plugins=False: the hooks are given; the process's default host must not be made here,
+    # under this test's TOOLWIRE_POLICY, and outlive it (a later test's bare round in the
+    # same worker was decided by this test's policy).
+    turn = resolve_turn(
+        toolset, availability=Availability.all(), hooks=hooks, context=CTX, plugins=False
+    )
     outcome = decode_reply(Session(), turn, AssistantReply(tool_calls=calls))
     assert isinstance(outcome, NeedsTools)
     return turn, outcome.round.apply_hooks()
@@ -324,7 +338,7 @@ async def test_the_host_runs_an_async_approver(
 
     ctx = HookContext(extra={APPROVER: approver})
     toolset = host.assemble(Toolset("app", list(tools.values())))
-    turn = resolve_turn(toolset, hooks=host.hook_sets(), context=ctx)
+    turn = resolve_turn(toolset, hooks=host.hook_sets(), context=ctx, plugins=host)
     reply = AssistantReply(
         tool_calls=(
             ToolCall("c1", "write_notes", '{"path": "ok.txt", "content": "x"}'),
@@ -371,7 +385,7 @@ def test_an_async_approver_in_a_sync_pipeline_rejects_and_leaves_nothing_unawait
 
     ctx = HookContext(extra={APPROVER: approver})
     toolset = host.assemble(Toolset("app", list(tools.values())))
-    turn = resolve_turn(toolset, hooks=host.hook_sets(), context=ctx)
+    turn = resolve_turn(toolset, hooks=host.hook_sets(), context=ctx, plugins=host)
     reply = AssistantReply(tool_calls=(ToolCall("c1", "read_notes", '{"path": "a"}'),))
     outcome = decode_reply(Session(), turn, reply)
     assert isinstance(outcome, NeedsTools)

@@ -496,4 +496,3 @@ def test_a_call_another_hook_refuses_frees_its_slot_and_is_recorded(
         for r in map(json.loads, (tmp_path / "audit.jsonl").read_text().splitlines())
     ]
     assert [("decision", "allow"), ("refused", "reject")] == events[:2]
-
