@@ -8,7 +8,7 @@ from pathlib import Path
 
 from toolwire._exports import publish
 
-__all__ = ["check_private", "owner_only", "read_capped"]
+__all__ = ["check_private", "owner_only", "read_capped", "write_private"]
 
 
 def read_capped(
@@ -68,6 +68,24 @@ def check_private(st: os.stat_result, what: str, error: type[Exception], stakes:
         raise error(
             f"{what} is {problem}, so it is not used: {stakes}; `chmod go-w` it if it is yours"
         )
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` as the user's alone (0600), whole or not at all: a new
+    file beside it, then renamed over it (a reader never sees half a file). Its directory is
+    made when missing (0700). Raises OSError."""
+    import secrets
+
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 publish(globals())

@@ -47,6 +47,7 @@ if _typing.TYPE_CHECKING:
     )
     from toolwire._files import (
         owner_only,
+        write_private,
     )
     from toolwire._hooks import (
         AuditEvent,
@@ -187,6 +188,7 @@ __all__ = [
     "terminal_text",
     "unsupported_settings",
     "wire_name",
+    "write_private",
 ]
 
 __getattr__, __dir__ = _lazy_exports(__name__, _exports.ADAPTERS, globals())

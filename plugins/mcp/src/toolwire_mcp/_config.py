@@ -12,14 +12,13 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
 import attrs
 
-from toolwire.adapters import owner_only
+from toolwire.adapters import owner_only, write_private
 from toolwire.exceptions import PluginError
 
 __all__ = [
@@ -276,18 +275,8 @@ def _read_store() -> dict[str, str]:
 
 
 def _write_store(trusted: Mapping[str, str]) -> None:
-    path = trust_store_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps({"version": 1, "trusted": dict(sorted(trusted.items()))}, indent=2)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".mcp-trust.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_private(trust_store_path(), text + "\n")
 
 
 def _key(path: Path) -> str:

@@ -24,7 +24,6 @@ import inspect
 import json
 import logging
 import os
-import secrets
 import socket
 import sys
 import warnings
@@ -35,7 +34,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from mcp.shared.exceptions import MCPDeprecationWarning
 
-from toolwire.adapters import afetch_bounded
+from toolwire.adapters import afetch_bounded, write_private
 from toolwire.exceptions import FetchError
 from toolwire_mcp._config import ConfigError, ServerSpec, _user_dir, private_bytes
 from toolwire_mcp._slot import Slot
@@ -123,16 +122,7 @@ class FileTokenStorage:
         folder = self.path.parent
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         folder.chmod(0o700)  # one made earlier, or under a loose umask: private again
-        tmp = folder / f".{self.path.name}.{secrets.token_hex(6)}"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f)
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write_private(self.path, json.dumps(data))
 
     async def get_tokens(self) -> Any:
         from mcp.shared.auth import OAuthToken

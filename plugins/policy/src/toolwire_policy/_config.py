@@ -20,7 +20,7 @@ from pydantic import (
 )
 
 from toolwire import PolicyError
-from toolwire.adapters import owner_only
+from toolwire.adapters import owner_only, write_private
 
 __all__ = [
     "DISTRIBUTION",
@@ -357,8 +357,9 @@ def read_policy_file(path: Path | str) -> PolicyConfig:
     p = Path(path)
     try:
         with p.open(encoding="utf-8") as f:
-            loose = _others_may_write(os.fstat(f.fileno()))
-            if loose:
+            # Any owner (an administrator's file), but writable by nobody else.
+            loose = owner_only(os.fstat(f.fileno()), any_owner=True)
+            if loose is not None:
                 # What a policy allows is decided by whoever can write its file.
                 raise PolicyFileError(p, [("", f"the file is {loose}: `chmod o-w,g-w` it")])
             text = f.read(MAX_POLICY_CHARS + 1)
@@ -371,12 +372,6 @@ def read_policy_file(path: Path | str) -> PolicyConfig:
     if len(text) > MAX_POLICY_CHARS:
         raise PolicyFileError(p, [("", f"the file is over {MAX_POLICY_CHARS} characters")])
     return parse_policy_text(text, p)
-
-
-def _others_may_write(st: os.stat_result) -> str:
-    """Why another user could decide the policy by writing its file ("" when nobody can):
-    any owner (an administrator's file), but writable by nobody else."""
-    return owner_only(st, any_owner=True) or ""
 
 
 # -- where the file is -------------------------------------------------------------------
@@ -470,20 +465,9 @@ def _read_trust(env: Mapping[str, str]) -> dict[str, str]:
 
 def _write_trust(env: Mapping[str, str], trusted: Mapping[str, str]) -> None:
     import json
-    import tempfile
 
-    path = trust_store_path(env)
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = json.dumps({"version": 1, "trusted": dict(sorted(trusted.items()))}, indent=2)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".policy-trust.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text + "\n")
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_private(trust_store_path(env), text + "\n")
 
 
 def _trust_key(path: Path) -> str:
