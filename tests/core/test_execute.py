@@ -634,13 +634,9 @@ async def test_a_tool_that_ignores_cancellation_is_answered_at_its_timeout(batch
     await asyncio.wait_for(ended.wait(), 10)  # it ends on its own, unwaited
 
 
-@pytest.mark.parametrize("how", ["aexecute", "aexecute_all", "aexecute_all alone"])
-async def test_a_call_retrying_after_a_timeout_is_answered_by_its_retry(
-    how: str, caplog: pytest.LogCaptureFixture
-) -> None:
-    # #47.5: an idempotent tool whose first attempt timed out was retried, but the caller
-    # got the timeout (with a warning that the tool "ignored its cancellation") and the
-    # retry's success was dropped: the executor took the retry for a stuck tool.
+def _slow_first() -> tuple[tw.Tool[Any, Any], list[int]]:
+    """An idempotent tool whose first attempt runs past its timeout (honouring its
+    cancellation) and whose retry, after a backoff longer than the grace, answers."""
     attempts: list[int] = []
 
     @tw.tool_fn(
@@ -652,8 +648,20 @@ async def test_a_call_retrying_after_a_timeout_is_answered_by_its_retry(
         """Slow the first time."""
         attempts.append(1)
         if len(attempts) == 1:
-            await asyncio.sleep(5)  # cut at 0.05 s; it honours its cancellation
+            await asyncio.sleep(5)  # cut at 0.05 s
         return f"found {key}"
+
+    return lookup, attempts
+
+
+@pytest.mark.parametrize("how", ["aexecute", "aexecute_all", "aexecute_all alone"])
+async def test_a_call_retrying_after_a_timeout_is_answered_by_its_retry(
+    how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    # #47.5: an idempotent tool whose first attempt timed out was retried, but the caller
+    # got the timeout (with a warning that the tool "ignored its cancellation") and the
+    # retry's success was dropped: the executor took the retry for a stuck tool.
+    lookup, attempts = _slow_first()
 
     @tw.tool_fn(timeout=5)
     async def other() -> str:
@@ -672,20 +680,7 @@ async def test_a_call_retrying_after_a_timeout_is_answered_by_its_retry(
 
 
 def test_a_call_retrying_after_a_timeout_is_answered_by_its_retry_in_execute() -> None:
-    attempts: list[int] = []
-
-    @tw.tool_fn(
-        timeout=0.05,
-        retry_hint=tw.RetryHint(max_attempts=3, initial_backoff=0.3, jitter=0),
-        idempotent=True,
-    )
-    async def lookup(key: str) -> str:
-        """Slow the first time."""
-        attempts.append(1)
-        if len(attempts) == 1:
-            await asyncio.sleep(5)
-        return f"found {key}"
-
+    lookup, attempts = _slow_first()
     executor = tw.Executor(tools=[lookup], plugins=False)
     result = executor.execute(tw.ToolCall("c1", "lookup", '{"key": "k"}'))
     assert ("found k", 2) == (result.content, len(attempts))

@@ -676,18 +676,7 @@ def test_a_gateway_on_any_loopback_address_refuses_another_origin(
         tmp_path, _env(tmp_path, TOOLWIRE_AUTOLOAD_PLUGINS="0"), host=host
     )
     try:
-        url = started[1]
-        hello = {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "page", "version": "1"},
-            },
-        }
-        headers = {"Accept": "application/json, text/event-stream"}
+        url, hello, headers = started[1], _HELLO, _ACCEPT
         with httpx.Client(timeout=10) as http:
             evil = http.post(url, json=hello, headers={**headers, "Origin": "http://evil.example"})
             rebound = http.post(url, json=hello, headers={**headers, "Host": "evil.example"})
