@@ -104,6 +104,11 @@ logger = logging.getLogger("toolwire.execute")
 _T = TypeVar("_T")
 
 
+#: A job's error_type that is no refusal to report: none (a hook answered the call itself)
+#: or one audited already (an unknown tool, invalid arguments).
+_NOT_REFUSALS = frozenset({None, *_AUDITED})
+
+
 class Executor(_Deciding, _Scheduling):
     """Runs tool calls: checks, approval, interceptors, timeout, retry, parallelism.
 
@@ -702,8 +707,7 @@ class Executor(_Deciding, _Scheduling):
             # Refused before running (a decision hook, an approver, a check after the
             # hooks): a policy that let the call through hears it never ran.
             for job in jobs:
-                # (A call a hook answered itself has a result and no error_type.)
-                if job.result is not None and job.error_type not in (None, *_AUDITED):
+                if job.result is not None and job.error_type not in _NOT_REFUSALS:
                     raw = job.call.call if job.call is not None else job.raw
                     reason = rejection_reason(job.result) or job.result.content
                     event = AuditEvent(
