@@ -496,3 +496,76 @@ def test_a_call_another_hook_refuses_frees_its_slot_and_is_recorded(
         for r in map(json.loads, (tmp_path / "audit.jsonl").read_text().splitlines())
     ]
     assert [("decision", "allow"), ("refused", "reject")] == events[:2]
+
+
+# -- slots with owners (#47.4): a killed holder's slot is reclaimed, a running one renewed ------
+
+_HOLDER = """
+import sys, time
+from toolwire import HookContext, Principal, ToolCall, TypedCall, tool_fn
+from toolwire_policy import Policy
+
+@tool_fn(effect="mutating")
+def note(text: str) -> str:
+    '''Write a note.'''
+    return text
+
+policy = Policy.from_file(sys.argv[1])
+text = '{"text": "x"}'
+call = TypedCall(ToolCall("c1", "note", text), note, note.validate_json(text))
+verdict = policy.check(call, HookContext(principal=Principal("alice")))
+print("held" if verdict.allowed else "refused: " + verdict.reason, flush=True)
+time.sleep(600)  # a call that runs long, until this process is killed
+"""
+
+
+def test_a_slot_is_renewed_while_its_holder_runs_and_freed_soon_after_it_is_killed(
+    make_policy: Any, redis_url: str, tmp_path: Path
+) -> None:
+    # #47.4: a slot whose holder was killed stayed taken for its whole lease (600 s by
+    # default, the tool blocked for everyone). Now it is stored for holder_timeout at a
+    # time and renewed while its call runs.
+    import sys
+
+    text = (
+        '[[quotas]]\ntools = ["note"]\nconcurrent = 1\nlease = 600\n'
+        f'[quota_store]\nurl = "{redis_url}"\nprefix = "t4:"\nholder_timeout = 1.5\n'
+    )
+    path = tmp_path / "holder.toml"
+    path.write_text(text)
+    here = make_policy(text)
+    with subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(path)], stdout=subprocess.PIPE, text=True
+    ) as holder:
+        _hold_and_kill(here, holder)
+
+
+def _hold_and_kill(here: Policy, holder: subprocess.Popen[str]) -> None:
+    try:
+        assert holder.stdout is not None
+        assert "held" == holder.stdout.readline().strip()
+        refused = policy_refuses(here)
+        assert "at most 1 call(s) at once" in refused
+        time.sleep(3.5)  # more than twice holder_timeout: the holder renewed its slot
+        assert "at most 1 call(s) at once" in policy_refuses(here)
+        holder.kill()  # the holder is gone for good, its call with it
+        holder.wait(10)
+        killed = time.monotonic()
+        while policy_refuses(here):
+            assert time.monotonic() - killed < 10, "the slot of a killed holder stayed taken"
+            time.sleep(0.1)
+        assert time.monotonic() - killed < 3  # within holder_timeout (and a renewal's slack)
+    finally:
+        holder.kill()
+        holder.wait(10)
+
+
+def policy_refuses(policy: Policy) -> str:
+    """Why ``policy`` refuses a call of `note` for alice now ('' when it takes it, and the
+    slot is given back at once)."""
+    call = _typed("probe")
+    verdict = asyncio.run(_verdict(policy, call))
+    if verdict.allowed:
+        policy.finish(call)
+        return ""
+    return str(verdict.reason)

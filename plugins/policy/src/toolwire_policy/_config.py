@@ -198,8 +198,9 @@ class QuotaRule(_Table):
     concurrent: Annotated[int, Field(ge=1)] | None = None
     """Calls running at once: a call holds its slot until its result comes back."""
     lease: Annotated[int, Field(ge=1, le=86400)] = 600
-    """The longest a call holds a ``concurrent`` slot (one refused after this policy let it
-    through, by an approver or another hook, never reports back)."""
+    """The longest a call holds a ``concurrent`` slot: a call that never reports back (its
+    host refused it without saying so) holds it no longer. In a shared store, a slot whose
+    process is gone is freed sooner (``[quota_store] holder_timeout``)."""
     shared: bool = False
 
     @model_validator(mode="after")
@@ -222,6 +223,10 @@ class QuotaStoreConfig(_Table):
     """What every key this policy writes starts with."""
     timeout: Annotated[float, Field(gt=0, le=10)] = 0.5
     """Seconds each request to the server may take; past it, the call is refused."""
+    holder_timeout: Annotated[float, Field(ge=1, le=3600)] = 30
+    """Seconds a ``concurrent`` slot outlives the process holding it (killed, or its
+    machine lost): a running call's slot is stored this long at a time and renewed every
+    third of it, up to its ``lease``."""
     require_persistence: bool = False
     """Refuse to load (every tool blocked) unless the server keeps its counts across its own
     restarts (RDB snapshots or an append-only file). Without it, a server that keeps none

@@ -904,7 +904,11 @@ def _redis_store(config: QuotaStoreConfig, source: Path) -> QuotaStore:
             )
     try:
         store = RedisStore(
-            config.url, password=password, prefix=config.prefix, timeout=config.timeout
+            config.url,
+            password=password,
+            prefix=config.prefix,
+            timeout=config.timeout,
+            holder_timeout=config.holder_timeout,
         )
     except StoreError as exc:
         raise PolicyFileError(source, [("quota_store", str(exc))]) from None

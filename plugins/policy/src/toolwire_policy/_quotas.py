@@ -7,12 +7,18 @@ in its window; a concurrency quota holds a slot, under a lease id, until the cal
 comes back (:meth:`QuotaStore.finish`) or the lease runs out (a call another hook refused
 after this policy let it through never reports back). Nothing waits: a call over a quota
 is refused, saying when to try again.
+
+In a shared store a slot has an owner that can be gone (its process killed, its machine
+lost): the slot is stored for ``holder_timeout`` seconds at a time and renewed while its
+call runs, so a holder that stops renewing frees it within that time, not at the end of
+its lease.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import logging
 import math
 import threading
 import time
@@ -20,6 +26,8 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import attrs
+
+logger = logging.getLogger("toolwire.policy")
 
 __all__ = ["MemoryStore", "QuotaStore", "RedisStore", "StoreError", "Want"]
 
@@ -182,8 +190,27 @@ return {}
 """
 
 
+# Renew held slots: KEYS are slots keys; ARGV per key: the lease id, then milliseconds it
+# is held from now. XX: a slot released meanwhile (or lost with a store that forgot it) is
+# not taken again. The clock is the server's.
+_RENEW = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+for i = 1, #KEYS do
+  local held = tonumber(ARGV[2 * i])
+  redis.call('ZADD', KEYS[i], 'XX', now + held, ARGV[2 * i - 1])
+  if redis.call('PTTL', KEYS[i]) < held then
+    redis.call('PEXPIRE', KEYS[i], held)
+  end
+end
+return 0
+"""
+
 #: Releases remembered through an outage (past it, the oldest end with their leases).
 _MAX_UNRELEASED = 100_000
+
+#: Seconds a slot is stored for at a time by default (renewed a third of it before).
+HOLDER_TIMEOUT = 30.0
 
 
 class RedisStore:
@@ -191,7 +218,14 @@ class RedisStore:
     with a deadline: past it, StoreError and the call is refused)."""
 
     def __init__(
-        self, url: str, *, password: str | None, prefix: str, timeout: float, client: Any = None
+        self,
+        url: str,
+        *,
+        password: str | None,
+        prefix: str,
+        timeout: float,
+        holder_timeout: float = HOLDER_TIMEOUT,
+        client: Any = None,
     ) -> None:
         if client is None:
             try:
@@ -211,6 +245,13 @@ class RedisStore:
         self._redis = client
         self._prefix = prefix
         self._script = client.register_script(_TAKE)
+        self._renew_script = client.register_script(_RENEW)
+        self.holder_timeout = holder_timeout
+        #: lease id -> (its slots keys, when its lease ends, monotonic): the slots this
+        #: process holds for calls still running, renewed until they end.
+        self._held: dict[str, tuple[tuple[str, ...], float]] = {}
+        self._held_lock = threading.Lock()
+        self._renewer: threading.Thread | None = None
         #: (keys, lease) whose release the store could not be told (an outage): released
         #: as soon as it can be asked again, not at the end of their lease.
         self._unreleased: collections.deque[tuple[tuple[str, ...], str]] = collections.deque(
@@ -226,13 +267,14 @@ class RedisStore:
     def take(self, wants: Sequence[Want], lease: str) -> str | None:
         args: list[Any] = [lease]
         for w in wants:
-            args += [w.calls or 0, w.seconds, w.concurrent or 0, w.lease]
+            args += [w.calls or 0, w.seconds, w.concurrent or 0, min(w.lease, self.holder_timeout)]
         self._release_pending()
         try:
             answer = self._script(keys=self._keys(wants), args=args)
         except Exception as exc:  # redis-py's errors, timeouts, a refused connection
             raise StoreError(f"the quota store cannot be asked: {type(exc).__name__}") from exc
         if not answer:
+            self._hold(wants, lease)
             return None
         index, kind, wait_ms = int(answer[0]), answer[1], int(answer[2])
         want = wants[index - 1]
@@ -240,6 +282,8 @@ class RedisStore:
         return over_rate(want, wait_ms / 1000) if kind == "rate" else over_concurrency(want)
 
     def finish(self, wants: Sequence[Want], lease: str, *, refund: bool) -> None:
+        with self._held_lock:
+            self._held.pop(lease, None)
         keys = tuple(k for k in self._keys(wants) if refund or k.startswith(f"{self._prefix}c:"))
         try:
             self._release_pending()
@@ -249,6 +293,57 @@ class RedisStore:
             # by its lease at the latest.
             self._unreleased.append((keys, lease))
             raise StoreError(f"the quota store cannot be told: {type(exc).__name__}") from exc
+
+    def _hold(self, wants: Sequence[Want], lease: str) -> None:
+        """Renew the slots ``lease`` took while its call runs (at most its lease)."""
+        keys = tuple(
+            f"{self._prefix}c:{w.key}"
+            for w in wants
+            if w.concurrent is not None and w.lease > self.holder_timeout
+        )
+        if not keys:  # no slot, or one its first hold covers to the end of its lease
+            return
+        ends = time.monotonic() + min(w.lease for w in wants if w.concurrent is not None)
+        with self._held_lock:
+            self._held[lease] = (keys, ends)
+            if self._renewer is None:
+                self._renewer = threading.Thread(
+                    target=self._renew_held, name="toolwire-policy-slots", daemon=True
+                )
+                self._renewer.start()
+
+    def _renew_held(self) -> None:
+        """Every third of ``holder_timeout``, store each held slot for another
+        ``holder_timeout`` (to the end of its lease at most); ends when none is held."""
+        period = self.holder_timeout / 3
+        while True:
+            time.sleep(period)
+            now = time.monotonic()
+            with self._held_lock:
+                for lease in [k for k, (_, ends) in self._held.items() if ends <= now]:
+                    del self._held[lease]  # its lease is over: the slot ends with it
+                if not self._held:
+                    self._renewer = None
+                    return
+                held = list(self._held.items())
+            keys: list[str] = []
+            args: list[Any] = []
+            for lease, (slots, ends) in held:
+                ms = max(1, int(min(self.holder_timeout, ends - now) * 1000))
+                for key in slots:
+                    keys.append(key)
+                    args += [lease, ms]
+            try:
+                for i in range(0, len(keys), 512):  # a script runs alone: keep each short
+                    self._renew_script(keys=keys[i : i + 512], args=args[2 * i : 2 * i + 1024])
+            except Exception as exc:  # an outage: the next round tries again
+                logger.warning(
+                    "toolwire-policy cannot renew %d quota slot(s): %s; a slot the store "
+                    "does not hear of for %s s is freed",
+                    len(held),
+                    type(exc).__name__,
+                    self.holder_timeout,
+                )
 
     def _zrem(self, keys: Sequence[str], lease: str) -> None:
         pipe = self._redis.pipeline(transaction=False)
