@@ -6,6 +6,8 @@
 - ``null PORT UPSTREAM_URL``: the thinnest gateway the SDK allows: its low-level
   ``Server`` whose ``tools/call`` is passed as it is to one ``Client`` session upstream
   (no policy, no audit, no checks). What any gateway pays for the second hop.
+- ``stdio``: the SDK's ``MCPServer`` over stdio with one tool, ``crash_echo``, for the
+  soak (``bench.soak``) to kill while calls run and the gateway to start afresh.
 - ``fastmcp PORT UPSTREAM_URL``: FastMCP's proxy (``fastmcp.server.create_proxy``), the
   peer gateway, fronting the upstream.
 """
@@ -37,6 +39,23 @@ def upstream(port: int) -> None:
 
     app = server.streamable_http_app(host="127.0.0.1")
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+
+
+def stdio_server() -> None:
+    import anyio
+    import mcp_types as types
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("crashy")
+    read_only = types.ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    @server.tool(annotations=read_only)
+    async def crash_echo(text: str) -> str:
+        """Echo the text after 20 ms."""
+        await anyio.sleep(0.02)
+        return f"echo: {text}"
+
+    server.run("stdio")
 
 
 def null_proxy(port: int, url: str) -> None:
@@ -81,6 +100,8 @@ def fastmcp_proxy(port: int, url: str) -> None:
 if __name__ == "__main__":
     if sys.argv[1] == "upstream":
         upstream(int(sys.argv[2]))
+    elif sys.argv[1] == "stdio":
+        stdio_server()
     elif sys.argv[1] == "null":
         null_proxy(int(sys.argv[2]), sys.argv[3])
     elif sys.argv[1] == "fastmcp":

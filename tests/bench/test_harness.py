@@ -281,6 +281,108 @@ def test_the_readme_has_the_gateway_markers() -> None:
     assert text.index("<!-- gateway:start -->") < text.index("<!-- gateway:end -->")
 
 
+def _soak_run(**changes: Any) -> dict[str, Any]:
+    """The shape bench.soak writes (the numbers are the test's own)."""
+    run: dict[str, Any] = {
+        "seconds": 120,
+        "elapsed_s": 129.0,
+        "load": {
+            "calls": 900,
+            "errors": 0,
+            "first_error": None,
+            "max_ms": 80.0,
+            "calls_per_s": 7.0,
+        },
+        "abandoned": {"opened": 50, "refused": 70, "without_retry_after": 0, "other": 0},
+        "crash": {
+            "kills": 3,
+            "calls": 60,
+            "errors": 3,
+            "unclear": 0,
+            "max_error_s": 0.1,
+            "recovered": 3,
+        },
+        "writer": {"kills": 5},
+        "before": {"rss_mb": 90.0, "fds": 40, "threads": 3},
+        "after": {"rss_mb": 91.0, "fds": 41, "threads": 3},
+        "peak_rss_mb": 92.0,
+        "audit": {
+            "alice_decisions": 900,
+            "alice_results": 900,
+            "alice_calls_unmatched": 0,
+            "writer_records": 4000,
+            "torn_lines": 1,
+            "records": 5800,
+            "segments": 2,
+            "breaks": 1,
+            "problem": None,
+        },
+        "meta": {
+            "date": "2026-01-01",
+            "elapsed_s": 140,
+            "cpus": 2,
+            "python": "3.11.7",
+            "mcp": "2.3.0",
+        },
+    }
+    for path, value in changes.items():
+        part, key = path.split("__")
+        run[part] = {**run[part], key: value}
+    return run
+
+
+@pytest.mark.parametrize(
+    ("changes", "said"),
+    [
+        ({}, None),
+        ({"load__errors": 2}, "2 of alice's calls failed"),
+        ({"abandoned__without_retry_after": 1}, "1 503s said no Retry-After"),
+        ({"abandoned__refused": 0}, "mallory's sessions were not capped"),
+        ({"crash__unclear": 1}, "1 of bob's calls got no clear answer"),
+        ({"crash__max_error_s": 6.0}, "an error took 6.0 s"),
+        ({"crash__recovered": 1}, "a fresh server answered after 1 of 3 kills"),
+        ({"after__rss_mb": 150.0}, "memory grew 90.0 -> 150.0 MB"),
+        ({"after__fds": 60}, "descriptors grew 40 -> 60"),
+        ({"audit__problem": "line 3 was edited"}, "does not verify: line 3 was edited"),
+        ({"audit__alice_calls_unmatched": 2}, "2 of alice's calls lack a decision or a result"),
+        ({"audit__alice_results": 899}, "alice made 900 calls; the log has 899 results"),
+    ],
+)
+def test_the_soak_fails_on_each_thing_that_must_hold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, changes: dict[str, Any], said: str | None
+) -> None:
+    monkeypatch.syspath_prepend(str(REPO_ROOT))
+    from bench.soak import _failures
+
+    run = _soak_run(**changes)
+    failures = _failures(run)
+    assert failures == ([] if said is None else [f for f in failures if said in f])
+    assert len(failures) == (0 if said is None else 1)
+    run["failures"] = failures
+    data = tmp_path / "soak.json"
+    data.write_text(json.dumps(run))
+    readme = tmp_path / "README.md"
+    readme.write_text("x\n<!-- soak:start -->\nSTALE\n<!-- soak:end -->\ny\n")
+    subprocess.run(
+        [sys.executable, "-m", "bench.readme", "--soak", str(data), "--readme", str(readme)],
+        cwd=REPO_ROOT,
+        check=True,
+    )
+    text = readme.read_text()
+    assert "STALE" not in text
+    assert "| alice's load (16 sessions) | 900 calls at 7.0/s" in text
+    if said is None:
+        assert "Every check: held." in text
+    else:
+        assert said in text.split("Every check: **failed**: ")[1]
+
+
+def test_the_readme_has_the_soak_markers() -> None:
+    text = (REPO_ROOT / "bench" / "README.md").read_text()
+    assert text.count("<!-- soak:start -->") == 1
+    assert text.index("<!-- soak:start -->") < text.index("<!-- soak:end -->")
+
+
 _S1_BOUND_CHECK = """
 import json, subprocess, sys
 from bench.fixture_tools import TOOL_FUNCTIONS
