@@ -225,3 +225,29 @@ def test_the_executor_applies_installed_policies_to_calls_no_hook_has_seen() -> 
         .is_error
     )
     assert ran == ["tmp"]
+
+
+def test_a_policys_rewrite_runs_rewritten_when_the_executor_decides_a_typed_call() -> None:
+    # Found building #41: a TypedCall given to execute() (no round's hooks) was judged by
+    # the host's policies as guards only: a policy that rewrote the input (a constraint
+    # forcing `dry_run`) was let through, and the tool ran with the input it had rewritten
+    # away.
+    ran: list[bool] = []
+
+    @tw.tool_fn(effect="destructive")
+    def purge(dry_run: bool = False) -> str:
+        """Purge the cache."""
+        ran.append(dry_run)
+        return "purged" if not dry_run else "would purge"
+
+    class ForceDryRun:
+        @tw.hookimpl
+        def toolwire_tool_decision(self, call: Any, context: Any) -> Any:
+            return tw.RunNormally({"dry_run": True})
+
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(ForceDryRun(), "corp", kind="policy")
+    call = tw.ToolCall("c1", "purge", '{"dry_run": false}')
+    typed = tw.TypedCall(call, purge, purge.validate_json(call.arguments))
+    result = tw.Executor(plugins=host).execute(typed)
+    assert ("would purge", [True]) == (result.content, ran)

@@ -92,25 +92,27 @@ class _Deciding:
         call: TypedCall[Any],
         context: HookContext | None,
         guards: Sequence[HookSet] = (),
-    ) -> str | None:
+    ) -> str | TypedCall[Any]:
         """The guard hooks on input they have not seen as it is (an approver rewrote it; a
         restored round's data says they let it through): the host's policies, and the
-        guard hooks among ``guards``. None if they let it run, else why not."""
+        guard hooks among ``guards``. Why not when they refuse it, else the call to run:
+        ``call``, or the input a policy rewrote it to (a constraint that edits rather than
+        refuses), never dropped."""
         policies = self._host.hook_sets()[0] if self._host is not None else None
         sets: list[HookSet] = [policies] if policies else []
         sets.extend(s for s in guards if all(s is not p for p in sets))
         if not sets:
-            return None
+            return call
         # The shared chain cache: renewed when a set changes, as the rounds' is.
         hooks, _, _ = _guards_only(_hooks_cached(sets, call.tool, chain_cache(sets)))
         if not hooks:
-            return None
+            return call
         outcome, _ = await _async_pass(call, (hooks, -1, None), context or _EMPTY_CONTEXT)
         if isinstance(outcome, RejectedCall):
             return outcome.reason
         if isinstance(outcome, HandledCall):
             return "a policy answered the call instead of letting it run"
-        return None
+        return outcome
 
     async def _apply_decision(
         self, job: _Job, request: ApprovalRequest, decision: Any, pending: list[ApprovalRequest]
@@ -139,7 +141,11 @@ class _Deciding:
                 return
             modified = call.with_input(value)
             refusal = await self._policies_on(modified, job.context)
-            if refusal is not None:
+            if isinstance(refusal, TypedCall) and refusal.input != modified.input:
+                # What runs must be what the approver approved: a policy that rewrites it
+                # again refuses it.
+                refusal = "a policy rewrote the arguments the approver approved"
+            if isinstance(refusal, str):
                 job.refuse(
                     f"the approver's arguments for tool `{call.name}` were rejected: {refusal}",
                     "policy_rejected",

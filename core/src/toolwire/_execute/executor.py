@@ -687,12 +687,14 @@ class Executor(_Deciding, _Scheduling):
             ):
                 # (The host's policies read again: one registered meanwhile applies.)
                 assert job.call is not None
-                refusal = await self._policies_on(job.call, context, call_guards)
-                if refusal is not None:
+                decided = await self._policies_on(job.call, context, call_guards)
+                if isinstance(decided, str):
                     when = "when its paused round was resumed" if call_guards else "by a policy"
                     job.refuse(
-                        f"tool `{raw.name}` was rejected {when}: {refusal}", "policy_rejected"
+                        f"tool `{raw.name}` was rejected {when}: {decided}", "policy_rejected"
                     )
+                else:
+                    job.call = decided  # as the policies left it: a rewrite runs rewritten
             if validate and job.result is None:
                 assert job.plan is not None
                 assert job.call is not None
