@@ -72,6 +72,7 @@ TARGETS = (
     (PKG / "media.py", _exports.MEDIA, "MEDIA", ()),
     (PKG / "profiles.py", _exports.PROFILES, "PROFILES", ()),
     (PKG / "exceptions.py", _exports.EXCEPTIONS, "EXCEPTIONS", ()),
+    (PKG / "bridges.py", _exports.BRIDGES, "BRIDGES", ()),
 )
 
 

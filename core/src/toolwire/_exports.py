@@ -255,6 +255,14 @@ SCHEMA: Mapping[str, str] = {
 }
 """``toolwire.schema``: schema compilation, checks and loss reports."""
 
+BRIDGES: Mapping[str, str] = {
+    "FRAMEWORK": "toolwire._bridge",
+    "UNKNOWN_EFFECT": "toolwire._bridge",
+    "Governed": "toolwire._bridge",
+    "Governor": "toolwire._bridge",
+}
+"""``toolwire.bridges``: what a bridge to another agent framework needs."""
+
 EXCEPTIONS: Mapping[str, str] = {
     "ApprovalPendingError": "toolwire._errors",
     "AuthenticationError": "toolwire._errors",
@@ -374,7 +382,9 @@ MOVED: Mapping[str, str] = {
 (``module:NewName`` where the name changed too). Reading one from ``toolwire`` still works
 for one release, with a DeprecationWarning."""
 
-SUBMODULES = frozenset({"adapters", "exceptions", "hookspecs", "media", "profiles", "schema"})
+SUBMODULES = frozenset(
+    {"adapters", "bridges", "exceptions", "hookspecs", "media", "profiles", "schema"}
+)
 """The public submodules, reachable as attributes of ``toolwire`` (imported on first read)."""
 
 _FACES: tuple[tuple[str, Mapping[str, str]], ...] = (
@@ -384,6 +394,7 @@ _FACES: tuple[tuple[str, Mapping[str, str]], ...] = (
     ("toolwire.media", MEDIA),
     ("toolwire.profiles", PROFILES),
     ("toolwire.exceptions", EXCEPTIONS),
+    ("toolwire.bridges", BRIDGES),
 )
 
 

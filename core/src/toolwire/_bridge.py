@@ -1,0 +1,338 @@
+"""What a bridge to another agent framework shares: one :class:`Governor` that puts a
+framework's tool calls under the installed policies, and the :class:`Governed` answer it
+gives for each.
+
+A bridge maps, it does not decide. The framework hands over a call (its tool's name,
+description, JSON schema and the arguments it validated) and a continuation that runs the
+framework's own tool; the governor runs it as a toolwire tool through an
+:class:`~toolwire.Executor` on the policies' host, so the decision hooks, quotas,
+approvals bound to the call's fingerprint, result hooks (redaction) and the audit records
+are the ones every other toolwire path has. The bridge then answers in the framework's own
+way: the result, a refusal the model reads, or a pause for a person's approval.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Literal
+
+import attrs
+import pydantic_core
+
+from toolwire._calls import ToolCall, TypedCall, rejection_reason
+from toolwire._errors import UsageError
+from toolwire._execute.approval import call_fingerprint
+from toolwire._execute.executor import Executor
+from toolwire._exports import publish
+from toolwire._hooks import HookContext, Principal
+from toolwire._metadata import ToolEffect
+from toolwire._tools import Tool, raw_tool
+
+__all__ = ["FRAMEWORK", "UNKNOWN_EFFECT", "Governed", "Governor"]
+
+#: ``HookContext.extra[FRAMEWORK]``: the name of the framework a call came through
+#: (``pydantic-ai``, ``openai-agents``, ...); the policy's audit records say it.
+FRAMEWORK = "toolwire.framework"
+# The policy plugin's approval keys (toolwire_policy.APPROVED / APPROVER): the bridge gives
+# the approvals it holds, and learns through the approver which call needs one.
+_APPROVED = "toolwire.approved"
+_APPROVER = "toolwire.approver"
+
+#: The effect of a tool nothing describes: never assumed read-only.
+UNKNOWN_EFFECT = ToolEffect.DESTRUCTIVE
+
+
+@attrs.frozen
+class Governed:
+    """The policies' answer to one call, as a bridge passes it on.
+
+    ``status``:
+
+    - ``"ok"``: it ran; ``content`` is what the model is to read (after the result
+      hooks), ``value`` what the framework's tool returned, and ``rewritten`` is true when
+      a result hook changed the text (pass ``content``, not ``value``, then);
+    - ``"error"``: it ran and failed; ``content`` says how (``raised`` holds the
+      framework's own exception when its tool raised one, to re-raise in its own terms);
+    - ``"refused"``: it did not run; ``content`` is the reason, for the model;
+    - ``"approval"``: it did not run, and runs once a person approves exactly this call:
+      ``content`` is why it needs one, ``approval`` the key that approves it
+      (:meth:`Governor.approve`), spent by one call with the same arguments.
+    """
+
+    status: Literal["ok", "error", "refused", "approval"]
+    content: str
+    value: Any = None
+    rewritten: bool = False
+    approval: str | None = None
+    raised: BaseException | None = None
+
+    @property
+    def ran(self) -> bool:
+        return self.status in ("ok", "error")
+
+
+class _Holder:
+    """One call's continuation, and what it saw: its return value or its exception."""
+
+    __slots__ = ("approval", "called", "error", "given", "proceed", "refusal", "rewrite", "value")
+
+    def __init__(
+        self, proceed: Callable[[dict[str, Any]], Any] | None, given: Any, rewrite: bool
+    ) -> None:
+        self.proceed = proceed
+        self.given = given
+        self.rewrite = rewrite
+        self.called = False
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.refusal: str | None = None
+        self.approval: tuple[str, str] | None = None
+
+
+#: The call a foreign tool's body runs for (set by Governor.arun around the executor).
+_CURRENT: contextvars.ContextVar[_Holder] = contextvars.ContextVar("toolwire_bridge_call")
+
+
+async def _continue(**arguments: Any) -> Any:
+    """The body of every foreign tool: the framework's own tool, through the call's
+    continuation."""
+    holder = _CURRENT.get(None)
+    if holder is None or holder.proceed is None:
+        raise UsageError("a foreign tool runs only through Governor.arun, given proceed")
+    if arguments != holder.given and not holder.rewrite:
+        holder.refusal = (
+            "a policy or approver rewrote the arguments of this call, and the framework "
+            "cannot pass other arguments to its tool: the call was not run"
+        )
+        raise UsageError(holder.refusal)
+    holder.called = True
+    try:
+        answer = holder.proceed(arguments)
+        if isinstance(answer, Awaitable):
+            answer = await answer
+    except BaseException as exc:
+        holder.error = exc
+        raise
+    holder.value = answer
+    return answer
+
+
+class Governor:
+    """Puts another framework's tool calls under the installed policies.
+
+    ``framework`` names it in the audit records. ``plugins``: the host whose policies
+    decide (``True``, the default: the process's host, found the way every toolwire path
+    finds it, with ``TOOLWIRE_POLICY_REQUIRED`` and ``TOOLWIRE_DISABLE_POLICIES`` as
+    everywhere; ``False``: its policies without its tool packs; or a
+    :class:`~toolwire.PluginHost`). ``principal``: who calls are made for when the call
+    names nobody. ``effects``: a tool's effect by its name, for tools the framework
+    describes without one (else the framework's hint, else destructive: nothing unknown
+    runs as read-only). ``app``: the application's name in the records (default: the
+    framework's).
+    """
+
+    def __init__(
+        self,
+        framework: str,
+        *,
+        plugins: Any = True,
+        principal: Principal | None = None,
+        effects: Mapping[str, ToolEffect | str] | None = None,
+        app: str = "",
+    ) -> None:
+        if not isinstance(framework, str) or not framework:
+            raise UsageError("a Governor needs the framework's name")
+        self.framework = framework
+        self.app = app or framework
+        self.principal = principal
+        try:
+            self.effects = {name: ToolEffect(e) for name, e in (effects or {}).items()}
+        except ValueError as exc:
+            raise UsageError(f"effects: {exc}") from None
+        self.executor = Executor(plugins=plugins, max_concurrency=None, principal=principal)
+        self._approved: set[str] = set()
+        self._lock = threading.Lock()
+        self._tools: dict[tuple[str, str, str, ToolEffect], Tool[Any, Any]] = {}
+
+    def __repr__(self) -> str:
+        return f"<Governor {self.framework!r}>"
+
+    # -- tools --------------------------------------------------------------------------
+
+    def effect_of(self, name: str, hint: ToolEffect | str | None = None) -> ToolEffect:
+        """A foreign tool's effect: the application's mapping, else the framework's hint,
+        else destructive."""
+        if name in self.effects:
+            return self.effects[name]
+        if hint is not None:
+            try:
+                return ToolEffect(hint)
+            except ValueError:
+                return UNKNOWN_EFFECT
+        return UNKNOWN_EFFECT
+
+    def foreign_tool(
+        self,
+        name: str,
+        description: str,
+        schema: Mapping[str, Any],
+        *,
+        effect: ToolEffect | str | None = None,
+    ) -> Tool[dict[str, Any], Any]:
+        """A toolwire tool standing for a framework's tool (its name, description and
+        argument schema), to decide and audit its calls; made once per shape. Its body is
+        the continuation :meth:`arun` is given. Raises ToolDefinitionError for a schema
+        that is no JSON schema (a bridge refuses that call)."""
+        how = self.effect_of(name, effect)
+        key = (name, description, pydantic_core.to_json(schema).decode(), how)
+        with self._lock:
+            tool = self._tools.get(key)
+        if tool is None:
+            # local: the framework's tool runs in this process, whatever the backend.
+            tool = raw_tool(name, description or name, schema, _continue, effect=how, local=True)
+            with self._lock:
+                if len(self._tools) > 4096:  # tools made on the fly: bounded
+                    self._tools.clear()
+                self._tools[key] = tool
+        return tool
+
+    # -- approvals ----------------------------------------------------------------------
+
+    def approve(self, key: str) -> None:
+        """A person approved the call ``key`` names (a :attr:`Governed.approval`): the
+        next call with the same tool, arguments and principal runs, once."""
+        if not isinstance(key, str) or not key.startswith("sha256:"):
+            raise UsageError(f"not an approval key: {key!r}")
+        with self._lock:
+            self._approved.add(key)
+
+    def forget(self, key: str) -> None:
+        """Withdraw an approval not spent (a person said no after all)."""
+        with self._lock:
+            self._approved.discard(key)
+
+    # -- calls --------------------------------------------------------------------------
+
+    async def arun(
+        self,
+        tool: Tool[Any, Any],
+        arguments: Mapping[str, Any] | str,
+        proceed: Callable[[dict[str, Any]], Any] | None = None,
+        *,
+        call_id: str = "",
+        principal: Principal | None = None,
+        session_id: str = "",
+        model: str = "",
+        rewrite: bool = True,
+    ) -> Governed:
+        """Decide one call of ``tool`` with ``arguments`` and, when the policies allow
+        it, run it: ``proceed(arguments)`` (sync or async: the framework's own tool) for a
+        :meth:`foreign_tool`, the tool itself for a toolwire tool. ``arguments`` may be a
+        mapping or the model's JSON text. ``rewrite=False``: the framework cannot pass
+        other arguments to its tool, so a call whose arguments a hook or an approver
+        rewrote is refused, saying so. Never raises for the call's own failures."""
+        text = arguments if isinstance(arguments, str) else _json(arguments)
+        call = ToolCall(call_id or "call", tool.name, text)
+        try:
+            typed = TypedCall(call, tool, tool.validate_json(text))
+        except Exception as exc:
+            return Governed("refused", f"the arguments of `{tool.name}` are invalid: {exc}")
+        foreign = tool.fn is _continue
+        if foreign and proceed is None:
+            raise UsageError(f"`{tool.name}` is a foreign tool: give proceed")
+        holder = _Holder(proceed, typed.input, rewrite)
+        context = self._context(holder, principal, session_id, model)
+        token = _CURRENT.set(holder)
+        try:
+            result = await self.executor.aexecute(typed, context=context)
+        finally:
+            _CURRENT.reset(token)
+        if holder.approval is not None:
+            key, why = holder.approval
+            return Governed("approval", why, approval=key)
+        refused = rejection_reason(result)
+        if refused is not None:
+            return Governed("refused", refused)
+        if holder.refusal is not None:
+            return Governed("refused", holder.refusal)
+        if result.is_error:
+            return Governed("error", result.content, raised=holder.error)
+        value = holder.value if holder.called else result.content
+        plain = _plain(tool, value) if holder.called else result.content
+        return Governed("ok", result.content, value=value, rewritten=plain != result.content)
+
+    def run(
+        self,
+        tool: Tool[Any, Any],
+        arguments: Mapping[str, Any] | str,
+        proceed: Callable[[dict[str, Any]], Any] | None = None,
+        **options: Any,
+    ) -> Governed:
+        """Sync :meth:`arun`, for a framework that calls its tools with no event loop
+        running in the thread (run in a worker thread otherwise)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun(tool, arguments, proceed, **options))
+        raise UsageError(
+            "Governor.run was called with an event loop running in this thread: await arun"
+        )
+
+    def _context(
+        self, holder: _Holder, principal: Principal | None, session_id: str, model: str
+    ) -> HookContext:
+        def approver(call: TypedCall[Any], reason: str) -> bool:
+            # Asked only when the policy needs a person and no approval it holds fits:
+            # the bridge pauses in its framework's way, with the key that approves it.
+            holder.approval = ("sha256:" + call_fingerprint(call), reason)
+            return False
+
+        return HookContext(
+            app=self.app,
+            session_id=session_id,
+            model=model,
+            principal=principal or self.principal,
+            extra={FRAMEWORK: self.framework, _APPROVED: _Spent(self), _APPROVER: approver},
+        )
+
+
+class _Spent:
+    """The governor's approvals as the policy spends them: ``in`` then ``remove``, under
+    the governor's lock, so one approval runs one call."""
+
+    __slots__ = ("_governor",)
+
+    def __init__(self, governor: Governor) -> None:
+        self._governor = governor
+
+    def __contains__(self, key: object) -> bool:
+        with self._governor._lock:
+            return key in self._governor._approved
+
+    def remove(self, key: str) -> None:
+        with self._governor._lock:
+            self._governor._approved.remove(key)
+
+    def discard(self, key: str) -> None:
+        with self._governor._lock:
+            self._governor._approved.discard(key)
+
+
+def _json(arguments: Mapping[str, Any]) -> str:
+    try:
+        return pydantic_core.to_json(dict(arguments), fallback=str).decode()
+    except Exception as exc:  # a value JSON cannot carry at all
+        raise UsageError(f"the call's arguments cannot be written as JSON: {exc}") from None
+
+
+def _plain(tool: Tool[Any, Any], value: Any) -> str:
+    try:
+        return tool.dump_output(value)
+    except Exception:
+        return ""
+
+
+publish(globals())

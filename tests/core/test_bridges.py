@@ -1,0 +1,219 @@
+"""toolwire.bridges: the Governor every framework bridge is built on. Its answers for each
+kind of call, and its refusals of what it is given that it cannot check (a framework's
+schema, arguments, an approval key): clear errors, never a tool run unchecked."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+import toolwire as tw
+from toolwire.bridges import FRAMEWORK, Governed, Governor
+
+SCHEMA = {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}
+
+
+class Decides:
+    """A policy plugin: denies `drop_*`, asks approval for `send_*` through the policy
+    keys (as toolwire-policy does), rewrites `shout`'s argument, and keeps what it saw."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, Any, Any]] = []
+
+    @tw.hookimpl
+    def toolwire_tool_decision(self, call: tw.TypedCall[Any], context: tw.HookContext) -> Any:
+        self.seen.append((call.name, context.extra.get(FRAMEWORK), context.principal))
+        if call.name.startswith("drop_"):
+            return tw.Reject("dropping is denied")
+        if call.name.startswith("send_"):
+            approved = context.extra.get("toolwire.approved")
+            key = "sha256:" + tw.call_fingerprint(call)
+            if approved is not None and key in approved:
+                approved.remove(key)
+                return None
+            asker = context.extra.get("toolwire.approver")
+            assert asker is not None
+            if asker(call, "requires approval: sending"):
+                return None
+            return tw.Reject("requires approval: sending")
+        if call.name == "shout":
+            return tw.RunNormally({"to": call.input["to"].upper()})
+        return None
+
+
+@pytest.fixture
+def policy() -> Decides:
+    return Decides()
+
+
+@pytest.fixture
+def governor(policy: Decides) -> Governor:
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(policy, "corp", kind="policy")
+    return Governor("testframe", plugins=host, principal=tw.Principal("alice"))
+
+
+def run(governor: Governor, name: str, args: Any, proceed: Any, **kw: Any) -> Governed:
+    tool = governor.foreign_tool(name, f"The {name} tool.", SCHEMA, effect=kw.pop("effect", None))
+    return asyncio.run(governor.arun(tool, args, proceed, **kw))
+
+
+def test_an_allowed_call_runs_the_frameworks_tool_once(
+    governor: Governor, policy: Decides
+) -> None:
+    ran: list[dict[str, Any]] = []
+    out = run(governor, "lookup", {"to": "x"}, lambda a: ran.append(a) or "found", call_id="c1")
+    assert ("ok", "found", "found", False) == (out.status, out.content, out.value, out.rewritten)
+    assert [{"to": "x"}] == ran
+    assert [("lookup", "testframe", tw.Principal("alice"))] == policy.seen
+
+
+def test_a_denied_call_does_not_run_and_says_why(governor: Governor) -> None:
+    out = run(governor, "drop_db", {"to": "x"}, lambda a: pytest.fail("ran"))
+    assert "refused" == out.status
+    assert "dropping is denied" in out.content
+
+
+def test_an_approval_is_bound_to_the_arguments_and_spent_once(governor: Governor) -> None:
+    ran: list[Any] = []
+
+    def send(a: dict[str, Any]) -> str:
+        ran.append(a)
+        return "sent"
+
+    first = run(governor, "send_mail", {"to": "bob"}, send)
+    assert ("approval", []) == (first.status, ran)
+    assert first.approval is not None and first.approval.startswith("sha256:")
+    governor.approve(first.approval)
+    other = run(governor, "send_mail", {"to": "eve"}, send)  # not what was approved
+    assert ("approval", []) == (other.status, ran)
+    assert ("ok", "sent") == (run(governor, "send_mail", {"to": "bob"}, send).status, "sent")
+    assert "approval" == run(governor, "send_mail", {"to": "bob"}, send).status  # spent
+    assert [{"to": "bob"}] == ran
+
+
+def test_a_rewrite_the_framework_cannot_pass_is_refused(governor: Governor) -> None:
+    out = run(governor, "shout", {"to": "bob"}, lambda a: pytest.fail("ran"), rewrite=False)
+    assert "refused" == out.status
+    assert "cannot pass other arguments" in out.content
+    took = run(governor, "shout", {"to": "bob"}, lambda a: a["to"], rewrite=True)
+    assert ("ok", "BOB") == (took.status, took.value)
+
+
+def test_the_frameworks_own_exception_comes_back_to_re_raise(governor: Governor) -> None:
+    class FrameworkRetry(Exception):
+        pass
+
+    def fails(a: Any) -> Any:
+        raise FrameworkRetry("try another city")
+
+    out = run(governor, "lookup", {"to": "x"}, fails)
+    assert "error" == out.status
+    assert isinstance(out.raised, FrameworkRetry)
+
+
+def test_an_async_continuation_is_awaited(governor: Governor) -> None:
+    async def later(a: dict[str, Any]) -> str:
+        await asyncio.sleep(0)
+        return "later " + a["to"]
+
+    assert "later x" == run(governor, "lookup", {"to": "x"}, later).value
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        ({"to": 3}, "invalid"),  # not what the schema says
+        ({}, "invalid"),
+        ("{not json", "invalid"),
+        ("[1, 2]", "invalid"),
+    ],
+)
+def test_arguments_the_schema_refuses_are_refused_not_run(
+    governor: Governor, args: Any, said: str
+) -> None:
+    out = run(governor, "lookup", args, lambda a: pytest.fail("ran"))
+    assert "refused" == out.status
+    assert said in out.content
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [{"type": "object", "properties": {"a": {"type": "no-such-type"}}}, {"type": 3}],
+)
+def test_a_schema_that_is_no_json_schema_is_refused_at_once(
+    governor: Governor, schema: Any
+) -> None:
+    with pytest.raises(tw.ToolDefinitionError):
+        governor.foreign_tool("odd", "odd", schema)
+
+
+def test_arguments_json_cannot_carry_are_a_usage_error(governor: Governor) -> None:
+    tool = governor.foreign_tool("lookup", "", SCHEMA)
+    out = asyncio.run(governor.arun(tool, {"to": float("nan")}, lambda a: "x"))
+    assert "refused" == out.status  # NaN is no JSON number: the schema refuses it
+
+
+@pytest.mark.parametrize("key", ["", "abc", None, 3, "md5:00"])
+def test_only_an_approval_key_approves(governor: Governor, key: Any) -> None:
+    with pytest.raises(tw.UsageError, match="not an approval key"):
+        governor.approve(key)
+
+
+def test_effects_unknown_tools_count_as_destructive() -> None:
+    governor = Governor("f", plugins=False, effects={"lookup": "read_only"})
+    assert tw.ToolEffect.READ_ONLY == governor.effect_of("lookup", "destructive")  # mapping wins
+    assert tw.ToolEffect.MUTATING == governor.effect_of("write", "mutating")  # the hint
+    assert tw.ToolEffect.DESTRUCTIVE == governor.effect_of("write")  # nothing said
+    assert tw.ToolEffect.DESTRUCTIVE == governor.effect_of("write", "harmless")  # nonsense
+    with pytest.raises(tw.UsageError, match="effects"):
+        Governor("f", effects={"x": "harmless"})
+    with pytest.raises(tw.UsageError, match="framework's name"):
+        Governor("")
+
+
+def test_a_foreign_tool_runs_only_through_arun(governor: Governor) -> None:
+    tool = governor.foreign_tool("lookup", "", SCHEMA)
+    with pytest.raises(tw.UsageError, match="give proceed"):
+        asyncio.run(governor.arun(tool, {"to": "x"}))
+    # Called some other way (an executor of its own), it runs nothing and says so.
+    result = tw.Executor(plugins=False).execute(
+        tw.TypedCall(tw.ToolCall("c", "lookup", '{"to": "x"}'), tool, {"to": "x"})
+    )
+    assert result.is_error and "only through Governor.arun" in result.content
+
+
+def test_run_is_sync_and_says_so_inside_an_event_loop(governor: Governor) -> None:
+    tool = governor.foreign_tool("lookup", "", SCHEMA)
+    assert "ok" == governor.run(tool, {"to": "x"}, lambda a: "y").status
+
+    async def inside() -> None:
+        with pytest.raises(tw.UsageError, match="await arun"):
+            governor.run(tool, {"to": "x"}, lambda a: "y")
+
+    asyncio.run(inside())
+
+
+def test_a_toolwire_tool_runs_through_the_executor(governor: Governor) -> None:
+    @tw.tool_fn
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    out = asyncio.run(governor.arun(add, {"a": 2, "b": 3}))
+    assert ("ok", "5") == (out.status, out.content)
+
+
+def test_a_policy_that_failed_to_load_blocks_every_call() -> None:
+    class Broken:
+        @tw.hookimpl
+        def toolwire_tool_decision(self, call: Any, context: Any) -> Any:
+            raise RuntimeError("the policy is broken")
+
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(Broken(), "broken", kind="policy")
+    governor = Governor("f", plugins=host)
+    out = run(governor, "lookup", {"to": "x"}, lambda a: pytest.fail("ran"))
+    assert "refused" == out.status
