@@ -64,6 +64,10 @@ __all__ = ["REDACTED", "UNRECORDED", "Policy", "call_arguments", "revealed_argum
 
 logger = logging.getLogger("toolwire.policy")
 
+#: ``HookContext.extra`` key a framework bridge names its framework by
+#: (``toolwire.bridges.FRAMEWORK``; read by its value so older cores load this plugin).
+FRAMEWORK = "toolwire.framework"
+
 REDACTED = "[REDACTED]"
 #: What a call whose result could not be written to the audit log answers (the tool ran).
 UNRECORDED = (
@@ -852,6 +856,9 @@ class Policy:
             "model": context.model or None,
             "principal": context.principal.to_dict() if context.principal is not None else None,
         }
+        framework = context.extra.get(FRAMEWORK)
+        if isinstance(framework, str) and framework:
+            record["framework"] = framework[:100]  # a bridge's call: which framework made it
         audit = self.config.audit
         if audit is not None and audit.context_keys:
             keys = _globs(audit.context_keys)
