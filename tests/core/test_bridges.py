@@ -60,9 +60,7 @@ def run(governor: Governor, name: str, args: Any, proceed: Any, **kw: Any) -> Go
     return asyncio.run(governor.arun(tool, args, proceed, **kw))
 
 
-def test_an_allowed_call_runs_the_frameworks_tool_once(
-    governor: Governor, policy: Decides
-) -> None:
+def test_an_allowed_call_runs_the_frameworks_tool_once(governor: Governor, policy: Decides) -> None:
     ran: list[dict[str, Any]] = []
     out = run(governor, "lookup", {"to": "x"}, lambda a: ran.append(a) or "found", call_id="c1")
     assert ("ok", "found", "found", False) == (out.status, out.content, out.value, out.rewritten)
@@ -85,7 +83,8 @@ def test_an_approval_is_bound_to_the_arguments_and_spent_once(governor: Governor
 
     first = run(governor, "send_mail", {"to": "bob"}, send)
     assert ("approval", []) == (first.status, ran)
-    assert first.approval is not None and first.approval.startswith("sha256:")
+    assert first.approval is not None
+    assert first.approval.startswith("sha256:")
     governor.approve(first.approval)
     other = run(governor, "send_mail", {"to": "eve"}, send)  # not what was approved
     assert ("approval", []) == (other.status, ran)
@@ -182,7 +181,8 @@ def test_a_foreign_tool_runs_only_through_arun(governor: Governor) -> None:
     result = tw.Executor(plugins=False).execute(
         tw.TypedCall(tw.ToolCall("c", "lookup", '{"to": "x"}'), tool, {"to": "x"})
     )
-    assert result.is_error and "only through Governor.arun" in result.content
+    assert result.is_error
+    assert "only through Governor.arun" in result.content
 
 
 def test_run_is_sync_and_says_so_inside_an_event_loop(governor: Governor) -> None:
