@@ -48,18 +48,22 @@ class Runs:
         self.ran: list[tuple[str, dict[str, Any]]] = []
 
     def lookup(self, query: str) -> str:
+        """Look a query up."""
         self.ran.append(("lookup", {"query": query}))
         return f"found {query}; api key sk-abc123"
 
     def search(self, query: str) -> str:
+        """Search for a query."""
         self.ran.append(("search", {"query": query}))
         return f"results for {query}"
 
     def drop_table(self, name: str) -> str:
+        """Drop a table."""
         self.ran.append(("drop_table", {"name": name}))
         return f"dropped {name}"
 
     def send_mail(self, to: str) -> str:
+        """Send a mail."""
         self.ran.append(("send_mail", {"to": to}))
         return f"sent to {to}"
 

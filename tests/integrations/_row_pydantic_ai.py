@@ -50,6 +50,7 @@ class PydanticAiRow:
                 deps_type=tw.Principal,
                 output_type=[str, DeferredToolRequests],
                 toolsets=[governed],
+                capabilities=[self.policy],  # both: a call is still decided once
             )
         runs = self.runs
         agent: Agent[tw.Principal, Any] = Agent(

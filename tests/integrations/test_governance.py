@@ -19,6 +19,7 @@ toolwire_policy = pytest.importorskip("toolwire_policy")
 #: framework -> (the module that must be importable, the row's module:class)
 ROWS = {
     "pydantic-ai": ("toolwire_pydantic_ai", "_row_pydantic_ai:PydanticAiRow"),
+    "langchain": ("toolwire_langchain", "_row_langchain:LangChainRow"),
 }
 
 REFUSED = "rejected and did not run"
@@ -101,6 +102,7 @@ def pack(row: Row, runs: Runs, where: Path) -> None:
     # toolwire-fs as the framework's own tools, under the same policy: its tools keep
     # their real effects and toolwire's schemas, and each call goes through toolwire.
     from toolwire_fs import fs_toolset
+    from toolwire_policy import read_records
 
     root = where / "files"
     root.mkdir()
@@ -114,6 +116,13 @@ def pack(row: Row, runs: Runs, where: Path) -> None:
     assert "hi" == (root / "x.txt").read_text()
     bad = row.call_pack(fs, "read_file", {"path": "../../etc/passwd"}, ALICE).text or ""
     assert "PathOutsideRootError" in bad  # the pack's own confinement, answered, not raised
+    # Each call decided once, though the pack's tools sit under the bridge's own hook too.
+    decided = [
+        r["call_id"]
+        for _, _, r in read_records(where / "audit.jsonl")
+        if r is not None and r["event"] == "decision" and r["tool"] == "read_file"
+    ]
+    assert 2 == len(decided)
 
 
 SCENARIOS: dict[str, Callable[..., None]] = {

@@ -14,6 +14,7 @@ way: the result, a refusal the model reads, or a pause for a person's approval.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextvars
 import threading
 from collections.abc import Awaitable, Callable, Mapping
@@ -271,15 +272,20 @@ class Governor:
         proceed: Callable[[dict[str, Any]], Any] | None = None,
         **options: Any,
     ) -> Governed:
-        """Sync :meth:`arun`, for a framework that calls its tools with no event loop
-        running in the thread (run in a worker thread otherwise)."""
+        """Sync :meth:`arun`, for a framework that calls its tools synchronously. With an
+        event loop running in this thread (a notebook, a framework's own loop), the call
+        runs on a loop of its own in a worker thread, and this thread waits for it."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
             return asyncio.run(self.arun(tool, arguments, proceed, **options))
-        raise UsageError(
-            "Governor.run was called with an event loop running in this thread: await arun"
-        )
+        # The wait is bounded by the call itself: the executor holds it to its timeout.
+        with concurrent.futures.ThreadPoolExecutor(1, "toolwire-governor") as pool:
+            context = contextvars.copy_context()
+            job = pool.submit(
+                context.run, asyncio.run, self.arun(tool, arguments, proceed, **options)
+            )
+            return job.result()
 
     def _context(
         self, holder: _Holder, principal: Principal | None, session_id: str, model: str

@@ -57,6 +57,10 @@ FRAMEWORK = "pydantic-ai"
 APPROVAL_KEY = "toolwire_approval"
 #: What the model reads for a refused call (as every toolwire path words it).
 REFUSED = "The call was rejected and did not run: "
+#: The metadata key and this process's value marking the tools toolset() made, so the
+#: capability does not decide their calls a second time (an object no other code holds).
+_GOVERNED = "toolwire_governed"
+_TOKEN = object()
 
 
 def default_principal(ctx: RunContext[Any]) -> tw.Principal | None:
@@ -108,6 +112,9 @@ class ToolwirePolicy(AbstractCapability[Any]):
     ) -> Any:
         governor = self.governor
         assert governor is not None
+        if (tool_def.metadata or {}).get(_GOVERNED) is _TOKEN:
+            # A toolwire tool made by toolset(): it is decided in its own body, once.
+            return await handler(args)
         hint = (tool_def.metadata or {}).get("effect")
         try:
             tool = governor.foreign_tool(
@@ -236,10 +243,12 @@ def _pai_tool(
             return exc.result  # a plain tool answers; its refusal is its result
         return answer if outcome.status != "ok" else outcome.content
 
-    return PaiTool.from_schema(
+    made = PaiTool.from_schema(
         run,
         name=tool.name,
         description=tool.description,
         json_schema=dict(tool.input_schema),
         takes_ctx=True,
     )
+    made.metadata = {"effect": tool.metadata.effect.value, _GOVERNED: _TOKEN}
+    return made

@@ -1,0 +1,329 @@
+"""toolwire for LangChain (1.x) and LangGraph: the organisation's policies over every tool
+call of an agent, and toolwire tool packs as LangChain tools.
+
+```python
+from langchain.agents import create_agent
+from toolwire_langchain import ToolwireMiddleware
+
+agent = create_agent(model, tools=[...], middleware=[ToolwireMiddleware()],
+                     checkpointer=InMemorySaver())
+```
+
+Every tool call of the agent then goes through the installed toolwire policies (found as
+every toolwire path finds them; ``TOOLWIRE_POLICY_REQUIRED`` and
+``TOOLWIRE_DISABLE_POLICIES`` as everywhere). What LangChain sees:
+
+- allowed: the tool runs; its ``ToolMessage`` passes the result hooks (a redacted result
+  reaches the model as toolwire's text);
+- refused: the tool does not run, and the model reads an error ``ToolMessage``: ``The
+  call was rejected and did not run: REASON``;
+- needs a person's approval: the graph is interrupted (LangGraph ``interrupt``, so the
+  agent needs a checkpointer) with the request ``HumanInTheLoopMiddleware`` uses
+  (``action_requests``, ``review_configs``, the reason as the description, and
+  ``toolwire_approval``, the key); resume with ``Command(resume={"decisions": [{"type":
+  "approve"}]})`` and the call runs once, or ``reject`` (with a ``message``). An ``edit``
+  is refused: the approval was for the arguments shown;
+- a policy that rewrites arguments (a constraint, an approver's edit): the tool runs
+  with the rewritten arguments (LangChain lets a middleware change them).
+
+The principal is ``principal_from(request)`` (default: the run's ``context`` when it is a
+:class:`toolwire.Principal`, or its ``principal`` attribute or key, else
+``config["configurable"]["principal"]``), else the middleware's ``principal``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool, StructuredTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.types import Command, interrupt
+
+import toolwire as tw
+from toolwire.bridges import Governed, Governor
+
+__version__ = "0.1.0"
+
+__all__ = ["FRAMEWORK", "ToolwireMiddleware", "default_principal", "tools"]
+
+#: How the audit records name calls made through this bridge.
+FRAMEWORK = "langchain"
+#: The key of the interrupt's request that holds the approval key.
+APPROVAL_KEY = "toolwire_approval"
+#: What the model reads for a refused call (as every toolwire path words it).
+REFUSED = "The call was rejected and did not run: "
+
+_Handler = Callable[[ToolCallRequest], ToolMessage | Command[Any]]
+_AsyncHandler = Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]]
+
+
+def default_principal(request: ToolCallRequest) -> tw.Principal | None:
+    """Who a call is made for: the run's context (or its ``principal``), else
+    ``config["configurable"]["principal"]``."""
+    runtime = getattr(request, "runtime", None)
+    context = getattr(runtime, "context", None)
+    if isinstance(context, tw.Principal):
+        return context
+    found = (
+        context.get("principal")
+        if isinstance(context, Mapping)
+        else getattr(context, "principal", None)
+    )
+    if isinstance(found, tw.Principal):
+        return found
+    config = getattr(runtime, "config", None) or {}
+    configurable = config.get("configurable") if isinstance(config, Mapping) else None
+    found = configurable.get("principal") if isinstance(configurable, Mapping) else None
+    return found if isinstance(found, tw.Principal) else None
+
+
+class _Failed(Exception):
+    """The tool answered with an error ToolMessage: a failure for the audit log, the
+    message itself for the model."""
+
+    def __init__(self, message: ToolMessage) -> None:
+        super().__init__(str(message.content))
+        self.message = message
+
+
+class ToolwireMiddleware(AgentMiddleware):
+    """A LangChain agent middleware: every tool call of the agent under the installed
+    toolwire policies (see the module's text). ``principal``: for calls whose run names
+    nobody; ``principal_from``: how a run names one; ``effects``: a tool's effect by its
+    name (``read_only``, ``mutating``, ``destructive``) for tools that say none (a tool's
+    ``metadata={"effect": ...}`` says one); unknown tools count as destructive.
+    ``governor``: one made elsewhere (its host, its approvals), shared."""
+
+    def __init__(
+        self,
+        *,
+        principal: tw.Principal | None = None,
+        principal_from: Callable[[ToolCallRequest], tw.Principal | None] = default_principal,
+        effects: Mapping[str, str] | None = None,
+        governor: Governor | None = None,
+        app: str = "",
+    ) -> None:
+        super().__init__()
+        self.principal = principal
+        self.principal_from = principal_from
+        self.governor = governor or Governor(
+            FRAMEWORK, principal=principal, effects=effects, app=app
+        )
+
+    def wrap_tool_call(self, request: ToolCallRequest, handler: _Handler) -> Any:
+        made = self._prepare(request)
+        if isinstance(made, ToolMessage):
+            return made
+        tool, held = made
+
+        def proceed(arguments: dict[str, Any]) -> Any:
+            return _content(handler(_with_args(request, arguments)), held)
+
+        if held.get("native"):
+            proceed = None  # type: ignore[assignment]  # a toolwire tool: the executor runs it
+
+        options = self._options(request)
+        outcome = self.governor.run(tool, request.tool_call["args"], proceed, **options)
+        if outcome.status == "approval":
+            refused = self._ask(request, outcome)
+            if refused is not None:
+                return _refusal(request, refused)
+            outcome = self.governor.run(tool, request.tool_call["args"], proceed, **options)
+        return _answer(request, outcome, held)
+
+    async def awrap_tool_call(self, request: ToolCallRequest, handler: _AsyncHandler) -> Any:
+        made = self._prepare(request)
+        if isinstance(made, ToolMessage):
+            return made
+        tool, held = made
+
+        async def proceed(arguments: dict[str, Any]) -> Any:
+            return _content(await handler(_with_args(request, arguments)), held)
+
+        if held.get("native"):
+            proceed = None  # type: ignore[assignment]  # a toolwire tool: the executor runs it
+
+        options = self._options(request)
+        outcome = await self.governor.arun(tool, request.tool_call["args"], proceed, **options)
+        if outcome.status == "approval":
+            refused = self._ask(request, outcome)
+            if refused is not None:
+                return _refusal(request, refused)
+            outcome = await self.governor.arun(tool, request.tool_call["args"], proceed, **options)
+        return _answer(request, outcome, held)
+
+    # -- the steps both share ------------------------------------------------------------
+
+    def _prepare(
+        self, request: ToolCallRequest
+    ) -> ToolMessage | tuple[tw.Tool[Any, Any], dict[str, Any]]:
+        """The toolwire tool standing for the request's, or the refusal when there is none."""
+        base = request.tool
+        name = request.tool_call.get("name", "")
+        if base is None:
+            return _refusal(request, f"there is no tool `{name}`")
+        if not isinstance(request.tool_call.get("args"), Mapping):
+            return _refusal(request, f"the arguments of `{name}` are not an object")
+        if isinstance(base, _GovernedTool):
+            # A toolwire tool made by tools(): decided here once, as itself (its real effect,
+            # toolwire's schema), not again inside its body.
+            return base.toolwire_tool, {"native": True}
+        meta = base.metadata or {}
+        hint = meta.get("effect") if isinstance(meta, Mapping) else None
+        try:
+            schema = convert_to_openai_tool(base)["function"]["parameters"]
+            tool = self.governor.foreign_tool(
+                base.name,
+                base.description or "",
+                schema,
+                effect=hint if isinstance(hint, str) else None,
+            )
+        except Exception as exc:  # a schema toolwire cannot check: fail closed
+            return _refusal(request, f"its schema cannot be checked ({type(exc).__name__}: {exc})")
+        return tool, {}
+
+    def _options(self, request: ToolCallRequest) -> dict[str, Any]:
+        config = getattr(request.runtime, "config", None) or {}
+        configurable = config.get("configurable") if isinstance(config, Mapping) else None
+        thread = configurable.get("thread_id") if isinstance(configurable, Mapping) else None
+        return {
+            "call_id": request.tool_call.get("id") or "",
+            "principal": self.principal_from(request) or self.principal,
+            "session_id": str(thread or ""),
+        }
+
+    def _ask(self, request: ToolCallRequest, outcome: Governed) -> str | None:
+        """Pause for a person (a LangGraph interrupt): None when they approved exactly this
+        call (the governor then holds the approval), else why it is refused."""
+        name = request.tool_call["name"]
+        action = {"name": name, "args": request.tool_call["args"], "description": outcome.content}
+        answer = interrupt(
+            {
+                "action_requests": [action],
+                "review_configs": [
+                    {"action_name": name, "allowed_decisions": ["approve", "reject"]}
+                ],
+                APPROVAL_KEY: outcome.approval,
+            }
+        )
+        decisions = answer.get("decisions") if isinstance(answer, Mapping) else None
+        decision = decisions[0] if isinstance(decisions, list) and decisions else None
+        kind = decision.get("type") if isinstance(decision, Mapping) else None
+        if kind == "approve" and outcome.approval is not None:
+            self.governor.approve(outcome.approval)
+            return None
+        if kind == "edit":
+            return (
+                f"`{name}` was approved with other arguments than these ({outcome.content}); "
+                "an approval is for the arguments shown"
+            )
+        message = decision.get("message") if isinstance(decision, Mapping) else None
+        if kind == "reject":
+            return "a person refused it" + (f": {message}" if isinstance(message, str) else "")
+        return f"the answer to its approval request was not understood ({outcome.content})"
+
+
+def _with_args(request: ToolCallRequest, arguments: dict[str, Any]) -> ToolCallRequest:
+    if arguments == request.tool_call.get("args"):
+        return request
+    return request.override(tool_call={**request.tool_call, "args": arguments})
+
+
+def _content(answer: Any, held: dict[str, Any]) -> Any:
+    """What the result hooks see of the tool's answer (its text); the answer kept."""
+    held["answer"] = answer
+    if isinstance(answer, ToolMessage):
+        if answer.status == "error":
+            raise _Failed(answer)
+        return answer.content if isinstance(answer.content, str) else answer.text
+    return ""  # a Command: passed on as it is
+
+
+def _answer(request: ToolCallRequest, outcome: Governed, held: dict[str, Any]) -> Any:
+    answer = held.get("answer")
+    if held.get("native") and outcome.ran:
+        return ToolMessage(
+            content=outcome.content,
+            tool_call_id=request.tool_call.get("id") or "",
+            name=request.tool_call.get("name"),
+            status="success" if outcome.status == "ok" else "error",
+        )
+    if outcome.status == "ok":
+        if isinstance(answer, ToolMessage) and outcome.rewritten:
+            return answer.model_copy(update={"content": outcome.content})
+        return answer
+    if outcome.status == "error":
+        if isinstance(outcome.raised, _Failed):
+            return outcome.raised.message
+        if outcome.raised is not None:
+            raise outcome.raised
+        return ToolMessage(
+            content=outcome.content,
+            tool_call_id=request.tool_call.get("id") or "",
+            name=request.tool_call.get("name"),
+            status="error",
+        )
+    return _refusal(request, outcome.content)
+
+
+def _refusal(request: ToolCallRequest, reason: str) -> ToolMessage:
+    return ToolMessage(
+        content=REFUSED + reason,
+        tool_call_id=request.tool_call.get("id") or "",
+        name=request.tool_call.get("name"),
+        status="error",
+    )
+
+
+def tools(
+    *sources: tw.Toolset | tw.Tool[Any, Any] | Iterable[tw.Tool[Any, Any]],
+    governor: Governor | None = None,
+    principal: tw.Principal | None = None,
+) -> list[BaseTool]:
+    """toolwire tools as LangChain tools: the installed tool packs (no sources), or the
+    toolsets and tools given. Each call runs through toolwire's executor (validation, the
+    policies, timeouts, retries, result hooks, the audit log); schemas are toolwire's. A
+    call that needs approval is refused (put :class:`ToolwireMiddleware` on the agent to
+    pause for it instead)."""
+    gov = governor or Governor(FRAMEWORK, principal=principal)
+    found: list[tw.Tool[Any, Any]] = []
+    if not sources:
+        found = list(tw.get_host().assemble().tools())
+    for source in sources:
+        if isinstance(source, tw.Toolset):
+            found.extend(source.tools())
+        elif isinstance(source, tw.Tool):
+            found.append(source)
+        else:
+            found.extend(source)
+    return [_lc_tool(gov, t) for t in found]
+
+
+class _GovernedTool(StructuredTool):
+    """A LangChain tool standing for a toolwire tool (made by :func:`tools` only)."""
+
+    toolwire_tool: Any = None
+
+
+def _lc_tool(governor: Governor, tool: tw.Tool[Any, Any]) -> BaseTool:
+    async def arun(**arguments: Any) -> str:
+        outcome = await governor.arun(tool, arguments)
+        return outcome.content if outcome.ran else REFUSED + outcome.content
+
+    def run(**arguments: Any) -> str:
+        outcome = governor.run(tool, arguments)
+        return outcome.content if outcome.ran else REFUSED + outcome.content
+
+    return _GovernedTool(
+        name=tool.name,
+        description=tool.description,
+        args_schema=dict(tool.input_schema),
+        func=run,
+        coroutine=arun,
+        metadata={"effect": tool.metadata.effect.value},
+        toolwire_tool=tool,
+    )
