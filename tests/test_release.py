@@ -83,7 +83,8 @@ def test_a_distribution_missing_from_releases_toml(tree: Path) -> None:
     toml = tree / "releases.toml"
     text = toml.read_text()
     start = text.index("[toolwire-ray]")
-    toml.write_text(text[:start])
+    end = text.index("\n[", start)  # the next distribution's table
+    toml.write_text(text[:start] + text[end + 1 :])
     assert ["toolwire-ray (" in p for p in release.check(tree)] == [True]
 
 
