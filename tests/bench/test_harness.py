@@ -377,6 +377,51 @@ def test_the_soak_fails_on_each_thing_that_must_hold(
         assert said in text.split("Every check: **failed**: ")[1]
 
 
+@pytest.mark.parametrize(("added", "status"), [(40.0, "met"), (400.0, "**missed**")])
+def test_the_bridges_section_is_written_from_a_bridges_run(
+    tmp_path: Path, added: float, status: str
+) -> None:
+    run = {
+        "policy_floor_us": 70.0,
+        "meta": {
+            "date": "2026-01-01",
+            "elapsed_s": 30,
+            "rounds": 5,
+            "calls": 20,
+            "cpus": 2,
+            "python": "3.11.7",
+            "pydantic_ai": "2.68.0",
+            "langchain": "1.4.7",
+        },
+        "rows": [
+            {
+                "framework": "pydantic-ai",
+                "alone_us": 1500.0,
+                "governed_us": 1500.0 + added,
+                "added_us": added,
+                "allowed_us": 150.0,
+                "met": added <= 150.0,
+            }
+        ],
+    }
+    data = tmp_path / "bridges.json"
+    data.write_text(json.dumps(run))
+    readme = tmp_path / "README.md"
+    readme.write_text("x\n<!-- bridges:start -->\nSTALE\n<!-- bridges:end -->\ny\n")
+    subprocess.run(
+        [sys.executable, "-m", "bench.readme", "--bridges", str(data), "--readme", str(readme)],
+        cwd=REPO_ROOT,
+        check=True,
+    )
+    text = readme.read_text()
+    assert "STALE" not in text
+    assert (
+        f"| pydantic-ai | 1500 | {1500 + added:.0f} | {added:.0f} µs | <= 150 µs | {status} |"
+        in text
+    )
+    assert "the two chained audit records): 70 µs" in text
+
+
 def test_the_readme_has_the_soak_markers() -> None:
     text = (REPO_ROOT / "bench" / "README.md").read_text()
     assert text.count("<!-- soak:start -->") == 1

@@ -113,6 +113,7 @@ class ToolwireMiddleware(AgentMiddleware):
         self.governor = governor or Governor(
             FRAMEWORK, principal=principal, effects=effects, app=app
         )
+        self._schemas: dict[int, tuple[BaseTool, dict[str, Any]]] = {}
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: _Handler) -> Any:
         made = self._prepare(request)
@@ -175,7 +176,7 @@ class ToolwireMiddleware(AgentMiddleware):
         meta = base.metadata or {}
         hint = meta.get("effect") if isinstance(meta, Mapping) else None
         try:
-            schema = convert_to_openai_tool(base)["function"]["parameters"]
+            schema = self._schema(base)
             tool = self.governor.foreign_tool(
                 base.name,
                 base.description or "",
@@ -185,6 +186,18 @@ class ToolwireMiddleware(AgentMiddleware):
         except Exception as exc:  # a schema toolwire cannot check: fail closed
             return _refusal(request, f"its schema cannot be checked ({type(exc).__name__}: {exc})")
         return tool, {}
+
+    def _schema(self, base: BaseTool) -> dict[str, Any]:
+        """The tool's argument schema as LangChain sends it to a model (made once per tool
+        object: making it costs more than deciding the call)."""
+        held = self._schemas.get(id(base))
+        if held is not None and held[0] is base:
+            return held[1]
+        schema: dict[str, Any] = convert_to_openai_tool(base)["function"]["parameters"]
+        if len(self._schemas) >= 4096:
+            self._schemas.clear()
+        self._schemas[id(base)] = (base, schema)
+        return schema
 
     def _options(self, request: ToolCallRequest) -> dict[str, Any]:
         config = getattr(request.runtime, "config", None) or {}

@@ -1,0 +1,246 @@
+"""What governing another framework's agent costs per tool call:
+``uv run python -m bench.bridges [--quick] [--json OUT]``.
+
+For each framework with a toolwire bridge, a real agent of that framework with its own test
+model (no network) makes ``CALLS`` tool calls in one run, one per model step, of a tool that
+returns at once: first as the framework runs it alone, then governed by the bridge's one
+line under a policy plugin that decides every call (allow, with toolwire-policy's rules
+and its hash-chained audit log written for every call: the real job). Runs alternate,
+plain and governed, and the medians of the per-call times are compared. Target: governance
+adds at most 10% or 50 µs per call, whichever is larger.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import toolwire as tw
+
+#: Tool calls per agent run (one per model step): a short run, so the framework's own
+#: per-call cost is not inflated by scanning a long history.
+CALLS = 20
+#: The most governance may add per call: this share of the framework's own cost, or this
+#: many microseconds, whichever is larger.
+SHARE, FLOOR_US = 0.10, 50.0
+
+POLICY = 'deny = ["drop_*"]\n\n[audit]\npath = "audit.jsonl"\n'
+
+
+def echo(text: str) -> str:
+    """Echo the text."""
+    return text
+
+
+def _host(where: Path) -> tw.PluginHost:
+    from toolwire_policy import Policy, PolicyPlugin
+
+    (where / "policy.toml").write_text(POLICY)
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(PolicyPlugin(Policy.from_file(where / "policy.toml")), "corp", kind="policy")
+    return host
+
+
+def _pydantic_ai(host: tw.PluginHost | None, calls: int) -> Callable[[], float]:
+    from pydantic_ai import Agent
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelRequest,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+    )
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.usage import UsageLimits
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        step = sum(
+            isinstance(p, ToolReturnPart)
+            for m in messages
+            if isinstance(m, ModelRequest)
+            for p in m.parts
+        )
+        if step >= calls:
+            return ModelResponse(parts=[TextPart("done")])
+        return ModelResponse(parts=[ToolCallPart("echo", {"text": "hi"}, tool_call_id=f"c{step}")])
+
+    capabilities: list[Any] = []
+    if host is not None:
+        from toolwire.bridges import Governor
+        from toolwire_pydantic_ai import ToolwirePolicy
+
+        governor = Governor("pydantic-ai", plugins=host, effects={"echo": "read_only"})
+        capabilities = [ToolwirePolicy(governor=governor)]
+    agent = Agent(FunctionModel(model), capabilities=capabilities)
+    agent.tool_plain(echo)
+
+    def run() -> float:
+        start = time.perf_counter()
+        result = agent.run_sync("go", usage_limits=UsageLimits(request_limit=calls + 5))
+        elapsed = time.perf_counter() - start
+        assert result.output == "done", result.output
+        return elapsed / calls
+
+    return run
+
+
+def _langchain(host: tw.PluginHost | None, calls: int) -> Callable[[], float]:
+    from collections.abc import Sequence
+
+    from langchain.agents import create_agent
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import StructuredTool
+
+    class Steps(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "steps"
+
+        def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
+            return self
+
+        def _generate(
+            self, messages: list[BaseMessage], stop: Any = None, **kwargs: Any
+        ) -> ChatResult:
+            step = sum(isinstance(m, ToolMessage) for m in messages)
+            if step >= calls:
+                reply = AIMessage(content="done")
+            else:
+                call = {"name": "echo", "args": {"text": "hi"}, "id": f"c{step}"}
+                reply = AIMessage(content="", tool_calls=[{**call, "type": "tool_call"}])
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    middleware: list[Any] = []
+    if host is not None:
+        from toolwire.bridges import Governor
+        from toolwire_langchain import ToolwireMiddleware
+
+        governor = Governor("langchain", plugins=host, effects={"echo": "read_only"})
+        middleware = [ToolwireMiddleware(governor=governor)]
+    agent = create_agent(Steps(), tools=[StructuredTool.from_function(echo)], middleware=middleware)
+
+    def run() -> float:
+        start = time.perf_counter()
+        state = agent.invoke(
+            {"messages": [("user", "go")]}, config={"recursion_limit": 4 * calls + 10}
+        )
+        elapsed = time.perf_counter() - start
+        assert state["messages"][-1].content == "done"
+        return elapsed / calls
+
+    return run
+
+
+def _policy_floor() -> float:
+    """µs per call of the policy's own work, through toolwire's executor alone: the part
+    of governance that stays whatever framework the call comes from."""
+    import asyncio
+
+    with tempfile.TemporaryDirectory() as tmp:
+        host = _host(Path(tmp))
+        tool = tw.tool_fn(echo, effect="read_only")
+        executor = tw.Executor(tools=[tool], plugins=host)
+        typed = tw.TypedCall(
+            tw.ToolCall("c", "echo", '{"text": "hi"}'), tool, tool.validate_json('{"text": "hi"}')
+        )
+
+        async def calls(n: int) -> float:
+            start = time.perf_counter()
+            for _ in range(n):
+                await executor.aexecute(typed)
+            return (time.perf_counter() - start) / n
+
+        asyncio.run(calls(200))
+        return statistics.median(asyncio.run(calls(1000)) for _ in range(5)) * 1e6
+
+
+FRAMEWORKS: dict[str, tuple[str, Callable[[tw.PluginHost | None, int], Callable[[], float]]]] = {
+    "pydantic-ai": ("toolwire_pydantic_ai", _pydantic_ai),
+    "langchain": ("toolwire_langchain", _langchain),
+}
+
+
+def measure(rounds: int, calls: int) -> dict[str, Any]:
+    import importlib.util
+
+    started = time.monotonic()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        host = _host(Path(tmp))
+        for name, (module, make) in FRAMEWORKS.items():
+            if importlib.util.find_spec(module) is None:
+                continue
+            plain, governed = make(None, calls), make(host, calls)
+            plain(), governed()  # warm: imports, caches, the first audit write
+            alone: list[float] = []
+            with_policy: list[float] = []
+            for _ in range(rounds):
+                alone.append(plain())
+                with_policy.append(governed())
+            a, g = statistics.median(alone), statistics.median(with_policy)
+            allowed = max(SHARE * a, FLOOR_US / 1e6)
+            row = {
+                "framework": name,
+                "alone_us": a * 1e6,
+                "governed_us": g * 1e6,
+                "added_us": (g - a) * 1e6,
+                "allowed_us": allowed * 1e6,
+                "met": g - a <= allowed,
+            }
+            rows.append(row)
+            print(
+                f"{name:<12} alone {row['alone_us']:8.1f} µs/call  governed "
+                f"{row['governed_us']:8.1f} µs/call  added {row['added_us']:7.1f} µs "
+                f"(target <= {row['allowed_us']:.1f} µs: {'met' if row['met'] else 'MISSED'})",
+                flush=True,
+            )
+    import importlib.metadata as md
+
+    def version(dist: str) -> str:
+        try:
+            return md.version(dist)
+        except md.PackageNotFoundError:
+            return "-"
+
+    return {
+        "policy_floor_us": _policy_floor(),
+        "meta": {
+            "date": _dt.date.today().isoformat(),
+            "elapsed_s": round(time.monotonic() - started),
+            "rounds": rounds,
+            "calls": calls,
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "pydantic_ai": version("pydantic-ai-slim"),
+            "langchain": version("langchain"),
+        },
+        "rows": rows,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="a few rounds (proves the harness)")
+    ap.add_argument("--json", type=Path, help="write the results here")
+    args = ap.parse_args(argv)
+    results = measure(5 if args.quick else 60, CALLS)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
