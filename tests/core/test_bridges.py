@@ -216,3 +216,19 @@ def test_a_policy_that_failed_to_load_blocks_every_call() -> None:
     governor = Governor("f", plugins=host)
     out = run(governor, "lookup", {"to": "x"}, lambda a: pytest.fail("ran"))
     assert "refused" == out.status
+
+
+def test_a_foreign_tool_runs_here_with_the_frameworks_own_timeouts(governor: Governor) -> None:
+    tool = governor.foreign_tool("lookup", "", SCHEMA, effect="read_only")
+    assert (None, True, tw.ToolEffect.READ_ONLY) == (
+        tool.metadata.timeout,
+        tool.metadata.local,
+        tool.metadata.effect,
+    )
+    own = tw.ToolMetadata(effect="mutating", timeout=5.0)
+    pack = governor.foreign_tool("write", "", SCHEMA, metadata=own)
+    assert (5.0, True, tw.ToolEffect.MUTATING) == (
+        pack.metadata.timeout,
+        pack.metadata.local,
+        pack.metadata.effect,
+    )

@@ -75,6 +75,8 @@ class Seen:
 
     text: str | None
     paused: Any = None
+    #: The framework itself refused (raised) before any tool ran: its words.
+    raised: str | None = None
 
 
 class Row(Protocol):

@@ -20,6 +20,7 @@ toolwire_policy = pytest.importorskip("toolwire_policy")
 ROWS = {
     "pydantic-ai": ("toolwire_pydantic_ai", "_row_pydantic_ai:PydanticAiRow"),
     "langchain": ("toolwire_langchain", "_row_langchain:LangChainRow"),
+    "openai-agents": ("toolwire_openai_agents", "_row_openai_agents:OpenAIAgentsRow"),
 }
 
 REFUSED = "rejected and did not run"
@@ -70,10 +71,13 @@ def approved_once(row: Row, runs: Runs) -> None:
 def changed_after_approval(row: Row, runs: Runs) -> None:
     seen = row.call("send_mail", {"to": "bob@example.com"}, ALICE)
     after = row.resume(seen.paused, arguments={"to": "eve@example.com"})
+    assert [] == runs.ran
+    if after.raised is not None:  # the framework binds an approval to the call itself
+        assert "different invocation" in after.raised
+        return
     assert after.text is not None
     assert REFUSED in after.text
     assert "approved with other arguments" in after.text
-    assert [] == runs.ran
 
 
 def over_quota(row: Row, runs: Runs) -> None:

@@ -29,7 +29,7 @@ from toolwire._execute.approval import call_fingerprint
 from toolwire._execute.executor import Executor
 from toolwire._exports import publish
 from toolwire._hooks import HookContext, Principal
-from toolwire._metadata import ToolEffect
+from toolwire._metadata import ToolEffect, ToolMetadata
 from toolwire._tools import Tool, raw_tool
 
 __all__ = ["FRAMEWORK", "UNKNOWN_EFFECT", "Governed", "Governor"]
@@ -178,7 +178,7 @@ class Governor:
         self.executor = Executor(plugins=plugins, max_concurrency=None, principal=principal)
         self._approved: set[str] = set()
         self._lock = threading.Lock()
-        self._tools: dict[tuple[str, str, str, ToolEffect], Tool[Any, Any]] = {}
+        self._tools: dict[tuple[str, str, str, ToolMetadata], Tool[Any, Any]] = {}
 
     def __repr__(self) -> str:
         return f"<Governor {self.framework!r}>"
@@ -204,18 +204,24 @@ class Governor:
         schema: Mapping[str, Any],
         *,
         effect: ToolEffect | str | None = None,
+        metadata: ToolMetadata | None = None,
     ) -> Tool[dict[str, Any], Any]:
         """A toolwire tool standing for a framework's tool (its name, description and
         argument schema), to decide and audit its calls; made once per shape. Its body is
-        the continuation :meth:`arun` is given. Raises ToolDefinitionError for a schema
-        that is no JSON schema (a bridge refuses that call)."""
-        how = self.effect_of(name, effect)
-        key = (name, description, pydantic_core.to_json(schema).decode(), how)
+        the continuation :meth:`arun` is given, run in this process. ``metadata``: a
+        toolwire tool's own (a pack's tool the framework calls), else one with the
+        effect :meth:`effect_of` finds and no timeout (the framework's own apply). Raises
+        ToolDefinitionError for a schema that is no JSON schema (a bridge refuses that
+        call)."""
+        if metadata is not None:
+            meta = attrs.evolve(metadata, local=True)
+        else:
+            meta = ToolMetadata(effect=self.effect_of(name, effect), timeout=None, local=True)
+        key = (name, description, pydantic_core.to_json(schema).decode(), meta)
         with self._lock:
             tool = self._tools.get(key)
         if tool is None:
-            # local: the framework's tool runs in this process, whatever the backend.
-            tool = raw_tool(name, description or name, schema, _continue, effect=how, local=True)
+            tool = raw_tool(name, description or name, schema, _continue, metadata=meta)
             with self._lock:
                 if len(self._tools) > 4096:  # tools made on the fly: bounded
                     self._tools.clear()
