@@ -167,9 +167,43 @@ def _policy_floor() -> float:
         return statistics.median(asyncio.run(calls(1000)) for _ in range(5)) * 1e6
 
 
+def _openai_agents(host: tw.PluginHost | None, calls: int) -> Callable[[], float]:
+    import asyncio
+
+    from agents import Agent, RunConfig, Runner, function_tool
+    from agents.testing.model import ScriptedModel, assistant_message, function_call
+
+    def model() -> ScriptedModel:
+        steps: list[Any] = [
+            [function_call("echo", {"text": "hi"}, call_id=f"c{i}")] for i in range(calls)
+        ]
+        return ScriptedModel([*steps, [assistant_message("done")]])
+
+    agent = Agent(name="a", tools=[function_tool(echo)])
+    if host is not None:
+        from toolwire.bridges import Governor
+        from toolwire_openai_agents import govern
+
+        agent = govern(
+            agent, governor=Governor("openai-agents", plugins=host, effects={"echo": "read_only"})
+        )
+    config = RunConfig(tracing_disabled=True)
+
+    def run() -> float:
+        runner = agent.clone(model=model())
+        start = time.perf_counter()
+        result = asyncio.run(Runner.run(runner, "go", run_config=config, max_turns=calls + 5))
+        elapsed = time.perf_counter() - start
+        assert result.final_output == "done", result.final_output
+        return elapsed / calls
+
+    return run
+
+
 FRAMEWORKS: dict[str, tuple[str, Callable[[tw.PluginHost | None, int], Callable[[], float]]]] = {
     "pydantic-ai": ("toolwire_pydantic_ai", _pydantic_ai),
     "langchain": ("toolwire_langchain", _langchain),
+    "openai-agents": ("toolwire_openai_agents", _openai_agents),
 }
 
 
@@ -226,6 +260,7 @@ def measure(rounds: int, calls: int) -> dict[str, Any]:
             "python": platform.python_version(),
             "pydantic_ai": version("pydantic-ai-slim"),
             "langchain": version("langchain"),
+            "openai_agents": version("openai-agents"),
         },
         "rows": rows,
     }

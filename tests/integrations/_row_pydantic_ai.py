@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -67,11 +68,11 @@ class PydanticAiRow:
         self, pack: tw.Toolset, tool: str, arguments: dict[str, Any], principal: tw.Principal
     ) -> Seen:
         agent = self._agent(tool, arguments, pack)
-        return self._seen(agent.run_sync("go", deps=principal), agent, principal)
+        return self._seen(asyncio.run(agent.run("go", deps=principal)), agent, principal)
 
     def call(self, tool: str, arguments: dict[str, Any], principal: tw.Principal) -> Seen:
         agent = self._agent(tool, arguments)
-        result = agent.run_sync("go", deps=principal)
+        result = asyncio.run(agent.run("go", deps=principal))
         return self._seen(result, agent, principal)
 
     def _seen(self, result: Any, agent: Any, principal: tw.Principal) -> Seen:
@@ -84,12 +85,14 @@ class PydanticAiRow:
         requests: DeferredToolRequests = result.output
         [call] = requests.approvals
         answer: Any = True if arguments is None else ToolApproved(override_args=arguments)
-        again = agent.run_sync(
-            message_history=result.all_messages(),
-            deferred_tool_results=DeferredToolResults(
-                approvals={call.tool_call_id: answer},
-                metadata={call.tool_call_id: requests.metadata.get(call.tool_call_id, {})},
-            ),
-            deps=principal,
+        again = asyncio.run(
+            agent.run(
+                message_history=result.all_messages(),
+                deferred_tool_results=DeferredToolResults(
+                    approvals={call.tool_call_id: answer},
+                    metadata={call.tool_call_id: requests.metadata.get(call.tool_call_id, {})},
+                ),
+                deps=principal,
+            )
         )
         return self._seen(again, agent, principal)

@@ -93,28 +93,6 @@ class _Holder:
         self.approval: tuple[str, str] | None = None
 
 
-#: Idle event loops for Governor.run (frameworks that call tools synchronously): one runs
-#: in one thread at a time, any thread; at most _MAX_IDLE_LOOPS are kept.
-_IDLE_LOOPS: list[asyncio.AbstractEventLoop] = []
-_IDLE_LOCK = threading.Lock()
-_MAX_IDLE_LOOPS = 8
-
-
-def _take_loop() -> asyncio.AbstractEventLoop:
-    with _IDLE_LOCK:
-        if _IDLE_LOOPS:
-            return _IDLE_LOOPS.pop()
-    return asyncio.new_event_loop()
-
-
-def _give_back(loop: asyncio.AbstractEventLoop) -> None:
-    with _IDLE_LOCK:
-        if len(_IDLE_LOOPS) < _MAX_IDLE_LOOPS and not loop.is_closed():
-            _IDLE_LOOPS.append(loop)
-            return
-    loop.close()
-
-
 #: The call a foreign tool's body runs for (set by Governor.arun around the executor).
 _CURRENT: contextvars.ContextVar[_Holder] = contextvars.ContextVar("toolwire_bridge_call")
 
@@ -306,14 +284,13 @@ class Governor:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            # An idle loop taken and given back: a fresh one per call (asyncio.run) costs
-            # more than the whole decision does, and frameworks call tools from a new
-            # thread each time (LangGraph), so a loop per thread would be one per call.
-            loop = _take_loop()
+            # A loop of its own, closed after (asyncio.run would also wait for the
+            # default executor's threads, which costs more than the decision does).
+            loop = asyncio.new_event_loop()
             try:
                 return loop.run_until_complete(self.arun(tool, arguments, proceed, **options))
             finally:
-                _give_back(loop)
+                loop.close()
         # The wait is bounded by the call itself: the executor holds it to its timeout.
         with concurrent.futures.ThreadPoolExecutor(1, "toolwire-governor") as pool:
             context = contextvars.copy_context()
