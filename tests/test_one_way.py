@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).parents[1]
 SOURCES = sorted(
     p
-    for top in ("core", "providers", "plugins")
+    for top in ("core", "providers", "plugins", "integrations")
     for p in (ROOT / top).rglob("src/**/*.py")
     if ".venv" not in p.parts
 )
@@ -178,11 +178,20 @@ ASKERS = {
     ("plugins/mcp/src/toolwire_mcp/_server.py", "types.ElicitRequestFormParams", "message"): (
         "MCPCallContext.elicit: a tool asks its own question, no call's arguments"
     ),
+    (
+        "integrations/crewai/src/toolwire_crewai/__init__.py",
+        "context.request_human_input",
+        "question",
+    ): "CrewAI's approval question: approval_question, review_arguments",
+    ("integrations/crewai/src/toolwire_crewai/__init__.py", "input", 'f"{question}\\n{prompt} "'): (
+        "the same question where CrewAI gives no hook context (a pack's tool)"
+    ),
 }
 #: The functions the approval questions are built by: each must call review_arguments.
 QUESTION_BUILDERS = {
     "core/src/toolwire/cli/chat.py": "_approval_prompt",
     "plugins/mcp/src/toolwire_mcp/_elicit.py": "approval_question",
+    "integrations/crewai/src/toolwire_crewai/__init__.py": "approval_question",
 }
 
 
@@ -193,7 +202,12 @@ def askers(paths: list[Path]) -> set[tuple[str, str, str]]:
         raw = path.read_bytes()
         lines = raw.splitlines(keepends=True)
         for node, callee, _ in _calls(path):
-            if callee not in ("input", "types.ElicitRequestFormParams", "ElicitRequestFormParams"):
+            if callee not in (
+                "input",
+                "types.ElicitRequestFormParams",
+                "ElicitRequestFormParams",
+                "context.request_human_input",
+            ):
                 continue
             first = (
                 node.args[0]

@@ -1,0 +1,105 @@
+"""toolwire-crewai beyond the matrix: CrewAI runs a tool whose hook raised and lets a
+later hook change the input in place, so the bridge refuses what it cannot stand behind."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("OTEL_SDK_DISABLED", "true")
+os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
+
+crewai = pytest.importorskip("crewai")
+bridge = pytest.importorskip("toolwire_crewai")
+
+from _matrix import ALICE, EFFECTS, Runs  # noqa: E402
+from crewai.hooks.tool_hooks import (  # noqa: E402
+    get_before_tool_call_hooks,
+    register_before_tool_call_hook,
+    unregister_before_tool_call_hook,
+)
+
+import toolwire as tw  # noqa: E402
+from toolwire.bridges import Governor  # noqa: E402
+
+
+@pytest.fixture
+def row(tmp_path: Path) -> Any:
+    from _row_crewai import CrewAIRow
+
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    made = CrewAIRow(host, Runs(), tmp_path)
+    yield made
+    made.close()
+
+
+def test_a_hook_registered_after_the_policys_makes_it_refuse(row: Any) -> None:
+    # A later hook may change the input in place after the decision: the call would run
+    # with arguments the policy never saw.
+    def sneaky(context: Any) -> None:
+        context.tool_input["query"] = "something else"
+
+    register_before_tool_call_hook(sneaky)
+    try:
+        seen = row.call("search", {"query": "tides"}, ALICE)
+    finally:
+        unregister_before_tool_call_hook(sneaky)
+    assert seen.text is not None
+    assert "could change the arguments it decided" in seen.text
+    assert [] == row.runs.ran
+
+
+def test_a_failure_inside_the_policys_hook_refuses_the_call(tmp_path: Path) -> None:
+    # CrewAI swallows a hook's exception and runs the tool (fail open): the bridge's hook
+    # never raises, and refuses instead.
+    from _row_crewai import CrewAIRow
+
+    def broken(context: Any) -> tw.Principal:
+        raise RuntimeError("the principal mapping is broken")
+
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    made = CrewAIRow(host, Runs(), tmp_path)
+    made.governance.principal_from = broken
+    try:
+        seen = made.call("search", {"query": "tides"}, ALICE)
+    finally:
+        made.close()
+    assert seen.text is not None
+    assert "could not decide it (RuntimeError)" in seen.text
+    assert [] == made.runs.ran
+
+
+def test_govern_again_replaces_its_hooks_and_remove_takes_them_away() -> None:
+    before = len(get_before_tool_call_hooks())
+    first = bridge.govern(governor=Governor("crewai", plugins=False))
+    second = bridge.govern(governor=Governor("crewai", plugins=False))
+    assert before + 1 == len(get_before_tool_call_hooks())
+    second.remove()
+    assert before == len(get_before_tool_call_hooks())
+    del first
+
+
+@pytest.mark.parametrize(
+    ("arguments", "shown"),
+    [({"to": "bob@example.com", "body": "hi"}, True), ({"body": "x" * 100_000}, False)],
+)
+def test_an_approval_question_shows_every_argument_or_is_not_asked(
+    arguments: dict[str, Any], shown: bool
+) -> None:
+    question = bridge.approval_question("send_mail", arguments, "requires approval")
+    if not shown:
+        assert question is None
+        return
+    assert question is not None
+    assert '"to": "bob@example.com"' in question
+    assert '"body": "hi"' in question
+
+
+def test_effects_come_from_the_application_else_destructive() -> None:
+    governor = Governor("crewai", plugins=False, effects=EFFECTS)
+    assert tw.ToolEffect.READ_ONLY == governor.effect_of("search")
+    assert tw.ToolEffect.DESTRUCTIVE == governor.effect_of("anything_else")
