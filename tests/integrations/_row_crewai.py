@@ -18,6 +18,7 @@ from _matrix import EFFECTS, Runs, Seen
 from crewai import Agent, Crew, Task
 from crewai.llms.base_llm import BaseLLM
 from crewai.tools import tool as crew_tool
+from pydantic import Field
 from toolwire_crewai import govern, tools
 
 import toolwire as tw
