@@ -200,10 +200,93 @@ def _openai_agents(host: tw.PluginHost | None, calls: int) -> Callable[[], float
     return run
 
 
+def _crewai(host: tw.PluginHost | None, calls: int) -> Callable[[], float]:
+    os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+    os.environ.setdefault("OTEL_SDK_DISABLED", "true")
+    os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
+    from crewai import Agent, Crew, Task
+    from crewai.llms.base_llm import BaseLLM
+    from crewai.tools import tool as crew_tool
+
+    class Steps(BaseLLM):
+        def call(self, messages: Any, *args: Any, **kwargs: Any) -> str:
+            step = sum(1 for m in messages if m.get("role") == "assistant")
+            if step >= calls:
+                return "Thought: done\nFinal Answer: done"
+            return f'Thought: again\nAction: echo\nAction Input: {{"text": "hi {step}"}}'
+
+        def supports_function_calling(self) -> bool:
+            return False
+
+        def supports_stop_words(self) -> bool:
+            return False
+
+        def get_context_window_size(self) -> int:
+            return 1_000_000
+
+    governance = None
+    if host is not None:
+        from toolwire_crewai import govern
+
+        from toolwire.bridges import Governor
+
+        governance = govern(
+            governor=Governor("crewai", plugins=host, effects={"echo": "read_only"})
+        )
+    tool = crew_tool("echo")(echo)
+
+    def run() -> float:
+        agent = Agent(
+            role="r",
+            goal="g",
+            backstory="b",
+            llm=Steps(model="steps"),
+            tools=[tool],
+            max_iter=calls + 5,
+            verbose=False,
+        )
+        task = Task(description="go", expected_output="done", agent=agent)
+        crew = Crew(agents=[agent], tasks=[task], verbose=False)
+        start = time.perf_counter()
+        out = crew.kickoff()
+        elapsed = time.perf_counter() - start
+        assert out.raw == "done", out.raw
+        return elapsed / calls
+
+    if governance is None:
+        # The plain runs must not pass through the governed runs' hooks.
+        def plain() -> float:
+            from toolwire_crewai import _CURRENT
+
+            if _CURRENT is not None:
+                from crewai.hooks.tool_hooks import (
+                    register_after_tool_call_hook,
+                    register_before_tool_call_hook,
+                    unregister_after_tool_call_hook,
+                    unregister_before_tool_call_hook,
+                )
+
+                unregister_before_tool_call_hook(_CURRENT.before)
+                unregister_after_tool_call_hook(_CURRENT.after)
+                try:
+                    return run()
+                finally:
+                    register_before_tool_call_hook(_CURRENT.before)
+                    register_after_tool_call_hook(_CURRENT.after)
+            return run()
+
+        return plain
+    return run
+
+
 FRAMEWORKS: dict[str, tuple[str, Callable[[tw.PluginHost | None, int], Callable[[], float]]]] = {
     "pydantic-ai": ("toolwire_pydantic_ai", _pydantic_ai),
     "langchain": ("toolwire_langchain", _langchain),
     "openai-agents": ("toolwire_openai_agents", _openai_agents),
+    # Outside the uv workspace (its MCP SDK): measured where it is installed, e.g.
+    # uv run --isolated --no-project --with ./core --with ./integrations/crewai
+    #   --with ./plugins/policy -- python -m bench.bridges
+    "crewai": ("toolwire_crewai", _crewai),
 }
 
 
@@ -261,6 +344,7 @@ def measure(rounds: int, calls: int) -> dict[str, Any]:
             "pydantic_ai": version("pydantic-ai-slim"),
             "langchain": version("langchain"),
             "openai_agents": version("openai-agents"),
+            "crewai": version("crewai"),
         },
         "rows": rows,
     }
