@@ -183,6 +183,9 @@ ASKERS = {
         "context.request_human_input",
         "question",
     ): "CrewAI's approval question: approval_question, review_arguments",
+    ("integrations/adk/src/toolwire_adk/__init__.py", "context.request_confirmation", "hint"): (
+        "ADK's tool confirmation: confirmation_hint, review_arguments"
+    ),
     ("integrations/crewai/src/toolwire_crewai/__init__.py", "input", 'f"{question}\\n{prompt} "'): (
         "the same question where CrewAI gives no hook context (a pack's tool)"
     ),
@@ -192,6 +195,7 @@ QUESTION_BUILDERS = {
     "core/src/toolwire/cli/chat.py": "_approval_prompt",
     "plugins/mcp/src/toolwire_mcp/_elicit.py": "approval_question",
     "integrations/crewai/src/toolwire_crewai/__init__.py": "approval_question",
+    "integrations/adk/src/toolwire_adk/__init__.py": "confirmation_hint",
 }
 
 
@@ -207,12 +211,13 @@ def askers(paths: list[Path]) -> set[tuple[str, str, str]]:
                 "types.ElicitRequestFormParams",
                 "ElicitRequestFormParams",
                 "context.request_human_input",
+                "context.request_confirmation",
             ):
                 continue
             first = (
                 node.args[0]
                 if node.args
-                else next((k.value for k in node.keywords if k.arg == "message"), None)
+                else next((k.value for k in node.keywords if k.arg in ("message", "hint")), None)
             )
             shown = _segment(lines, first) if first is not None else ""
             found.add((rel, callee, shown))

@@ -22,6 +22,7 @@ ROWS = {
     "langchain": ("toolwire_langchain", "_row_langchain:LangChainRow"),
     "openai-agents": ("toolwire_openai_agents", "_row_openai_agents:OpenAIAgentsRow"),
     "crewai": ("toolwire_crewai", "_row_crewai:CrewAIRow"),
+    "google-adk": ("toolwire_adk", "_row_adk:AdkRow"),
 }
 
 REFUSED = "rejected and did not run"

@@ -1,0 +1,96 @@
+"""toolwire-adk beyond the matrix: a pack's tool on a Runner without the plugin, a failure
+inside the plugin, a person who says no, and a question too long to show."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("google.adk")
+bridge = pytest.importorskip("toolwire_adk")
+
+from _matrix import ALICE, Runs  # noqa: E402
+
+import toolwire as tw  # noqa: E402
+
+
+@pytest.fixture
+def row(tmp_path: Path) -> Any:
+    from _row_adk import AdkRow
+
+    return AdkRow(tw.PluginHost(autoload=False, disable_policies=False), Runs(), tmp_path)
+
+
+def test_a_pack_tool_on_a_runner_without_the_plugin_refuses(tmp_path: Path) -> None:
+    from toolwire.bridges import Governor
+
+    @tw.tool_fn(effect="destructive")
+    def wipe(target: str) -> str:
+        """Wipe a target."""
+        raise AssertionError("ran without a decision")
+
+    [tool] = bridge.tools([wipe], governor=Governor("google-adk", plugins=False))
+
+    class Context:
+        function_call_id = "c1"
+
+    out = asyncio.run(tool.run_async(args={"target": "db"}, tool_context=Context()))
+    assert "no ToolwirePlugin on this Runner decided it" in out["error"]
+
+
+def test_a_failure_inside_the_plugin_refuses_the_call(row: Any) -> None:
+    def broken(context: Any) -> tw.Principal:
+        raise RuntimeError("the principal mapping is broken")
+
+    original = bridge.ToolwirePlugin.__init__
+
+    def with_broken(self: Any, **kwargs: Any) -> None:
+        original(self, **kwargs)
+        self.principal_from = broken
+
+    bridge.ToolwirePlugin.__init__ = with_broken  # type: ignore[method-assign]
+    try:
+        seen = row.call("search", {"query": "tides"}, ALICE)
+    finally:
+        bridge.ToolwirePlugin.__init__ = original  # type: ignore[method-assign]
+    assert seen.text is not None
+    assert "could not decide it (RuntimeError)" in seen.text
+    assert [] == row.runs.ran
+
+
+def test_a_person_who_says_no_refuses_the_call(tmp_path: Path) -> None:
+    from toolwire_policy import Policy, PolicyPlugin
+
+    (tmp_path / "p.toml").write_text('approve = ["send_mail"]\n')
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(PolicyPlugin(Policy.from_file(tmp_path / "p.toml")), "corp", kind="policy")
+    from _row_adk import CONFIRM, AdkRow
+    from google.genai import types
+
+    row = AdkRow(host, Runs(), tmp_path)
+    seen = row.call("send_mail", {"to": "bob@example.com"}, ALICE)
+    runner, principal, session, ask = seen.paused
+    assert '"to": "bob@example.com"' in ask.args["toolConfirmation"]["hint"]
+    no = types.FunctionResponse(name=CONFIRM, id=ask.id, response={"confirmed": False})
+    after = row._drive(
+        runner,
+        principal,
+        session,
+        types.Content(role="user", parts=[types.Part(function_response=no)]),
+    )
+    assert after.text is not None
+    assert "a person did not approve it" in after.text
+    assert [] == row.runs.ran
+
+
+@pytest.mark.parametrize(
+    ("arguments", "asked"), [({"to": "a"}, True), ({"to": "x" * 100_000}, False)]
+)
+def test_a_confirmation_shows_every_argument_or_is_not_asked(
+    arguments: dict[str, Any], asked: bool
+) -> None:
+    hint = bridge.confirmation_hint("send_mail", arguments, "requires approval")
+    assert (hint is not None) == asked
