@@ -279,6 +279,65 @@ def _crewai(host: tw.PluginHost | None, calls: int) -> Callable[[], float]:
     return run
 
 
+def _adk(host: tw.PluginHost | None, calls: int) -> Callable[[], float]:
+    import asyncio
+    import itertools
+    from collections.abc import AsyncGenerator
+
+    from google.adk.agents import LlmAgent
+    from google.adk.apps import App
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_request import LlmRequest
+    from google.adk.models.llm_response import LlmResponse
+    from google.adk.runners import Runner
+    from google.adk.sessions import InMemorySessionService
+    from google.genai import types
+
+    class Steps(BaseLlm):
+        async def generate_content_async(
+            self, llm_request: LlmRequest, stream: bool = False
+        ) -> AsyncGenerator[LlmResponse, None]:
+            step = sum(
+                1 for c in llm_request.contents for p in (c.parts or []) if p.function_response
+            )
+            if step >= calls:
+                part = types.Part(text="done")
+            else:
+                call = types.FunctionCall(name="echo", args={"text": "hi"}, id=f"c{step}")
+                part = types.Part(function_call=call)
+            yield LlmResponse(content=types.Content(role="model", parts=[part]))
+
+    plugins: list[Any] = []
+    if host is not None:
+        from toolwire_adk import ToolwirePlugin
+
+        from toolwire.bridges import Governor
+
+        governor = Governor("google-adk", plugins=host, effects={"echo": "read_only"})
+        plugins = [ToolwirePlugin(governor=governor)]
+    agent = LlmAgent(name="a", model=Steps(model="steps"), tools=[echo])
+    sessions = InMemorySessionService()
+    runner = Runner(
+        app=App(name="bench", root_agent=agent, plugins=plugins), session_service=sessions
+    )
+    numbers = itertools.count()
+
+    def run() -> float:
+        session = f"s{next(numbers)}"
+
+        async def go() -> float:
+            await sessions.create_session(app_name="bench", user_id="u", session_id=session)
+            message = types.Content(role="user", parts=[types.Part(text="go")])
+            start = time.perf_counter()
+            async for _ in runner.run_async(user_id="u", session_id=session, new_message=message):
+                pass
+            return time.perf_counter() - start
+
+        return asyncio.run(go()) / calls
+
+    return run
+
+
 FRAMEWORKS: dict[str, tuple[str, Callable[[tw.PluginHost | None, int], Callable[[], float]]]] = {
     "pydantic-ai": ("toolwire_pydantic_ai", _pydantic_ai),
     "langchain": ("toolwire_langchain", _langchain),
@@ -287,6 +346,7 @@ FRAMEWORKS: dict[str, tuple[str, Callable[[tw.PluginHost | None, int], Callable[
     # uv run --isolated --no-project --with ./core --with ./integrations/crewai
     #   --with ./plugins/policy -- python -m bench.bridges
     "crewai": ("toolwire_crewai", _crewai),
+    "google-adk": ("toolwire_adk", _adk),
 }
 
 
@@ -345,6 +405,7 @@ def measure(rounds: int, calls: int) -> dict[str, Any]:
             "langchain": version("langchain"),
             "openai_agents": version("openai-agents"),
             "crewai": version("crewai"),
+            "google_adk": version("google-adk"),
         },
         "rows": rows,
     }

@@ -192,7 +192,8 @@ def bridges_section(results: dict[str, Any]) -> str:
         f"bench.bridges` on {meta['date']} ({meta['elapsed_s']} s; {meta['rounds']} rounds "
         f"of {meta['calls']}-call runs, medians), {meta['cpus']} CPUs, Python "
         f"{meta['python']}, pydantic-ai {meta['pydantic_ai']}, langchain {meta['langchain']}, "
-        f"openai-agents {meta.get('openai_agents', '-')}, crewai {meta.get('crewai', '-')}.",
+        f"openai-agents {meta.get('openai_agents', '-')}, crewai {meta.get('crewai', '-')}, "
+        f"google-adk {meta.get('google_adk', '-')}.",
         "",
         "| framework | alone, µs per call | governed, µs per call | added | target | |",
         "|---|---|---|---|---|---|",
