@@ -32,7 +32,7 @@ from toolwire._hooks import HookContext, Principal
 from toolwire._metadata import ToolEffect, ToolMetadata
 from toolwire._tools import Tool, raw_tool
 
-__all__ = ["FRAMEWORK", "UNKNOWN_EFFECT", "Governed", "Governor"]
+__all__ = ["FRAMEWORK", "UNKNOWN_EFFECT", "UNKNOWN_EFFECT_SOURCE", "Governed", "Governor"]
 
 #: ``HookContext.extra[FRAMEWORK]``: the name of the framework a call came through
 #: (``pydantic-ai``, ``openai-agents``, ...); the policy's audit records say it.
@@ -44,6 +44,10 @@ _APPROVER = "toolwire.approver"
 
 #: The effect of a tool nothing describes: never assumed read-only.
 UNKNOWN_EFFECT = ToolEffect.DESTRUCTIVE
+#: ``ToolMetadata.source`` of a foreign tool whose effect nobody declared (no mapping, no
+#: hint): a policy may take such tools to have an effect of its own choosing
+#: (toolwire-policy: ``unknown_effect``), and match them as ``bridge:unknown-effect/NAME``.
+UNKNOWN_EFFECT_SOURCE = "bridge:unknown-effect"
 
 
 @attrs.frozen
@@ -194,7 +198,13 @@ class Governor:
         if metadata is not None:
             meta = attrs.evolve(metadata, local=True)
         else:
-            meta = ToolMetadata(effect=self.effect_of(name, effect), timeout=None, local=True)
+            known = name in self.effects or _is_effect(effect)
+            meta = ToolMetadata(
+                effect=self.effect_of(name, effect),
+                timeout=None,
+                local=True,
+                source=None if known else UNKNOWN_EFFECT_SOURCE,
+            )
         key = (name, description, pydantic_core.to_json(schema).decode(), meta)
         with self._lock:
             tool = self._tools.get(key)
@@ -337,6 +347,14 @@ class _Spent:
     def discard(self, key: str) -> None:
         with self._governor._lock:
             self._governor._approved.discard(key)
+
+
+def _is_effect(value: Any) -> bool:
+    try:
+        ToolEffect(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _json(arguments: Mapping[str, Any]) -> str:

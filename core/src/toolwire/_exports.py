@@ -258,6 +258,7 @@ SCHEMA: Mapping[str, str] = {
 BRIDGES: Mapping[str, str] = {
     "FRAMEWORK": "toolwire._bridge",
     "UNKNOWN_EFFECT": "toolwire._bridge",
+    "UNKNOWN_EFFECT_SOURCE": "toolwire._bridge",
     "Governed": "toolwire._bridge",
     "Governor": "toolwire._bridge",
 }

@@ -15,6 +15,7 @@ if _typing.TYPE_CHECKING:
     from toolwire._bridge import (
         FRAMEWORK,
         UNKNOWN_EFFECT,
+        UNKNOWN_EFFECT_SOURCE,
         Governed,
         Governor,
     )
@@ -22,6 +23,7 @@ if _typing.TYPE_CHECKING:
 __all__ = [
     "FRAMEWORK",
     "UNKNOWN_EFFECT",
+    "UNKNOWN_EFFECT_SOURCE",
     "Governed",
     "Governor",
 ]

@@ -564,3 +564,29 @@ def test_mcp_tools_match_by_server(make_policy: MakePolicy) -> None:
     assert (True, False) == (policy.is_visible(git), policy.is_visible(web))
     denying = make_policy('deny = ["mcp:web/*"]\ntrusted_mcp_servers = ["*"]\n')
     assert (True, False) == (denying.is_visible(git), denying.is_visible(web))
+
+
+@pytest.mark.parametrize(
+    ("declared", "allowed"), [("", False), ('unknown_effect = "read_only"\n', True)]
+)
+def test_a_bridge_tool_nobody_described_takes_the_policys_unknown_effect(
+    make_policy: Any, declared: str, allowed: bool
+) -> None:
+    # #41: a tool another framework describes with no effect (no mapping, no hint) is
+    # destructive unless the policy declares what it takes such tools to be.
+    import toolwire as tw
+    from toolwire.bridges import UNKNOWN_EFFECT_SOURCE, Governor
+    from toolwire_policy import PolicyPlugin
+
+    policy = make_policy(f'deny_effects = ["destructive"]\n{declared}')
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(PolicyPlugin(policy), "corp", kind="policy")
+    governor = Governor("f", plugins=host)
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    tool = governor.foreign_tool("lookup", "Look up.", schema)
+    assert UNKNOWN_EFFECT_SOURCE == tool.metadata.source
+    out = asyncio.run(governor.arun(tool, {"q": "x"}, lambda a: "found"))
+    assert (out.status == "ok") == allowed
+    described = governor.foreign_tool("lookup", "Look up.", schema, effect="read_only")
+    assert described.metadata.source is None
+    assert "ok" == asyncio.run(governor.arun(described, {"q": "x"}, lambda a: "found")).status

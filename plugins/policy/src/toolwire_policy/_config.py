@@ -242,6 +242,9 @@ class PolicyConfig(_Table):
     """Tool-name globs that are never offered or run (deny wins over allow)."""
     deny_effects: list[Effect] = []
     """Effects whose tools are never offered or run."""
+    unknown_effect: Effect = "destructive"
+    """The effect this policy takes a tool to have when nobody declared one (another
+    framework's tool, through a bridge, with no ``effects=`` mapping and no hint)."""
     approve: list[Glob] = []
     """Tool-name globs whose calls need approval."""
     approve_effects: list[Effect] = []

@@ -64,6 +64,9 @@ __all__ = ["REDACTED", "UNRECORDED", "Policy", "call_arguments", "revealed_argum
 
 logger = logging.getLogger("toolwire.policy")
 
+#: ``ToolMetadata.source`` of a bridge's tool whose effect nobody declared
+#: (``toolwire.bridges.UNKNOWN_EFFECT_SOURCE``, by its value).
+UNKNOWN_EFFECT_SOURCE = "bridge:unknown-effect"
 #: ``HookContext.extra`` key a framework bridge names its framework by
 #: (``toolwire.bridges.FRAMEWORK``; read by its value so older cores load this plugin).
 FRAMEWORK = "toolwire.framework"
@@ -331,6 +334,8 @@ class Policy:
         """The effect the tool claims, as far as this policy believes it: an MCP server's
         tool is destructive unless the server is in ``trusted_mcp_servers``."""
         source = tool.metadata.source
+        if source == UNKNOWN_EFFECT_SOURCE:
+            return str(self.config.unknown_effect)
         if source is not None and source.startswith("mcp:"):
             server = source[len("mcp:") :]
             if not _matches(self._trusted_mcp, (server,)):
