@@ -651,3 +651,70 @@ def test_a_malformed_quota_is_refused_by_name(
 ) -> None:
     with pytest.raises(PolicyFileError, match=message):
         make_policy(text)
+
+
+# -- rules that name nothing (#42: the git_git_reset case) -----------------------------------
+
+GIT_APP = """
+import toolwire as tw
+
+
+def git_reset(mode: str) -> str:
+    '''Reset the branch.'''
+    return "reset " + mode
+
+
+def git_status() -> str:
+    '''Show the status.'''
+    return "clean"
+
+
+tools = tw.Toolset("app", [tw.tool_fn(git_reset, effect="destructive"), tw.tool_fn(git_status)])
+"""
+
+
+def test_a_rule_that_names_a_renamed_tool_is_reported_with_the_real_name(
+    policy_file: Callable[[str], Path], tmp_path: Path
+) -> None:
+    # The MCP client stopped doubling a server's prefix: `git_git_reset` became `git_reset`,
+    # and a deny rule naming the old name matched nothing, said nothing, and let it run.
+    path = policy_file(
+        'deny = ["git_git_reset", "git_status"]\napprove = ["git_*"]\n'
+        'trusted_mcp_servers = ["github"]\n'
+        '[effects]\n"git_git_*" = "destructive"\n'
+        '[[quotas]]\ntools = ["git_stash"]\ncalls = 1\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), TOOLWIRE_AUTOLOAD_PLUGINS="0")
+    (tmp_path / "app.py").write_text(GIT_APP)
+    given = ("--policy", str(path), "--app", "app:tools")
+    warned = _cli("check", *given, env=env, cwd=tmp_path)
+    assert 0 == warned.returncode, warned.stderr
+    lines = warned.stdout.splitlines()
+    assert "warning: deny[0] = 'git_git_reset' matches nothing (did you mean git_reset?)" in lines
+    assert any(line.startswith("warning: effects['git_git_*']") for line in lines)
+    assert any(line.startswith("warning: quotas[0].tools[0] = 'git_stash'") for line in lines)
+    assert any(line.startswith("warning: trusted_mcp_servers[0] = 'github'") for line in lines)
+    assert not any("deny[1]" in line or "approve[0]" in line for line in lines)  # they match
+    strict = _cli("check", *given, "--strict", "--json", env=env, cwd=tmp_path)
+    assert 1 == strict.returncode
+    found = json.loads(strict.stdout)
+    assert ["git_reset"] == next(f["near"] for f in found["unmatched"] if f["rule"] == "deny[0]")
+    clean = policy_file('deny = ["git_reset"]\n')
+    assert (
+        0
+        == _cli(
+            "check", "--policy", str(clean), "--app", "app:tools", "--strict", env=env, cwd=tmp_path
+        ).returncode
+    )
+
+
+def test_check_says_why_a_policy_does_not_load(
+    policy_file: Callable[[str], Path], tmp_path: Path
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), TOOLWIRE_AUTOLOAD_PLUGINS="0")
+    broken = policy_file('deny = "not a list"\n')
+    out = _cli("check", "--policy", str(broken), env=env, cwd=tmp_path)
+    assert 1 == out.returncode
+    assert "deny" in out.stderr

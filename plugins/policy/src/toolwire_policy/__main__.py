@@ -5,9 +5,11 @@
     toolwire-policy audit show FILE [--as SUBJECT] [--since 1h] [--tool GLOB] [--json]
     toolwire-policy explain TOOL [--as SUBJECT [--group G ...] [--method M]] [--policy FILE]
                                  [--app MODULE:ATTR]
+    toolwire-policy check [--policy FILE] [--app MODULE:ATTR] [--strict] [--json]
 
-Exit status: 0 ok; 1 the chain is broken (verify), or the tool is denied (explain);
-2 usage error (an unreadable file, an unknown tool, a bad duration).
+Exit status: 0 ok; 1 the chain is broken (verify), the tool is denied (explain), or the
+policy does not load, or a rule names nothing and --strict was given (check); 2 usage
+error (an unreadable file, an unknown tool, a bad duration).
 """
 
 from __future__ import annotations
@@ -91,6 +93,19 @@ def _parser() -> argparse.ArgumentParser:
         help="the application's Toolset, the installed packs' tools assembled into it",
     )
     explain.add_argument("--json", action="store_true", help="print JSON")
+    about = (
+        "load the policy and report every rule that names no tool or server in the assembled "
+        "catalogue (a renamed tool silently stops matching the rules that named it)"
+    )
+    check = sub.add_parser("check", help=about, description=about)
+    check.add_argument("--policy", type=Path, help="this policy file (default: the one in force)")
+    check.add_argument(
+        "--app",
+        metavar="MODULE:ATTR",
+        help="the application's Toolset, the installed packs' tools assembled into it",
+    )
+    check.add_argument("--strict", action="store_true", help="a rule that names nothing fails")
+    check.add_argument("--json", action="store_true", help="print JSON")
     return p
 
 
@@ -213,6 +228,34 @@ def _explain(args: argparse.Namespace) -> int:
     return 1 if found["decision"] == "deny" else 0
 
 
+def _check(args: argparse.Namespace) -> int:
+    from toolwire import get_host
+    from toolwire_policy._config import PolicyFileError, find_policy_file
+    from toolwire_policy._policy import Policy
+
+    path = args.policy or find_policy_file()
+    if path is None:
+        raise _Usage("no policy file is in force (and none was given with --policy)")
+    try:
+        policy = Policy.from_file(path)
+    except PolicyFileError as exc:
+        print(terminal_text(str(exc)), file=sys.stderr)
+        return 1
+    tools = get_host().assemble(_app(args.app) if args.app else None).tools()
+    findings = policy.lint(tools)
+    if args.json:
+        out = {"policy": str(path), "tools": len(tools), "unmatched": findings}
+        print(terminal_text(json.dumps(out, indent=2)))
+    else:
+        for f in findings:
+            near = f" (did you mean {', '.join(f['near'])}?)" if f["near"] else ""
+            line = f"warning: {f['rule']} = {f['pattern']!r} matches nothing{near}"
+            print(terminal_text(line, multiline=False))
+        verdict = "ok" if not findings else f"{len(findings)} rule(s) name nothing"
+        print(f"{path}: {verdict} ({len(tools)} tools in the catalogue)")
+    return 1 if findings and args.strict else 0
+
+
 def _trust(args: argparse.Namespace) -> int:
     from toolwire_policy._config import trust_policy_file, untrust_policy_file
 
@@ -235,6 +278,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.action == "verify":
                 return _verify(args.file, args.accept_breaks, args.heads)
             return _show(args)
+        if args.command == "check":
+            return _check(args)
         return _explain(args)
     except _Usage as exc:
         print(f"toolwire-policy: error: {exc}", file=sys.stderr)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import difflib
 import fnmatch
 import hashlib
 import inspect
@@ -463,6 +464,54 @@ class Policy:
             if allow is not None:
                 return None, compiled.needs_approval, allow
         return compiled.hidden, compiled.needs_approval, "top level"
+
+    def lint(self, tools: Iterable[Tool[Any, Any]]) -> list[dict[str, Any]]:
+        """The rules that name nothing in ``tools`` (the assembled catalogue): each as
+        ``{"rule", "pattern", "near"}``, ``near`` the closest real names. A rule that
+        matches nothing is a rule that stopped working (a tool renamed by a release, a
+        server renamed in a config): its deny no longer denies."""
+        names: set[str] = set()
+        servers: set[str] = set()
+        for tool in tools:
+            names.update(_names(tool))
+            source = tool.metadata.source
+            if source is not None and source.startswith("mcp:"):
+                servers.add(source[len("mcp:") :])
+        found = []
+        for where, pattern in self._named_globs():
+            if not _matches(_globs([pattern]), names):
+                near = difflib.get_close_matches(pattern, sorted(names), n=3, cutoff=0.6)
+                found.append({"rule": where, "pattern": pattern, "near": near})
+        for i, pattern in enumerate(self.config.trusted_mcp_servers):
+            if not _matches(_globs([pattern]), servers):
+                near = difflib.get_close_matches(pattern, sorted(servers), n=3, cutoff=0.6)
+                found.append(
+                    {"rule": f"trusted_mcp_servers[{i}]", "pattern": pattern, "near": near}
+                )
+        return found
+
+    def _named_globs(self) -> Iterator[tuple[str, str]]:
+        """(where in the file, a tool-name glob) for every rule that names tools."""
+        config = self.config
+        tables: list[tuple[str, list[str]]] = [
+            ("allow", config.allow),
+            ("deny", config.deny),
+            ("approve", config.approve),
+        ]
+        for i, rule in enumerate(config.rules):
+            tables += [
+                (f"rules[{i}].allow", rule.allow),
+                (f"rules[{i}].deny", rule.deny),
+                (f"rules[{i}].approve", rule.approve),
+            ]
+        tables += [(f"quotas[{i}].tools", q.tools) for i, q in enumerate(config.quotas)]
+        tables += [(f"constraints[{i}].tools", c.tools) for i, c in enumerate(config.constraints)]
+        tables += [(f"redact[{i}].tools", r.tools) for i, r in enumerate(config.redact)]
+        for where, patterns in tables:
+            for i, pattern in enumerate(patterns):
+                yield f"{where}[{i}]", pattern
+        for pattern in config.effects:
+            yield f"effects[{pattern!r}]", pattern
 
     def explain(self, tool: Tool[Any, Any], principal: Principal | None) -> dict[str, Any]:
         """What the policy decides for ``tool`` called for ``principal``, and which rule
