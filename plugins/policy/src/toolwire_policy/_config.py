@@ -242,6 +242,10 @@ class PolicyConfig(_Table):
     """Tool-name globs that are never offered or run (deny wins over allow)."""
     deny_effects: list[Effect] = []
     """Effects whose tools are never offered or run."""
+    mode: Literal["enforce", "observe"] = "enforce"
+    """``observe`` (shadow mode): decide and audit every call ("would deny", "would ask")
+    without enforcing: nothing is refused, hidden, asked about or redacted. For trying a
+    policy on real traffic before it is enforced."""
     unknown_effect: Effect = "destructive"
     """The effect this policy takes a tool to have when nobody declared one (another
     framework's tool, through a bridge, with no ``effects=`` mapping and no hint)."""

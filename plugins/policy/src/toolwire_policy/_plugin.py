@@ -126,6 +126,8 @@ class PolicyPlugin:
             return f"failed (tool execution blocked): {self.error}"
         if self.policy is not None:
             audit = f", audit log {self.policy.audit_log.path}" if self.policy.audit_log else ""
+            if self.policy.observing:
+                return f"observing, not enforcing (mode = observe): {self.policy.source}{audit}"
             return f"active: {self.policy.source}{audit}"
         looked = ", ".join(str(p) for p in self.searched) or "the default locations"
         untrusted = ""
@@ -173,6 +175,8 @@ class PolicyPlugin:
             return False
         if self.policy is None:
             return None
+        if self.policy.observing:
+            return None  # shadow mode hides nothing
         try:
             return None if self.policy.is_visible(tool, context.principal) else False
         except Exception:  # fail closed

@@ -569,7 +569,11 @@ class Policy:
                 return Verdict(False, broken)
         wants = self._wants(call.tool, context.principal) if self._quotas else ()
         if not wants or self._counted(call):
-            return ALLOW if needs_approval is None else ask_approval(call, context, needs_approval)
+            if needs_approval is None:
+                return ALLOW
+            if self.observing:  # would ask: nobody is asked, no approval is spent
+                return Verdict(False, needs_approval)
+            return ask_approval(call, context, needs_approval)
         if not isinstance(self.quota_store, MemoryStore) and _in_event_loop():
             # A store across the network is asked off the event loop, with its deadline.
             return Deferred(lambda: self._take_then_approve(call, context, needs_approval, wants))
@@ -600,6 +604,8 @@ class Policy:
         back (it never ran)."""
         if needs_approval is None:
             return ALLOW
+        if self.observing:  # would ask: the call runs, and keeps what it counted
+            return Verdict(False, needs_approval)
         verdict = ask_approval(call, context, needs_approval)
         if inspect.isawaitable(verdict):
             pending = verdict
@@ -739,6 +745,11 @@ class Policy:
     ) -> ToolDecision | None:
         return self._conclude(call, context, await pending)
 
+    @property
+    def observing(self) -> bool:
+        """Shadow mode (``mode = "observe"``): decisions are audited, not enforced."""
+        return self.config.mode == "observe"
+
     def _conclude(
         self, call: TypedCall[Any], context: HookContext, verdict: Verdict
     ) -> ToolDecision | None:
@@ -759,6 +770,8 @@ class Policy:
                 verdict.reason,
                 json.dumps(self.redact_arguments(call.tool, call_arguments(call)), default=str),
             )
+        if self.observing:
+            return None  # shadow mode: recorded as "would reject", and run
         return None if verdict.allowed else Reject(verdict.reason)
 
     def audit_decision(self, call: TypedCall[Any], context: HookContext, verdict: Verdict) -> None:
@@ -773,6 +786,13 @@ class Policy:
         record["fingerprint"] = fingerprint(redacted)
         record["reason"] = verdict.reason or None
         record["approval"] = verdict.approval
+        if self.observing:
+            # Shadow mode: what the policy would have done, and that it let the call run.
+            would = "allow"
+            if not verdict.allowed:
+                asks = verdict.reason.startswith(APPROVAL_REASON)
+                would = "ask" if asks else "reject"
+            record["decision"], record["mode"], record["would"] = "allow", "observe", would
         claimed = call.tool.metadata.effect.value
         # As this policy took it (an untrusted MCP server's claim is not believed).
         record["effect"] = self._effect(_names(call.tool), self._claimed(call.tool))
@@ -790,9 +810,11 @@ class Policy:
         if self._inflight:
             self.finish(call)
         content, count = self.redact_content(call.tool, result.content, context.principal)
-        final = result.replace(content=content) if count else result
+        if self.observing and count:
+            content = result.content  # shadow mode: counted ("would redact"), not redacted
+        final = result.replace(content=content) if count and not self.observing else result
         withheld: list[str] = []
-        if final.rich:
+        if final.rich and not self.observing:
             final, withheld = self._media_allowed(final)
         content = final.content
         audit = self.config.audit
@@ -804,6 +826,8 @@ class Policy:
             record["content_sha256"] = hashlib.sha256(content.encode("utf-8")).hexdigest()
             record["content_length"] = len(content)
             record["redactions"] = count
+            if self.observing:
+                record["mode"] = "observe"  # the redactions counted were not made
             if result.rich:  # what media went to the model: type, size, digest (no bytes)
                 record["media"] = [_media_record(p) for p in final.media]
                 if withheld:
