@@ -202,7 +202,6 @@ def _openai_agents(host: tw.PluginHost | None, calls: int) -> Callable[[], float
 
 def _crewai(host: tw.PluginHost | None, calls: int) -> Callable[[], float]:
     os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
-    os.environ.setdefault("OTEL_SDK_DISABLED", "true")
     os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
     from crewai import Agent, Crew, Task
     from crewai.llms.base_llm import BaseLLM

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
-os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 
 from _matrix import EFFECTS, Runs, Seen

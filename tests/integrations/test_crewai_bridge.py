@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
-os.environ.setdefault("OTEL_SDK_DISABLED", "true")
-os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
-
 crewai = pytest.importorskip("crewai")
 bridge = pytest.importorskip("toolwire_crewai")
+
+# Only where CrewAI is installed (set earlier, they would reach every test of the worker).
+os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
+os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
 
 from _matrix import ALICE, EFFECTS, Runs  # noqa: E402
 from crewai.hooks.tool_hooks import (  # noqa: E402

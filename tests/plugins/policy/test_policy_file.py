@@ -107,10 +107,10 @@ def test_an_unknown_top_level_key() -> None:
     assert [
         (
             "deny_effect",
-            "unknown key at the top level; allowed keys: allow, deny, deny_effects, approve, "
-            "approve_effects, effects, trusted_mcp_servers, constraints, redact, result_media, "
-            "max_result_bytes, audit, require_principal, principal_methods, rules, quotas, "
-            "quota_store",
+            "unknown key at the top level; allowed keys: allow, deny, deny_effects, mode, "
+            "unknown_effect, approve, approve_effects, effects, trusted_mcp_servers, "
+            "constraints, redact, result_media, max_result_bytes, audit, require_principal, "
+            "principal_methods, rules, quotas, quota_store",
         )
     ] == problems("deny_effect = ['destructive']\n")
 
