@@ -718,3 +718,85 @@ def test_check_says_why_a_policy_does_not_load(
     out = _cli("check", "--policy", str(broken), env=env, cwd=tmp_path)
     assert 1 == out.returncode
     assert "deny" in out.stderr
+
+
+# -- policy tests in CI (#42) -----------------------------------------------------------------
+
+CASES = """
+[[cases]]
+name = "ops may reset"
+principal = "alice"
+groups = ["ops"]
+tool = "git_reset"
+arguments = { mode = "hard" }
+expect = "ask"
+
+[[cases]]
+principal = "bob"
+tool = "git_reset"
+arguments = { mode = "hard" }
+expect = "deny"
+
+[[cases]]
+principal = "bob"
+tool = "git_status"
+expect = "allow"
+
+[[cases]]
+name = "a tool of its own"
+principal = "bob"
+tool = "send_mail"
+effect = "mutating"
+arguments = { to = "x" }
+expect = "ask"
+"""
+
+
+def test_policy_cases_run_from_the_command_line(
+    policy_file: Callable[[str], Path], tmp_path: Path
+) -> None:
+    path = policy_file(
+        'deny = ["git_reset"]\napprove_effects = ["mutating"]\n[audit]\npath = "audit.jsonl"\n'
+        '[[rules]]\ngroups = ["ops"]\napprove = ["git_reset"]\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), TOOLWIRE_AUTOLOAD_PLUGINS="0")
+    (tmp_path / "app.py").write_text(GIT_APP)
+    cases = tmp_path / "cases.toml"
+    cases.write_text(CASES)
+    given = ("--policy", str(path), "--app", "app:tools")
+    ran = _cli("test", str(cases), *given, env=env, cwd=tmp_path)
+    assert 0 == ran.returncode, ran.stdout + ran.stderr
+    assert "4 of 4 cases as expected" in ran.stdout
+    assert not (tmp_path / "audit.jsonl").exists()  # a test writes no audit record
+    cases.write_text(CASES.replace('expect = "allow"', 'expect = "deny"'))
+    wrong = _cli("test", str(cases), *given, "--json", env=env, cwd=tmp_path)
+    assert 1 == wrong.returncode
+    out = json.loads(wrong.stdout)
+    assert 1 == out["failed"]
+    assert [("bob -> git_status", "deny", "allow")] == [
+        (r["case"], r["expect"], r["got"]) for r in out["results"] if r["expect"] != r["got"]
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("[[cases]]\ntool = 'x'\nexpect = 'maybe'\n", "cases.0.expect"),
+        ("[[cases]]\nexpect = 'allow'\n", "cases.0.tool"),
+        ("[[cases]]\ntool = 'x'\nexpect = 'allow'\nwho = 'a'\n", "cases.0.who"),
+        ("not toml [", "not TOML"),
+        ("[[cases]]\ntool = 'nowhere'\nexpect = 'allow'\n", "no tool `nowhere`"),
+    ],
+)
+def test_a_malformed_cases_file_is_a_clear_usage_error(
+    policy_file: Callable[[str], Path], tmp_path: Path, text: str, said: str
+) -> None:
+    path = policy_file('deny = ["x"]\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), TOOLWIRE_AUTOLOAD_PLUGINS="0")
+    cases = tmp_path / "cases.toml"
+    cases.write_text(text)
+    out = _cli("test", str(cases), "--policy", str(path), env=env, cwd=tmp_path)
+    assert 2 == out.returncode
+    assert said in out.stderr

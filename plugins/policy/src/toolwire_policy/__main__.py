@@ -6,9 +6,11 @@
     toolwire-policy explain TOOL [--as SUBJECT [--group G ...] [--method M]] [--policy FILE]
                                  [--app MODULE:ATTR]
     toolwire-policy check [--policy FILE] [--app MODULE:ATTR] [--strict] [--json]
+    toolwire-policy test CASES [--policy FILE] [--app MODULE:ATTR] [--json]
 
 Exit status: 0 ok; 1 the chain is broken (verify), the tool is denied (explain), or the
-policy does not load, or a rule names nothing and --strict was given (check); 2 usage
+policy does not load, or a rule names nothing and --strict was given (check), or a case
+decided otherwise than it expects (test); 2 usage
 error (an unreadable file, an unknown tool, a bad duration).
 """
 
@@ -106,6 +108,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     check.add_argument("--strict", action="store_true", help="a rule that names nothing fails")
     check.add_argument("--json", action="store_true", help="print JSON")
+    about = "decide each case of a test file (principal, tool, arguments, expected decision)"
+    test = sub.add_parser("test", help=about, description=about)
+    test.add_argument("cases", type=Path, help="the cases file (TOML, [[cases]] tables)")
+    test.add_argument("--policy", type=Path, help="this policy file (default: the one in force)")
+    test.add_argument(
+        "--app",
+        metavar="MODULE:ATTR",
+        help="the application's Toolset, the installed packs' tools assembled into it",
+    )
+    test.add_argument("--json", action="store_true", help="print JSON")
     return p
 
 
@@ -256,6 +268,47 @@ def _check(args: argparse.Namespace) -> int:
     return 1 if findings and args.strict else 0
 
 
+def _test(args: argparse.Namespace) -> int:
+    from toolwire import get_host
+    from toolwire_policy._cases import load_cases, run_cases
+    from toolwire_policy._config import PolicyFileError, find_policy_file
+
+    path = args.policy or find_policy_file()
+    if path is None:
+        raise _Usage("no policy file is in force (and none was given with --policy)")
+    try:
+        cases = load_cases(args.cases)
+    except PolicyFileError as exc:
+        raise _Usage(str(exc)) from None
+    tools = get_host().assemble(_app(args.app) if args.app else None)
+    catalogue = {t.name: t for t in tools.tools()}
+    try:
+        results = run_cases(path, cases, catalogue)
+    except PolicyFileError as exc:
+        print(terminal_text(str(exc)), file=sys.stderr)
+        return 1
+    except ValueError as exc:
+        raise _Usage(str(exc)) from None
+    failed = [r for r in results if not r.passed]
+    if args.json:
+        rows = [
+            {"case": r.label, "expect": r.case.expect, "got": r.got, "reason": r.reason}
+            for r in results
+        ]
+        out = {"policy": str(path), "cases": len(results), "failed": len(failed), "results": rows}
+        print(terminal_text(json.dumps(out, indent=2)))
+    else:
+        for r in results:
+            if r.passed:
+                line = f"ok    {r.label}: {r.got}"
+            else:
+                why = f" ({r.reason})" if r.reason else ""
+                line = f"FAIL  {r.label}: expected {r.case.expect}, got {r.got}{why}"
+            print(terminal_text(line, multiline=False))
+        print(f"{len(results) - len(failed)} of {len(results)} cases as expected under {path}")
+    return 1 if failed else 0
+
+
 def _trust(args: argparse.Namespace) -> int:
     from toolwire_policy._config import trust_policy_file, untrust_policy_file
 
@@ -280,6 +333,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _show(args)
         if args.command == "check":
             return _check(args)
+        if args.command == "test":
+            return _test(args)
         return _explain(args)
     except _Usage as exc:
         print(f"toolwire-policy: error: {exc}", file=sys.stderr)

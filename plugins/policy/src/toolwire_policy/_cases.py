@@ -1,0 +1,149 @@
+"""Policy tests: a file of cases (who calls which tool with which arguments, and what the
+policy must decide), run against a policy file as CI runs any test.
+
+```toml
+[[cases]]
+name = "ops may reset"
+principal = "alice"
+groups = ["ops"]
+tool = "git_reset"
+arguments = { mode = "hard" }
+expect = "ask"            # allow, deny or ask (needs a person's approval)
+```
+
+A case's tool comes from the assembled catalogue (the installed packs and servers, and
+``--app``), or stands on its own when the case gives its ``effect`` (a tool of that name
+and effect taking any arguments). Each case is decided by a fresh copy of the policy: no
+audit record is written, no quota of one case counts for the next, nobody is asked.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import attrs
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+
+from toolwire import HookContext, Principal, Tool, ToolCall, TypedCall, raw_tool
+from toolwire_policy._approval import APPROVAL_REASON, Verdict
+from toolwire_policy._config import PolicyConfig, PolicyFileError, read_policy_file
+from toolwire_policy._policy import Policy
+from toolwire_policy._quotas import MemoryStore
+
+__all__ = ["Case", "CaseResult", "load_cases", "run_cases"]
+
+#: The most cases one file may hold (a file is input: bounded).
+MAX_CASES = 10_000
+#: The most bytes a cases file may have.
+MAX_BYTES = 4_000_000
+
+Expect = Literal["allow", "deny", "ask"]
+
+
+class Case(BaseModel):
+    """One case of a policy test file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: Annotated[str, StringConstraints(min_length=1, max_length=200)] | None = None
+    principal: Annotated[str, StringConstraints(min_length=1, max_length=500)] | None = None
+    groups: list[Annotated[str, StringConstraints(min_length=1, max_length=500)]] = []
+    method: Annotated[str, StringConstraints(min_length=1, max_length=100)] = "app"
+    tool: Annotated[str, StringConstraints(min_length=1, max_length=500)]
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    effect: Literal["read_only", "mutating", "destructive"] | None = None
+    expect: Expect
+
+
+class _File(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    cases: list[Case] = Field(default_factory=list, max_length=MAX_CASES)
+
+
+@attrs.frozen
+class CaseResult:
+    """What the policy decided for one case: ``got`` (allow, deny or ask) and why."""
+
+    case: Case
+    got: Expect
+    reason: str
+
+    @property
+    def passed(self) -> bool:
+        return self.got == self.case.expect
+
+    @property
+    def label(self) -> str:
+        return self.case.name or f"{self.case.principal or '(anonymous)'} -> {self.case.tool}"
+
+
+def load_cases(path: Path) -> list[Case]:
+    """The cases of a test file; raises PolicyFileError naming the file and the case."""
+    try:
+        with path.open("rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise PolicyFileError(path, [("", f"cannot read it: {exc.strerror or exc}")]) from None
+    if len(raw) > MAX_BYTES:
+        raise PolicyFileError(path, [("", f"it is over {MAX_BYTES:,} bytes")])
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise PolicyFileError(path, [("", f"not TOML: {exc}")]) from None
+    try:
+        return _File.model_validate(data).cases
+    except ValidationError as exc:
+        problems = [(".".join(str(p) for p in e["loc"]), str(e["msg"])) for e in exc.errors()]
+        raise PolicyFileError(path, problems) from None
+
+
+def run_cases(
+    policy_path: Path, cases: Iterable[Case], catalogue: Mapping[str, Tool[Any, Any]]
+) -> list[CaseResult]:
+    """Decide each case under the policy file at ``policy_path`` (raises PolicyFileError
+    when it does not load, and ValueError naming a case whose tool is nowhere)."""
+    config = read_policy_file(policy_path)
+    return [_decide(config, policy_path, case, catalogue) for case in cases]
+
+
+def _decide(
+    config: PolicyConfig, source: Path, case: Case, catalogue: Mapping[str, Tool[Any, Any]]
+) -> CaseResult:
+    # A fresh policy per case, writing no record and counting in memory: cases do not
+    # touch the real audit log or a shared quota store, and do not count for each other.
+    policy = Policy(config, source=source, audit_log=None, quota_store=MemoryStore())
+    tool = _tool(case, catalogue)
+    principal = (
+        Principal(case.principal, groups=frozenset(case.groups), method=case.method)
+        if case.principal is not None
+        else None
+    )
+    try:
+        value = tool.validate_python(case.arguments)
+    except Exception as exc:
+        raise ValueError(f"case {case.name or case.tool!r}: invalid arguments: {exc}") from None
+    call = TypedCall(ToolCall("case", tool.name, tool.dump_input(value)), tool, value)
+    verdict = policy.check(call, HookContext(principal=principal))
+    if not isinstance(verdict, Verdict):  # nobody is asked in a test: the approver is None
+        raise ValueError(f"case {case.name or case.tool!r}: the policy could not decide it here")
+    if verdict.allowed:
+        return CaseResult(case, "allow", verdict.reason)
+    got: Expect = "ask" if verdict.reason.startswith(APPROVAL_REASON) else "deny"
+    return CaseResult(case, got, verdict.reason)
+
+
+def _tool(case: Case, catalogue: Mapping[str, Tool[Any, Any]]) -> Tool[Any, Any]:
+    if case.effect is not None:
+        schema = {"type": "object", "additionalProperties": True}
+        return raw_tool(case.tool, case.tool, schema, effect=case.effect)
+    found = catalogue.get(case.tool)
+    if found is None:
+        raise ValueError(
+            f"case {case.name or case.tool!r}: no tool `{case.tool}` in the catalogue "
+            "(give the case an effect, or --app the toolset that has it)"
+        )
+    return found
