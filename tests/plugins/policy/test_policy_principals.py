@@ -800,3 +800,52 @@ def test_a_malformed_cases_file_is_a_clear_usage_error(
     out = _cli("test", str(cases), "--policy", str(path), env=env, cwd=tmp_path)
     assert 2 == out.returncode
     assert said in out.stderr
+
+
+def test_replay_lists_exactly_the_calls_a_candidate_would_decide_otherwise(
+    policy_file: Callable[[str], Path], tmp_path: Path
+) -> None:
+    # #42: a recorded log of 1,000 calls re-decided under a candidate that denies one tool.
+    from toolwire_policy import Policy, PolicyPlugin
+
+    current = policy_file('[audit]\npath = "audit.jsonl"\n')
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(PolicyPlugin(Policy.from_file(current)), "corp", kind="policy")
+    exec(compile(GIT_APP, "app", "exec"), app := {})
+    executor = tw.Executor(tools=app["tools"], plugins=host)
+    for i in range(1000):
+        who = tw.HookContext(principal=tw.Principal("alice" if i % 2 else "bob"))
+        name, args = ("git_reset", '{"mode": "soft"}') if i % 10 == 0 else ("git_status", "{}")
+        assert not executor.execute(tw.ToolCall(f"c{i}", name, args), context=who).is_error
+    candidate = tmp_path / "candidate.toml"
+    candidate.write_text('deny = ["git_reset"]\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), TOOLWIRE_AUTOLOAD_PLUGINS="0")
+    (tmp_path / "app.py").write_text(GIT_APP)
+    log = tmp_path / "audit.jsonl"
+    out = _cli(
+        "replay",
+        str(log),
+        "--candidate",
+        str(candidate),
+        "--app",
+        "app:tools",
+        "--json",
+        env=env,
+        cwd=tmp_path,
+    )
+    assert 1 == out.returncode, out.stderr
+    found = json.loads(out.stdout)
+    assert 1000 == found["decided"]
+    assert 100 == len(found["changed"])
+    assert {("git_reset", "allow", "deny")} == {
+        (c["tool"], c["old"], c["new"]) for c in found["changed"]
+    }
+    assert {"bob"} == {c["principal"] for c in found["changed"]}
+    same = tmp_path / "same.toml"
+    same.write_text('deny = ["git_push"]\n')
+    text = _cli(
+        "replay", str(log), "--candidate", str(same), "--app", "app:tools", env=env, cwd=tmp_path
+    )
+    assert 0 == text.returncode
+    assert "0 of 1000 decisions would change" in text.stdout

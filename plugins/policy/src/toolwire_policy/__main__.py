@@ -7,10 +7,12 @@
                                  [--app MODULE:ATTR]
     toolwire-policy check [--policy FILE] [--app MODULE:ATTR] [--strict] [--json]
     toolwire-policy test CASES [--policy FILE] [--app MODULE:ATTR] [--json]
+    toolwire-policy replay AUDIT_LOG --candidate FILE [--app MODULE:ATTR] [--json]
 
 Exit status: 0 ok; 1 the chain is broken (verify), the tool is denied (explain), or the
 policy does not load, or a rule names nothing and --strict was given (check), or a case
-decided otherwise than it expects (test); 2 usage
+decided otherwise than it expects (test), or a recorded decision would change under the
+candidate (replay); 2 usage
 error (an unreadable file, an unknown tool, a bad duration).
 """
 
@@ -118,6 +120,16 @@ def _parser() -> argparse.ArgumentParser:
         help="the application's Toolset, the installed packs' tools assembled into it",
     )
     test.add_argument("--json", action="store_true", help="print JSON")
+    about = "re-decide every call an audit log records under a candidate policy file"
+    replay = sub.add_parser("replay", help=about, description=about)
+    replay.add_argument("log", type=Path, help="the audit log")
+    replay.add_argument("--candidate", type=Path, required=True, help="the policy file to try")
+    replay.add_argument(
+        "--app",
+        metavar="MODULE:ATTR",
+        help="the application's Toolset, the installed packs' tools assembled into it",
+    )
+    replay.add_argument("--json", action="store_true", help="print JSON")
     return p
 
 
@@ -309,6 +321,35 @@ def _test(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _replay(args: argparse.Namespace) -> int:
+    from toolwire import get_host
+    from toolwire_policy._cases import replay
+    from toolwire_policy._config import PolicyFileError
+
+    if not args.log.is_file():
+        raise _Usage(f"{args.log}: no such audit log")
+    tools = get_host().assemble(_app(args.app) if args.app else None)
+    catalogue = {t.name: t for t in tools.tools()}
+    try:
+        decided, changed = replay(args.candidate, args.log, catalogue)
+    except PolicyFileError as exc:
+        print(terminal_text(str(exc)), file=sys.stderr)
+        return 1
+    if args.json:
+        out = {"candidate": str(args.candidate), "decided": decided, "changed": changed}
+        print(terminal_text(json.dumps(out, indent=2)))
+    else:
+        for c in changed:
+            who = c["principal"] or "(anonymous)"
+            args_text = json.dumps(c["arguments"], ensure_ascii=False)
+            line = f"line {c['line']}: {who} {c['tool']} {args_text}: {c['old']} -> {c['new']}" + (
+                f" ({c['reason']})" if c["reason"] else ""
+            )
+            print(terminal_text(line, multiline=False))
+        print(f"{len(changed)} of {decided} decisions would change under {args.candidate}")
+    return 1 if changed else 0
+
+
 def _trust(args: argparse.Namespace) -> int:
     from toolwire_policy._config import trust_policy_file, untrust_policy_file
 
@@ -335,6 +376,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check(args)
         if args.command == "test":
             return _test(args)
+        if args.command == "replay":
+            return _replay(args)
         return _explain(args)
     except _Usage as exc:
         print(f"toolwire-policy: error: {exc}", file=sys.stderr)

@@ -33,7 +33,7 @@ from toolwire_policy._config import PolicyConfig, PolicyFileError, read_policy_f
 from toolwire_policy._policy import Policy
 from toolwire_policy._quotas import MemoryStore
 
-__all__ = ["Case", "CaseResult", "load_cases", "run_cases"]
+__all__ = ["Case", "CaseResult", "load_cases", "replay", "run_cases"]
 
 #: The most cases one file may hold (a file is input: bounded).
 MAX_CASES = 10_000
@@ -147,3 +147,71 @@ def _tool(case: Case, catalogue: Mapping[str, Tool[Any, Any]]) -> Tool[Any, Any]
             "(give the case an effect, or --app the toolset that has it)"
         )
     return found
+
+
+def replay(
+    candidate: Path, audit_log: Path, catalogue: Mapping[str, Tool[Any, Any]]
+) -> tuple[int, list[dict[str, Any]]]:
+    """Re-decide every decision an audit log records under the ``candidate`` policy file:
+    how many were re-decided, and those whose decision would change (who, tool, the
+    arguments as logged, the old and the new decision and the new reason).
+
+    A call is re-decided with its tool from the catalogue, else a stand-in with the
+    effect the record gives; with its arguments as logged (a value the old policy
+    redacted is ``[REDACTED]`` here, which a constraint on it may see differently)."""
+    from toolwire_policy._audit import read_records
+
+    config = read_policy_file(candidate)
+    changed: list[dict[str, Any]] = []
+    decided = 0
+    for number, _, record in read_records(audit_log):
+        if record is None or record.get("event") != "decision" or not record.get("tool"):
+            continue
+        old = _old(record)
+        principal = record.get("principal") or {}
+        subject = principal.get("subject") if isinstance(principal, dict) else None
+        arguments = record.get("arguments")
+        effect = record.get("claimed_effect") or record.get("effect")
+        tool = str(record["tool"])
+        case = Case(
+            principal=subject if isinstance(subject, str) and subject else None,
+            groups=[str(g) for g in principal.get("groups", [])] if subject else [],
+            method=str(principal.get("method") or "app") if subject else "app",
+            tool=tool,
+            arguments=arguments if isinstance(arguments, dict) else {},
+            effect=None if tool in catalogue else (effect if effect in _EFFECTS else "destructive"),
+            expect=old,
+        )
+        try:
+            result = _decide(config, candidate, case, catalogue)
+        except ValueError as exc:  # the call's tool no longer takes these arguments
+            result = CaseResult(case, "deny", str(exc))
+        decided += 1
+        if not result.passed:
+            changed.append(
+                {
+                    "line": number,
+                    "time": record.get("time"),
+                    "principal": case.principal,
+                    "tool": tool,
+                    "arguments": case.arguments,
+                    "old": old,
+                    "new": result.got,
+                    "reason": result.reason,
+                }
+            )
+    return decided, changed
+
+
+_EFFECTS = ("read_only", "mutating", "destructive")
+
+
+def _old(record: Mapping[str, Any]) -> Expect:
+    """What the policy that wrote the record decided (in shadow mode, what it would have)."""
+    decision = record.get("would") or record.get("decision")
+    if decision == "allow":
+        return "allow"
+    if decision == "ask":
+        return "ask"
+    reason = record.get("reason") or ""
+    return "ask" if isinstance(reason, str) and reason.startswith(APPROVAL_REASON) else "deny"
