@@ -37,7 +37,8 @@ class City(BaseModel):
 def main() -> int:
     for module in ("toolwire", "toolwire_openai", "toolwire_anthropic", "toolwire_gemini",
                    "toolwire_fs", "toolwire_http", "toolwire_policy", "toolwire_mcp",
-                   "toolwire_ray"):  # fmt: skip
+                   "toolwire_ray", "toolwire_cedar", "toolwire_pydantic_ai",
+                   "toolwire_langchain", "toolwire_openai_agents"):  # fmt: skip
         imported = __import__(module)
         where = str(Path(imported.__file__ or "").resolve())
         assert "site-packages" in where, f"{module} comes from {where}, not the wheel"

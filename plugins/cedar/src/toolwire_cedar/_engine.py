@@ -1,0 +1,243 @@
+"""Cedar as a toolwire policy engine: one authorization request per tool call.
+
+The request:
+
+- **principal**: ``Toolwire::User::"<subject>"``, its groups as parent
+  ``Toolwire::Group::"<group>"`` entities; a call made for nobody is
+  ``Toolwire::Anonymous::"anonymous"``;
+- **action**: ``Toolwire::Action::"<the tool's mounted name>"`` (the name the model calls it
+  by: a nested toolset's prefix or an MCP server's name is part of it, so it is stable);
+- **resource**: ``Toolwire::Toolset::"<where it comes from>"``: the tool's source
+  (``mcp:git``) when its maker named one, else ``app``;
+- **context**: ``input`` (the validated arguments), ``effect``, ``idempotent``, ``source``,
+  and the call's ``app``, ``session`` and ``transport`` (its provider).
+
+Cedar answers allow or deny, with the ids of the policies that decided (``@id("...")``, or
+Cedar's ``policyN``). A permitting policy annotated ``@approval("reason")`` makes the call
+need a person's approval (asked, and spent once, as toolwire-policy asks).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+import cedarpy
+
+from toolwire import HookContext, Principal, Tool, TypedCall
+
+__all__ = ["CedarDecision", "CedarPolicy", "CedarPolicyError", "schema_for"]
+
+#: The most bytes a policy or schema file may have.
+MAX_BYTES = 4_000_000
+NAMESPACE = "Toolwire"
+
+
+class CedarPolicyError(Exception):
+    """A Cedar policy or schema that cannot be used (the plugin then blocks every call)."""
+
+
+@attrs.frozen
+class CedarDecision:
+    """Cedar's answer for one call: ``allowed``, the ``policies`` (ids) that decided, and
+    ``approval`` (the reason) when a permitting policy asks for a person."""
+
+    allowed: bool
+    policies: tuple[str, ...]
+    approval: str | None = None
+
+    @property
+    def reason(self) -> str:
+        ids = ", ".join(self.policies)
+        if not self.allowed:
+            if not ids:
+                return "no Cedar policy permits it"
+            return f"forbidden by Cedar policy {ids}"
+        return f"permitted by Cedar policy {ids}"
+
+
+def _read(path: Path, what: str) -> str:
+    try:
+        with path.open("rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+    except OSError as exc:
+        raise CedarPolicyError(f"{what} {path}: cannot read it: {exc.strerror or exc}") from None
+    if len(raw) > MAX_BYTES:
+        raise CedarPolicyError(f"{what} {path}: over {MAX_BYTES:,} bytes")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CedarPolicyError(f"{what} {path}: not UTF-8") from None
+
+
+class CedarPolicy:
+    """A parsed Cedar policy set (and the schema it was validated against, if any)."""
+
+    def __init__(self, text: str, *, source: str = "<string>", schema: Any = None) -> None:
+        self.source = source
+        try:
+            self._set = cedarpy.PolicySet.from_str(text)
+            listed = json.loads(cedarpy.policies_to_json_str(text))
+        except ValueError as exc:
+            raise CedarPolicyError(f"Cedar policy {source}: {exc}") from None
+        if not listed.get("staticPolicies") and not listed.get("templates"):
+            raise CedarPolicyError(f"Cedar policy {source}: no policy in it (nothing is permitted)")
+        self._annotations: dict[str, dict[str, str]] = {
+            pid: dict(p.get("annotations") or {}) for pid, p in listed["staticPolicies"].items()
+        }
+        self.schema = schema
+        if schema is not None:
+            result = cedarpy.validate_policies(text, schema)
+            if not result.validation_passed:
+                errors = "; ".join(str(e) for e in result.errors) or "invalid"
+                raise CedarPolicyError(
+                    f"Cedar policy {source} does not validate against its schema: {errors}"
+                )
+
+    @classmethod
+    def from_files(cls, policy: Path, schema: Path | None = None) -> CedarPolicy:
+        text = _read(policy, "Cedar policy")
+        parsed = None
+        if schema is not None:
+            try:
+                parsed = json.loads(_read(schema, "Cedar schema"))
+            except ValueError as exc:
+                raise CedarPolicyError(f"Cedar schema {schema}: not JSON: {exc}") from None
+        return cls(text, source=str(policy), schema=parsed)
+
+    def ids(self, policy: str) -> str:
+        """A policy's name: its ``@id``, else Cedar's own."""
+        return self._annotations.get(policy, {}).get("id", policy)
+
+    def decide(self, call: TypedCall[Any], context: HookContext) -> CedarDecision:
+        request, entities = _request(call, context)
+        result = cedarpy.is_authorized(request, self._set, entities, self.schema)
+        if result.diagnostics.errors:
+            errors = "; ".join(str(e) for e in result.diagnostics.errors)
+            # A policy that errored on this request is skipped by Cedar: said, fail closed.
+            return CedarDecision(False, (f"(evaluation error: {errors})",))
+        decided = tuple(self.ids(p) for p in result.diagnostics.reasons)
+        if not result.allowed:
+            return CedarDecision(False, decided)
+        asks = [
+            self._annotations.get(p, {}).get("approval")
+            for p in result.diagnostics.reasons
+            if "approval" in self._annotations.get(p, {})
+        ]
+        approval = "; ".join(a for a in asks if a) if asks else None
+        if asks and not approval:
+            approval = "a Cedar policy asks for a person's approval"
+        return CedarDecision(True, decided, approval)
+
+
+def _entity(kind: str, name: str) -> str:
+    return f"{NAMESPACE}::{kind}::{json.dumps(name)}"
+
+
+def _request(call: TypedCall[Any], context: HookContext) -> tuple[dict[str, Any], list[Any]]:
+    principal: Principal | None = context.principal
+    entities: list[dict[str, Any]] = []
+    if principal is None:
+        who = _entity("Anonymous", "anonymous")
+        entities.append(_record("Anonymous", "anonymous", ()))
+    else:
+        who = _entity("User", principal.subject)
+        groups = sorted(principal.groups)
+        entities.append(_record("User", principal.subject, groups))
+        entities.extend(_record("Group", g, ()) for g in groups)
+    meta = call.tool.metadata
+    source = meta.source or "app"
+    arguments = json.loads(call.tool.dump_input(call.input))
+    request = {
+        "principal": who,
+        "action": _entity("Action", call.name),
+        "resource": _entity("Toolset", source),
+        "context": {
+            "input": arguments if isinstance(arguments, dict) else {},
+            "effect": meta.effect.value,
+            "idempotent": bool(meta.idempotent),
+            "source": source,
+            "app": context.app,
+            "session": context.session_id,
+            "transport": context.provider,
+        },
+    }
+    return request, entities
+
+
+def _record(kind: str, name: str, groups: Iterable[str]) -> dict[str, Any]:
+    return {
+        "uid": {"type": f"{NAMESPACE}::{kind}", "id": name},
+        "attrs": {},
+        "parents": [{"type": f"{NAMESPACE}::Group", "id": g} for g in groups],
+    }
+
+
+def _cedar_type(schema: Mapping[str, Any], path: str, untyped: list[str]) -> dict[str, Any] | None:
+    """A JSON Schema as a Cedar type; None (and ``path`` in ``untyped``) when Cedar has
+    none for it (a number that is not an integer, a union, a null)."""
+    kind = schema.get("type")
+    if kind == "string":
+        return {"type": "String"}
+    if kind == "integer":
+        return {"type": "Long"}
+    if kind == "boolean":
+        return {"type": "Boolean"}
+    if kind == "array" and isinstance(schema.get("items"), Mapping):
+        element = _cedar_type(schema["items"], f"{path}[]", untyped)
+        return {"type": "Set", "element": element} if element is not None else None
+    if kind == "object":
+        required = set(schema.get("required", ()))
+        attributes: dict[str, Any] = {}
+        for name, sub in (schema.get("properties") or {}).items():
+            typed = _cedar_type(sub, f"{path}.{name}" if path else name, untyped)
+            if typed is not None:
+                attributes[name] = {**typed, "required": name in required}
+        return {"type": "Record", "attributes": attributes}
+    untyped.append(path or "(the input)")
+    return None
+
+
+def schema_for(tools: Iterable[Tool[Any, Any]]) -> tuple[dict[str, Any], list[str]]:
+    """The Cedar schema (JSON) for a catalogue: the entity types, and an action per tool
+    whose ``context.input`` is typed from the tool's JSON Schema; and what Cedar could not
+    type (``tool: argument``), left out of the schema."""
+    untyped: list[str] = []
+    actions: dict[str, Any] = {}
+    for tool in tools:
+        lost: list[str] = []
+        typed = _cedar_type(tool.input_schema, "", lost) or {"type": "Record", "attributes": {}}
+        untyped.extend(f"{tool.name}: {p}" for p in lost)
+        actions[tool.name] = {
+            "appliesTo": {
+                "principalTypes": ["User", "Anonymous"],
+                "resourceTypes": ["Toolset"],
+                "context": {
+                    "type": "Record",
+                    "attributes": {
+                        "input": typed,
+                        "effect": {"type": "String"},
+                        "idempotent": {"type": "Boolean"},
+                        "source": {"type": "String"},
+                        "app": {"type": "String"},
+                        "session": {"type": "String"},
+                        "transport": {"type": "String"},
+                    },
+                },
+            }
+        }
+    schema = {
+        NAMESPACE: {
+            "entityTypes": {
+                "User": {"memberOfTypes": ["Group"]},
+                "Group": {},
+                "Anonymous": {},
+                "Toolset": {},
+            },
+            "actions": actions,
+        }
+    }
+    return schema, untyped

@@ -1,0 +1,116 @@
+"""The Cedar policy plugin: a :class:`CedarPolicy` deciding every call through toolwire's
+decision hook, asking for approval where a permitting policy says so, and recording each
+decision (with the policy ids that made it) in a hash-chained audit log."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Awaitable
+from pathlib import Path
+from typing import Any
+
+from toolwire import HookContext, Reject, ToolDecision, TypedCall
+from toolwire.hookspecs import hookimpl
+from toolwire_cedar._engine import CedarDecision, CedarPolicy, CedarPolicyError
+from toolwire_policy import AuditLog, Verdict, fingerprint
+from toolwire_policy._approval import Deferred, ask_approval
+from toolwire_policy._audit import utc_now
+
+__all__ = ["AUDIT_ENV", "POLICY_ENV", "SCHEMA_ENV", "CedarPlugin"]
+
+logger = logging.getLogger("toolwire.cedar")
+
+#: The Cedar policy file (unset: the plugin decides nothing).
+POLICY_ENV = "TOOLWIRE_CEDAR_POLICY"
+#: The Cedar schema (JSON) the policies are validated against when they load.
+SCHEMA_ENV = "TOOLWIRE_CEDAR_SCHEMA"
+#: Where decisions are recorded (toolwire-policy's hash-chained audit log format).
+AUDIT_ENV = "TOOLWIRE_CEDAR_AUDIT"
+
+
+class CedarPlugin:
+    """Hooks over one Cedar policy set (``policy`` None: inert)."""
+
+    def __init__(self, policy: CedarPolicy | None, audit: AuditLog | None = None) -> None:
+        self.policy = policy
+        self.audit = audit
+        self.toolwire_inert = policy is None
+
+    @classmethod
+    def from_env(cls) -> CedarPlugin:
+        """The plugin for the environment; raises CedarPolicyError for a policy or schema
+        that cannot be used (the host then blocks every call)."""
+        path = os.environ.get(POLICY_ENV)
+        if not path:
+            return cls(None)
+        schema = os.environ.get(SCHEMA_ENV)
+        policy = CedarPolicy.from_files(Path(path), Path(schema) if schema else None)
+        audit = None
+        if os.environ.get(AUDIT_ENV):
+            audit = AuditLog(Path(os.environ[AUDIT_ENV]))
+            try:
+                audit.check()
+            except OSError as exc:
+                raise CedarPolicyError(f"the Cedar audit log cannot be written: {exc}") from None
+        return cls(policy, audit)
+
+    def status(self) -> str:
+        if self.policy is None:
+            return f"inert: {POLICY_ENV} is not set"
+        audit = f", audit log {self.audit.path}" if self.audit else ""
+        return f"active: {self.policy.source}{audit}"
+
+    @hookimpl(tryfirst=True)
+    def toolwire_tool_decision(
+        self, call: TypedCall[Any], context: HookContext
+    ) -> ToolDecision | Awaitable[ToolDecision | None] | None:
+        if self.policy is None:
+            return None
+        try:
+            decision = self.policy.decide(call, context)
+        except Exception as exc:  # fail closed
+            logger.exception("toolwire-cedar failed on call %s (%s)", call.id, call.name)
+            return Reject(f"the Cedar policy failed on this call ({type(exc).__name__})")
+        if not decision.allowed:
+            return self._conclude(call, context, decision, Verdict(False, decision.reason))
+        if decision.approval is None:
+            return self._conclude(call, context, decision, Verdict(True))
+        verdict = ask_approval(call, context, f"requires approval: {decision.approval}")
+        if isinstance(verdict, Deferred):
+            pending = verdict
+
+            async def later() -> ToolDecision | None:
+                return self._conclude(call, context, decision, await pending)
+
+            return Deferred(later)
+        return self._conclude(call, context, decision, verdict)  # type: ignore[arg-type]
+
+    def _conclude(
+        self, call: TypedCall[Any], context: HookContext, decision: CedarDecision, verdict: Verdict
+    ) -> ToolDecision | None:
+        reason = verdict.reason
+        if not verdict.allowed and decision.policies and "Cedar policy" not in reason:
+            reason = f"{reason} ({decision.reason})"
+        if self.audit is not None:
+            record = {
+                "time": utc_now(),
+                "event": "decision",
+                "call_id": call.id or None,
+                "tool": call.name,
+                "decision": "allow" if verdict.allowed else "reject",
+                "plugin": "cedar",
+                "fingerprint": fingerprint(call.tool.dump_input(call.input)),
+                "reason": reason or None,
+                "policies": list(decision.policies),
+                "approval": verdict.approval,
+                "principal": context.principal.to_dict() if context.principal else None,
+            }
+            try:
+                self.audit.write(record)
+            except OSError as exc:
+                logger.error("cannot write the Cedar audit log %s: %s", self.audit.path, exc)
+                return Reject("the Cedar policy cannot write its audit log, so no tool may run")
+        if verdict.allowed:
+            return None
+        return Reject(reason)

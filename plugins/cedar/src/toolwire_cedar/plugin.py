@@ -1,0 +1,24 @@
+"""The toolwire-cedar plugin (entry point ``cedar`` in ``toolwire.policies``).
+
+Importing this module loads the Cedar policy named by ``TOOLWIRE_CEDAR_POLICY`` (validated
+against ``TOOLWIRE_CEDAR_SCHEMA`` when set). A policy that does not parse or validate
+raises here, so the host marks the plugin failed and blocks every tool call (fail closed).
+Unset, the plugin is inert.
+"""
+
+from __future__ import annotations
+
+from toolwire_cedar._plugin import CedarPlugin
+
+__all__ = ["status", "toolwire_tool_decision"]
+
+PLUGIN: CedarPlugin = CedarPlugin.from_env()
+
+#: With no policy every hook answers None: the host leaves the plugin's hooks out.
+toolwire_inert: bool = PLUGIN.toolwire_inert
+toolwire_tool_decision = PLUGIN.toolwire_tool_decision
+
+
+def status() -> str:
+    """One line for ``toolwire plugins``."""
+    return PLUGIN.status()

@@ -1,0 +1,233 @@
+"""#42: toolwire-cedar. The same scenarios written once in toolwire-policy's TOML and once
+in Cedar give the same decisions; a Cedar policy that does not parse, does not validate
+against the schema generated from the catalogue, or names a tool that does not exist
+refuses to load, and the plugin fails closed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import toolwire as tw
+
+cedar = pytest.importorskip("toolwire_cedar")
+from toolwire_cedar import CedarPlugin, CedarPolicy, CedarPolicyError, schema_for  # noqa: E402
+from toolwire_policy import AuditLog, Policy, PolicyPlugin, read_records  # noqa: E402
+
+
+@tw.tool_fn
+def git_status() -> str:
+    """Show the status."""
+    return "clean"
+
+
+@tw.tool_fn
+def read_file(path: str) -> str:
+    """Read a file."""
+    return f"contents of {path}"
+
+
+@tw.tool_fn(effect="destructive")
+def git_reset(mode: str) -> str:
+    """Reset the branch."""
+    return f"reset {mode}"
+
+
+@tw.tool_fn(effect="destructive")
+def drop_table(name: str) -> str:
+    """Drop a table."""
+    return f"dropped {name}"
+
+
+TOOLS = [git_status, read_file, git_reset, drop_table]
+
+TOML = r"""
+allow = ["git_status", "read_file", "git_reset"]
+deny = ["drop_*"]
+approve = ["git_reset"]
+
+[[rules]]
+subjects = ["mallory"]
+deny = ["read_file"]
+
+[[constraints]]
+tools = ["read_file"]
+arguments = ["path"]
+deny_patterns = ['\.env$']
+"""
+
+CEDAR = """
+@id("read")
+permit(
+  principal,
+  action in [Toolwire::Action::"git_status", Toolwire::Action::"read_file"],
+  resource
+);
+
+@id("reset")
+@approval("resetting needs a second pair of eyes")
+permit(principal, action == Toolwire::Action::"git_reset", resource);
+
+@id("no-mallory")
+forbid(principal == Toolwire::User::"mallory", action == Toolwire::Action::"read_file", resource);
+
+@id("no-env")
+forbid(principal, action == Toolwire::Action::"read_file", resource)
+  when { context.input.path like "*.env" };
+"""
+
+#: (who, tool, arguments, what both policies decide)
+SCENARIOS = [
+    ("alice", "git_status", {}, "allow"),
+    (None, "git_status", {}, "allow"),
+    ("alice", "read_file", {"path": "notes.txt"}, "allow"),
+    ("alice", "read_file", {"path": "prod.env"}, "deny"),
+    ("mallory", "read_file", {"path": "notes.txt"}, "deny"),
+    ("alice", "git_reset", {"mode": "hard"}, "ask"),
+    ("alice", "drop_table", {"name": "users"}, "deny"),
+]
+
+
+def _host(engine: str, tmp_path: Path) -> tw.PluginHost:
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    if engine == "toml":
+        host.register(PolicyPlugin(Policy.from_text(TOML)), "corp", kind="policy")
+    else:
+        log = AuditLog(tmp_path / "cedar-audit.jsonl")
+        host.register(
+            CedarPlugin(CedarPolicy(CEDAR, source="test.cedar"), log),
+            "cedar-under-test",
+            kind="policy",
+        )
+    return host
+
+
+def _decided(result: tw.ToolResult) -> str:
+    reason = tw.adapters.rejection_reason(result)
+    if reason is None:
+        return "allow"
+    return "ask" if "requires approval" in reason else "deny"
+
+
+@pytest.mark.parametrize("engine", ["toml", "cedar"])
+@pytest.mark.parametrize(("who", "tool", "arguments", "expected"), SCENARIOS)
+def test_the_same_scenarios_decide_the_same_in_toml_and_cedar(
+    tmp_path: Path,
+    engine: str,
+    who: str | None,
+    tool: str,
+    arguments: dict[str, Any],
+    expected: str,
+) -> None:
+    executor = tw.Executor(tools=TOOLS, plugins=_host(engine, tmp_path))
+    principal = tw.Principal(who) if who else None
+    call = tw.ToolCall("c1", tool, json.dumps(arguments))
+    result = executor.execute(call, context=tw.HookContext(principal=principal))
+    assert expected == _decided(result), result.content
+
+
+def test_a_cedar_decision_names_its_policies_in_the_refusal_and_the_record(tmp_path: Path) -> None:
+    executor = tw.Executor(tools=TOOLS, plugins=_host("cedar", tmp_path))
+    who = tw.HookContext(principal=tw.Principal("mallory"))
+    refused = executor.execute(tw.ToolCall("c1", "read_file", '{"path": "a"}'), context=who)
+    assert "forbidden by Cedar policy no-mallory" in refused.content
+    nobody = executor.execute(tw.ToolCall("c2", "drop_table", '{"name": "x"}'), context=who)
+    assert "no Cedar policy permits it" in nobody.content
+    records = [r for _, _, r in read_records(tmp_path / "cedar-audit.jsonl") if r]
+    assert [["no-mallory"], []] == [r["policies"] for r in records]
+    assert ["mallory", "mallory"] == [r["principal"]["subject"] for r in records]
+
+
+def test_an_approval_from_cedar_is_asked_and_spent_once(tmp_path: Path) -> None:
+    executor = tw.Executor(tools=TOOLS, plugins=_host("cedar", tmp_path))
+    asked: list[str] = []
+
+    def person(call: Any, reason: str) -> bool:
+        asked.append(reason)
+        return True
+
+    context = tw.HookContext(principal=tw.Principal("alice"), extra={"toolwire.approver": person})
+    result = executor.execute(tw.ToolCall("c1", "git_reset", '{"mode": "hard"}'), context=context)
+    assert "reset hard" == result.content
+    assert ["requires approval: resetting needs a second pair of eyes"] == asked
+
+
+def test_the_generated_schema_validates_the_policy_and_catches_a_stale_name(
+    tmp_path: Path,
+) -> None:
+    schema, untyped = schema_for(tw.Toolset("app", TOOLS).tools())
+    assert [] == untyped
+    CedarPolicy(CEDAR, source="ok.cedar", schema=schema)  # validates
+    stale = 'permit(principal, action == Toolwire::Action::"git_git_reset", resource);'
+    with pytest.raises(CedarPolicyError, match="does not validate"):
+        CedarPolicy(stale, source="stale.cedar", schema=schema)
+    typo = 'permit(principal, action, resource) when { context.input.pth == "x" };'
+    with pytest.raises(CedarPolicyError, match="does not validate"):
+        CedarPolicy(typo, source="typo.cedar", schema=schema)
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ("permit(principal, action, resource) when { nonsense", "Cedar policy bad.cedar"),
+        ("", "no policy in it"),
+        ("// only a comment\n", "no policy in it"),
+    ],
+)
+def test_a_policy_that_does_not_parse_is_refused(text: str, said: str) -> None:
+    with pytest.raises(CedarPolicyError, match=said):
+        CedarPolicy(text, source="bad.cedar")
+
+
+def test_the_installed_plugin_fails_closed_on_a_bad_policy(tmp_path: Path) -> None:
+    # Through its real entry point, in a process of its own: the host loads every policy.
+    bad = tmp_path / "bad.cedar"
+    bad.write_text("permit(principal, action, resource) when {")
+    (tmp_path / "app.py").write_text(
+        "import toolwire as tw\n\n@tw.tool_fn\ndef ping() -> str:\n    '''Ping.'''\n"
+        "    return 'pong'\n\ntools = tw.Toolset('app', [ping])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    env.update(
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        TOOLWIRE_AUTOLOAD_PLUGINS="0",
+        TOOLWIRE_CEDAR_POLICY=str(bad),
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "toolwire", "call", "ping", "--app", "app:tools", "{}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert "pong" not in out.stdout
+    assert "cedar" in (out.stdout + out.stderr).lower()
+
+
+def test_toolwire_cedar_schema_writes_the_catalogues_schema(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text(
+        "import toolwire as tw\n\n@tw.tool_fn\ndef ping(times: int, ratio: float = 1.0) -> str:\n"
+        "    '''Ping.'''\n    return 'pong'\n\ntools = tw.Toolset('app', [ping])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), TOOLWIRE_AUTOLOAD_PLUGINS="0")
+    out = subprocess.run(
+        [sys.executable, "-m", "toolwire_cedar", "schema", "--app", "app:tools"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert 0 == out.returncode, out.stderr
+    schema = json.loads(out.stdout)
+    ping = schema["Toolwire"]["actions"]["ping"]["appliesTo"]["context"]["attributes"]["input"]
+    assert {"type": "Long", "required": True} == ping["attributes"]["times"]
+    assert "Cedar has no type for ping: ratio" in out.stderr  # a float: said, left out
