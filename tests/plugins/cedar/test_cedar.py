@@ -231,3 +231,64 @@ def test_toolwire_cedar_schema_writes_the_catalogues_schema(tmp_path: Path) -> N
     ping = schema["Toolwire"]["actions"]["ping"]["appliesTo"]["context"]["attributes"]["input"]
     assert {"type": "Long", "required": True} == ping["attributes"]["times"]
     assert "Cedar has no type for ping: ratio" in out.stderr  # a float: said, left out
+
+
+def test_cedar_in_shadow_mode_runs_every_call_and_records_what_it_would_do(
+    tmp_path: Path,
+) -> None:
+    plugin = CedarPlugin(
+        CedarPolicy(CEDAR, source="t.cedar"), AuditLog(tmp_path / "a.jsonl"), observe=True
+    )
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(plugin, "cedar-under-test", kind="policy")
+    asked: list[str] = []
+    context = tw.HookContext(
+        principal=tw.Principal("mallory"),
+        extra={"toolwire.approver": lambda call, reason: asked.append(reason) or False},
+    )
+    executor = tw.Executor(tools=TOOLS, plugins=host)
+    calls = [
+        ("read_file", '{"path": "a"}'),
+        ("git_reset", '{"mode": "hard"}'),
+        ("git_status", "{}"),
+    ]
+    contents = [
+        executor.execute(tw.ToolCall(f"c{i}", n, a), context=context).content
+        for i, (n, a) in enumerate(calls)
+    ]
+    assert ["contents of a", "reset hard", "clean"] == contents
+    assert [] == asked
+    records = [r for _, _, r in read_records(tmp_path / "a.jsonl") if r]
+    assert [("allow", "reject"), ("allow", "ask"), ("allow", "allow")] == [
+        (r["decision"], r["would"]) for r in records
+    ]
+    assert plugin.status().startswith("observing, not enforcing")
+
+
+def test_policy_cases_and_replay_run_against_a_cedar_policy(tmp_path: Path) -> None:
+    # toolwire-policy's test and replay commands take either engine: the same cases file
+    # passes against the TOML policy and its Cedar twin.
+    from toolwire_policy._cases import Case, replay, run_cases
+
+    catalogue = {t.name: t for t in TOOLS}
+    cases = [
+        Case(principal=w, tool=t, arguments=a, expect=e)  # type: ignore[arg-type]
+        for w, t, a, e in SCENARIOS
+    ]
+    (tmp_path / "p.cedar").write_text(CEDAR)
+    (tmp_path / "p.toml").write_text(TOML)
+    for policy in ("p.cedar", "p.toml"):
+        results = run_cases(tmp_path / policy, cases, catalogue)
+        assert [] == [(r.label, r.case.expect, r.got) for r in results if not r.passed]
+    # A log the TOML policy wrote, replayed under the Cedar twin: nothing changes.
+    log = tmp_path / "audit.jsonl"
+    (tmp_path / "logged.toml").write_text(TOML + f'\n[audit]\npath = "{log}"\n')
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(PolicyPlugin(Policy.from_file(tmp_path / "logged.toml")), "t", kind="policy")
+    executor = tw.Executor(tools=TOOLS, plugins=host)
+    for i, (who, tool, arguments, _) in enumerate(SCENARIOS):
+        principal = tw.Principal(who) if who else None
+        call = tw.ToolCall(f"c{i}", tool, json.dumps(arguments))
+        executor.execute(call, context=tw.HookContext(principal=principal))
+    decided, changed = replay(tmp_path / "p.cedar", log, catalogue)
+    assert (len(SCENARIOS), []) == (decided, changed)

@@ -17,7 +17,7 @@ from toolwire_policy import AuditLog, Verdict, fingerprint
 from toolwire_policy._approval import Deferred, ask_approval
 from toolwire_policy._audit import utc_now
 
-__all__ = ["AUDIT_ENV", "POLICY_ENV", "SCHEMA_ENV", "CedarPlugin"]
+__all__ = ["AUDIT_ENV", "MODE_ENV", "POLICY_ENV", "SCHEMA_ENV", "CedarPlugin"]
 
 logger = logging.getLogger("toolwire.cedar")
 
@@ -27,14 +27,19 @@ POLICY_ENV = "TOOLWIRE_CEDAR_POLICY"
 SCHEMA_ENV = "TOOLWIRE_CEDAR_SCHEMA"
 #: Where decisions are recorded (toolwire-policy's hash-chained audit log format).
 AUDIT_ENV = "TOOLWIRE_CEDAR_AUDIT"
+#: ``observe`` (shadow mode): decide and record every call, enforce nothing.
+MODE_ENV = "TOOLWIRE_CEDAR_MODE"
 
 
 class CedarPlugin:
     """Hooks over one Cedar policy set (``policy`` None: inert)."""
 
-    def __init__(self, policy: CedarPolicy | None, audit: AuditLog | None = None) -> None:
+    def __init__(
+        self, policy: CedarPolicy | None, audit: AuditLog | None = None, *, observe: bool = False
+    ) -> None:
         self.policy = policy
         self.audit = audit
+        self.observe = observe
         self.toolwire_inert = policy is None
 
     @classmethod
@@ -44,6 +49,9 @@ class CedarPlugin:
         path = os.environ.get(POLICY_ENV)
         if not path:
             return cls(None)
+        mode = os.environ.get(MODE_ENV, "enforce")
+        if mode not in ("enforce", "observe"):
+            raise CedarPolicyError(f"{MODE_ENV} is enforce or observe, got {mode!r}")
         schema = os.environ.get(SCHEMA_ENV)
         policy = CedarPolicy.from_files(Path(path), Path(schema) if schema else None)
         audit = None
@@ -53,12 +61,14 @@ class CedarPlugin:
                 audit.check()
             except OSError as exc:
                 raise CedarPolicyError(f"the Cedar audit log cannot be written: {exc}") from None
-        return cls(policy, audit)
+        return cls(policy, audit, observe=mode == "observe")
 
     def status(self) -> str:
         if self.policy is None:
             return f"inert: {POLICY_ENV} is not set"
         audit = f", audit log {self.audit.path}" if self.audit else ""
+        if self.observe:
+            return f"observing, not enforcing ({MODE_ENV}=observe): {self.policy.source}{audit}"
         return f"active: {self.policy.source}{audit}"
 
     @hookimpl(tryfirst=True)
@@ -76,6 +86,9 @@ class CedarPlugin:
             return self._conclude(call, context, decision, Verdict(False, decision.reason))
         if decision.approval is None:
             return self._conclude(call, context, decision, Verdict(True))
+        if self.observe:  # would ask: nobody is asked in shadow mode
+            reason = f"requires approval: {decision.approval}"
+            return self._conclude(call, context, decision, Verdict(False, reason))
         verdict = ask_approval(call, context, f"requires approval: {decision.approval}")
         if isinstance(verdict, Deferred):
             pending = verdict
@@ -103,6 +116,7 @@ class CedarPlugin:
                 "fingerprint": fingerprint(call.tool.dump_input(call.input)),
                 "reason": reason or None,
                 "policies": list(decision.policies),
+                **_shadow(self.observe, verdict),
                 "approval": verdict.approval,
                 "principal": context.principal.to_dict() if context.principal else None,
             }
@@ -111,6 +125,16 @@ class CedarPlugin:
             except OSError as exc:
                 logger.error("cannot write the Cedar audit log %s: %s", self.audit.path, exc)
                 return Reject("the Cedar policy cannot write its audit log, so no tool may run")
-        if verdict.allowed:
-            return None
+        if verdict.allowed or self.observe:
+            return None  # in shadow mode recorded as "would reject" or "would ask", and run
         return Reject(reason)
+
+
+def _shadow(observe: bool, verdict: Verdict) -> dict[str, str]:
+    """A shadow-mode record's fields: allowed, and what the policy would have done."""
+    if not observe:
+        return {}
+    would = "allow" if verdict.allowed else "reject"
+    if not verdict.allowed and verdict.reason.startswith("requires approval"):
+        would = "ask"
+    return {"decision": "allow", "mode": "observe", "would": would}

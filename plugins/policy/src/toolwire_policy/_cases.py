@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from toolwire import HookContext, Principal, Tool, ToolCall, TypedCall, raw_tool
 from toolwire_policy._approval import APPROVAL_REASON, Verdict
-from toolwire_policy._config import PolicyConfig, PolicyFileError, read_policy_file
+from toolwire_policy._config import PolicyFileError, read_policy_file
 from toolwire_policy._policy import Policy
 from toolwire_policy._quotas import MemoryStore
 
@@ -104,18 +104,31 @@ def load_cases(path: Path) -> list[Case]:
 def run_cases(
     policy_path: Path, cases: Iterable[Case], catalogue: Mapping[str, Tool[Any, Any]]
 ) -> list[CaseResult]:
-    """Decide each case under the policy file at ``policy_path`` (raises PolicyFileError
-    when it does not load, and ValueError naming a case whose tool is nowhere)."""
-    config = read_policy_file(policy_path)
-    return [_decide(config, policy_path, case, catalogue) for case in cases]
+    """Decide each case under the policy file at ``policy_path``: toolwire-policy's TOML,
+    or a Cedar policy set (``.cedar``, with toolwire-cedar installed). Raises
+    PolicyFileError when it does not load, and ValueError naming a case whose tool is
+    nowhere."""
+    engine = _engine(policy_path)
+    return [_decide(engine, case, catalogue) for case in cases]
 
 
-def _decide(
-    config: PolicyConfig, source: Path, case: Case, catalogue: Mapping[str, Tool[Any, Any]]
-) -> CaseResult:
-    # A fresh policy per case, writing no record and counting in memory: cases do not
-    # touch the real audit log or a shared quota store, and do not count for each other.
-    policy = Policy(config, source=source, audit_log=None, quota_store=MemoryStore())
+def _engine(path: Path) -> Any:
+    """What decides a case: a policy file's config (TOML), or a parsed Cedar policy set."""
+    if path.suffix != ".cedar":
+        return (read_policy_file(path), path)
+    try:
+        from toolwire_cedar import CedarPolicy, CedarPolicyError
+    except ImportError:
+        raise PolicyFileError(
+            path, [("", "a Cedar policy needs toolwire-cedar installed")]
+        ) from None
+    try:
+        return CedarPolicy.from_files(path)
+    except CedarPolicyError as exc:
+        raise PolicyFileError(path, [("", str(exc))]) from None
+
+
+def _decide(engine: Any, case: Case, catalogue: Mapping[str, Tool[Any, Any]]) -> CaseResult:
     tool = _tool(case, catalogue)
     principal = (
         Principal(case.principal, groups=frozenset(case.groups), method=case.method)
@@ -127,6 +140,15 @@ def _decide(
     except Exception as exc:
         raise ValueError(f"case {case.name or case.tool!r}: invalid arguments: {exc}") from None
     call = TypedCall(ToolCall("case", tool.name, tool.dump_input(value)), tool, value)
+    if not isinstance(engine, tuple):  # Cedar: allow, deny, or allow with an @approval
+        cedar = engine.decide(call, HookContext(principal=principal))
+        if not cedar.allowed:
+            return CaseResult(case, "deny", cedar.reason)
+        return CaseResult(case, "ask" if cedar.approval else "allow", cedar.approval or "")
+    # A fresh policy per case, writing no record and counting in memory: cases do not
+    # touch the real audit log or a shared quota store, and do not count for each other.
+    config, source = engine
+    policy = Policy(config, source=source, audit_log=None, quota_store=MemoryStore())
     verdict = policy.check(call, HookContext(principal=principal))
     if not isinstance(verdict, Verdict):  # nobody is asked in a test: the approver is None
         raise ValueError(f"case {case.name or case.tool!r}: the policy could not decide it here")
@@ -161,7 +183,7 @@ def replay(
     redacted is ``[REDACTED]`` here, which a constraint on it may see differently)."""
     from toolwire_policy._audit import read_records
 
-    config = read_policy_file(candidate)
+    engine = _engine(candidate)
     changed: list[dict[str, Any]] = []
     decided = 0
     for number, _, record in read_records(audit_log):
@@ -183,7 +205,7 @@ def replay(
             expect=old,
         )
         try:
-            result = _decide(config, candidate, case, catalogue)
+            result = _decide(engine, case, catalogue)
         except ValueError as exc:  # the call's tool no longer takes these arguments
             result = CaseResult(case, "deny", str(exc))
         decided += 1
