@@ -456,3 +456,37 @@ def test_the_s1_bound_compiles_what_toolwire_sends() -> None:
     # S1's bound (the floor's build and toolwire-openai's strict compile) must do the
     # compile work toolwire's render does, or it bounds nothing.
     _says_same(_S1_BOUND_CHECK)
+
+
+@pytest.mark.parametrize("name", ["bridges", "engines", "soak"])
+def test_the_readme_has_each_generated_sections_markers(name: str) -> None:
+    text = (REPO_ROOT / "bench" / "README.md").read_text()
+    assert text.count(f"<!-- {name}:start -->") == 1
+    assert text.index(f"<!-- {name}:start -->") < text.index(f"<!-- {name}:end -->")
+
+
+def test_the_engines_section_is_written_from_an_engines_run(tmp_path: Path) -> None:
+    run = {
+        "meta": {
+            "date": "2026-01-01",
+            "elapsed_s": 3,
+            "rounds": 3,
+            "calls": 200,
+            "cpus": 2,
+            "python": "3.11.7",
+            "cedarpy": "4.12.2",
+        },
+        "rows": [{"tools": 50, "toml_us": 6.7, "cedar_us": 94.8}],
+    }
+    data = tmp_path / "engines.json"
+    data.write_text(json.dumps(run))
+    readme = tmp_path / "README.md"
+    readme.write_text("x\n<!-- engines:start -->\nSTALE\n<!-- engines:end -->\ny\n")
+    subprocess.run(
+        [sys.executable, "-m", "bench.readme", "--engines", str(data), "--readme", str(readme)],
+        cwd=REPO_ROOT,
+        check=True,
+    )
+    text = readme.read_text()
+    assert "STALE" not in text
+    assert "| 50 | 6.7 | 94.8 |" in text
