@@ -315,14 +315,19 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--ray", type=Path, help="a bench.ray_backend --json output")
     p.add_argument("--gateway", type=Path, help="a bench.gateway_load --json output")
     p.add_argument("--soak", type=Path, help="a bench.soak --json output")
-    p.add_argument("--bridges", type=Path, help="a bench.bridges --json output")
+    p.add_argument(
+        "--bridges",
+        type=Path,
+        action="append",
+        help="a bench.bridges --json output (again for each environment it ran in)",
+    )
     p.add_argument("--engines", type=Path, help="a bench.policy_engines --json output")
     p.add_argument("--readme", type=Path, default=README)
     p.add_argument("--check", action="store_true", help="exit 1 if the README differs")
     args = p.parse_args(argv)
     runs = [
         x
-        for x in (args.json, args.ray, args.gateway, args.soak, args.bridges, args.engines)
+        for x in (args.json, args.ray, args.gateway, args.soak, *(args.bridges or []), args.engines)
         if x is not None
     ]
     if not runs:
@@ -341,9 +346,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.gateway is not None:
         gateway = json.loads(args.gateway.read_text(encoding="utf-8"))
         new = _replace(new, GATEWAY_START, GATEWAY_END, gateway_section(gateway))
-    if args.bridges is not None:
-        bridges = json.loads(args.bridges.read_text(encoding="utf-8"))
-        new = _replace(new, BRIDGES_START, BRIDGES_END, bridges_section(bridges))
+    if args.bridges:
+        # One run per environment (CrewAI and ADK each have their own): their rows together.
+        runs = [json.loads(path.read_text(encoding="utf-8")) for path in args.bridges]
+        merged = {**runs[0], "rows": [row for run in runs for row in run["rows"]]}
+        for run in runs[1:]:
+            merged["meta"] = {
+                **run["meta"],
+                **{k: v for k, v in merged["meta"].items() if v != "-"},
+            }
+        new = _replace(new, BRIDGES_START, BRIDGES_END, bridges_section(merged))
     if args.engines is not None:
         engines = json.loads(args.engines.read_text(encoding="utf-8"))
         new = _replace(new, ENGINES_START, ENGINES_END, engines_section(engines))
