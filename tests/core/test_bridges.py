@@ -232,3 +232,20 @@ def test_a_foreign_tool_runs_here_with_the_frameworks_own_timeouts(governor: Gov
         pack.metadata.local,
         pack.metadata.effect,
     )
+
+
+def test_arguments_the_schema_refuses_are_audited_as_an_attempt(policy: Decides) -> None:
+    seen: list[tuple[str, str]] = []
+
+    class Listens:
+        @tw.hookimpl
+        def toolwire_audit(self, event: Any, context: Any) -> None:
+            seen.append((event.kind, event.tool))
+
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(policy, "corp", kind="policy")
+    host.register(Listens(), "ears", kind="policy")
+    governor = Governor("testframe", plugins=host)
+    out = run(governor, "lookup", {"to": 3}, lambda a: pytest.fail("ran"))
+    assert "refused" == out.status
+    assert ("invalid_arguments", "lookup") in seen

@@ -28,7 +28,7 @@ from toolwire._errors import UsageError
 from toolwire._execute.approval import call_fingerprint
 from toolwire._execute.executor import Executor
 from toolwire._exports import publish
-from toolwire._hooks import HookContext, Principal
+from toolwire._hooks import AuditEvent, HookContext, Principal
 from toolwire._metadata import ToolEffect, ToolMetadata
 from toolwire._tools import Tool, raw_tool
 
@@ -253,15 +253,23 @@ class Governor:
         rewrote is refused, saying so. Never raises for the call's own failures."""
         text = arguments if isinstance(arguments, str) else _json(arguments)
         call = ToolCall(call_id or "call", tool.name, text)
-        try:
-            typed = TypedCall(call, tool, tool.validate_json(text))
-        except Exception as exc:
-            return Governed("refused", f"the arguments of `{tool.name}` are invalid: {exc}")
         foreign = tool.fn is _continue
         if foreign and proceed is None:
             raise UsageError(f"`{tool.name}` is a foreign tool: give proceed")
-        holder = _Holder(proceed, typed.input, rewrite)
+        holder = _Holder(proceed, None, rewrite)
         context = self._context(holder, principal, session_id, model)
+        try:
+            typed = TypedCall(call, tool, tool.validate_json(text))
+        except Exception as exc:
+            reason = f"the arguments of `{tool.name}` are invalid: {exc}"
+            host = self.executor._host
+            if host is not None:  # an attempt no decision hook saw: audited all the same
+                event = AuditEvent(
+                    "invalid_arguments", reason, tool.name, call.id, text, "toolwire", call
+                )
+                host.audit(event, context)
+            return Governed("refused", reason)
+        holder.given = typed.input
         token = _CURRENT.set(holder)
         try:
             result = await self.executor.aexecute(typed, context=context)
