@@ -348,9 +348,9 @@ def main(argv: list[str] | None = None) -> int:
         new = _replace(new, GATEWAY_START, GATEWAY_END, gateway_section(gateway))
     if args.bridges:
         # One run per environment (CrewAI and ADK each have their own): their rows together.
-        runs = [json.loads(path.read_text(encoding="utf-8")) for path in args.bridges]
-        merged = {**runs[0], "rows": [row for run in runs for row in run["rows"]]}
-        for run in runs[1:]:
+        each = [json.loads(path.read_text(encoding="utf-8")) for path in args.bridges]
+        merged = {**each[0], "rows": [row for run in each for row in run["rows"]]}
+        for run in each[1:]:
             merged["meta"] = {
                 **run["meta"],
                 **{k: v for k, v in merged["meta"].items() if v != "-"},
