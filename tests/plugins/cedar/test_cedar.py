@@ -209,6 +209,19 @@ def test_the_installed_plugin_fails_closed_on_a_bad_policy(tmp_path: Path) -> No
     )
     assert "pong" not in out.stdout
     assert "cedar" in (out.stdout + out.stderr).lower()
+    # A good policy through the same entry point: what it permits runs, the rest is refused.
+    good = tmp_path / "good.cedar"
+    good.write_text('permit(principal, action == Toolwire::Action::"ping", resource);')
+    env["TOOLWIRE_CEDAR_POLICY"] = str(good)
+    ran = subprocess.run(
+        [sys.executable, "-m", "toolwire", "call", "ping", "--app", "app:tools", "{}"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert (0, True) == (ran.returncode, "result: pong" in ran.stdout), ran.stdout + ran.stderr
 
 
 def test_toolwire_cedar_schema_writes_the_catalogues_schema(tmp_path: Path) -> None:
