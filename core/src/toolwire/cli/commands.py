@@ -146,21 +146,22 @@ def _provider(
 
 
 def _warn_blocked(host: PluginHost) -> None:
-    """Before calls run: which policies decide them, a warning for a policy that checks
-    nothing (installed, no configuration), and why calls are blocked."""
+    """Before calls run: which policies decide them, a warning when no policy checks
+    anything (installed, none configured), and why calls are blocked."""
     loaded = [r for r in host.plugins if r.kind == "policy" and r.status == "loaded"]
     # "Tool calls are not checked" is true only when no policy checks them: an inert policy
-    # beside an active one is said as a status line, not as a warning.
+    # beside an active one is said as a status line (after the active ones), not a warning.
     active = [r for r in loaded if not host.is_inert(r)]
-    for record in loaded:
+    inert = [r for r in loaded if host.is_inert(r)]
+    if inert and not active:
+        # One warning, however many policy distributions are installed and unconfigured.
+        each = "; ".join(
+            f"policy {r.label()} checks nothing: {host.plugin_status(r) or 'inert'}" for r in inert
+        )
+        _out(sys.stderr, f"toolwire: warning: {each}; tool calls are not checked")
+    for record in [*active, *(inert if active else [])]:
         state = host.plugin_status(record)
-        if host.is_inert(record) and not active:
-            _out(
-                sys.stderr,
-                f"toolwire: warning: policy {record.label()} checks nothing: "
-                f"{state or 'inert'}; tool calls are not checked",
-            )
-        elif state:
+        if state:
             _out(sys.stderr, f"toolwire: policy `{record.name}`: {state}")
     for reason in host.blocked:
         _out(sys.stderr, f"toolwire: warning: {reason}")
