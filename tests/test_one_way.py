@@ -182,9 +182,9 @@ ASKERS = {
         "integrations/crewai/src/toolwire_crewai/__init__.py",
         "context.request_human_input",
         "question",
-    ): "CrewAI's approval question: approval_question, review_arguments",
+    ): "CrewAI's approval question: toolwire.bridges.approval_question, review_arguments",
     ("integrations/adk/src/toolwire_adk/__init__.py", "context.request_confirmation", "hint"): (
-        "ADK's tool confirmation: confirmation_hint, review_arguments"
+        "ADK's tool confirmation: toolwire.bridges.approval_question, review_arguments"
     ),
     ("integrations/crewai/src/toolwire_crewai/__init__.py", "input", 'f"{question}\\n{prompt} "'): (
         "the same question where CrewAI gives no hook context (a pack's tool)"
@@ -194,8 +194,7 @@ ASKERS = {
 QUESTION_BUILDERS = {
     "core/src/toolwire/cli/chat.py": "_approval_prompt",
     "plugins/mcp/src/toolwire_mcp/_elicit.py": "approval_question",
-    "integrations/crewai/src/toolwire_crewai/__init__.py": "approval_question",
-    "integrations/adk/src/toolwire_adk/__init__.py": "confirmation_hint",
+    "core/src/toolwire/_bridge.py": "approval_question",
 }
 
 

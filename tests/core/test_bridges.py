@@ -249,3 +249,63 @@ def test_arguments_the_schema_refuses_are_audited_as_an_attempt(policy: Decides)
     out = run(governor, "lookup", {"to": 3}, lambda a: pytest.fail("ran"))
     assert "refused" == out.status
     assert ("invalid_arguments", "lookup") in seen
+
+
+def test_tools_of_takes_toolsets_tools_functions_and_refuses_the_rest() -> None:
+    from toolwire.bridges import tools_of
+
+    @tw.tool_fn
+    def add(a: int, b: int) -> int:
+        """Add."""
+        return a + b
+
+    def sub(a: int, b: int) -> int:
+        """Subtract."""
+        return a - b
+
+    found = tools_of(tw.Toolset("s", [add]), add, [sub])
+    assert ["add", "add", "sub"] == [t.name for t in found]
+    for bad in (3, "add", {"name": "add"}, [object()]):
+        with pytest.raises(Exception, match="expected a Tool"):
+            tools_of(bad)
+
+
+@pytest.mark.parametrize(
+    ("found", "expected"),
+    [
+        (tw.Principal("alice"), tw.Principal("alice")),
+        ("alice", tw.Principal("alice")),
+        ({"subject": "bob", "groups": ["ops"]}, tw.Principal("bob", groups=frozenset({"ops"}))),
+        ("", None),
+        (None, None),
+        (42, None),
+        ({"groups": ["ops"]}, None),  # no subject: nobody
+    ],
+)
+def test_principal_of_reads_what_a_run_can_carry(found: Any, expected: Any) -> None:
+    from toolwire.bridges import principal_in, principal_of
+
+    assert expected == principal_of(found)
+    assert expected == principal_in({"principal": found})
+
+    class Deps:
+        principal = found
+
+    assert expected == principal_in(Deps())
+
+
+def test_principal_groups_must_be_a_list() -> None:
+    from toolwire.bridges import principal_of
+
+    with pytest.raises(tw.UsageError, match="groups must be a list"):
+        principal_of({"subject": "bob", "groups": "ops"})
+
+
+def test_an_approval_question_shows_every_argument_or_is_not_asked() -> None:
+    from toolwire.bridges import approval_question
+
+    shown = approval_question("send_mail", {"to": "bob", "body": "hi\x1b[2J"}, "requires approval")
+    assert shown is not None
+    assert '"to": "bob"' in shown
+    assert "\x1b" not in shown  # control characters escaped, as every question shows them
+    assert approval_question("send_mail", {"body": "x" * 100_000}, "r") is None

@@ -92,5 +92,5 @@ def test_a_person_who_says_no_refuses_the_call(tmp_path: Path) -> None:
 def test_a_confirmation_shows_every_argument_or_is_not_asked(
     arguments: dict[str, Any], asked: bool
 ) -> None:
-    hint = bridge.confirmation_hint("send_mail", arguments, "requires approval")
+    hint = bridge.approval_question("send_mail", arguments, "requires approval")
     assert (hint is not None) == asked

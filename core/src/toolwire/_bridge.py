@@ -17,22 +17,34 @@ import asyncio
 import concurrent.futures
 import contextvars
 import threading
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Literal
 
 import attrs
 import pydantic_core
 
 from toolwire._calls import ToolCall, TypedCall, rejection_reason
+from toolwire._display import review_arguments
 from toolwire._errors import UsageError
 from toolwire._execute.approval import call_fingerprint
 from toolwire._execute.executor import Executor
 from toolwire._exports import publish
 from toolwire._hooks import AuditEvent, HookContext, Principal
 from toolwire._metadata import ToolEffect, ToolMetadata
-from toolwire._tools import Tool, raw_tool
+from toolwire._tools import Tool, raw_tool, tool_of
+from toolwire._toolset import Toolset
 
-__all__ = ["FRAMEWORK", "UNKNOWN_EFFECT", "UNKNOWN_EFFECT_SOURCE", "Governed", "Governor"]
+__all__ = [
+    "FRAMEWORK",
+    "UNKNOWN_EFFECT",
+    "UNKNOWN_EFFECT_SOURCE",
+    "Governed",
+    "Governor",
+    "approval_question",
+    "principal_in",
+    "principal_of",
+    "tools_of",
+]
 
 #: ``HookContext.extra[FRAMEWORK]``: the name of the framework a call came through
 #: (``pydantic-ai``, ``openai-agents``, ...); the policy's audit records say it.
@@ -355,6 +367,63 @@ class _Spent:
     def discard(self, key: str) -> None:
         with self._governor._lock:
             self._governor._approved.discard(key)
+
+
+def tools_of(*sources: Any) -> list[Tool[Any, Any]]:
+    """The toolwire tools a bridge turns into its framework's: the installed tool packs
+    (no sources), else each source's: a Toolset's tools, a tool, or an iterable of tools
+    (functions and ``@tool_input`` models are made tools as ``tool_of`` makes them)."""
+    if not sources:
+        from toolwire._plugins.host import get_host
+
+        return list(get_host().assemble().tools())
+    found: list[Tool[Any, Any]] = []
+    for source in sources:
+        if isinstance(source, Toolset):
+            found.extend(source.tools())
+        elif isinstance(source, Tool):
+            found.append(source)
+        elif isinstance(source, Iterable) and not isinstance(source, (str, bytes, Mapping)):
+            found.extend(tool_of(item) for item in source)
+        else:
+            found.append(tool_of(source))
+    return found
+
+
+def principal_of(found: Any) -> Principal | None:
+    """A principal as a framework's run carries it: a :class:`~toolwire.Principal`, a
+    subject (a non-empty string), or a mapping with ``subject`` (and ``groups``), as a
+    run's serialisable inputs or state hold it; anything else is nobody (None)."""
+    if isinstance(found, Principal):
+        return found
+    if isinstance(found, str) and found:
+        return Principal(found)
+    if isinstance(found, Mapping) and isinstance(found.get("subject"), str):
+        groups = found.get("groups") or ()
+        if isinstance(groups, (str, bytes)) or not isinstance(groups, Iterable):
+            raise UsageError(f"a principal's groups must be a list of names, got {groups!r}")
+        return Principal(found["subject"], groups=frozenset(str(g) for g in groups))
+    return None
+
+
+def principal_in(container: Any) -> Principal | None:
+    """The principal a framework's run context holds: the context itself when it is one,
+    else what it holds under the key or attribute ``principal`` (:func:`principal_of`)."""
+    if isinstance(container, Principal):
+        return container
+    if isinstance(container, Mapping):
+        return principal_of(container.get("principal"))
+    return principal_of(getattr(container, "principal", None))
+
+
+def approval_question(name: str, arguments: Mapping[str, Any], reason: str) -> str | None:
+    """What a person is asked about a call a bridge pauses for: its tool, every argument
+    (``review_arguments``) and why; None when the arguments are too long to show in full
+    (the call is then refused, not asked about)."""
+    shown = review_arguments(dict(arguments))
+    if shown is None:
+        return None
+    return f"The organisation policy asks you to approve a call of `{name}` ({reason}):\n{shown}"
 
 
 def _is_effect(value: Any) -> bool:

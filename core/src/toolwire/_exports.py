@@ -261,6 +261,10 @@ BRIDGES: Mapping[str, str] = {
     "UNKNOWN_EFFECT_SOURCE": "toolwire._bridge",
     "Governed": "toolwire._bridge",
     "Governor": "toolwire._bridge",
+    "approval_question": "toolwire._bridge",
+    "principal_in": "toolwire._bridge",
+    "principal_of": "toolwire._bridge",
+    "tools_of": "toolwire._bridge",
 }
 """``toolwire.bridges``: what a bridge to another agent framework needs."""
 

@@ -18,6 +18,10 @@ if _typing.TYPE_CHECKING:
         UNKNOWN_EFFECT_SOURCE,
         Governed,
         Governor,
+        approval_question,
+        principal_in,
+        principal_of,
+        tools_of,
     )
 
 __all__ = [
@@ -26,6 +30,10 @@ __all__ = [
     "UNKNOWN_EFFECT_SOURCE",
     "Governed",
     "Governor",
+    "approval_question",
+    "principal_in",
+    "principal_of",
+    "tools_of",
 ]
 
 __getattr__, __dir__ = _lazy_exports(__name__, _exports.BRIDGES, globals())

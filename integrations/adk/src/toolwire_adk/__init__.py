@@ -42,8 +42,7 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 
 import toolwire as tw
-from toolwire.adapters import review_arguments
-from toolwire.bridges import Governed, Governor
+from toolwire.bridges import Governed, Governor, approval_question, principal_of, tools_of
 
 __version__ = "0.1.0"
 
@@ -66,25 +65,13 @@ def default_principal(tool_context: ToolContext) -> tw.Principal | None:
     """Who a call is made for: the session state's ``principal`` (a subject, or a mapping
     with ``subject`` and ``groups``), else the session's user."""
     try:
-        found = tool_context.state.get("principal")
-    except Exception:
+        found = principal_of(tool_context.state.get("principal"))
+    except AttributeError:  # no session state here
         found = None
-    if isinstance(found, str) and found:
-        return tw.Principal(found)
-    if isinstance(found, Mapping) and isinstance(found.get("subject"), str):
-        groups = found.get("groups") or ()
-        return tw.Principal(found["subject"], groups=frozenset(str(g) for g in groups))
+    if found is not None:
+        return found
     user = getattr(tool_context, "user_id", None)
     return tw.Principal(user) if isinstance(user, str) and user else None
-
-
-def confirmation_hint(name: str, arguments: Mapping[str, Any], reason: str) -> str | None:
-    """What a person is shown about a call: its tool, every argument, and why; None when
-    the arguments are too long to show in full (the call is then refused, not asked)."""
-    shown = review_arguments(dict(arguments))
-    if shown is None:
-        return None
-    return f"The organisation policy asks you to approve a call of `{name}` ({reason}):\n{shown}"
 
 
 class _Held:
@@ -214,7 +201,7 @@ class ToolwirePlugin(BasePlugin):
         if outcome is not None and outcome.status == "approval" and outcome.approval:
             if asked is not None or confirmation is not None:
                 return _refusal(f"`{tool.name}` was approved with other arguments than these")
-            hint = confirmation_hint(tool.name, tool_args, outcome.content)
+            hint = approval_question(tool.name, tool_args, outcome.content)
             if hint is None:
                 return _refusal("its arguments are too long to show a person for approval")
             self._remember(self._asked, call_id, outcome.approval)
@@ -354,16 +341,7 @@ def tools(
     the plugin's ``governor``): the installed tool packs (no sources), or the toolsets and
     tools given, each decided as itself (its schema, its effect, its timeout). Without
     the plugin they are not governed: give them to a Runner that has it."""
-    found: list[tw.Tool[Any, Any]] = []
-    if not sources:
-        found = list(tw.get_host().assemble().tools())
-    for source in sources:
-        if isinstance(source, tw.Toolset):
-            found.extend(source.tools())
-        elif isinstance(source, tw.Tool):
-            found.append(source)
-        else:
-            found.extend(source)
+    found = tools_of(*sources)
     return [
         _PackTool(
             t, governor.foreign_tool(t.name, t.description, t.input_schema, metadata=t.metadata)

@@ -48,8 +48,7 @@ from crewai.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, PrivateAttr, create_model
 
 import toolwire as tw
-from toolwire.adapters import review_arguments
-from toolwire.bridges import Governed, Governor
+from toolwire.bridges import Governed, Governor, approval_question, principal_in, tools_of
 
 __version__ = "0.1.0"
 
@@ -73,24 +72,7 @@ def default_principal(context: ToolCallHookContext) -> tw.Principal | None:
     """Who a call is made for: the crew's kickoff input ``principal`` (a subject, or a
     mapping with ``subject`` and ``groups``)."""
     inputs = getattr(getattr(context, "crew", None), "_inputs", None)
-    found = inputs.get("principal") if isinstance(inputs, Mapping) else None
-    if isinstance(found, tw.Principal):
-        return found
-    if isinstance(found, str) and found:
-        return tw.Principal(found)
-    if isinstance(found, Mapping) and isinstance(found.get("subject"), str):
-        groups = found.get("groups") or ()
-        return tw.Principal(found["subject"], groups=frozenset(str(g) for g in groups))
-    return None
-
-
-def approval_question(name: str, arguments: Mapping[str, Any], reason: str) -> str | None:
-    """What a person is asked about a call: its tool, every argument, and why; None when
-    the arguments are too long to show in full (the call is then refused, not asked)."""
-    shown = review_arguments(dict(arguments))
-    if shown is None:
-        return None
-    return f"The organisation policy asks you to approve a call of `{name}` ({reason}):\n{shown}"
+    return principal_in(inputs) if isinstance(inputs, Mapping) else None
 
 
 def ask_in_console(context: ToolCallHookContext | None, question: str) -> bool:
@@ -392,16 +374,7 @@ def tools(
     policies, approvals asked as ``govern()`` asks them, timeouts, retries, result hooks,
     the audit log), decided once even under ``govern()``'s hooks."""
     gov = governor or Governor(FRAMEWORK, principal=principal)
-    found: list[tw.Tool[Any, Any]] = []
-    if not sources:
-        found = list(tw.get_host().assemble().tools())
-    for source in sources:
-        if isinstance(source, tw.Toolset):
-            found.extend(source.tools())
-        elif isinstance(source, tw.Tool):
-            found.append(source)
-        else:
-            found.extend(source)
+    found = tools_of(*sources)
     made: list[BaseTool] = []
     for tool in found:
         required = set(tool.input_schema.get("required", ()))

@@ -44,7 +44,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command, interrupt
 
 import toolwire as tw
-from toolwire.bridges import Governed, Governor
+from toolwire.bridges import Governed, Governor, principal_in, tools_of
 
 __version__ = "0.1.0"
 
@@ -65,20 +65,11 @@ def default_principal(request: ToolCallRequest) -> tw.Principal | None:
     """Who a call is made for: the run's context (or its ``principal``), else
     ``config["configurable"]["principal"]``."""
     runtime = getattr(request, "runtime", None)
-    context = getattr(runtime, "context", None)
-    if isinstance(context, tw.Principal):
-        return context
-    found = (
-        context.get("principal")
-        if isinstance(context, Mapping)
-        else getattr(context, "principal", None)
-    )
-    if isinstance(found, tw.Principal):
+    found = principal_in(getattr(runtime, "context", None))
+    if found is not None:
         return found
     config = getattr(runtime, "config", None) or {}
-    configurable = config.get("configurable") if isinstance(config, Mapping) else None
-    found = configurable.get("principal") if isinstance(configurable, Mapping) else None
-    return found if isinstance(found, tw.Principal) else None
+    return principal_in(config.get("configurable") if isinstance(config, Mapping) else None)
 
 
 class _Failed(Exception):
@@ -303,16 +294,7 @@ def tools(
     call that needs approval is refused (put :class:`ToolwireMiddleware` on the agent to
     pause for it instead)."""
     gov = governor or Governor(FRAMEWORK, principal=principal)
-    found: list[tw.Tool[Any, Any]] = []
-    if not sources:
-        found = list(tw.get_host().assemble().tools())
-    for source in sources:
-        if isinstance(source, tw.Toolset):
-            found.extend(source.tools())
-        elif isinstance(source, tw.Tool):
-            found.append(source)
-        else:
-            found.extend(source)
+    found = tools_of(*sources)
     return [_lc_tool(gov, t) for t in found]
 
 

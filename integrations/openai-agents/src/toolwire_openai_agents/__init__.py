@@ -45,7 +45,7 @@ from agents import Agent, FunctionTool, RunContextWrapper
 from agents.tool_context import ToolContext
 
 import toolwire as tw
-from toolwire.bridges import Governed, Governor
+from toolwire.bridges import Governed, Governor, principal_in, tools_of
 
 __version__ = "0.1.0"
 
@@ -64,14 +64,7 @@ _MAX_PENDING = 10_000
 def default_principal(context: Any) -> tw.Principal | None:
     """Who a run's calls are made for: its context when that is a Principal, else the
     context's ``principal`` attribute or key when that is one."""
-    if isinstance(context, tw.Principal):
-        return context
-    found = (
-        context.get("principal")
-        if isinstance(context, Mapping)
-        else getattr(context, "principal", None)
-    )
-    return found if isinstance(found, tw.Principal) else None
+    return principal_in(context)
 
 
 class _Held:
@@ -292,16 +285,7 @@ def tools(
     result hooks, the audit log); schemas are toolwire's."""
     gov = governor or Governor(FRAMEWORK, principal=principal)
     state = _Governed(gov, principal, principal_from, hold)
-    found: list[tw.Tool[Any, Any]] = []
-    if not sources:
-        found = list(tw.get_host().assemble().tools())
-    for source in sources:
-        if isinstance(source, tw.Toolset):
-            found.extend(source.tools())
-        elif isinstance(source, tw.Tool):
-            found.append(source)
-        else:
-            found.extend(source)
+    found = tools_of(*sources)
     return [_sdk_tool(state, t) for t in found]
 
 

@@ -45,7 +45,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
 import toolwire as tw
-from toolwire.bridges import Governed, Governor
+from toolwire.bridges import Governed, Governor, principal_in, tools_of
 
 __version__ = "0.1.0"
 
@@ -66,11 +66,7 @@ _TOKEN = object()
 def default_principal(ctx: RunContext[Any]) -> tw.Principal | None:
     """Who a run's calls are made for: ``ctx.deps`` when it is a Principal, else its
     ``principal`` attribute or key when that is one."""
-    deps = ctx.deps
-    if isinstance(deps, tw.Principal):
-        return deps
-    found = deps.get("principal") if isinstance(deps, Mapping) else getattr(deps, "principal", None)
-    return found if isinstance(found, tw.Principal) else None
+    return principal_in(ctx.deps)
 
 
 @dataclass
@@ -201,16 +197,7 @@ def toolset(
     are toolwire's. A call that needs approval is deferred as :class:`ToolwirePolicy`
     defers one (``approvals=False``: refused instead)."""
     gov = governor or Governor(FRAMEWORK, principal=principal)
-    tools: list[tw.Tool[Any, Any]] = []
-    if not sources:
-        tools = list(tw.get_host().assemble().tools())
-    for source in sources:
-        if isinstance(source, tw.Toolset):
-            tools.extend(source.tools())
-        elif isinstance(source, tw.Tool):
-            tools.append(source)
-        else:
-            tools.extend(source)
+    tools = tools_of(*sources)
     return FunctionToolset([_pai_tool(gov, t, principal_from, approvals) for t in tools])
 
 
