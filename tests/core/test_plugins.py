@@ -821,6 +821,61 @@ def test_a_status_function_returning_a_non_string_is_reported(host: PluginHost) 
     assert "status() returned int; expected a string" == host.plugin_status(_record(host, "odd"))
 
 
+def test_plugin_lint_is_what_the_plugins_lint_function_finds(host: PluginHost) -> None:
+    seen: list[list[str]] = []
+
+    class Stale:
+        def lint(self, tools: list[Any]) -> list[str]:
+            seen.append([t.name for t in tools])
+            return [f"deny = 'git_git_reset' matches nothing of {len(tools)}"]
+
+        @hookimpl
+        def toolwire_tool_decision(self, call: Any) -> None:
+            return None
+
+    host.register(Stale(), "corp", kind="policy")
+    tools = tw.Toolset("app", [echo]).tools()
+    assert ("deny = 'git_git_reset' matches nothing of 1",) == host.plugin_lint(
+        _record(host, "corp"), iter(tools)
+    )
+    assert [["echo"]] == seen
+    host.register(Pack(), "pack")
+    assert () == host.plugin_lint(_record(host, "pack"), tools)  # no lint(): nothing to say
+
+
+@pytest.mark.parametrize(
+    ("lint", "said"),
+    [
+        (lambda tools: 1 / 0, "lint() failed: ZeroDivisionError: division by zero"),
+        (lambda tools: "one finding", "lint() returned str; expected a list of strings"),
+        (lambda tools: [3], "lint() returned list; expected a list of strings"),
+    ],
+)
+def test_a_lint_function_that_misbehaves_is_reported_not_raised(
+    host: PluginHost, lint: Any, said: str
+) -> None:
+    class Odd(Pack):
+        pass
+
+    odd = Odd()
+    odd.lint = lint  # type: ignore[attr-defined]
+    host.register(odd, "odd")
+    assert (said,) == host.plugin_lint(_record(host, "odd"), [])
+
+
+def test_an_async_lint_function_is_reported_and_closed(host: PluginHost) -> None:
+    class Async(Pack):
+        async def lint(self, tools: list[Any]) -> list[str]:
+            return ["never"]
+
+    host.register(Async(), "async")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # an un-awaited coroutine would warn
+        assert (
+            "lint() is async; it must be a sync function returning a list of strings",
+        ) == host.plugin_lint(_record(host, "async"), [])
+
+
 def test_distribution_name_and_version_are_read_once_through_the_public_api() -> None:
     from toolwire._plugins.discovery import _dist_of
 

@@ -172,6 +172,36 @@ def test_the_generated_schema_validates_the_policy_and_catches_a_stale_name(
         CedarPolicy(typo, source="typo.cedar", schema=schema)
 
 
+def test_lint_names_the_actions_and_toolsets_that_match_nothing() -> None:
+    # Loaded without a schema, a policy about a renamed tool still loads: lint says so.
+    policy = CedarPolicy(
+        '@id("stale") forbid(principal, action == Toolwire::Action::"git_git_reset", resource);\n'
+        'forbid(principal, action in [Toolwire::Action::"git_status", Toolwire::Action::"rm"],'
+        ' resource == Toolwire::Toolset::"mcp:gti");\n'
+        "permit(principal, action, resource);",
+        source="stale.cedar",
+    )
+    tools = [
+        *tw.Toolset("app", TOOLS).tools(),
+        tw.raw_tool("remote", "x", {"type": "object"}, source="mcp:git"),
+    ]
+    assert [
+        "policy stale: action 'git_git_reset' names no tool (did you mean git_reset?)",
+        "policy policy1: action 'rm' names no tool",
+        "policy policy1: resource 'mcp:gti' names no toolset (did you mean mcp:git?)",
+    ] == policy.lint(tools)
+    assert [] == CedarPolicy(CEDAR, source="ok.cedar").lint(tools)
+    plugin = CedarPlugin(
+        CedarPolicy(
+            'forbid(principal, action == Toolwire::Action::"x", '
+            "resource);permit(principal, action, resource);",
+            source="p.cedar",
+        )
+    )
+    assert ["p.cedar: policy policy0: action 'x' names no tool"] == plugin.lint(tools)
+    assert [] == CedarPlugin(None).lint(tools)
+
+
 @pytest.mark.parametrize(
     ("text", "said"),
     [
@@ -222,6 +252,43 @@ def test_the_installed_plugin_fails_closed_on_a_bad_policy(tmp_path: Path) -> No
         timeout=60,
     )
     assert (0, True) == (ran.returncode, "result: pong" in ran.stdout), ran.stdout + ran.stderr
+
+
+def test_check_and_plugins_say_a_policy_about_a_renamed_tool(tmp_path: Path) -> None:
+    (tmp_path / "app.py").write_text(
+        "import toolwire as tw\n\n@tw.tool_fn\ndef git_reset(mode: str) -> str:\n"
+        "    '''Reset.'''\n    return mode\n\ntools = tw.Toolset('app', [git_reset])\n"
+    )
+    stale = tmp_path / "stale.cedar"
+    stale.write_text(
+        '@id("no-reset") forbid(principal, action == Toolwire::Action::"git_git_reset", '
+        "resource);\npermit(principal, action, resource);\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), TOOLWIRE_AUTOLOAD_PLUGINS="0")
+    said = "policy no-reset: action 'git_git_reset' names no tool (did you mean git_reset?)"
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", *args, "--app", "app:tools"],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=60,
+        )
+
+    checked = run("toolwire_cedar", "check", str(stale))
+    assert (0, f"warning: {said}") == (checked.returncode, checked.stdout.splitlines()[0])
+    assert 1 == run("toolwire_cedar", "check", str(stale), "--strict").returncode
+    stale.write_text("permit(principal, action, resource) when {")
+    assert 1 == run("toolwire_cedar", "check", str(stale)).returncode
+    stale.write_text('forbid(principal, action == Toolwire::Action::"git_git_reset", resource);')
+    env["TOOLWIRE_CEDAR_POLICY"] = str(stale)
+    listed = run("toolwire", "plugins", "--json")
+    [cedar_row] = [p for p in json.loads(listed.stdout)["plugins"] if p["name"] == "cedar"]
+    expected = f"{stale}: policy policy0: action 'git_git_reset' names no tool"
+    assert [f"{expected} (did you mean git_reset?)"] == cedar_row["lint"]
 
 
 def test_toolwire_cedar_schema_writes_the_catalogues_schema(tmp_path: Path) -> None:

@@ -709,6 +709,47 @@ def test_a_rule_that_names_a_renamed_tool_is_reported_with_the_real_name(
     )
 
 
+def test_a_rule_that_names_nothing_is_said_wherever_the_policy_is_in_force(
+    policy_file: Callable[[str], Path], tmp_path: Path
+) -> None:
+    # Not only in `check`: `toolwire plugins`, a call's start and a gateway's start say the
+    # stale rule too, with the real name, through the plugin's real entry point.
+    path = policy_file('deny = ["git_git_reset"]\n')
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    env.update(
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        TOOLWIRE_AUTOLOAD_PLUGINS="0",
+        TOOLWIRE_POLICY=str(path),
+    )
+    (tmp_path / "app.py").write_text(GIT_APP)
+    said = f"{path}: deny[0] = 'git_git_reset' matches nothing (did you mean git_reset?)"
+
+    def toolwire(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "toolwire", *args, "--app", "app:tools"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env=env,
+            input="",  # a stdio gateway reads its end and stops
+        )
+
+    listed = toolwire("plugins")
+    assert f"warning: {said}" in [line.strip() for line in listed.stdout.splitlines()]
+    as_json = json.loads(toolwire("plugins", "--json").stdout)
+    assert [said] == next(p["lint"] for p in as_json["plugins"] if p["name"] == "policy")
+    call = toolwire("call", "git_status", "{}")
+    assert "result: clean" in call.stdout, call.stdout + call.stderr
+    assert f"toolwire: warning: policy `policy`: {said}" in call.stderr.splitlines()
+    served = toolwire("mcp", "serve", "--transport", "stdio")
+    assert f"toolwire: warning: policy `policy`: {said}" in served.stderr.splitlines()
+    # A policy whose rules all match says nothing of the kind.
+    path.write_text('deny = ["git_reset"]\n')
+    assert "matches nothing" not in toolwire("call", "git_status", "{}").stderr
+
+
 def test_check_says_why_a_policy_does_not_load(
     policy_file: Callable[[str], Path], tmp_path: Path
 ) -> None:

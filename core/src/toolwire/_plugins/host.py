@@ -252,6 +252,35 @@ class PluginHost:
             return f"status() returned {type(out).__name__}; expected a string"
         return out
 
+    def plugin_lint(self, record: PluginRecord, tools: Iterable[Tool[Any, Any]]) -> tuple[str, ...]:
+        """What the plugin's own ``lint(tools)`` finds wrong with itself against ``tools``
+        (the assembled catalogue): one line per finding, as a policy's rule that names no
+        tool (``deny = ['git_git_reset'] matches nothing (did you mean git_reset?)``).
+
+        A loaded plugin may define ``lint(tools) -> list[str]``; ``toolwire plugins``,
+        ``toolwire chat`` and ``toolwire mcp serve`` say what it returns as warnings. A
+        ``lint()`` that raises or returns something else is reported in a line, never raised.
+        """
+        if record.status != "loaded":
+            return ()
+        with self._lock:
+            plugin = self._pm.get_plugin(record.name)
+        fn = getattr(plugin, "lint", None) if plugin is not None else None
+        if not callable(fn):
+            return ()
+        try:
+            out = fn(list(tools))
+        except Exception as exc:
+            return (f"lint() failed: {_describe(exc)}",)
+        if inspect.isawaitable(out):
+            _close(out)
+            return ("lint() is async; it must be a sync function returning a list of strings",)
+        if out is None:
+            return ()
+        if not isinstance(out, (list, tuple)) or not all(isinstance(x, str) for x in out):
+            return (f"lint() returned {type(out).__name__}; expected a list of strings",)
+        return tuple(out)
+
     # -- discovery and loading -------------------------------------------------------
 
     def discover(self) -> PluginHost:

@@ -488,7 +488,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     provider = _provider(
         host, provider_name, model, base_url=cfg["base_url"], api_key_env=cfg["api_key_env"]
     )
-    _warn_blocked(host)
+    _warn_blocked(host, toolset)
     chat = _Chat(args, cfg, host, toolset, provider, session, log, interactive)
     retries = RetryNotice(before=chat.spinner.stop)
     http_log = logging.getLogger("toolwire.http")

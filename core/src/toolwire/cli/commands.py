@@ -145,9 +145,10 @@ def _provider(
         raise CliError(f"provider `{name}` cannot be created: {exc}", EXIT_PROVIDER) from exc
 
 
-def _warn_blocked(host: PluginHost) -> None:
+def _warn_blocked(host: PluginHost, toolset: Toolset | None = None) -> None:
     """Before calls run: which policies decide them, a warning when no policy checks
-    anything (installed, none configured), and why calls are blocked."""
+    anything (installed, none configured), a warning per rule that names nothing in
+    ``toolset`` (the assembled catalogue), and why calls are blocked."""
     loaded = [r for r in host.plugins if r.kind == "policy" and r.status == "loaded"]
     # "Tool calls are not checked" is true only when no policy checks them: an inert policy
     # beside an active one is said as a status line (after the active ones), not a warning.
@@ -163,6 +164,11 @@ def _warn_blocked(host: PluginHost) -> None:
         state = host.plugin_status(record)
         if state:
             _out(sys.stderr, f"toolwire: policy `{record.name}`: {state}")
+    if toolset is not None:
+        tools = toolset.tools()
+        for record in active:
+            for line in host.plugin_lint(record, tools):
+                _out(sys.stderr, f"toolwire: warning: policy `{record.name}`: {line}")
     for reason in host.blocked:
         _out(sys.stderr, f"toolwire: warning: {reason}")
 
@@ -172,7 +178,7 @@ def _warn_blocked(host: PluginHost) -> None:
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
     host = _host()
-    host.assemble(_app_toolset(args.app))  # imports the tool packs
+    tools = host.assemble(_app_toolset(args.app)).tools()  # imports the tool packs
     host.providers()  # imports the providers
     host.backends()  # imports the executor backends
     records = host.plugins
@@ -187,6 +193,7 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
                 "status": r.status,
                 "reason": r.reason,
                 "plugin_status": host.plugin_status(r),
+                "lint": list(host.plugin_lint(r, tools)),
                 "registers": list(host.registered_by(r.name)),
             }
             for r in records
@@ -212,6 +219,8 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
             own = terminal_text(host.plugin_status(r) or "")
             if own:
                 _out(sys.stdout, "\n".join(f"{'':<23}{line}" for line in own.splitlines()))
+            for line in host.plugin_lint(r, tools):
+                _out(sys.stdout, terminal_text(f"{'':<23}warning: {line}", multiline=False))
     for status, title in (("failed", "failures"), ("disabled", "disabled")):
         rows = [r for r in records if r.status == status]
         if rows:
@@ -418,7 +427,7 @@ def _cmd_call(args: argparse.Namespace) -> int:
         raise CliError(
             f"JSON for `{args.name}` nests arrays or objects too deeply to read", EXIT_USAGE
         ) from None
-    _warn_blocked(host)
+    _warn_blocked(host, toolset)
     # The call is replayed as the model's reply, so it takes exactly the path a
     # chat's tool call takes (hooks, executor, result hooks) for one round.
     reply = AssistantReply("", (ToolCall("call_cli", args.name, args.arguments),), "tool_calls")
@@ -623,7 +632,7 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
                 f"{kind[:-1]} definitions",
                 EXIT_USAGE,
             )
-    _warn_blocked(host)
+    _warn_blocked(host, host.assemble(toolset))
     try:
         toolwire_mcp.serve_mcp(
             toolset,

@@ -1,9 +1,14 @@
 """``toolwire-cedar``: the Cedar schema of the assembled catalogue, and a policy's check.
 
     toolwire-cedar schema [--app MODULE:ATTR] [--out FILE]
-    toolwire-cedar check POLICY [--schema FILE]
+    toolwire-cedar check POLICY [--schema FILE] [--app MODULE:ATTR] [--strict]
 
-Exit status: 0 ok; 1 the policy does not parse or validate (check); 2 usage error.
+``check`` parses the policy, validates it against the schema when given, and warns of
+each policy whose action or resource names nothing in the assembled catalogue, with the
+nearest real names (``--strict``: an error).
+
+Exit status: 0 ok; 1 the policy does not parse or validate, or (``--strict``) names what
+is not in the catalogue; 2 usage error.
 """
 
 from __future__ import annotations
@@ -26,6 +31,10 @@ def _parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="parse a Cedar policy, and validate it against a schema")
     check.add_argument("policy", type=Path)
     check.add_argument("--schema", type=Path, help="the Cedar schema (JSON)")
+    check.add_argument("--app", metavar="MODULE:ATTR", help="the application's Toolset too")
+    check.add_argument(
+        "--strict", action="store_true", help="a policy naming no tool or toolset is an error"
+    )
     return p
 
 
@@ -34,14 +43,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from toolwire_cedar._engine import CedarPolicy, CedarPolicyError, schema_for
 
     args = _parser().parse_args(argv)
-    if args.command == "check":
-        try:
-            CedarPolicy.from_files(args.policy, args.schema)
-        except CedarPolicyError as exc:
-            print(terminal_text(str(exc)), file=sys.stderr)
-            return 1
-        print(f"{args.policy}: ok" + (f" (validated against {args.schema})" if args.schema else ""))
-        return 0
     from toolwire import get_host
     from toolwire_policy.__main__ import _app, _Usage
 
@@ -50,6 +51,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except _Usage as exc:
         print(f"toolwire-cedar: error: {exc}", file=sys.stderr)
         return 2
+    if args.command == "check":
+        try:
+            policy = CedarPolicy.from_files(args.policy, args.schema)
+        except CedarPolicyError as exc:
+            print(terminal_text(str(exc)), file=sys.stderr)
+            return 1
+        tools = get_host().assemble(app).tools()
+        findings = policy.lint(tools)
+        for line in findings:
+            print(terminal_text(f"warning: {line}", multiline=False))
+        validated = f", validated against {args.schema}" if args.schema else ""
+        verdict = "ok" if not findings else f"{len(findings)} name(s) match nothing"
+        print(f"{args.policy}: {verdict} ({len(tools)} tools in the catalogue{validated})")
+        return 1 if findings and args.strict else 0
     tools = get_host().assemble(app).tools()
     schema, untyped = schema_for(tools)
     text = json.dumps(schema, indent=2)

@@ -19,6 +19,7 @@ need a person's approval (asked, and spent once, as toolwire-policy asks).
 
 from __future__ import annotations
 
+import difflib
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -88,6 +89,13 @@ class CedarPolicy:
         self._annotations: dict[str, dict[str, str]] = {
             pid: dict(p.get("annotations") or {}) for pid, p in listed["staticPolicies"].items()
         }
+        #: (policy id, "action" or "resource", the tool or toolset it names), for :meth:`lint`.
+        self._names: list[tuple[str, str, str]] = [
+            (self.ids(pid), scope, name)
+            for pid, p in listed["staticPolicies"].items()
+            for scope, kind in (("action", "Action"), ("resource", "Toolset"))
+            for name in _named(p.get(scope), kind)
+        ]
         self.schema = schema
         if schema is not None:
             result = cedarpy.validate_policies(text, schema)
@@ -112,6 +120,25 @@ class CedarPolicy:
         """A policy's name: its ``@id``, else Cedar's own."""
         return self._annotations.get(policy, {}).get("id", policy)
 
+    def lint(self, tools: Iterable[Tool[Any, Any]]) -> list[str]:
+        """The policies' actions (tools) and resources (toolsets) that name nothing in
+        ``tools`` (the assembled catalogue), each with the nearest real names: a policy
+        about a renamed tool stops applying without a word (a forbid no longer forbids)."""
+        listed = list(tools)
+        real = {
+            "action": sorted({t.name for t in listed}),
+            "resource": sorted({t.metadata.source or "app" for t in listed}),
+        }
+        found = []
+        for pid, scope, name in self._names:
+            if name in real[scope]:
+                continue
+            near = difflib.get_close_matches(name, real[scope], n=3, cutoff=0.6)
+            hint = f" (did you mean {', '.join(near)}?)" if near else ""
+            what = "tool" if scope == "action" else "toolset"
+            found.append(f"policy {pid}: {scope} {name!r} names no {what}{hint}")
+        return found
+
     def decide(self, call: TypedCall[Any], context: HookContext) -> CedarDecision:
         request, entities = _request(call, context)
         result = cedarpy.is_authorized(request, self._set, entities, self.schema)
@@ -131,6 +158,15 @@ class CedarPolicy:
         if asks and not approval:
             approval = "a Cedar policy asks for a person's approval"
         return CedarDecision(True, decided, approval)
+
+
+def _named(scope: Any, kind: str) -> list[str]:
+    """The ids of the ``kind`` entities a policy's scope names (``==`` or ``in``)."""
+    if not isinstance(scope, Mapping):
+        return []
+    entities = [scope["entity"]] if "entity" in scope else list(scope.get("entities") or ())
+    full = f"{NAMESPACE}::{kind}"
+    return [str(e["id"]) for e in entities if isinstance(e, Mapping) and e.get("type") == full]
 
 
 def _entity(kind: str, name: str) -> str:

@@ -10,7 +10,7 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
-from toolwire import HookContext, Reject, ToolDecision, TypedCall
+from toolwire import HookContext, Reject, Tool, ToolDecision, TypedCall
 from toolwire.hookspecs import hookimpl
 from toolwire_cedar._engine import CedarDecision, CedarPolicy, CedarPolicyError
 from toolwire_policy import AuditLog, Verdict, fingerprint
@@ -70,6 +70,12 @@ class CedarPlugin:
         if self.observe:
             return f"observing, not enforcing ({MODE_ENV}=observe): {self.policy.source}{audit}"
         return f"active: {self.policy.source}{audit}"
+
+    def lint(self, tools: list[Tool[Any, Any]]) -> list[str]:
+        """The policies' tools and toolsets that are not in ``tools`` (the catalogue)."""
+        if self.policy is None:
+            return []
+        return [f"{self.policy.source}: {line}" for line in self.policy.lint(tools)]
 
     @hookimpl(tryfirst=True)
     def toolwire_tool_decision(

@@ -8,9 +8,12 @@ Unset, the plugin is inert.
 
 from __future__ import annotations
 
+from typing import Any
+
+from toolwire import Tool
 from toolwire_cedar._plugin import CedarPlugin
 
-__all__ = ["status", "toolwire_tool_decision"]
+__all__ = ["lint", "status", "toolwire_tool_decision"]
 
 PLUGIN: CedarPlugin = CedarPlugin.from_env()
 
@@ -22,3 +25,8 @@ toolwire_tool_decision = PLUGIN.toolwire_tool_decision
 def status() -> str:
     """One line for ``toolwire plugins``."""
     return PLUGIN.status()
+
+
+def lint(tools: list[Tool[Any, Any]]) -> list[str]:
+    """The policies' tools and toolsets that name nothing in ``tools`` (the catalogue)."""
+    return PLUGIN.lint(tools)

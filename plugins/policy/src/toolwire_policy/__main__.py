@@ -255,7 +255,7 @@ def _explain(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from toolwire import get_host
     from toolwire_policy._config import PolicyFileError, find_policy_file
-    from toolwire_policy._policy import Policy
+    from toolwire_policy._policy import Policy, finding_text
 
     path = args.policy or find_policy_file()
     if path is None:
@@ -272,9 +272,7 @@ def _check(args: argparse.Namespace) -> int:
         print(terminal_text(json.dumps(out, indent=2)))
     else:
         for f in findings:
-            near = f" (did you mean {', '.join(f['near'])}?)" if f["near"] else ""
-            line = f"warning: {f['rule']} = {f['pattern']!r} matches nothing{near}"
-            print(terminal_text(line, multiline=False))
+            print(terminal_text(f"warning: {finding_text(f)}", multiline=False))
         verdict = "ok" if not findings else f"{len(findings)} rule(s) name nothing"
         print(f"{path}: {verdict} ({len(tools)} tools in the catalogue)")
     return 1 if findings and args.strict else 0

@@ -143,6 +143,13 @@ class PolicyPlugin:
                 pass
         return f"inert: no policy file (looked for {looked}){untrusted}"
 
+    def lint(self, tools: list[Tool[Any, Any]]) -> list[str]:
+        """The policy's rules that name nothing in ``tools`` (the assembled catalogue), as
+        warnings for ``toolwire plugins``, ``toolwire chat`` and gateway start."""
+        if self.policy is None:
+            return []
+        return [f"{self.policy.source}: {line}" for line in self.policy.lint_text(tools)]
+
     def raise_if_failed(self) -> None:
         """Raise the load error, if any (the entry-point module does, so the host sees it)."""
         if self.error is not None:

@@ -490,6 +490,11 @@ class Policy:
                 )
         return found
 
+    def lint_text(self, tools: Iterable[Tool[Any, Any]]) -> list[str]:
+        """:meth:`lint` as lines: ``deny = 'git_git_reset' matches nothing (did you mean
+        git_reset?)``."""
+        return [finding_text(f) for f in self.lint(tools)]
+
     def _named_globs(self) -> Iterator[tuple[str, str]]:
         """(where in the file, a tool-name glob) for every rule that names tools."""
         config = self.config
@@ -1046,3 +1051,10 @@ def _redact(value: Any, rx: re.Pattern[str]) -> Any:
     if isinstance(value, list):
         return [_redact(v, rx) for v in value]
     return value
+
+
+def finding_text(finding: Mapping[str, Any]) -> str:
+    """One finding of :meth:`Policy.lint` as a line (the rule, its pattern, the nearest
+    real names)."""
+    near = f" (did you mean {', '.join(finding['near'])}?)" if finding["near"] else ""
+    return f"{finding['rule']} = {finding['pattern']!r} matches nothing{near}"

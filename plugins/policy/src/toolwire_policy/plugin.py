@@ -21,6 +21,7 @@ from toolwire.hookspecs import hookimpl
 from toolwire_policy._plugin import PolicyPlugin
 
 __all__ = [
+    "lint",
     "status",
     "toolwire_audit",
     "toolwire_redact_arguments",
@@ -40,6 +41,11 @@ toolwire_inert: bool = PLUGIN.toolwire_inert
 def status() -> str:
     """One line saying which policy file is in force, or that there is none."""
     return PLUGIN.status()
+
+
+def lint(tools: list[Tool[Any, Any]]) -> list[str]:
+    """The policy's rules that name nothing in ``tools`` (the assembled catalogue)."""
+    return PLUGIN.lint(tools)
 
 
 @hookimpl(tryfirst=True)
