@@ -7,6 +7,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,24 @@ def test_a_generated_package_installs_and_its_tests_pass(
     )  # fmt: skip
     assert 0 == run.returncode, run.stdout + run.stderr
     assert " passed" in run.stdout
+    if kind == "policy":
+        # The starter cases are decided through the host, and a case the policy does not
+        # meet fails the package's tests, with the policy's reason.
+        assert "4 passed" in run.stdout  # the two cases and the two tests
+        cases = package / "tests" / "cases.toml"
+        cases.write_text(
+            cases.read_text() + '\n[[cases]]\nname = "drop allowed"\ntool = "drop_table"\n'
+            'arguments = { name = "t" }\nexpect = "allow"\n'
+        )
+        again = subprocess.run(
+            [uv, "run", "--isolated", "--no-project", "--with", str(CORE), "--with",
+             str(package), "--with", "pytest", "--", "python", "-m", "pytest",
+             str(package / "tests"), "-q", "-p", "no:cacheprovider"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert 1 == again.returncode, again.stdout
+        assert "test_case[drop allowed]" in again.stdout
+        assert "does not allow `drop_table`" in again.stdout
 
 
 @pytest.mark.parametrize(
@@ -77,3 +96,14 @@ def test_an_existing_directory_is_never_overwritten(tmp_path: Path) -> None:
     assert 2 == done.returncode
     assert "already exists" in done.stderr
     assert [] == list((tmp_path / "toolwire-weather").iterdir())
+
+
+def test_no_new_package_may_take_an_official_distributions_name() -> None:
+    from toolwire.cli.templates import OFFICIAL
+
+    root = CORE.parent
+    ours = {
+        tomllib.loads(p.read_text())["project"]["name"]
+        for p in [root / "core" / "pyproject.toml", *root.glob("*/*/pyproject.toml")]
+    }
+    assert ours == set(OFFICIAL)

@@ -172,13 +172,26 @@ def toolwire_tool_result(result: Any) -> Any:
     return redact(result)
 '''
 
-_POLICY_TEST = '''"""{dist}: the host loads the policy through its entry point; it decides calls."""
+_POLICY_TEST = '''"""{dist}: the host loads the policy through its entry point; it decides calls.
+
+``cases.toml`` beside this file holds the policy's cases (who calls which tool with which
+arguments, and what the installed policies must decide); add one per rule you write.
+"""
 
 from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 import toolwire as tw
+
+CASES: list[dict[str, Any]] = tomllib.loads(
+    (Path(__file__).with_name("cases.toml")).read_text(encoding="utf-8")
+)["cases"]
 
 
 @tw.tool_fn
@@ -193,9 +206,15 @@ def drop_table(name: str) -> str:
     return "dropped"
 
 
-def _plan(host: tw.PluginHost, session: tw.Session, name: str, args: str) -> tw.ToolRoundPlan:
+def _plan(
+    host: tw.PluginHost,
+    session: tw.Session,
+    name: str,
+    args: str,
+    principal: tw.Principal | None = None,
+) -> tw.ToolRoundPlan:
     tools = host.assemble(tw.Toolset("app", [read_notes, drop_table]))
-    turn = tw.resolve_turn(tools, plugins=host)
+    turn = tw.resolve_turn(tools, plugins=host, context=tw.HookContext(principal=principal))
     reply = tw.adapters.AssistantReply(tool_calls=(tw.ToolCall("c1", name, args),))
     outcome = tw.adapters.decode_reply(session.add_user("go"), turn, reply)
     assert isinstance(outcome, tw.NeedsTools)
@@ -211,6 +230,19 @@ def test_the_host_loads_the_policy(monkeypatch: pytest.MonkeyPatch) -> None:
     assert ["the {name} policy does not allow `drop_table`"] == [r.reason for r in plan.rejected]
 
 
+@pytest.mark.parametrize("case", CASES, ids=[c.get("name", c["tool"]) for c in CASES])
+def test_case(case: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("{env}", "drop_table")
+    host = tw.PluginHost(strict=True).discover()
+    who = case.get("principal")
+    principal = tw.Principal(who, groups=frozenset(case.get("groups", ()))) if who else None
+    arguments = json.dumps(case.get("arguments", {{}}))
+    plan = _plan(host, tw.Session(), case["tool"], arguments, principal)
+    assert not plan.issues, f"the case's call is not valid: {{plan.issues}}"
+    got = "allow" if plan.pending else "deny"
+    assert case["expect"] == got, [r.reason for r in plan.rejected]
+
+
 def test_results_are_redacted_before_the_model_reads_them() -> None:
     host = tw.PluginHost(strict=True)
     session = tw.Session()
@@ -221,6 +253,26 @@ def test_results_are_redacted_before_the_model_reads_them() -> None:
     assert isinstance(session.last, tw.ToolResultsMessage)
     assert "[REDACTED]" == session.last.results[0].content
 '''
+
+_POLICY_CASES = """# The cases of {dist}: who calls which tool with which arguments, and what the
+# installed policies must decide (allow or deny). `pytest` decides each one through the
+# host, as a model's call is decided (tests/test_{name}.py). It is the format of
+# `toolwire-policy test CASES` too (where `expect` may also be `ask`), so the same file can
+# prove a TOML or Cedar policy: see toolwire-policy's README, "Policy tests in CI".
+
+[[cases]]
+name = "reading notes is allowed"
+tool = "read_notes"
+expect = "allow"
+
+[[cases]]
+name = "nobody may drop a table"
+principal = "alice"
+groups = ["ops"]
+tool = "drop_table"
+arguments = {{ name = "users" }}
+expect = "deny"
+"""
 
 _README = """# {dist}
 
@@ -252,6 +304,12 @@ OFFICIAL = frozenset(
         "toolwire-openai",
         "toolwire-anthropic",
         "toolwire-gemini",
+        "toolwire-cedar",
+        "toolwire-pydantic-ai",
+        "toolwire-langchain",
+        "toolwire-openai-agents",
+        "toolwire-crewai",
+        "toolwire-adk",
     }
 )
 
@@ -307,13 +365,15 @@ def new_package(kind: str, name: str, where: Path) -> list[Path]:
             kinds="policies",
             more=(
                 "the rules live in `src/{module}/__init__.py`: calls of the tools named in "
-                "`{env}` are rejected, and credentials are redacted from results."
+                "`{env}` are rejected, and credentials are redacted from results; "
+                "`tests/cases.toml` holds the cases the policy must decide, one per rule."
             ).format(**values),
         )
         files = {
             "src/{module}/__init__.py": _POLICY_INIT,
             "src/{module}/plugin.py": _POLICY_PLUGIN,
             f"tests/test_{slug}.py": _POLICY_TEST,
+            "tests/cases.toml": _POLICY_CASES,
         }
     files["pyproject.toml"] = _PYPROJECT
     files["README.md"] = _README
