@@ -229,9 +229,13 @@ def engines_section(results: dict[str, Any]) -> str:
         f"{meta['python']}, cedarpy {meta['cedarpy']}.",
         "",
         "| tools in the catalogue | toolwire-policy (TOML), µs per decision "
-        "| Cedar, µs per decision |",
-        "|---|---|---|",
-        *(f"| {r['tools']} | {r['toml_us']:.1f} | {r['cedar_us']:.1f} |" for r in results["rows"]),
+        "| Cedar, µs per decision | Cedar with its schema, µs per decision |",
+        "|---|---|---|---|",
+        *(
+            f"| {r['tools']} | {r['toml_us']:.1f} | {r['cedar_us']:.1f} "
+            f"| {r['cedar_schema_us']:.1f} |"
+            for r in results["rows"]
+        ),
         "",
         ENGINES_END,
     ]

@@ -254,6 +254,55 @@ def test_the_installed_plugin_fails_closed_on_a_bad_policy(tmp_path: Path) -> No
     assert (0, True) == (ran.returncode, "result: pong" in ran.stdout), ran.stdout + ran.stderr
 
 
+def _call(tool: tw.Tool[Any, Any], arguments: dict[str, Any]) -> tw.TypedCall[Any]:
+    value = tool.validate_python(arguments)
+    return tw.TypedCall(tw.ToolCall("c1", tool.name, tool.dump_input(value)), tool, value)
+
+
+def test_any_subject_and_group_is_an_id_as_it_is() -> None:
+    # A subject written into Cedar's surface syntax with JSON's escapes ("jos\u00e9") did not
+    # parse: the call was refused with an evaluation error, whatever the policy said.
+    policy = CedarPolicy(
+        'permit(principal == Toolwire::User::"josé", action, resource);\n'
+        'permit(principal in Toolwire::Group::"équipe \\"ops\\"", action, resource);',
+        source="names.cedar",
+    )
+    call = _call(git_status, {})
+    for who in (tw.Principal("josé"), tw.Principal("bob", groups=frozenset({'équipe "ops"'}))):
+        decided = policy.decide(call, tw.HookContext(principal=who))
+        assert decided.allowed, decided.reason
+    assert not policy.decide(call, tw.HookContext(principal=tw.Principal("jose"))).allowed
+
+
+def test_a_principals_entities_are_parsed_once_and_kept_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import toolwire_cedar._engine as engine
+
+    parsed: list[str] = []
+    real = engine.cedarpy.Entities.from_json_str
+
+    def counting(text: str, *args: Any, **kwargs: Any) -> Any:
+        parsed.append(text)
+        return real(text, *args, **kwargs)
+
+    monkeypatch.setattr(engine.cedarpy.Entities, "from_json_str", staticmethod(counting))
+    monkeypatch.setattr(engine, "MAX_PRINCIPALS", 4)
+    policy = CedarPolicy(CEDAR, source="ok.cedar")
+    alice = tw.HookContext(principal=tw.Principal("alice", groups=frozenset({"ops"})))
+    for _ in range(3):
+        assert policy.decide(_call(git_status, {}), alice).allowed
+    assert 1 == len(parsed)  # the same principal and groups: parsed once
+    in_other_groups = tw.HookContext(principal=tw.Principal("alice"))
+    assert policy.decide(_call(git_status, {}), in_other_groups).allowed
+    assert 2 == len(parsed)  # other groups are another principal
+    for i in range(20):
+        policy.decide(_call(git_status, {}), tw.HookContext(principal=tw.Principal(f"u{i}")))
+    assert len(policy._entities) <= 4
+    mallory = tw.HookContext(principal=tw.Principal("mallory"))
+    assert not policy.decide(_call(read_file, {"path": "a"}), mallory).allowed  # still decides
+
+
 def test_check_and_plugins_say_a_policy_about_a_renamed_tool(tmp_path: Path) -> None:
     (tmp_path / "app.py").write_text(
         "import toolwire as tw\n\n@tw.tool_fn\ndef git_reset(mode: str) -> str:\n"

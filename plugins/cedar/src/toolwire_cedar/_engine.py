@@ -35,6 +35,8 @@ __all__ = ["CedarDecision", "CedarPolicy", "CedarPolicyError", "schema_for"]
 #: The most bytes a policy or schema file may have.
 MAX_BYTES = 4_000_000
 NAMESPACE = "Toolwire"
+#: The most principals whose parsed entities one policy keeps.
+MAX_PRINCIPALS = 1024
 
 
 class CedarPolicyError(Exception):
@@ -97,8 +99,16 @@ class CedarPolicy:
             for name in _named(p.get(scope), kind)
         ]
         self.schema = schema
+        #: The schema parsed once (Cedar re-parses a schema given as JSON on every request).
+        self._schema: Any = None
+        #: Each principal's entities parsed once: (subject, groups) -> a Cedar handle.
+        self._entities: dict[tuple[str, tuple[str, ...]] | None, Any] = {}
         if schema is not None:
-            result = cedarpy.validate_policies(text, schema)
+            try:
+                self._schema = cedarpy.Schema.from_json_str(json.dumps(schema))
+            except ValueError as exc:
+                raise CedarPolicyError(f"Cedar schema for {source}: {exc}") from None
+            result = cedarpy.validate_policies(text, self._schema)
             if not result.validation_passed:
                 errors = "; ".join(str(e) for e in result.errors) or "invalid"
                 raise CedarPolicyError(
@@ -120,6 +130,19 @@ class CedarPolicy:
         """A policy's name: its ``@id``, else Cedar's own."""
         return self._annotations.get(policy, {}).get("id", policy)
 
+    def _entities_of(self, principal: Principal | None) -> Any:
+        """The principal's entities, parsed once per principal (a turn's calls, and every
+        later call for the same principal and groups, reuse them); at most
+        ``MAX_PRINCIPALS`` are kept."""
+        key = None if principal is None else (principal.subject, tuple(sorted(principal.groups)))
+        handle = self._entities.get(key)
+        if handle is None:
+            handle = cedarpy.Entities.from_json_str(json.dumps(_entities(principal)))
+            if len(self._entities) >= MAX_PRINCIPALS:
+                self._entities.clear()  # bounded: a burst of principals starts it over
+            self._entities[key] = handle
+        return handle
+
     def lint(self, tools: Iterable[Tool[Any, Any]]) -> list[str]:
         """The policies' actions (tools) and resources (toolsets) that name nothing in
         ``tools`` (the assembled catalogue), each with the nearest real names: a policy
@@ -140,8 +163,9 @@ class CedarPolicy:
         return found
 
     def decide(self, call: TypedCall[Any], context: HookContext) -> CedarDecision:
-        request, entities = _request(call, context)
-        result = cedarpy.is_authorized(request, self._set, entities, self.schema)
+        request = _request(call, context)
+        entities = self._entities_of(context.principal)
+        result = cedarpy.is_authorized(request, self._set, entities, self._schema)
         if result.diagnostics.errors:
             errors = "; ".join(str(e) for e in result.diagnostics.errors)
             # A policy that errored on this request is skipped by Cedar: said, fail closed.
@@ -169,25 +193,23 @@ def _named(scope: Any, kind: str) -> list[str]:
     return [str(e["id"]) for e in entities if isinstance(e, Mapping) and e.get("type") == full]
 
 
-def _entity(kind: str, name: str) -> str:
-    return f"{NAMESPACE}::{kind}::{json.dumps(name)}"
+def _entity(kind: str, name: str) -> dict[str, str]:
+    # The JSON form, not Cedar's surface syntax: any string is an id as it is (a subject
+    # "josé" written as Cedar text would need Cedar's escapes, not JSON's).
+    return {"type": f"{NAMESPACE}::{kind}", "id": name}
 
 
-def _request(call: TypedCall[Any], context: HookContext) -> tuple[dict[str, Any], list[Any]]:
+def _request(call: TypedCall[Any], context: HookContext) -> dict[str, Any]:
     principal: Principal | None = context.principal
-    entities: list[dict[str, Any]] = []
-    if principal is None:
-        who = _entity("Anonymous", "anonymous")
-        entities.append(_record("Anonymous", "anonymous", ()))
-    else:
-        who = _entity("User", principal.subject)
-        groups = sorted(principal.groups)
-        entities.append(_record("User", principal.subject, groups))
-        entities.extend(_record("Group", g, ()) for g in groups)
+    who = (
+        _entity("Anonymous", "anonymous")
+        if principal is None
+        else _entity("User", principal.subject)
+    )
     meta = call.tool.metadata
     source = meta.source or "app"
     arguments = json.loads(call.tool.dump_input(call.input))
-    request = {
+    return {
         "principal": who,
         "action": _entity("Action", call.name),
         "resource": _entity("Toolset", source),
@@ -201,7 +223,17 @@ def _request(call: TypedCall[Any], context: HookContext) -> tuple[dict[str, Any]
             "transport": context.provider,
         },
     }
-    return request, entities
+
+
+def _entities(principal: Principal | None) -> list[dict[str, Any]]:
+    """The entities of a request: its principal, and the principal's groups."""
+    if principal is None:
+        return [_record("Anonymous", "anonymous", ())]
+    groups = sorted(principal.groups)
+    return [
+        _record("User", principal.subject, groups),
+        *(_record("Group", g, ()) for g in groups),
+    ]
 
 
 def _record(kind: str, name: str, groups: Iterable[str]) -> dict[str, Any]:
