@@ -164,11 +164,18 @@ def test_the_generated_schema_validates_the_policy_and_catches_a_stale_name(
     schema, untyped = schema_for(tw.Toolset("app", TOOLS).tools())
     assert [] == untyped
     CedarPolicy(CEDAR, source="ok.cedar", schema=schema)  # validates
-    stale = 'permit(principal, action == Toolwire::Action::"git_git_reset", resource);'
-    with pytest.raises(CedarPolicyError, match="does not validate"):
+    # The error names the file and the line the failing policy starts on.
+    stale = (
+        'permit(principal, action == Toolwire::Action::"git_status", resource); // "a;b"\n\n'
+        '@id("reset")\npermit(principal, action == Toolwire::Action::"git_git_reset", resource);'
+    )
+    with pytest.raises(CedarPolicyError, match="does not validate") as refused:
         CedarPolicy(stale, source="stale.cedar", schema=schema)
-    typo = 'permit(principal, action, resource) when { context.input.pth == "x" };'
-    with pytest.raises(CedarPolicyError, match="does not validate"):
+    assert "stale.cedar:3: [policy1] for policy `policy1`, unrecognized action" in str(
+        refused.value
+    )
+    typo = 'permit(principal, action, resource) when { context.input.pth == "x;" };'
+    with pytest.raises(CedarPolicyError, match=r"typo.cedar:1: \[policy0\]"):
         CedarPolicy(typo, source="typo.cedar", schema=schema)
 
 
@@ -205,7 +212,12 @@ def test_lint_names_the_actions_and_toolsets_that_match_nothing() -> None:
 @pytest.mark.parametrize(
     ("text", "said"),
     [
-        ("permit(principal, action, resource) when { nonsense", "Cedar policy bad.cedar"),
+        ("permit(principal, action, resource) when { nonsense", "Cedar policy bad.cedar:1: "),
+        (
+            'permit(principal, action, resource);\n// "unfinished;\n\n  forbid(principal, ac',
+            "Cedar policy bad.cedar:4: ",
+        ),
+        ('permit(principal, action, resource) when { "a;b" == 1 +', "Cedar policy bad.cedar:1: "),
         ("", "no policy in it"),
         ("// only a comment\n", "no policy in it"),
     ],

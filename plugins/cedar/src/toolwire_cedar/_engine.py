@@ -85,7 +85,9 @@ class CedarPolicy:
             self._set = cedarpy.PolicySet.from_str(text)
             listed = json.loads(cedarpy.policies_to_json_str(text))
         except ValueError as exc:
-            raise CedarPolicyError(f"Cedar policy {source}: {exc}") from None
+            line = _failing_line(text)
+            where = f"{source}:{line}" if line else source
+            raise CedarPolicyError(f"Cedar policy {where}: {exc}") from None
         if not listed.get("staticPolicies") and not listed.get("templates"):
             raise CedarPolicyError(f"Cedar policy {source}: no policy in it (nothing is permitted)")
         self._annotations: dict[str, dict[str, str]] = {
@@ -110,9 +112,14 @@ class CedarPolicy:
                 raise CedarPolicyError(f"Cedar schema for {source}: {exc}") from None
             result = cedarpy.validate_policies(text, self._schema)
             if not result.validation_passed:
-                errors = "; ".join(str(e) for e in result.errors) or "invalid"
+                lines = {f"policy{k}": line for k, (line, _) in enumerate(_statements(text))}
+                errors = "; ".join(
+                    f"{source}:{lines[e.policy_id]}: {e}" if e.policy_id in lines else str(e)
+                    for e in result.errors
+                )
                 raise CedarPolicyError(
-                    f"Cedar policy {source} does not validate against its schema: {errors}"
+                    f"Cedar policy {source} does not validate against its schema: "
+                    f"{errors or 'invalid'}"
                 )
 
     @classmethod
@@ -191,6 +198,51 @@ def _named(scope: Any, kind: str) -> list[str]:
     entities = [scope["entity"]] if "entity" in scope else list(scope.get("entities") or ())
     full = f"{NAMESPACE}::{kind}"
     return [str(e["id"]) for e in entities if isinstance(e, Mapping) and e.get("type") == full]
+
+
+def _statements(text: str) -> list[tuple[int, str]]:
+    """The policies of a Cedar text in order, each as (the line it starts on, its text):
+    split at each ``;`` outside a string and a ``//`` comment (Cedar's ``policyN`` is the
+    N-th). Text after the last ``;`` is a statement too (an unfinished policy)."""
+    found: list[tuple[int, str]] = []
+    start, line, first = 0, 1, 0  # where the statement began, the line now, its first line
+    i, n, quoted = 0, len(text), False
+    while i < n:
+        c = text[i]
+        if quoted:
+            if c == "\\":
+                i += 1
+            elif c == '"':
+                quoted = False
+        elif c == '"':
+            quoted = True
+        elif c == "/" and text.startswith("//", i):
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
+        elif c == ";":
+            found.append((first, text[start : i + 1]))
+            start, first = i + 1, 0
+            i += 1
+            continue
+        if c == "\n":
+            line += 1
+        elif not first and not c.isspace():
+            first = line
+        i += 1
+    if text[start:].strip() and first:
+        found.append((first, text[start:]))
+    return found
+
+
+def _failing_line(text: str) -> int | None:
+    """The line of the first policy that does not parse on its own, if one does not."""
+    for line, statement in _statements(text):
+        try:
+            cedarpy.PolicySet.from_str(statement)
+        except ValueError:
+            return line
+    return None
 
 
 def _entity(kind: str, name: str) -> dict[str, str]:
