@@ -5,6 +5,9 @@ asked, nothing is redacted; the chain says what would have happened."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -110,3 +113,38 @@ def test_enforce_is_the_default_and_a_bad_mode_is_refused(make_policy: Any) -> N
     assert not make_policy('deny = ["x"]\n').observing
     with pytest.raises(PolicyFileError, match="mode"):
         make_policy('mode = "shadow"\n')
+
+
+def test_plugins_and_a_gateways_start_say_the_policy_only_observes(tmp_path: Path) -> None:
+    # Through the real entry point, in processes of their own: an operator sees that the
+    # policy in force enforces nothing, where they look (toolwire plugins, the gateway's start).
+    (tmp_path / "policy.toml").write_text('mode = "observe"\ndeny = ["ping"]\n')
+    (tmp_path / "app.py").write_text(
+        "import toolwire as tw\n\n@tw.tool_fn\ndef ping() -> str:\n    '''Ping.'''\n"
+        "    return 'pong'\n\ntools = tw.Toolset('app', [ping])\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    env.update(
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        TOOLWIRE_AUTOLOAD_PLUGINS="0",
+        TOOLWIRE_POLICY=str(tmp_path / "policy.toml"),
+    )
+
+    def toolwire(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "toolwire", *args, "--app", "app:tools"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env=env,
+            input="",
+        )
+
+    said = f"observing, not enforcing (mode = observe): {tmp_path / 'policy.toml'}"
+    assert said in toolwire("plugins").stdout
+    served = toolwire("mcp", "serve", "--transport", "stdio")
+    assert f"toolwire: policy `policy`: {said}" in served.stderr.splitlines(), served.stderr
+    ran = toolwire("call", "ping", "{}")
+    assert "result: pong" in ran.stdout  # denied, and run: observed, not enforced
