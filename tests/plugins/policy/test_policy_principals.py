@@ -627,6 +627,21 @@ def test_a_shared_quota_for_a_group(make_policy: MakePolicy) -> None:
     assert _verdict(policy, "write_notes", MALLORY)[0]
 
 
+def test_rules_compiled_per_tool_are_kept_bounded_and_follow_each_tool(
+    make_policy: MakePolicy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import toolwire_policy._policy as policy_module
+
+    monkeypatch.setattr(policy_module, "_MAX_TOOLS", 3)
+    policy = make_policy('deny = ["tool_1*"]\n')
+    schema = {"type": "object"}
+    for i in range(40):  # tools made on the fly (a bridge's), each decided by its own name
+        tool = tw.raw_tool(f"tool_{i}", "x", schema, effect="read_only")
+        out = policy.check(make_call(tool, {}), HookContext())
+        assert (not str(i).startswith("1")) == out.allowed, i  # type: ignore[union-attr]
+    assert len(policy._by_tool) <= 3
+
+
 def test_quota_memory_stays_bounded(
     make_policy: MakePolicy, monkeypatch: pytest.MonkeyPatch
 ) -> None:

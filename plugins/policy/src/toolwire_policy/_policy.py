@@ -175,6 +175,9 @@ _Whom = tuple["re.Pattern[str] | None", "re.Pattern[str] | None"] | None
 _Constraint = tuple[ConstraintRule, "re.Pattern[str] | None", tuple["re.Pattern[str]", ...], _Whom]
 
 
+#: Tools whose compiled rules are kept by identity (more start the memory over).
+_MAX_TOOLS = 4096
+
 #: Calls in flight remembered before those past their lease are dropped.
 _MAX_WINDOWS = 10_000
 
@@ -226,11 +229,13 @@ class Policy:
     __slots__ = (
         "_allow",
         "_approve",
+        "_by_tool",
         "_cache",
         "_deny",
         "_effects",
         "_inflight",
         "_inflight_lock",
+        "_last_arguments",
         "_quotas",
         "_rules",
         "_trusted_mcp",
@@ -258,6 +263,11 @@ class Policy:
         self._trusted_mcp = _globs(config.trusted_mcp_servers)
         self._effects = [(_globs([glob]), str(effect)) for glob, effect in config.effects.items()]
         self._cache: dict[tuple[tuple[str, ...], tuple[str, ...], str], _Compiled] = {}
+        #: id(tool) -> (the tool, its compiled rules): a call's four look-ups cost one.
+        self._by_tool: dict[int, tuple[Tool[Any, Any], _Compiled]] = {}
+        #: (the call, its redacted arguments, their fingerprint) of the last call audited:
+        #: its decision and result records say the same arguments, worked out once.
+        self._last_arguments: tuple[TypedCall[Any], dict[str, Any], str] | None = None
         self._quotas = tuple(
             (q, _globs(q.tools), _whom(q.subjects, q.groups)) for q in config.quotas
         )
@@ -321,6 +331,16 @@ class Policy:
     # -- per tool -----------------------------------------------------------------------
 
     def _compiled(self, tool: Tool[Any, Any]) -> _Compiled:
+        seen = self._by_tool.get(id(tool))
+        if seen is not None and seen[0] is tool:  # a tool is immutable: the same answer
+            return seen[1]
+        hit = self._compile_for(tool)
+        if len(self._by_tool) >= _MAX_TOOLS:
+            self._by_tool.clear()  # bounded: tools made on the fly start it over
+        self._by_tool[id(tool)] = (tool, hit)
+        return hit
+
+    def _compile_for(self, tool: Tool[Any, Any]) -> _Compiled:
         names = _names(tool)
         mounted = _mounted(tool)
         effect = self._effect(names, self._claimed(tool))
@@ -785,10 +805,10 @@ class Policy:
             return
         audit = self.config.audit
         assert audit is not None
-        redacted = self.redact_arguments(call.tool, call_arguments(call))
+        redacted, digest = self._audited_arguments(call)
         record = self._record("decision", call, context)
         record["decision"] = "allow" if verdict.allowed else "reject"
-        record["fingerprint"] = fingerprint(redacted)
+        record["fingerprint"] = digest
         record["reason"] = verdict.reason or None
         record["approval"] = verdict.approval
         if self.observing:
@@ -807,6 +827,17 @@ class Policy:
             record["arguments"] = redacted
         self.audit_log.write(record)
 
+    def _audited_arguments(self, call: TypedCall[Any]) -> tuple[dict[str, Any], str]:
+        """A call's arguments as its records say them (redacted) and their fingerprint,
+        worked out once for the decision and the result of the same call."""
+        last = self._last_arguments
+        if last is not None and last[0] is call:
+            return last[1], last[2]
+        redacted = self.redact_arguments(call.tool, call_arguments(call))
+        digest = fingerprint(redacted)
+        self._last_arguments = (call, redacted, digest)
+        return redacted, digest
+
     def on_result(
         self, call: TypedCall[Any], result: ToolResult, context: HookContext
     ) -> ToolResult | None:
@@ -824,10 +855,10 @@ class Policy:
         content = final.content
         audit = self.config.audit
         if self.audit_log is not None and audit is not None and audit.results:
-            redacted = self.redact_arguments(call.tool, call_arguments(call))
+            _, digest = self._audited_arguments(call)
             record = self._record("result", call, context)
             record["decision"] = "error" if result.is_error else "ok"
-            record["fingerprint"] = fingerprint(redacted)
+            record["fingerprint"] = digest
             record["content_sha256"] = hashlib.sha256(content.encode("utf-8")).hexdigest()
             record["content_length"] = len(content)
             record["redactions"] = count
