@@ -195,6 +195,63 @@ def test_run_is_sync_and_works_inside_an_event_loop_too(governor: Governor) -> N
     assert "z" == asyncio.run(inside())
 
 
+def test_run_runs_a_sync_frameworks_tool_here_with_no_loop_running(governor: Governor) -> None:
+    # A sync framework's tool is often sync code that runs a coroutine of its own with
+    # asyncio.run: it failed under governance ("cannot be called from a running event
+    # loop") when its body ran inside the loop the call was decided on.
+    import contextvars
+    import threading
+
+    tool = governor.foreign_tool("lookup", "", SCHEMA, effect="read_only")
+    where = contextvars.ContextVar("where", default="elsewhere")
+    where.set("the caller's context")
+    seen: list[Any] = []
+
+    async def fetch(to: str) -> str:
+        return f"fetched {to}"
+
+    def body(arguments: dict[str, Any]) -> str:
+        seen.append((threading.current_thread(), where.get()))
+        return asyncio.run(fetch(arguments["to"]))
+
+    out = governor.run(tool, {"to": "x"}, body)
+    assert ("ok", "fetched x") == (out.status, out.value), out.content
+    assert [(threading.current_thread(), "the caller's context")] == seen
+    # The framework's own failure still comes back to be raised, and a refusal runs nothing.
+    failing = governor.run(tool, {"to": "x"}, lambda a: (_ for _ in ()).throw(KeyError("k")))
+    assert ("error", KeyError) == (failing.status, type(failing.raised))
+    stopped = governor.run(tool, {"to": "x"}, lambda a: next(iter(())))
+    assert "error" == stopped.status  # a StopIteration is a failure, not a hang
+    drop = governor.foreign_tool("drop_table", "", SCHEMA)
+    assert "refused" == governor.run(drop, {"to": "x"}, lambda a: pytest.fail("ran")).status
+
+
+def test_sync_calls_from_many_threads_reuse_a_few_loops_and_leave_nothing_behind(
+    governor: Governor,
+) -> None:
+    import concurrent.futures
+    import gc
+
+    import toolwire._sync as sync
+
+    tool = governor.foreign_tool("lookup", "", SCHEMA, effect="read_only")
+
+    def call(i: int) -> Any:
+        # A new thread per call, as LangGraph runs a sync tool: the loops are pooled,
+        # not made per thread, so the file descriptors do not grow with the calls.
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            return pool.submit(governor.run, tool, {"to": str(i)}, lambda a: a["to"]).result()
+
+    with concurrent.futures.ThreadPoolExecutor(4) as outer:
+        values = [o.value for o in outer.map(call, range(200))]
+    assert [str(i) for i in range(200)] == values
+    gc.collect()
+    assert len(sync._idle) <= sync.MAX_IDLE
+    for loop in sync._idle:
+        assert (False, False) == (loop.is_running(), loop.is_closed())
+        assert [] == [t for t in asyncio.all_tasks(loop) if not t.done()]
+
+
 def test_a_toolwire_tool_runs_through_the_executor(governor: Governor) -> None:
     @tw.tool_fn
     def add(a: int, b: int) -> int:

@@ -31,6 +31,7 @@ from toolwire._execute.executor import Executor
 from toolwire._exports import publish
 from toolwire._hooks import AuditEvent, HookContext, Principal
 from toolwire._metadata import ToolEffect, ToolMetadata
+from toolwire._sync import pooled_loop
 from toolwire._tools import Tool, raw_tool, tool_of
 from toolwire._toolset import Toolset
 
@@ -94,7 +95,17 @@ class Governed:
 class _Holder:
     """One call's continuation, and what it saw: its return value or its exception."""
 
-    __slots__ = ("approval", "called", "error", "given", "proceed", "refusal", "rewrite", "value")
+    __slots__ = (
+        "approval",
+        "called",
+        "error",
+        "given",
+        "here",
+        "proceed",
+        "refusal",
+        "rewrite",
+        "value",
+    )
 
     def __init__(
         self, proceed: Callable[[dict[str, Any]], Any] | None, given: Any, rewrite: bool
@@ -107,6 +118,25 @@ class _Holder:
         self.error: BaseException | None = None
         self.refusal: str | None = None
         self.approval: tuple[str, str] | None = None
+        #: Set when a sync caller runs the framework's tool itself (:meth:`Governor.run`).
+        self.here: _Here | None = None
+
+
+class _Here:
+    """A sync caller's side of a call: its loop stops when the body asks (``wake``), and
+    it runs the framework's tool with ``wanted``'s arguments, answering in its future."""
+
+    __slots__ = ("wake", "wanted")
+
+    def __init__(self, wake: asyncio.Future[None]) -> None:
+        self.wake = wake
+        self.wanted: tuple[dict[str, Any], asyncio.Future[Any]] | None = None
+
+
+#: The sync caller's side for the next Governor.arun in this context (Governor.run sets it).
+_HERE: contextvars.ContextVar[_Here | None] = contextvars.ContextVar(
+    "toolwire_bridge_here", default=None
+)
 
 
 #: The call a foreign tool's body runs for (set by Governor.arun around the executor).
@@ -127,7 +157,13 @@ async def _continue(**arguments: Any) -> Any:
         raise UsageError(holder.refusal)
     holder.called = True
     try:
-        answer = holder.proceed(arguments)
+        if holder.here is not None:  # the sync caller runs it, its loop stopped
+            answer_at = asyncio.get_running_loop().create_future()
+            holder.here.wanted = (arguments, answer_at)
+            holder.here.wake.set_result(None)
+            answer = await answer_at
+        else:
+            answer = holder.proceed(arguments)
         if isinstance(answer, Awaitable):
             answer = await answer
     except BaseException as exc:
@@ -269,6 +305,9 @@ class Governor:
         if foreign and proceed is None:
             raise UsageError(f"`{tool.name}` is a foreign tool: give proceed")
         holder = _Holder(proceed, None, rewrite)
+        holder.here = _HERE.get()
+        if holder.here is not None:
+            _HERE.set(None)  # this call's, not the calls its tool makes
         context = self._context(holder, principal, session_id, model)
         try:
             typed = TypedCall(call, tool, tool.validate_json(text))
@@ -314,13 +353,7 @@ class Governor:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            # A loop of its own, closed after (asyncio.run would also wait for the
-            # default executor's threads, which costs more than the decision does).
-            loop = asyncio.new_event_loop()
-            try:
-                return loop.run_until_complete(self.arun(tool, arguments, proceed, **options))
-            finally:
-                loop.close()
+            return self._run_here(tool, arguments, proceed, options)
         # The wait is bounded by the call itself: the executor holds it to its timeout.
         with concurrent.futures.ThreadPoolExecutor(1, "toolwire-governor") as pool:
             context = contextvars.copy_context()
@@ -328,6 +361,44 @@ class Governor:
                 context.run, asyncio.run, self.arun(tool, arguments, proceed, **options)
             )
             return job.result()
+
+    def _run_here(
+        self,
+        tool: Tool[Any, Any],
+        arguments: Mapping[str, Any] | str,
+        proceed: Callable[[dict[str, Any]], Any] | None,
+        options: dict[str, Any],
+    ) -> Governed:
+        """:meth:`run` with no loop running in this thread: the call is decided on a loop
+        of a pool (a loop made and closed per call costs more than the decision does),
+        and the loop stops while the framework's own tool runs, here, as it runs without
+        toolwire: on this thread, in its context, with no event loop running (frameworks
+        take slower paths inside a running loop)."""
+        with pooled_loop() as loop:
+            here = _Here(loop.create_future())
+            token = _HERE.set(here)
+            try:
+                task = loop.create_task(self.arun(tool, arguments, proceed, **options))
+            finally:
+                _HERE.reset(token)
+            while True:
+                loop.run_until_complete(
+                    asyncio.wait((task, here.wake), return_when=asyncio.FIRST_COMPLETED)
+                )
+                if task.done() or here.wanted is None or proceed is None:
+                    return loop.run_until_complete(task)
+                given, answer_at = here.wanted
+                here.wanted, here.wake = None, loop.create_future()
+                try:
+                    answer = proceed(given)
+                except (KeyboardInterrupt, SystemExit):
+                    raise
+                except BaseException as exc:  # the tool's own failure: the body raises it
+                    if isinstance(exc, StopIteration):  # a future cannot hold one
+                        exc = RuntimeError(f"the tool raised StopIteration: {exc}")
+                    answer_at.set_exception(exc)
+                else:
+                    answer_at.set_result(answer)
 
     def _context(
         self, holder: _Holder, principal: Principal | None, session_id: str, model: str
