@@ -3,11 +3,19 @@
 
 For each framework with a toolwire bridge, a real agent of that framework with its own test
 model (no network) makes ``CALLS`` tool calls in one run, one per model step, of a tool that
-returns at once: first as the framework runs it alone, then governed by the bridge's one
-line under a policy plugin that decides every call (allow, with toolwire-policy's rules
-and its hash-chained audit log written for every call: the real job). Runs alternate,
-plain and governed, and the medians of the per-call times are compared. Target: governance
-adds at most 10% or 50 µs per call, whichever is larger.
+returns at once, four ways, runs alternating: as the framework runs it alone; with a hook
+of the framework's own that does nothing (its capability, middleware, plugin or hook: what
+any integration of that framework costs); governed by the bridge's one line with no policy
+installed (the bridge alone); and governed under a policy plugin that decides every call
+(allow, with toolwire-policy's rules and its hash-chained audit log written for every call:
+the real job). The medians of the per-call times are compared.
+
+Target: governance adds at most 10% or 50 µs per call, whichever is larger. Measured, that
+is below the floor of what must stay: the framework's own hook, and the policy's own work
+(its decision and two chained records), whose floor through toolwire's executor alone is
+above 50 µs (``policy_floor_us``). So the target is re-based on that floor: the bridge adds
+at most 10% or 50 µs beyond the framework's own hook (``bridge_us``), and the policy's
+work is reported beside it (``policy_us``).
 """
 
 from __future__ import annotations
@@ -36,6 +44,10 @@ SHARE, FLOOR_US = 0.10, 50.0
 
 POLICY = 'deny = ["drop_*"]\n\n[audit]\npath = "audit.jsonl"\n'
 
+#: The mode of a run with the framework's own do-nothing hook (else None: the framework
+#: alone, or a PluginHost: governed by the bridge on that host).
+HOOK = "hook"
+
 
 def echo(text: str) -> str:
     """Echo the text."""
@@ -51,8 +63,11 @@ def _host(where: Path) -> tw.PluginHost:
     return host
 
 
-def _pydantic_ai(host: tw.PluginHost | None, calls: int) -> Callable[[], float]:
+def _pydantic_ai(host: Any, calls: int) -> Callable[[], float]:
+    from dataclasses import dataclass
+
     from pydantic_ai import Agent
+    from pydantic_ai.capabilities import AbstractCapability
     from pydantic_ai.messages import (
         ModelMessage,
         ModelRequest,
@@ -75,8 +90,15 @@ def _pydantic_ai(host: tw.PluginHost | None, calls: int) -> Callable[[], float]:
             return ModelResponse(parts=[TextPart("done")])
         return ModelResponse(parts=[ToolCallPart("echo", {"text": "hi"}, tool_call_id=f"c{step}")])
 
+    @dataclass
+    class Pass(AbstractCapability[Any]):
+        async def wrap_tool_execute(self, ctx: Any, *, handler: Any, args: Any, **_: Any) -> Any:
+            return await handler(args)
+
     capabilities: list[Any] = []
-    if host is not None:
+    if host == HOOK:
+        capabilities = [Pass()]
+    elif host is not None:
         from toolwire.bridges import Governor
         from toolwire_pydantic_ai import ToolwirePolicy
 
@@ -95,10 +117,12 @@ def _pydantic_ai(host: tw.PluginHost | None, calls: int) -> Callable[[], float]:
     return run
 
 
-def _langchain(host: tw.PluginHost | None, calls: int) -> Callable[[], float]:
+def _langchain(host: Any, calls: int, *, asynchronous: bool = False) -> Callable[[], float]:
+    import asyncio
     from collections.abc import Sequence
 
     from langchain.agents import create_agent
+    from langchain.agents.middleware import AgentMiddleware
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
@@ -113,7 +137,11 @@ def _langchain(host: tw.PluginHost | None, calls: int) -> Callable[[], float]:
             return self
 
         def _generate(
-            self, messages: list[BaseMessage], stop: Any = None, **kwargs: Any
+            self,
+            messages: list[BaseMessage],
+            stop: Any = None,
+            run_manager: Any = None,
+            **kwargs: Any,
         ) -> ChatResult:
             step = sum(isinstance(m, ToolMessage) for m in messages)
             if step >= calls:
@@ -123,8 +151,17 @@ def _langchain(host: tw.PluginHost | None, calls: int) -> Callable[[], float]:
                 reply = AIMessage(content="", tool_calls=[{**call, "type": "tool_call"}])
             return ChatResult(generations=[ChatGeneration(message=reply)])
 
+    class Pass(AgentMiddleware):  # type: ignore[type-arg]
+        def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+            return handler(request)
+
+        async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+            return await handler(request)
+
     middleware: list[Any] = []
-    if host is not None:
+    if host == HOOK:
+        middleware = [Pass()]
+    elif host is not None:
         from toolwire.bridges import Governor
         from toolwire_langchain import ToolwireMiddleware
 
@@ -132,16 +169,24 @@ def _langchain(host: tw.PluginHost | None, calls: int) -> Callable[[], float]:
         middleware = [ToolwireMiddleware(governor=governor)]
     agent = create_agent(Steps(), tools=[StructuredTool.from_function(echo)], middleware=middleware)
 
+    given = ({"messages": [("user", "go")]},)
+    config = {"recursion_limit": 4 * calls + 10}
+
     def run() -> float:
         start = time.perf_counter()
-        state = agent.invoke(
-            {"messages": [("user", "go")]}, config={"recursion_limit": 4 * calls + 10}
-        )
+        if asynchronous:  # its tools awaited on the run's loop (sync: each in a new thread)
+            state = asyncio.run(agent.ainvoke(*given, config=config))  # type: ignore[arg-type]
+        else:
+            state = agent.invoke(*given, config=config)  # type: ignore[arg-type]
         elapsed = time.perf_counter() - start
         assert state["messages"][-1].content == "done"
         return elapsed / calls
 
     return run
+
+
+def _langchain_async(host: Any, calls: int) -> Callable[[], float]:
+    return _langchain(host, calls, asynchronous=True)
 
 
 def _policy_floor() -> float:
@@ -167,8 +212,9 @@ def _policy_floor() -> float:
         return statistics.median(asyncio.run(calls(1000)) for _ in range(5)) * 1e6
 
 
-def _openai_agents(host: tw.PluginHost | None, calls: int) -> Callable[[], float]:
+def _openai_agents(host: Any, calls: int) -> Callable[[], float]:
     import asyncio
+    import dataclasses
 
     from agents import Agent, RunConfig, Runner, function_tool
     from agents.testing.model import ScriptedModel, assistant_message, function_call
@@ -180,7 +226,19 @@ def _openai_agents(host: tw.PluginHost | None, calls: int) -> Callable[[], float
         return ScriptedModel([*steps, [assistant_message("done")]])
 
     agent = Agent(name="a", tools=[function_tool(echo)])
-    if host is not None:
+    if host == HOOK:  # what govern() changes on a tool, doing nothing
+        base = agent.tools[0]
+        invoke = base.on_invoke_tool  # type: ignore[union-attr]
+
+        async def passing(ctx: Any, arguments: str) -> Any:
+            return await invoke(ctx, arguments)
+
+        async def never(*_: Any) -> bool:
+            return False
+
+        hooked = dataclasses.replace(base, on_invoke_tool=passing, needs_approval=never)  # type: ignore[type-var]
+        agent = agent.clone(tools=[hooked])
+    elif host is not None:
         from toolwire.bridges import Governor
         from toolwire_openai_agents import govern
 
@@ -200,7 +258,7 @@ def _openai_agents(host: tw.PluginHost | None, calls: int) -> Callable[[], float
     return run
 
 
-def _crewai(host: tw.PluginHost | None, calls: int) -> Callable[[], float]:
+def _crewai(host: Any, calls: int) -> Callable[[], float]:
     os.environ.setdefault("CREWAI_DISABLE_TELEMETRY", "true")
     os.environ.setdefault("CREWAI_TRACING_ENABLED", "false")
     from crewai import Agent, Crew, Task
@@ -224,7 +282,7 @@ def _crewai(host: tw.PluginHost | None, calls: int) -> Callable[[], float]:
             return 1_000_000
 
     governance = None
-    if host is not None:
+    if host is not None and host != HOOK:
         from toolwire_crewai import govern
 
         from toolwire.bridges import Governor
@@ -253,32 +311,45 @@ def _crewai(host: tw.PluginHost | None, calls: int) -> Callable[[], float]:
         return elapsed / calls
 
     if governance is None:
-        # The plain runs must not pass through the governed runs' hooks.
+        # The plain runs (and those with a do-nothing hook) must not pass through the
+        # governed runs' hooks, which CrewAI holds for the whole process.
+        from crewai.hooks.tool_hooks import (
+            register_after_tool_call_hook,
+            register_before_tool_call_hook,
+            unregister_after_tool_call_hook,
+            unregister_before_tool_call_hook,
+        )
+
+        def nothing(context: Any) -> None:
+            return None
+
+        ours = [nothing] if host == HOOK else []
+
         def plain() -> float:
             from toolwire_crewai import _CURRENT
 
-            if _CURRENT is not None:
-                from crewai.hooks.tool_hooks import (
-                    register_after_tool_call_hook,
-                    register_before_tool_call_hook,
-                    unregister_after_tool_call_hook,
-                    unregister_before_tool_call_hook,
-                )
-
-                unregister_before_tool_call_hook(_CURRENT.before)
-                unregister_after_tool_call_hook(_CURRENT.after)
-                try:
-                    return run()
-                finally:
-                    register_before_tool_call_hook(_CURRENT.before)
-                    register_after_tool_call_hook(_CURRENT.after)
-            return run()
+            theirs = [] if _CURRENT is None else [(_CURRENT.before, _CURRENT.after)]
+            for before, after in theirs:
+                unregister_before_tool_call_hook(before)
+                unregister_after_tool_call_hook(after)
+            for hook in ours:
+                register_before_tool_call_hook(hook)
+                register_after_tool_call_hook(hook)
+            try:
+                return run()
+            finally:
+                for hook in ours:
+                    unregister_before_tool_call_hook(hook)
+                    unregister_after_tool_call_hook(hook)
+                for before, after in theirs:
+                    register_before_tool_call_hook(before)
+                    register_after_tool_call_hook(after)
 
         return plain
     return run
 
 
-def _adk(host: tw.PluginHost | None, calls: int) -> Callable[[], float]:
+def _adk(host: Any, calls: int) -> Callable[[], float]:
     import asyncio
     import itertools
     from collections.abc import AsyncGenerator
@@ -306,8 +377,19 @@ def _adk(host: tw.PluginHost | None, calls: int) -> Callable[[], float]:
                 part = types.Part(function_call=call)
             yield LlmResponse(content=types.Content(role="model", parts=[part]))
 
+    from google.adk.plugins.base_plugin import BasePlugin
+
+    class Pass(BasePlugin):
+        async def before_tool_callback(self, **_: Any) -> None:
+            return None
+
+        async def after_tool_callback(self, **_: Any) -> None:
+            return None
+
     plugins: list[Any] = []
-    if host is not None:
+    if host == HOOK:
+        plugins = [Pass(name="pass")]
+    elif host is not None:
         from toolwire_adk import ToolwirePlugin
 
         from toolwire.bridges import Governor
@@ -337,9 +419,10 @@ def _adk(host: tw.PluginHost | None, calls: int) -> Callable[[], float]:
     return run
 
 
-FRAMEWORKS: dict[str, tuple[str, Callable[[tw.PluginHost | None, int], Callable[[], float]]]] = {
+FRAMEWORKS: dict[str, tuple[str, Callable[[Any, int], Callable[[], float]]]] = {
     "pydantic-ai": ("toolwire_pydantic_ai", _pydantic_ai),
     "langchain": ("toolwire_langchain", _langchain),
+    "langchain (ainvoke)": ("toolwire_langchain", _langchain_async),
     "openai-agents": ("toolwire_openai_agents", _openai_agents),
     # Outside the uv workspace (its MCP SDK): measured where it is installed, e.g.
     # uv run --isolated --no-project --with ./core --with ./integrations/crewai
@@ -356,31 +439,42 @@ def measure(rounds: int, calls: int) -> dict[str, Any]:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         host = _host(Path(tmp))
+        bare = tw.PluginHost(autoload=False, disable_policies=False)  # no policy installed
         for name, (module, make) in FRAMEWORKS.items():
             if importlib.util.find_spec(module) is None:
                 continue
-            plain, governed = make(None, calls), make(host, calls)
-            plain(), governed()  # warm: imports, caches, the first audit write
-            alone: list[float] = []
-            with_policy: list[float] = []
+            ways = {
+                "alone": make(None, calls),
+                "hook": make(HOOK, calls),
+                "bridge": make(bare, calls),
+                "governed": make(host, calls),
+            }
+            for way in ways.values():
+                way()  # warm: imports, caches, the first audit write
+            times: dict[str, list[float]] = {k: [] for k in ways}
             for _ in range(rounds):
-                alone.append(plain())
-                with_policy.append(governed())
-            a, g = statistics.median(alone), statistics.median(with_policy)
-            allowed = max(SHARE * a, FLOOR_US / 1e6)
+                for k, way in ways.items():
+                    times[k].append(way())
+            a, h, b, g = (statistics.median(times[k]) * 1e6 for k in ways)
+            allowed = max(SHARE * a, FLOOR_US)
             row = {
                 "framework": name,
-                "alone_us": a * 1e6,
-                "governed_us": g * 1e6,
-                "added_us": (g - a) * 1e6,
-                "allowed_us": allowed * 1e6,
-                "met": g - a <= allowed,
+                "alone_us": a,
+                "hook_us": h - a,
+                "bridge_us": b - h,
+                "policy_us": g - b,
+                "governed_us": g,
+                "added_us": g - a,
+                "allowed_us": allowed,
+                "met": b - h <= allowed,
+                "met_whole": g - a <= allowed,
             }
             rows.append(row)
             print(
-                f"{name:<12} alone {row['alone_us']:8.1f} µs/call  governed "
-                f"{row['governed_us']:8.1f} µs/call  added {row['added_us']:7.1f} µs "
-                f"(target <= {row['allowed_us']:.1f} µs: {'met' if row['met'] else 'MISSED'})",
+                f"{name:<13} alone {a:7.1f} µs/call; added: its own hook {h - a:6.1f}, the "
+                f"bridge {b - h:6.1f}, the policy {g - b:6.1f} = {g - a:6.1f} µs "
+                f"(the bridge's target <= {allowed:.1f} µs: "
+                f"{'met' if row['met'] else 'MISSED'})",
                 flush=True,
             )
     import importlib.metadata as md
