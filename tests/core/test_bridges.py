@@ -252,6 +252,64 @@ def test_sync_calls_from_many_threads_reuse_a_few_loops_and_leave_nothing_behind
         assert [] == [t for t in asyncio.all_tasks(loop) if not t.done()]
 
 
+def test_begin_decides_and_the_framework_runs_its_tool_then_finishes(
+    governor: Governor, policy: Decides
+) -> None:
+    from toolwire.bridges import Underway
+
+    lookup = governor.foreign_tool("lookup", "", SCHEMA, effect="read_only")
+    started = governor.begin(lookup, {"to": "x"}, call_id="c1")
+    assert isinstance(started, Underway)
+    assert {"to": "x"} == started.arguments
+    done = started.finish("found")
+    assert ("ok", "found") == (done.status, done.value)
+    with pytest.raises(tw.UsageError, match="ended already"):
+        started.finish("again")
+    # A policy's rewrite is what the framework is given to run.
+    shout = governor.foreign_tool("shout", "", SCHEMA, effect="read_only")
+    rewritten = governor.begin(shout, {"to": "x"})
+    assert isinstance(rewritten, Underway)
+    assert {"to": "X"} == rewritten.arguments
+    rewritten.cancel()
+    # Refused, or waiting for a person: nothing for the framework to run.
+    drop = governor.foreign_tool("drop_table", "", SCHEMA)
+    refused = governor.begin(drop, {"to": "x"})
+    assert isinstance(refused, Governed)
+    assert refused.status == "refused"
+    assert refused.content.endswith("dropping is denied")
+    send = governor.foreign_tool("send_mail", "", SCHEMA)
+    asked = governor.begin(send, {"to": "x"})
+    assert isinstance(asked, Governed)
+    assert "approval" == asked.status
+    # The tool's own failure is the call's outcome, to raise again.
+    failing = governor.begin(lookup, {"to": "x"})
+    assert isinstance(failing, Underway)
+    failed = failing.finish(error=KeyError("k"))
+    assert ("error", KeyError) == (failed.status, type(failed.raised))
+
+
+def test_begin_is_for_sync_code_and_leaves_no_loop_behind(governor: Governor) -> None:
+    import toolwire._sync as sync
+
+    lookup = governor.foreign_tool("lookup", "", SCHEMA, effect="read_only")
+
+    async def inside() -> None:
+        with pytest.raises(tw.UsageError, match="no event loop running"):
+            governor.begin(lookup, {"to": "x"})
+
+    asyncio.run(inside())
+    for _ in range(50):  # begun and cancelled, begun and finished: the pool stays small
+        started = governor.begin(lookup, {"to": "x"})
+        assert not isinstance(started, Governed)
+        started.cancel()
+        again = governor.begin(lookup, {"to": "y"})
+        assert not isinstance(again, Governed)
+        again.finish("z")
+    assert 1 <= len(sync._idle) <= sync.MAX_IDLE
+    for loop in sync._idle:
+        assert [] == [t for t in asyncio.all_tasks(loop) if not t.done()]
+
+
 def test_a_toolwire_tool_runs_through_the_executor(governor: Governor) -> None:
     @tw.tool_fn
     def add(a: int, b: int) -> int:

@@ -31,7 +31,7 @@ from toolwire._execute.executor import Executor
 from toolwire._exports import publish
 from toolwire._hooks import AuditEvent, HookContext, Principal
 from toolwire._metadata import ToolEffect, ToolMetadata
-from toolwire._sync import pooled_loop
+from toolwire._sync import give_loop, run_on_pooled_loop, take_loop
 from toolwire._tools import Tool, raw_tool, tool_of
 from toolwire._toolset import Toolset
 
@@ -41,6 +41,7 @@ __all__ = [
     "UNKNOWN_EFFECT_SOURCE",
     "Governed",
     "Governor",
+    "Underway",
     "approval_question",
     "principal_in",
     "principal_of",
@@ -171,6 +172,86 @@ async def _continue(**arguments: Any) -> Any:
         raise
     holder.value = answer
     return answer
+
+
+def _by_the_caller(arguments: dict[str, Any]) -> Any:
+    raise UsageError("this call's tool is run by its caller (Governor.begin)")
+
+
+class Underway:
+    """A call the policies let through, whose tool the framework runs itself
+    (:meth:`Governor.begin`): ``arguments`` are the ones decided (a policy's or an
+    approver's rewrite included). :meth:`finish` with what the tool returned, or the
+    exception it raised, gives the call's outcome (the result hooks ran, the audit
+    records written); :meth:`cancel` when the framework did not run it after all."""
+
+    __slots__ = ("_here", "_loop", "_task", "arguments")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Governed], here: _Here):
+        self._loop: asyncio.AbstractEventLoop | None = loop
+        self._task = task
+        self._here = here
+        self.arguments: dict[str, Any] = {}
+
+    def __repr__(self) -> str:
+        return f"<Underway {'ended' if self._loop is None else 'running'}>"
+
+    def _step(self) -> bool:
+        """Run the decision until the call's body asks for the tool (True: the caller runs
+        it) or the call ends (False)."""
+        loop, here = self._loop, self._here
+        assert loop is not None
+        loop.run_until_complete(
+            asyncio.wait((self._task, here.wake), return_when=asyncio.FIRST_COMPLETED)
+        )
+        if self._task.done() or here.wanted is None:
+            return False
+        self.arguments = dict(here.wanted[0])
+        return True
+
+    def _end(self) -> Governed:
+        loop, self._loop = self._loop, None
+        assert loop is not None
+        try:
+            return loop.run_until_complete(self._task)
+        finally:
+            give_loop(loop)
+
+    def finish(self, value: Any = None, *, error: BaseException | None = None) -> Governed:
+        """The framework ran the tool: what it returned (or ``error``, what it raised).
+        Once; raises UsageError after the call ended."""
+        if self._loop is None or self._here.wanted is None:
+            raise UsageError("this call has ended already")
+        answer_at = self._here.wanted[1]
+        self._here.wanted, self._here.wake = None, self._loop.create_future()
+        if error is not None:
+            if isinstance(error, StopIteration):  # a future cannot hold one
+                error = RuntimeError(f"the tool raised StopIteration: {error}")
+            answer_at.set_exception(error)
+        else:
+            answer_at.set_result(value)
+        while self._step():  # asked again (a retry): the framework ran its tool once
+            self._refuse_again()
+        return self._end()
+
+    def _refuse_again(self) -> None:
+        again, loop = self._here.wanted, self._loop
+        assert again is not None
+        assert loop is not None
+        self._here.wanted, self._here.wake = None, loop.create_future()
+        again[1].set_exception(UsageError("the framework runs its tool once a call"))
+
+    def cancel(self) -> None:
+        """The framework did not run the tool: the call ends, nothing recorded as its result."""
+        loop, self._loop = self._loop, None
+        if loop is not None:
+            self._task.cancel()
+            give_loop(loop)
+
+    def __del__(self) -> None:
+        loop = getattr(self, "_loop", None)
+        if loop is not None and not loop.is_running():  # never finished: let go of it
+            loop.close()
 
 
 class Governor:
@@ -362,6 +443,41 @@ class Governor:
             )
             return job.result()
 
+    def begin(
+        self,
+        tool: Tool[Any, Any],
+        arguments: Mapping[str, Any] | str,
+        **options: Any,
+    ) -> Governed | Underway:
+        """Decide a call whose tool the framework runs itself, between a hook before it and
+        one after (CrewAI's): the outcome when the policies answered without it running
+        (refused, an approval to ask for, a toolwire tool run here), else an
+        :class:`Underway` with the arguments decided, for the framework to run and then
+        :meth:`Underway.finish`. For sync code with no event loop running in its thread
+        (else use :meth:`arun`): the call is decided on a loop of a pool, and no loop runs
+        while the framework's tool does. ``options`` as :meth:`arun`'s."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise UsageError("Governor.begin() is for sync code with no event loop running")
+        loop = take_loop()
+        try:
+            here = _Here(loop.create_future())
+            token = _HERE.set(here)
+            try:
+                task = loop.create_task(self.arun(tool, arguments, _by_the_caller, **options))
+            finally:
+                _HERE.reset(token)
+            underway = Underway(loop, task, here)
+            if underway._step():
+                return underway
+            return underway._end()
+        except BaseException:
+            give_loop(loop)
+            raise
+
     def _run_here(
         self,
         tool: Tool[Any, Any],
@@ -369,36 +485,22 @@ class Governor:
         proceed: Callable[[dict[str, Any]], Any] | None,
         options: dict[str, Any],
     ) -> Governed:
-        """:meth:`run` with no loop running in this thread: the call is decided on a loop
-        of a pool (a loop made and closed per call costs more than the decision does),
-        and the loop stops while the framework's own tool runs, here, as it runs without
-        toolwire: on this thread, in its context, with no event loop running (frameworks
-        take slower paths inside a running loop)."""
-        with pooled_loop() as loop:
-            here = _Here(loop.create_future())
-            token = _HERE.set(here)
-            try:
-                task = loop.create_task(self.arun(tool, arguments, proceed, **options))
-            finally:
-                _HERE.reset(token)
-            while True:
-                loop.run_until_complete(
-                    asyncio.wait((task, here.wake), return_when=asyncio.FIRST_COMPLETED)
-                )
-                if task.done() or here.wanted is None or proceed is None:
-                    return loop.run_until_complete(task)
-                given, answer_at = here.wanted
-                here.wanted, here.wake = None, loop.create_future()
-                try:
-                    answer = proceed(given)
-                except (KeyboardInterrupt, SystemExit):
-                    raise
-                except BaseException as exc:  # the tool's own failure: the body raises it
-                    if isinstance(exc, StopIteration):  # a future cannot hold one
-                        exc = RuntimeError(f"the tool raised StopIteration: {exc}")
-                    answer_at.set_exception(exc)
-                else:
-                    answer_at.set_result(answer)
+        """:meth:`run` with no loop running in this thread, through :meth:`begin`: the
+        framework's own tool runs here, as it runs without toolwire (on this thread, in
+        its context, with no event loop running: frameworks take other paths inside one)."""
+        if proceed is None:
+            return run_on_pooled_loop(self.arun(tool, arguments, None, **options))
+        started = self.begin(tool, arguments, **options)
+        if isinstance(started, Governed):
+            return started
+        try:
+            answer = proceed(started.arguments)
+        except (KeyboardInterrupt, SystemExit):
+            started.cancel()
+            raise
+        except BaseException as exc:  # the tool's own failure: the call's outcome says it
+            return started.finish(error=exc)
+        return started.finish(answer)
 
     def _context(
         self, holder: _Holder, principal: Principal | None, session_id: str, model: str

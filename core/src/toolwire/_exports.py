@@ -261,6 +261,7 @@ BRIDGES: Mapping[str, str] = {
     "UNKNOWN_EFFECT_SOURCE": "toolwire._bridge",
     "Governed": "toolwire._bridge",
     "Governor": "toolwire._bridge",
+    "Underway": "toolwire._bridge",
     "approval_question": "toolwire._bridge",
     "principal_in": "toolwire._bridge",
     "principal_of": "toolwire._bridge",

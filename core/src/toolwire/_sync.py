@@ -18,7 +18,7 @@ import threading
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["pooled_loop", "run_on_pooled_loop"]
+__all__ = ["give_loop", "pooled_loop", "run_on_pooled_loop", "take_loop"]
 
 _T = TypeVar("_T")
 
@@ -29,25 +29,37 @@ _idle: list[asyncio.AbstractEventLoop] = []
 _lock = threading.Lock()
 
 
-@contextlib.contextmanager
-def pooled_loop() -> Iterator[asyncio.AbstractEventLoop]:
-    """An idle loop of the pool (a new one when none is idle), for this thread to run
-    until the block ends; the caller has checked that no loop runs in this thread. What
-    the block's runs left behind is cancelled and waited for before the loop goes back."""
+def take_loop() -> asyncio.AbstractEventLoop:
+    """An idle loop of the pool (a new one when none is idle), for the caller to run, and
+    to hand back with :func:`give_loop`; no loop may be running in the caller's thread
+    while it runs this one."""
     with _lock:
         loop = _idle.pop() if _idle else None
     if loop is None or loop.is_closed():
         loop = asyncio.new_event_loop()
+    return loop
+
+
+def give_loop(loop: asyncio.AbstractEventLoop) -> None:
+    """Back to the pool, once what its runs left behind is cancelled and waited for (or
+    closed, when the pool is full or the loop cannot be used again)."""
+    reusable = _settle(loop)
+    with _lock:
+        keep = reusable and len(_idle) < MAX_IDLE
+        if keep:
+            _idle.append(loop)
+    if not keep and not loop.is_running():
+        loop.close()
+
+
+@contextlib.contextmanager
+def pooled_loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """:func:`take_loop` for the block, :func:`give_loop` after it."""
+    loop = take_loop()
     try:
         yield loop
     finally:
-        reusable = _settle(loop)
-        with _lock:
-            keep = reusable and len(_idle) < MAX_IDLE
-            if keep:
-                _idle.append(loop)
-        if not keep:
-            loop.close()
+        give_loop(loop)
 
 
 def run_on_pooled_loop(coro: Coroutine[Any, Any, _T]) -> _T:
