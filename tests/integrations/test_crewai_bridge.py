@@ -103,3 +103,81 @@ def test_effects_come_from_the_application_else_destructive() -> None:
     governor = Governor("crewai", plugins=False, effects=EFFECTS)
     assert tw.ToolEffect.READ_ONLY == governor.effect_of("search")
     assert tw.ToolEffect.DESTRUCTIVE == governor.effect_of("anything_else")
+
+
+class _Audits:
+    """A policy that allows every call and keeps the attempts it is told of."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+        self.results: list[str] = []
+
+    @tw.hookimpl
+    def toolwire_tool_decision(self, call: Any, context: Any) -> None:
+        return None
+
+    @tw.hookimpl
+    def toolwire_tool_result(self, call: Any, result: Any, context: Any) -> None:
+        self.results.append(result.content)
+
+    @tw.hookimpl
+    def toolwire_audit(self, event: Any, context: Any) -> None:
+        self.events.append(event.kind)
+
+
+def _context(query: str, result: str | None = None) -> Any:
+    from crewai.hooks.tool_hooks import ToolCallHookContext
+    from crewai.tools import tool as crew_tool
+
+    def search(query: str) -> str:
+        """Search."""
+        return f"found {query}"
+
+    structured = crew_tool("search")(search).to_structured_tool()
+    return ToolCallHookContext(
+        tool_name="search", tool_input={"query": query}, tool=structured, tool_result=result
+    )
+
+
+def test_a_call_decided_in_crewais_thread_runs_with_no_loop_and_is_recorded() -> None:
+    import asyncio
+
+    policy = _Audits()
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(policy, "corp", kind="policy")
+    governance = bridge.govern(governor=Governor("crewai", plugins=host, effects=EFFECTS))
+    try:
+        called = _context("tides")
+        assert governance.before(called) is None  # allowed: CrewAI runs the tool now
+        with pytest.raises(RuntimeError):
+            asyncio.get_running_loop()  # and no loop of toolwire's runs while it does
+        called.tool_result = "found tides"
+        assert governance.after(called) is None  # as it was: nothing redacted
+        assert ["found tides"] == policy.results
+        # CrewAI's async paths call the hooks with a loop running: decided all the same.
+
+        async def in_a_loop() -> tuple[Any, Any]:
+            inside = _context("rain")
+            allowed = governance.before(inside)
+            inside.tool_result = "found rain"
+            return allowed, governance.after(inside)
+
+        assert (None, None) == asyncio.run(in_a_loop())
+        assert ["found tides", "found rain"] == policy.results
+    finally:
+        governance.remove()
+
+
+def test_a_decided_call_crewai_never_reports_is_cancelled_not_held() -> None:
+    policy = _Audits()
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(policy, "corp", kind="policy")
+    governance = bridge.govern(governor=Governor("crewai", plugins=host, effects=EFFECTS), hold=0.0)
+    try:
+        assert governance.before(_context("never reported")) is None
+        assert [] == policy.events
+        assert governance.before(_context("the next call")) is None  # past hold: swept
+        assert ["cancelled"] == policy.events
+    finally:
+        governance.remove()
+    assert ["cancelled", "cancelled"] == policy.events  # removed: nothing left open

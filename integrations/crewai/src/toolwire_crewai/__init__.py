@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -48,7 +49,14 @@ from crewai.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, PrivateAttr, create_model
 
 import toolwire as tw
-from toolwire.bridges import Governed, Governor, approval_question, principal_in, tools_of
+from toolwire.bridges import (
+    Governed,
+    Governor,
+    Underway,
+    approval_question,
+    principal_in,
+    tools_of,
+)
 
 __version__ = "0.1.0"
 
@@ -95,6 +103,18 @@ class _Held:
         self.outcome: Any = None  # the governor's task, a concurrent future
 
 
+class _Begun:
+    """A call the policies let run, decided in CrewAI's own thread (no event loop running
+    there): it waits, with no loop running, for CrewAI to run the tool and report."""
+
+    __slots__ = ("at", "decided", "underway")
+
+    def __init__(self, underway: Underway) -> None:
+        self.underway = underway
+        self.decided = dict(underway.arguments)
+        self.at = time.monotonic()
+
+
 class Governance:
     """The hooks ``govern()`` registered, and what they hold; ``remove()`` unregisters
     them."""
@@ -113,7 +133,7 @@ class Governance:
         self.approver = approver
         self.hold = hold
         self._lock = threading.Lock()
-        self._held: dict[int, _Held] = {}
+        self._held: dict[int, _Held | _Begun] = {}
         self._refused: dict[int, str] = {}
         self._schemas: dict[int, tuple[Any, dict[str, Any]]] = {}
         self._loop = asyncio.new_event_loop()
@@ -132,6 +152,11 @@ class Governance:
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
         self._loop.close()
+        with self._lock:
+            begun = [h for h in self._held.values() if isinstance(h, _Begun)]
+            self._held.clear()
+        for held in begun:  # decided, never reported: cancelled (audited), not left open
+            held.underway.cancel()
 
     # -- the hooks ------------------------------------------------------------------------
 
@@ -157,17 +182,17 @@ class Governance:
             return REFUSED + refused
         if held is None:
             return None  # not a call these hooks decided (a toolwire pack's tool)
+        raw = context.raw_tool_result if context.raw_tool_result is not None else None
+        if raw is None:
+            raw = context.tool_result
+        if isinstance(held, _Begun):
+            return self._after_begun(context, held, raw)
         if context.tool_input != held.decided:
             # Changed after the decision, in spite of _last: the result is not passed on.
             logger.error("a CrewAI tool ran with arguments the organisation policy did not decide")
             self._loop.call_soon_threadsafe(held.outcome.cancel)
             return REFUSED + "its arguments were changed after the organisation policy decided it"
         try:
-            raw = (
-                context.raw_tool_result
-                if context.raw_tool_result is not None
-                else context.tool_result
-            )
             self._loop.call_soon_threadsafe(_settle, held.result, raw)
             outcome: Governed = held.outcome.result(self.hold)
         except Exception as exc:
@@ -176,6 +201,33 @@ class Governance:
         if outcome.status == "ok":
             return outcome.content if outcome.rewritten else None
         return outcome.content if outcome.ran else REFUSED + outcome.content
+
+    def _after_begun(self, context: ToolCallHookContext, held: _Begun, raw: Any) -> str | None:
+        if context.tool_input != held.decided:
+            logger.error("a CrewAI tool ran with arguments the organisation policy did not decide")
+            held.underway.cancel()
+            return REFUSED + "its arguments were changed after the organisation policy decided it"
+        try:
+            outcome = held.underway.finish(raw)
+        except Exception as exc:
+            logger.exception("toolwire could not record a CrewAI tool result")
+            return f"the organisation policy could not record this result ({type(exc).__name__})"
+        if outcome.status == "ok":
+            return outcome.content if outcome.rewritten else None
+        return outcome.content if outcome.ran else REFUSED + outcome.content
+
+    def _sweep(self) -> None:
+        """Cancel the calls decided here that CrewAI never reported within ``hold`` (audited
+        as cancelled, not held for ever)."""
+        now = time.monotonic()
+        with self._lock:
+            stale = [
+                k for k, h in self._held.items() if isinstance(h, _Begun) and now - h.at > self.hold
+            ]
+            gone = [self._held.pop(k) for k in stale]
+        for held in gone:
+            assert isinstance(held, _Begun)
+            held.underway.cancel()
 
     def _before(self, context: ToolCallHookContext) -> bool | None:
         if isinstance(getattr(context.tool, "_original_tool", None), _PackTool):
@@ -210,26 +262,37 @@ class Governance:
             self._refuse(context, outcome.content)
             return False
         assert held is not None
-        given = held.reached.result()
+        given = held.decided if isinstance(held, _Begun) else held.reached.result()
         if given != context.tool_input:
             context.tool_input.clear()  # CrewAI runs the call with its input changed in place
             context.tool_input.update(given)
-        held.decided = dict(given)
+        if not isinstance(held, _Begun):
+            held.decided = dict(given)
         self._remember(self._held, id(context.tool_input), held)
         return None
 
     def _decide(
         self, tool: tw.Tool[Any, Any], arguments: dict[str, Any], context: ToolCallHookContext
-    ) -> tuple[Governed | None, _Held | None]:
+    ) -> tuple[Governed | None, _Held | _Begun | None]:
         """The outcome when the policies answered without running the call, else the call
         held, its arguments decided, waiting for CrewAI to run it."""
+        principal = self.principal_from(context) or self.principal
+        if not _loop_running():
+            # Decided here, in CrewAI's thread, with no loop left running while the tool
+            # runs (no hop to another thread and back, twice a call).
+            self._sweep()
+            started = self.governor.begin(tool, arguments, principal=principal)
+            if isinstance(started, Governed):
+                return started, None
+            return None, _Begun(started)
+        # A loop runs in this thread (CrewAI's async paths): decided on the governance's
+        # own loop in its thread, this thread waiting.
         held = _Held(self._loop)
 
         async def proceed(given: dict[str, Any]) -> Any:
             _settle(held.reached, given)
             return await held.result
 
-        principal = self.principal_from(context) or self.principal
         coro = self.governor.arun(tool, arguments, proceed, principal=principal)
         held.outcome = asyncio.run_coroutine_threadsafe(coro, self._loop)
         waiting = asyncio.run_coroutine_threadsafe(_first(held), self._loop)
@@ -283,6 +346,14 @@ async def _first(held: _Held) -> str:
     outcome = asyncio.wrap_future(held.outcome)
     done, _ = await asyncio.wait({outcome, held.reached}, return_when=asyncio.FIRST_COMPLETED)
     return "allowed" if held.reached in done and not outcome.done() else "decided"
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
 
 
 def _same(hook: Any, ours: Any) -> bool:
