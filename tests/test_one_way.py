@@ -283,3 +283,75 @@ def test_the_owner_check_sees_one_made_another_way(tmp_path: Path) -> None:
         "bad.py:3: masks a mode by others' bits",
         "bad.py:4: masks a mode by others' bits",
     ] == owner_checks_made_another_way([bad])
+
+
+# -- an MCP tool's hints become its metadata in one function --------------------------------
+
+_HINTS = {
+    "read_only_hint",
+    "readOnlyHint",
+    "destructive_hint",
+    "destructiveHint",
+    "idempotent_hint",
+    "idempotentHint",
+    "open_world_hint",
+    "openWorldHint",
+}
+_HINT_MAPPING = "metadata_from_mcp_hints"
+
+
+def mcp_hints_read_another_way(paths: list[Path]) -> list[str]:
+    """Functions that read an MCP tool's annotation hints (an attribute or a key of that
+    name; passing one as a keyword, to write annotations, is no read) without handing them
+    to ``toolwire.adapters.metadata_from_mcp_hints``, the one mapping of hints to effect."""
+    found = []
+    for path in paths:
+        tree = ast.parse(path.read_bytes())
+        for fn in ast.walk(tree):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if fn.name == _HINT_MAPPING:
+                continue
+            reads = [
+                n
+                for n in ast.walk(fn)
+                if (isinstance(n, ast.Attribute) and n.attr in _HINTS)
+                or (isinstance(n, ast.Constant) and n.value in _HINTS)
+            ]
+            maps = any(
+                isinstance(c, ast.Call)
+                and (
+                    (isinstance(c.func, ast.Name) and c.func.id == _HINT_MAPPING)
+                    or (isinstance(c.func, ast.Attribute) and c.func.attr == _HINT_MAPPING)
+                )
+                for c in ast.walk(fn)
+            )
+            if reads and not maps:
+                found.append(f"{_where(path, reads[0])}: {fn.name} reads MCP hints itself")
+    return sorted(set(found))
+
+
+def test_every_mcp_hint_is_mapped_by_one_function() -> None:
+    assert [] == mcp_hints_read_another_way(SOURCES)
+
+
+def test_the_hint_check_sees_a_mapping_made_another_way(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "def effect(a):\n"
+        "    return 'read_only' if a.read_only_hint else 'destructive'\n"
+        "\n"
+        "def from_dict(d):\n"
+        "    return d.get('destructiveHint', True)\n"
+        "\n"
+        "def good(a):\n"
+        "    return metadata_from_mcp_hints(read_only=a.read_only_hint, destructive=None,\n"
+        "                                   idempotent=None, open_world=None)\n"
+        "\n"
+        "def writes(effect):\n"
+        "    return ToolAnnotations(read_only_hint=effect == 'read_only')\n"
+    )
+    assert [
+        "bad.py:2: effect reads MCP hints itself",
+        "bad.py:5: from_dict reads MCP hints itself",
+    ] == mcp_hints_read_another_way([bad])

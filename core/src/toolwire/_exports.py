@@ -178,6 +178,7 @@ ADAPTERS: Mapping[str, str] = {
     "aiter_body": "toolwire._http.bounded",
     "aread_body": "toolwire._http.bounded",
     "iter_body": "toolwire._http.bounded",
+    "metadata_from_mcp_hints": "toolwire._metadata",
     "read_body": "toolwire._http.bounded",
     "review_arguments": "toolwire._display",
     "terminal_text": "toolwire._display",

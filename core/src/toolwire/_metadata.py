@@ -18,7 +18,7 @@ from toolwire._backoff import backoff
 from toolwire._errors import ToolDefinitionError
 from toolwire._exports import publish
 
-__all__ = ["Capability", "RetryHint", "ToolEffect", "ToolMetadata"]
+__all__ = ["Capability", "RetryHint", "ToolEffect", "ToolMetadata", "metadata_from_mcp_hints"]
 
 
 class ToolEffect(str, Enum):
@@ -242,3 +242,43 @@ class ToolMetadata:
 
 
 publish(globals())
+
+
+def metadata_from_mcp_hints(
+    *,
+    read_only: bool | None,
+    destructive: bool | None,
+    idempotent: bool | None,
+    open_world: bool | None,
+    source: str | None = None,
+    timeout: float | None = 30.0,
+    local: bool = False,
+) -> ToolMetadata:
+    """ToolMetadata from an MCP tool's annotation hints, with the spec's defaults for what
+    is missing (None): ``readOnlyHint`` false, ``destructiveHint`` true, ``idempotentHint``
+    false, ``openWorldHint`` true. A tool that says nothing is a destructive,
+    non-idempotent tool that reaches the network, so approval gates it. The one mapping
+    every path that reads an MCP tool's hints uses (toolwire-mcp's client, the bridges).
+
+    Hints are claims of the server: ``source`` (``mcp:SERVER``) lets an organisation
+    policy believe them only of the servers it trusts.
+    """
+
+    def hint(value: bool | None, default: bool) -> bool:
+        return default if value is None else bool(value)
+
+    is_read_only = hint(read_only, False)
+    if is_read_only:
+        effect = ToolEffect.READ_ONLY
+    elif hint(destructive, True):
+        effect = ToolEffect.DESTRUCTIVE
+    else:
+        effect = ToolEffect.MUTATING
+    return ToolMetadata(
+        effect=effect,
+        idempotent=is_read_only or hint(idempotent, False),
+        capabilities=frozenset({Capability.NETWORK}) if hint(open_world, True) else frozenset(),
+        timeout=timeout,
+        source=source,
+        local=local,
+    )

@@ -87,6 +87,9 @@ if _typing.TYPE_CHECKING:
     from toolwire._lazy import (
         lazy_exports,
     )
+    from toolwire._metadata import (
+        metadata_from_mcp_hints,
+    )
     from toolwire._otel import (
         ChatSpan,
         ToolSpan,
@@ -177,6 +180,7 @@ __all__ = [
     "lazy_exports",
     "malformed",
     "map_settings",
+    "metadata_from_mcp_hints",
     "output_spec",
     "owner_only",
     "read_body",

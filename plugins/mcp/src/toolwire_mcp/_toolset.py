@@ -21,7 +21,8 @@ from typing import Any, Literal
 import attrs
 import mcp_types as types
 
-from toolwire import Capability, Tool, ToolEffect, ToolMetadata, Toolset, raw_tool
+from toolwire import Tool, ToolEffect, ToolMetadata, Toolset, raw_tool
+from toolwire.adapters import metadata_from_mcp_hints
 from toolwire.exceptions import ToolDefinitionError, ToolwireError
 from toolwire.media import Part
 from toolwire_mcp._config import ServerSpec, spec_from_entry
@@ -90,24 +91,11 @@ def metadata_for(
     annotations only of the servers it names.
     """
     a = annotations if trust else None
-
-    def hint(value: bool | None, default: bool) -> bool:
-        return default if value is None else bool(value)
-
-    read_only = hint(a.read_only_hint if a else None, False)
-    destructive = hint(a.destructive_hint if a else None, True)
-    idempotent = hint(a.idempotent_hint if a else None, False)
-    open_world = hint(a.open_world_hint if a else None, True)
-    if read_only:
-        effect = ToolEffect.READ_ONLY
-    elif destructive:
-        effect = ToolEffect.DESTRUCTIVE
-    else:
-        effect = ToolEffect.MUTATING
-    return ToolMetadata(
-        effect=effect,
-        idempotent=read_only or idempotent,
-        capabilities=frozenset({Capability.NETWORK}) if open_world else frozenset(),
+    return metadata_from_mcp_hints(
+        read_only=a.read_only_hint if a else None,
+        destructive=a.destructive_hint if a else None,
+        idempotent=a.idempotent_hint if a else None,
+        open_world=a.open_world_hint if a else None,
         timeout=timeout + 5.0,  # the connection's own deadline answers first, and says why
         source=f"mcp:{server}" if server else None,
     )
