@@ -30,7 +30,7 @@ from toolwire._execute.approval import call_fingerprint
 from toolwire._execute.executor import Executor
 from toolwire._exports import publish
 from toolwire._hooks import AuditEvent, HookContext, Principal
-from toolwire._metadata import ToolEffect, ToolMetadata
+from toolwire._metadata import ToolEffect, ToolMetadata, metadata_from_mcp_hints
 from toolwire._sync import give_loop, run_on_pooled_loop, take_loop
 from toolwire._tools import Tool, raw_tool, tool_of
 from toolwire._toolset import Toolset
@@ -172,6 +172,32 @@ async def _continue(**arguments: Any) -> Any:
         raise
     holder.value = answer
     return answer
+
+
+#: The source of an MCP tool whose server the framework does not name.
+UNNAMED_MCP_SERVER = "(unnamed)"
+
+
+def _mcp_metadata(annotations: Mapping[str, Any], server: str | None) -> ToolMetadata:
+    """A foreign MCP tool's metadata from its annotations (wire names, or Python's)."""
+
+    def hint(*keys: str) -> bool | None:
+        for key in keys:
+            value = annotations.get(key)
+            if isinstance(value, bool):
+                return value
+        return None  # absent, or not a boolean: the spec's default
+
+    named = server if isinstance(server, str) and server.strip() else UNNAMED_MCP_SERVER
+    return metadata_from_mcp_hints(
+        read_only=hint("readOnlyHint", "read_only_hint"),
+        destructive=hint("destructiveHint", "destructive_hint"),
+        idempotent=hint("idempotentHint", "idempotent_hint"),
+        open_world=hint("openWorldHint", "open_world_hint"),
+        source=f"mcp:{named}",
+        timeout=None,  # the framework's own deadlines apply
+        local=True,
+    )
 
 
 def _by_the_caller(arguments: dict[str, Any]) -> Any:
@@ -316,6 +342,8 @@ class Governor:
         *,
         effect: ToolEffect | str | None = None,
         metadata: ToolMetadata | None = None,
+        mcp_annotations: Mapping[str, Any] | None = None,
+        mcp_server: str | None = None,
     ) -> Tool[dict[str, Any], Any]:
         """A toolwire tool standing for a framework's tool (its name, description and
         argument schema), to decide and audit its calls; made once per shape. Its body is
@@ -323,9 +351,21 @@ class Governor:
         toolwire tool's own (a pack's tool the framework calls), else one with the
         effect :meth:`effect_of` finds and no timeout (the framework's own apply). Raises
         ToolDefinitionError for a schema that is no JSON schema (a bridge refuses that
-        call)."""
+        call).
+
+        An MCP server's tool, as the framework describes it (``mcp_annotations``: its
+        annotations as the wire names them, ``readOnlyHint`` ..., empty when it has none;
+        ``mcp_server``: the server's name, when the framework knows it): its effect from
+        the hints, with the spec's defaults (:func:`toolwire.adapters.metadata_from_mcp_hints`),
+        unless the application's mapping names it; its source ``mcp:SERVER`` (else
+        ``mcp:(unnamed)``), so a policy believes the hints only of the servers it trusts
+        and matches ``mcp:SERVER/*``."""
         if metadata is not None:
             meta = attrs.evolve(metadata, local=True)
+        elif mcp_annotations is not None or mcp_server is not None:
+            meta = _mcp_metadata(mcp_annotations or {}, mcp_server)
+            if name in self.effects:
+                meta = attrs.evolve(meta, effect=self.effects[name])
         else:
             known = name in self.effects or _is_effect(effect)
             meta = ToolMetadata(
