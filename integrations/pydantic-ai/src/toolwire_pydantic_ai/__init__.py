@@ -32,6 +32,7 @@ capability's ``principal``.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -112,12 +113,15 @@ class ToolwirePolicy(AbstractCapability[Any]):
             # A toolwire tool made by toolset(): it is decided in its own body, once.
             return await handler(args)
         hint = (tool_def.metadata or {}).get("effect")
+        mcp = _mcp_of(ctx, tool_def)
         try:
             tool = governor.foreign_tool(
                 tool_def.name,
                 tool_def.description or "",
                 tool_def.parameters_json_schema,
                 effect=hint if isinstance(hint, str) else None,
+                mcp_annotations=mcp[0] if mcp else None,
+                mcp_server=mcp[1] if mcp else None,
             )
         except tw.ToolDefinitionError as exc:  # a schema toolwire cannot check: fail closed
             raise SkipToolExecution(f"{REFUSED}its schema cannot be checked ({exc})") from None
@@ -149,6 +153,31 @@ class ToolwirePolicy(AbstractCapability[Any]):
                 self._pending.pop(next(iter(self._pending)))
             self._pending[call.tool_call_id] = outcome.approval or ""
         return _answer(outcome, resumed=asked is not None, name=tool_def.name)
+
+
+def _mcp_of(ctx: RunContext[Any], tool_def: ToolDefinition) -> tuple[Mapping[str, Any], str] | None:
+    """An MCP server's tool: its annotations (as pydantic-ai keeps them in the tool's
+    metadata) and its server's name (the toolset's ``id``), else None."""
+    # No MCP toolset exists unless pydantic-ai's MCP module was imported to make it.
+    kind = getattr(sys.modules.get("pydantic_ai.mcp"), "MCPToolset", None)
+    if not isinstance(kind, type):
+        return None
+    manager = getattr(ctx, "tool_manager", None)
+    found = (getattr(manager, "tools", None) or {}).get(tool_def.name)
+    toolset = getattr(found, "toolset", None)
+    for _ in range(16):  # wrappers (prefixed, filtered, ...) hold the toolset they wrap
+        if toolset is None or isinstance(toolset, kind):
+            break
+        toolset = getattr(toolset, "wrapped", None)
+    if not isinstance(toolset, kind):
+        return None
+    meta = tool_def.metadata or {}
+    annotations = meta.get("annotations") if isinstance(meta, Mapping) else None
+    server = getattr(toolset, "id", None)
+    return (
+        annotations if isinstance(annotations, Mapping) else {},
+        server if isinstance(server, str) else "",
+    )
 
 
 #: Deferred calls remembered for a resume without metadata.
