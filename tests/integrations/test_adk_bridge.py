@@ -94,3 +94,73 @@ def test_a_confirmation_shows_every_argument_or_is_not_asked(
 ) -> None:
     hint = bridge.approval_question("send_mail", arguments, "requires approval")
     assert (hint is not None) == asked
+
+
+def test_an_mcp_tools_annotations_are_believed_only_of_a_trusted_server(tmp_path: Path) -> None:
+    # ADK's own McpTool (over the MCP SDK it pins), as its McpToolset makes one for each
+    # tool a server lists: the decision needs no session, so none is opened.
+    pytest.importorskip("google.adk.tools.mcp_tool.mcp_tool", exc_type=ImportError)
+    from google.adk.tools.mcp_tool.mcp_session_manager import (
+        MCPSessionManager,
+        StdioConnectionParams,
+    )
+    from google.adk.tools.mcp_tool.mcp_tool import McpTool
+    from mcp import StdioServerParameters
+    from mcp.types import Tool, ToolAnnotations
+
+    from toolwire_policy import Policy, PolicyPlugin, read_records
+
+    (tmp_path / "p.toml").write_text(
+        'deny_effects = ["destructive"]\ntrusted_mcp_servers = ["files"]\n'
+        '[audit]\npath = "audit.jsonl"\n'
+    )
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(PolicyPlugin(Policy.from_file(tmp_path / "p.toml")), "corp", kind="policy")
+    manager = MCPSessionManager(
+        StdioConnectionParams(server_params=StdioServerParameters(command="false"))
+    )
+    schema = {"type": "object", "properties": {"text": {"type": "string"}}}
+
+    def mcp_tool(name: str, annotations: Any) -> Any:
+        described = Tool(name=name, description=name, inputSchema=schema, annotations=annotations)
+        return McpTool(mcp_tool=described, mcp_session_manager=manager)
+
+    echo = mcp_tool("echo", ToolAnnotations(readOnlyHint=True))
+    wipe = mcp_tool("wipe", None)  # says nothing: destructive, by the spec's defaults
+
+    class Context:
+        def __init__(self, call_id: str) -> None:
+            self.function_call_id = call_id
+            self.state: dict[str, Any] = {}
+
+    def decide(server: str | None, tool: Any, call_id: str) -> Any:
+        from toolwire.bridges import Governor
+
+        plugin = bridge.ToolwirePlugin(
+            governor=Governor("google-adk", plugins=host),
+            mcp_server_of=lambda tool: server,
+        )
+        context = Context(call_id)
+        out = asyncio.run(
+            plugin.before_tool_callback(tool=tool, tool_args={"text": "hi"}, tool_context=context)
+        )
+        if out is None:  # allowed: ADK runs it; its result is recorded
+            asyncio.run(
+                plugin.after_tool_callback(
+                    tool=tool, tool_args={"text": "hi"}, tool_context=context, result={"r": "hi"}
+                )
+            )
+        return out
+
+    assert decide("files", echo, "c1") is None  # trusted, says read-only: runs
+    assert "rejected" in str(decide("files", wipe, "c2"))
+    assert "rejected" in str(decide("strangers", echo, "c3"))  # not trusted: not believed
+    assert "rejected" in str(decide(None, echo, "c4"))  # unnamed: not trusted either
+    records = [r for _, _, r in read_records(tmp_path / "audit.jsonl") if r]
+    decided = [(r["tool"], r["effect"]) for r in records if r["event"] == "decision"]
+    assert [
+        ("echo", "read_only"),
+        ("wipe", "destructive"),
+        ("echo", "destructive"),
+        ("echo", "destructive"),
+    ] == decided

@@ -89,7 +89,12 @@ class ToolwirePlugin(BasePlugin):
     """An ADK Runner plugin: every tool call under the installed toolwire policies (see
     the module's text). ``effects``: a tool's effect by its name (``read_only``,
     ``mutating``, ``destructive``); ADK's tools say none, so a tool not named counts as
-    destructive. ``governor``: one made elsewhere (its host, its approvals), shared."""
+    destructive. ``governor``: one made elsewhere (its host, its approvals), shared.
+
+    An MCP server's tool (ADK's ``McpTool``) takes its effect from the server's annotations,
+    believed only of a server the policy trusts (``trusted_mcp_servers``): ADK does not say
+    which server a tool comes from, so ``mcp_server_of(tool)`` names it (default: none, so
+    ``mcp:(unnamed)``, trusted only by a policy that trusts every server)."""
 
     def __init__(
         self,
@@ -101,8 +106,10 @@ class ToolwirePlugin(BasePlugin):
         hold: float = HOLD,
         app: str = "",
         name: str = "toolwire",
+        mcp_server_of: Callable[[BaseTool], str | None] = lambda tool: None,
     ) -> None:
         super().__init__(name=name)
+        self.mcp_server_of = mcp_server_of
         self.governor = governor or Governor(
             FRAMEWORK, principal=principal, effects=effects, app=app
         )
@@ -181,7 +188,14 @@ class ToolwirePlugin(BasePlugin):
             foreign = tool.governed
         else:
             schema = _schema(tool)
-            foreign = self.governor.foreign_tool(tool.name, tool.description or "", schema)
+            annotations = _mcp_annotations(tool)
+            foreign = self.governor.foreign_tool(
+                tool.name,
+                tool.description or "",
+                schema,
+                mcp_annotations=annotations,
+                mcp_server=self.mcp_server_of(tool) if annotations is not None else None,
+            )
         confirmation = getattr(context, "tool_confirmation", None)
         asked: str | None = None
         if confirmation is not None:
@@ -331,6 +345,20 @@ class _PackTool(BaseTool):
         if asyncio.iscoroutine(answer):
             answer = await answer
         return answer
+
+
+def _mcp_annotations(tool: BaseTool) -> dict[str, Any] | None:
+    """An ADK MCP tool's annotations (wire names; empty when the server gave none), else
+    None for a tool that is not an MCP server's."""
+    if type(tool).__name__ != "McpTool":
+        return None
+    described = getattr(tool, "_mcp_tool", None)
+    annotations = getattr(described, "annotations", None)
+    if annotations is None:
+        return {}
+    dump = getattr(annotations, "model_dump", None)
+    found = dump(by_alias=True, exclude_none=True) if callable(dump) else None
+    return found if isinstance(found, dict) else {}
 
 
 def tools(
