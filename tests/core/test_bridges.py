@@ -310,6 +310,32 @@ def test_begin_is_for_sync_code_and_leaves_no_loop_behind(governor: Governor) ->
         assert [] == [t for t in asyncio.all_tasks(loop) if not t.done()]
 
 
+def test_an_mcp_tools_hints_give_its_effect_and_its_server_its_source() -> None:
+    governor = Governor("f", plugins=False, effects={"pinned": "mutating"})
+
+    def meta(name: str, annotations: Any, server: str | None = "files") -> tw.ToolMetadata:
+        tool = governor.foreign_tool(
+            name, "", SCHEMA, mcp_annotations=annotations, mcp_server=server
+        )
+        return tool.metadata
+
+    read = meta("read", {"readOnlyHint": True, "openWorldHint": False})
+    assert (tw.ToolEffect.READ_ONLY, "mcp:files", True) == (
+        read.effect,
+        read.source,
+        read.idempotent,
+    )
+    assert tw.ToolEffect.MUTATING == meta("write", {"destructive_hint": False}).effect
+    assert tw.ToolEffect.DESTRUCTIVE == meta("silent", {}).effect  # the spec's default
+    # Not a boolean: a claim nobody can read, so the default (never read-only).
+    assert tw.ToolEffect.DESTRUCTIVE == meta("odd", {"readOnlyHint": "yes"}).effect
+    assert "mcp:(unnamed)" == meta("where", {}, server=None).source
+    assert "mcp:(unnamed)" == meta("blank", {}, server="  ").source
+    # The application's mapping names the effect; the source still says whose tool it is.
+    pinned = meta("pinned", {"readOnlyHint": True})
+    assert (tw.ToolEffect.MUTATING, "mcp:files") == (pinned.effect, pinned.source)
+
+
 def test_a_toolwire_tool_runs_through_the_executor(governor: Governor) -> None:
     @tw.tool_fn
     def add(a: int, b: int) -> int:
