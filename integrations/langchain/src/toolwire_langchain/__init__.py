@@ -81,13 +81,32 @@ class _Failed(Exception):
         self.message = message
 
 
+#: The annotation hints langchain-mcp-adapters puts in an MCP tool's metadata (the MCP
+#: SDK's field names: camelCase in its 1.x, snake_case in its 2.x).
+_MCP_HINT_KEYS = (
+    "readOnlyHint",
+    "destructiveHint",
+    "idempotentHint",
+    "openWorldHint",
+    "read_only_hint",
+    "destructive_hint",
+    "idempotent_hint",
+    "open_world_hint",
+)
+
+
 class ToolwireMiddleware(AgentMiddleware):
     """A LangChain agent middleware: every tool call of the agent under the installed
     toolwire policies (see the module's text). ``principal``: for calls whose run names
     nobody; ``principal_from``: how a run names one; ``effects``: a tool's effect by its
     name (``read_only``, ``mutating``, ``destructive``) for tools that say none (a tool's
     ``metadata={"effect": ...}`` says one); unknown tools count as destructive.
-    ``governor``: one made elsewhere (its host, its approvals), shared."""
+    ``governor``: one made elsewhere (its host, its approvals), shared.
+
+    An MCP server's tool (langchain-mcp-adapters keeps its annotations in the tool's
+    ``metadata``) takes its effect from them, believed only of a server the policy trusts
+    (``trusted_mcp_servers``): the adapters do not say which server a tool comes from, so
+    ``mcp_server_of(tool)`` names it (default: none, so ``mcp:(unnamed)``)."""
 
     def __init__(
         self,
@@ -97,10 +116,12 @@ class ToolwireMiddleware(AgentMiddleware):
         effects: Mapping[str, str] | None = None,
         governor: Governor | None = None,
         app: str = "",
+        mcp_server_of: Callable[[BaseTool], str | None] = lambda tool: None,
     ) -> None:
         super().__init__()
         self.principal = principal
         self.principal_from = principal_from
+        self.mcp_server_of = mcp_server_of
         self.governor = governor or Governor(
             FRAMEWORK, principal=principal, effects=effects, app=app
         )
@@ -166,6 +187,7 @@ class ToolwireMiddleware(AgentMiddleware):
             return base.toolwire_tool, {"native": True}
         meta = base.metadata or {}
         hint = meta.get("effect") if isinstance(meta, Mapping) else None
+        mcp = isinstance(meta, Mapping) and any(k in meta for k in _MCP_HINT_KEYS)
         try:
             schema = self._schema(base)
             tool = self.governor.foreign_tool(
@@ -173,6 +195,8 @@ class ToolwireMiddleware(AgentMiddleware):
                 base.description or "",
                 schema,
                 effect=hint if isinstance(hint, str) else None,
+                mcp_annotations=meta if mcp else None,
+                mcp_server=self.mcp_server_of(base) if mcp else None,
             )
         except Exception as exc:  # a schema toolwire cannot check: fail closed
             return _refusal(request, f"its schema cannot be checked ({type(exc).__name__}: {exc})")
