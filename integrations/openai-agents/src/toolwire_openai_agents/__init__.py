@@ -105,9 +105,14 @@ class _Governed:
         when the SDK invokes it."""
         if getattr(base, "_toolwire_governed", False):
             return base
+        annotations, server = _mcp_of(base)
         try:
             tool = self.governor.foreign_tool(
-                base.name, base.description or "", base.params_json_schema
+                base.name,
+                base.description or "",
+                base.params_json_schema,
+                mcp_annotations=annotations,
+                mcp_server=server,
             )
         except tw.ToolDefinitionError as exc:
             reason = f"its schema cannot be checked ({exc})"
@@ -252,24 +257,68 @@ def govern(
     app: str = "",
 ) -> Agent[Any]:
     """``agent`` with every function tool under the installed toolwire policies (a copy:
-    the agent given is unchanged). ``effects``: a tool's effect by its name
+    the agent given is unchanged), its MCP servers' tools too, as the SDK lists them each
+    turn (their effect from the server's annotations, believed only of a server the policy
+    trusts by the server's ``name``). ``effects``: a tool's effect by its name
     (``read_only``, ``mutating``, ``destructive``); the SDK's tools say none, so a tool
     not named counts as destructive. Handoffs are agents of their own: govern each."""
     gov = governor or Governor(FRAMEWORK, principal=principal, effects=effects, app=app)
     state = _Governed(gov, principal, principal_from, hold)
     governed = [state.tool(t) if isinstance(t, FunctionTool) else t for t in agent.tools]
     unknown = [type(t).__name__ for t in agent.tools if not isinstance(t, FunctionTool)]
-    if getattr(agent, "mcp_servers", None):
-        raise tw.UsageError(
-            "govern() cannot govern an agent's MCP servers (their tools are listed at run "
-            "time): front each with `toolwire mcp serve`, or give its tools through tools()"
-        )
     if unknown:
         raise tw.UsageError(
             f"govern() can govern function tools only; this agent also has {', '.join(unknown)} "
             "(hosted tools run at OpenAI, where no policy of this process can decide them)"
         )
-    return agent.clone(tools=governed)
+    made = agent.clone(tools=governed)
+    if getattr(agent, "mcp_servers", None):
+        # Its MCP servers' tools are listed at run time, each turn: governed as they are
+        # listed, as the function tools are (their annotations under the trust rules).
+        made.__class__ = _governing(type(agent))
+        made.__dict__[_STATE] = state
+    return made
+
+
+#: Where a governed agent with MCP servers keeps its governance.
+_STATE = "_toolwire_state"
+_GOVERNING: dict[type, type] = {}
+
+
+def _governing(kind: type[Agent[Any]]) -> type[Agent[Any]]:
+    """``kind`` with its MCP servers' tools governed as they are listed (a subclass made
+    once per agent class)."""
+    made = _GOVERNING.get(kind)
+    if made is None:
+
+        async def get_mcp_tools(self: Any, run_context: RunContextWrapper[Any]) -> list[Any]:
+            listed = await kind.get_mcp_tools(self, run_context)
+            state: _Governed | None = self.__dict__.get(_STATE)
+            if state is None:  # a clone that lost it: nothing of its servers runs ungoverned
+                raise tw.UsageError("a governed agent's copy lost its governance: govern() it")
+            return [state.tool(t) if isinstance(t, FunctionTool) else t for t in listed]
+
+        def clone(self: Any, **changes: Any) -> Any:
+            copy = kind.clone(self, **changes)  # a copy is governed as its original
+            copy.__dict__[_STATE] = self.__dict__.get(_STATE)
+            return copy
+
+        made = type(kind.__name__, (kind,), {"get_mcp_tools": get_mcp_tools, "clone": clone})
+        _GOVERNING[kind] = made
+    return made
+
+
+def _mcp_of(tool: FunctionTool) -> tuple[dict[str, Any] | None, str | None]:
+    """An MCP server's tool, as the SDK lists it: its annotations (wire names) and its
+    server's name; (None, None) for any other tool."""
+    binding = getattr(tool, "_mcp_tool_binding", None)
+    if not isinstance(binding, tuple) or not binding:
+        return None, None
+    annotations = getattr(tool, "_mcp_annotations", None)
+    dump = getattr(annotations, "model_dump", None)
+    found = dump(by_alias=True, exclude_none=True) if callable(dump) else None
+    server = binding[0] if isinstance(binding[0], str) else None
+    return (found if isinstance(found, dict) else {}), server
 
 
 def tools(
