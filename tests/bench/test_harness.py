@@ -397,10 +397,14 @@ def test_the_bridges_section_is_written_from_a_bridges_run(
             {
                 "framework": "pydantic-ai",
                 "alone_us": 1500.0,
-                "governed_us": 1500.0 + added,
-                "added_us": added,
+                "hook_us": 30.0,
+                "bridge_us": added,
+                "policy_us": 100.0,
+                "governed_us": 1630.0 + added,
+                "added_us": 130.0 + added,
                 "allowed_us": 150.0,
                 "met": added <= 150.0,
+                "met_whole": False,
             }
         ],
     }
@@ -416,9 +420,10 @@ def test_the_bridges_section_is_written_from_a_bridges_run(
     text = readme.read_text()
     assert "STALE" not in text
     assert (
-        f"| pydantic-ai | 1500 | {1500 + added:.0f} | {added:.0f} µs | <= 150 µs | {status} |"
-        in text
-    )
+        f"| pydantic-ai | 1500 | 30 µs | {added:.0f} µs | 100 µs "
+        f"| {1630 + added:.0f} (+{130 + added:.0f}) | <= 150 µs | {status} |"
+    ) in text
+    assert "within 10% or 50 µs: 0 of 1 frameworks" in text
     assert "the two chained audit records): 70 µs" in text
 
 
@@ -476,7 +481,7 @@ def test_the_engines_section_is_written_from_an_engines_run(tmp_path: Path) -> N
             "python": "3.11.7",
             "cedarpy": "4.12.2",
         },
-        "rows": [{"tools": 50, "toml_us": 6.7, "cedar_us": 94.8}],
+        "rows": [{"tools": 50, "toml_us": 6.7, "cedar_us": 94.8, "cedar_schema_us": 101.2}],
     }
     data = tmp_path / "engines.json"
     data.write_text(json.dumps(run))
@@ -489,4 +494,4 @@ def test_the_engines_section_is_written_from_an_engines_run(tmp_path: Path) -> N
     )
     text = readme.read_text()
     assert "STALE" not in text
-    assert "| 50 | 6.7 | 94.8 |" in text
+    assert "| 50 | 6.7 | 94.8 | 101.2 |" in text

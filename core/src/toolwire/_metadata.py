@@ -241,9 +241,6 @@ class ToolMetadata:
         return self.retry_hint.max_attempts if self.retry_hint else 1
 
 
-publish(globals())
-
-
 def metadata_from_mcp_hints(
     *,
     read_only: bool | None,
@@ -282,3 +279,6 @@ def metadata_from_mcp_hints(
         source=source,
         local=local,
     )
+
+
+publish(globals())
