@@ -124,13 +124,14 @@ class _Holder:
 
 
 class _Here:
-    """A sync caller's side of a call: its loop stops when the body asks (``wake``), and
-    it runs the framework's tool with ``wanted``'s arguments, answering in its future."""
+    """A sync caller's side of a call: the body stops its ``loop`` when it asks for the
+    tool, and the caller runs the framework's tool with ``wanted``'s arguments, answering
+    in its future."""
 
-    __slots__ = ("wake", "wanted")
+    __slots__ = ("loop", "wanted")
 
-    def __init__(self, wake: asyncio.Future[None]) -> None:
-        self.wake = wake
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
         self.wanted: tuple[dict[str, Any], asyncio.Future[Any]] | None = None
 
 
@@ -161,7 +162,7 @@ async def _continue(**arguments: Any) -> Any:
         if holder.here is not None:  # the sync caller runs it, its loop stopped
             answer_at = asyncio.get_running_loop().create_future()
             holder.here.wanted = (arguments, answer_at)
-            holder.here.wake.set_result(None)
+            holder.here.loop.stop()  # the caller's run_forever returns: it runs the tool
             answer = await answer_at
         else:
             answer = holder.proceed(arguments)
@@ -200,6 +201,10 @@ def _mcp_metadata(annotations: Mapping[str, Any], server: str | None) -> ToolMet
     )
 
 
+def _stop_loop(task: asyncio.Task[Any]) -> None:
+    task.get_loop().stop()
+
+
 def _by_the_caller(arguments: dict[str, Any]) -> Any:
     raise UsageError("this call's tool is run by its caller (Governor.begin)")
 
@@ -218,6 +223,7 @@ class Underway:
         self._task = task
         self._here = here
         self.arguments: dict[str, Any] = {}
+        task.add_done_callback(_stop_loop)  # the call ended: the caller's run returns
 
     def __repr__(self) -> str:
         return f"<Underway {'ended' if self._loop is None else 'running'}>"
@@ -227,9 +233,9 @@ class Underway:
         it) or the call ends (False)."""
         loop, here = self._loop, self._here
         assert loop is not None
-        loop.run_until_complete(
-            asyncio.wait((self._task, here.wake), return_when=asyncio.FIRST_COMPLETED)
-        )
+        # Until the body asks or the call ends (each stops the loop): no waiter task, no
+        # more loop steps than the call's own.
+        loop.run_forever()
         if self._task.done() or here.wanted is None:
             return False
         self.arguments = dict(here.wanted[0])
@@ -238,6 +244,7 @@ class Underway:
     def _end(self) -> Governed:
         loop, self._loop = self._loop, None
         assert loop is not None
+        self._task.remove_done_callback(_stop_loop)
         try:
             return loop.run_until_complete(self._task)
         finally:
@@ -249,7 +256,7 @@ class Underway:
         if self._loop is None or self._here.wanted is None:
             raise UsageError("this call has ended already")
         answer_at = self._here.wanted[1]
-        self._here.wanted, self._here.wake = None, self._loop.create_future()
+        self._here.wanted = None
         if error is not None:
             if isinstance(error, StopIteration):  # a future cannot hold one
                 error = RuntimeError(f"the tool raised StopIteration: {error}")
@@ -261,16 +268,16 @@ class Underway:
         return self._end()
 
     def _refuse_again(self) -> None:
-        again, loop = self._here.wanted, self._loop
+        again = self._here.wanted
         assert again is not None
-        assert loop is not None
-        self._here.wanted, self._here.wake = None, loop.create_future()
+        self._here.wanted = None
         again[1].set_exception(UsageError("the framework runs its tool once a call"))
 
     def cancel(self) -> None:
         """The framework did not run the tool: the call ends, nothing recorded as its result."""
         loop, self._loop = self._loop, None
         if loop is not None:
+            self._task.remove_done_callback(_stop_loop)
             self._task.cancel()
             give_loop(loop)
 
@@ -504,7 +511,7 @@ class Governor:
             raise UsageError("Governor.begin() is for sync code with no event loop running")
         loop = take_loop()
         try:
-            here = _Here(loop.create_future())
+            here = _Here(loop)
             token = _HERE.set(here)
             try:
                 task = loop.create_task(self.arun(tool, arguments, _by_the_caller, **options))
