@@ -579,6 +579,9 @@ def test_two_principals_through_toolwire_call(tmp_path: Path) -> None:
 # -- quotas ------------------------------------------------------------------------------------
 
 QUOTAS = """
+[quota_store]
+url = "memory://"   # the clock below is this process's: counted in its memory
+
 [[quotas]]
 tools = ["read_*"]
 calls = 2

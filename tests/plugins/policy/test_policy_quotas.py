@@ -171,7 +171,10 @@ def test_a_call_cancelled_while_it_runs_frees_its_slot_at_once(
 
 
 def test_a_slot_whose_call_never_reported_back_is_freed_by_its_lease(make_policy: Any) -> None:
-    policy = make_policy('[[quotas]]\ntools = ["note"]\nconcurrent = 1\nlease = 30\n')
+    policy = make_policy(
+        '[quota_store]\nurl = "memory://"\n[[quotas]]\ntools = ["note"]\nconcurrent = 1\n'
+        "lease = 30\n"
+    )
     now = [0.0]
     policy.clock = lambda: now[0]
     assert policy.take_quota(note, ALICE) is None  # taken, and nobody will finish it
@@ -569,3 +572,156 @@ def policy_refuses(policy: Policy) -> str:
         policy.finish(call)
         return ""
     return str(verdict.reason)
+
+
+# -- one machine's processes share an SQLite file (#45) -----------------------------------------
+
+NOTE_APP = (
+    "import toolwire as tw\n\n@tw.tool_fn(effect='mutating')\ndef note(text: str) -> str:\n"
+    "    '''Write a note.'''\n    return 'noted ' + text\n\ntools = tw.Toolset('app', [note])\n"
+)
+
+
+def test_separate_toolwire_call_runs_share_a_quota_with_no_server(tmp_path: Path) -> None:
+    # Reproducer: counted in each process's memory, three runs each passed a quota of two.
+    import sys
+
+    config = tmp_path / "config" / "toolwire"
+    config.mkdir(parents=True)
+    (config / "policy.toml").write_text(
+        'principal_methods = ["cli"]\n[[quotas]]\ntools = ["note"]\ncalls = 2\nseconds = 3600\n'
+    )
+    (tmp_path / "app.py").write_text(NOTE_APP)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    env.update(
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+        TOOLWIRE_AUTOLOAD_PLUGINS="0",
+    )
+
+    def call(who: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "toolwire", "call", "note", '{"text": "x"}', "--app",
+             "app:tools", "--as", who, "--approve"],
+            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+
+    assert [0, 0] == [call("alice").returncode, call("alice").returncode]
+    third = call("alice")
+    assert 1 == third.returncode
+    assert "at most 2 call(s) in 3600 s for `alice`" in third.stdout
+    assert 0 == call("bob").returncode  # per principal
+    [store] = (tmp_path / "data" / "toolwire" / "quotas").iterdir()
+    assert 0o600 == store.stat().st_mode & 0o777
+
+
+def test_two_processes_share_one_count_in_sqlite(tmp_path: Path) -> None:
+    from toolwire_policy._quotas import SqliteStore, Want
+
+    path = tmp_path / "q.sqlite"
+    want = Want("k", calls=3, seconds=3600, concurrent=None, lease=600, tool="t", whom="alice")
+    script = (
+        "import sys\nfrom pathlib import Path\n"
+        "from toolwire_policy._quotas import SqliteStore, Want\n"
+        "store = SqliteStore(Path(sys.argv[1]))\n"
+        "w = Want('k', calls=3, seconds=3600, concurrent=None, lease=600, tool='t', whom='alice')\n"
+        "print(sum(store.take([w], f'l{i}') is None for i in range(2)))\n"
+    )
+    python = __import__("sys").executable
+    done = [
+        subprocess.run(
+            [python, "-c", script, str(path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        for _ in range(2)
+    ]
+    assert 3 == sum(int(d.stdout) for d in done)  # 2 + 1: the second process was over
+    assert SqliteStore(path).take([want], "mine") is not None
+
+
+def test_a_slot_of_a_killed_process_is_free_and_windows_pass(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    import toolwire_policy._quotas as quotas
+    from toolwire_policy._quotas import SqliteStore, Want
+
+    path = tmp_path / "q.sqlite"
+    slot = Want("s", calls=None, seconds=60, concurrent=1, lease=600, tool="t", whom="alice")
+    holder = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys, time\nfrom pathlib import Path\n"
+         "from toolwire_policy._quotas import SqliteStore, Want\n"
+         "w = Want('s', calls=None, seconds=60, concurrent=1, lease=600, tool='t', whom='a')\n"
+         "assert SqliteStore(Path(sys.argv[1])).take([w], 'held') is None\n"
+         "print('held', flush=True)\ntime.sleep(600)\n", str(path)],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout is not None
+        assert "held" == holder.stdout.readline().strip()
+        store = SqliteStore(path)
+        assert "at once" in (store.take([slot], "mine") or "")  # its holder runs
+    finally:
+        holder.kill()
+        holder.wait(30)
+        if holder.stdout is not None:
+            holder.stdout.close()
+    assert store.take([slot], "mine") is None  # its holder is gone: free at once
+    store.finish([slot], "mine", refund=False)
+    # A rate window passes with the machine's clock.
+    now = [1_000_000.0]
+    monkeypatch.setattr(quotas, "time", type("Clock", (), {"time": staticmethod(lambda: now[0])}))
+    rate = Want("r", calls=1, seconds=60, concurrent=None, lease=600, tool="t", whom="alice")
+    assert store.take([rate], "a") is None
+    assert "try again in 60 s" in (store.take([rate], "b") or "")
+    now[0] += 61
+    assert store.take([rate], "c") is None
+    store.finish([rate], "c", refund=True)  # never ran: given back
+    assert store.take([rate], "d") is None
+
+
+def test_a_store_file_open_to_others_or_unwritable_is_refused(tmp_path: Path) -> None:
+    from toolwire_policy._quotas import SqliteStore, StoreError
+
+    open_file = tmp_path / "open.sqlite"
+    open_file.write_bytes(b"")
+    open_file.chmod(0o644)  # others may read the counts (who called what, and when)
+    with pytest.raises(StoreError, match="chmod 600"):
+        SqliteStore(open_file)
+    blocked = tmp_path / "file"
+    blocked.write_text("not a directory")
+    policy = tmp_path / "p.toml"
+    policy.write_text(
+        f'[quota_store]\nurl = "sqlite://{blocked}/q.sqlite"\n'
+        '[[quotas]]\ntools = ["note"]\ncalls = 1\n'
+    )
+    with pytest.raises(PolicyFileError, match="memory://"):
+        Policy.from_file(policy)  # fails closed, saying how to count per process instead
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_bytes(b"not an sqlite file at all" * 100)
+    garbage.chmod(0o600)
+    with pytest.raises(StoreError, match="cannot be opened"):
+        SqliteStore(garbage)
+
+
+def test_memory_and_the_default_store_by_url(tmp_path: Path) -> None:
+    from toolwire_policy._quotas import MemoryStore, SqliteStore
+
+    def store(url: str | None) -> Any:
+        text = '[[quotas]]\ntools = ["note"]\ncalls = 1\n'
+        if url is not None:
+            text = f'[quota_store]\nurl = "{url}"\n' + text
+        (tmp_path / "p.toml").write_text(text)
+        return Policy.from_file(tmp_path / "p.toml").quota_store
+
+    assert isinstance(store("memory://"), MemoryStore)
+    assert isinstance(store(None), SqliteStore)
+    assert store("sqlite://").path == store(None).path
+    assert tmp_path / "mine.sqlite" == store("sqlite://mine.sqlite").path  # beside the file
+    assert isinstance(Policy.from_text('[[quotas]]\ntools = ["n"]\ncalls = 1\n').quota_store,
+                      MemoryStore)  # fmt: skip

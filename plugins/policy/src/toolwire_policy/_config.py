@@ -211,12 +211,15 @@ class QuotaRule(_Table):
 
 
 class QuotaStoreConfig(_Table):
-    """The ``[quota_store]`` table: count quotas in a Redis server that several processes
-    (gateway workers) share, instead of in each process's memory."""
+    """The ``[quota_store]`` table: where quotas are counted. Without it, a policy file's
+    quotas are counted in an SQLite file in the user's data directory that every process
+    of the machine using this policy file shares (the command line's runs count together)."""
 
-    url: Annotated[str, StringConstraints(pattern=r"^(redis|rediss|unix)://")]
-    """``redis://host:6379/0``, ``rediss://`` (TLS) or ``unix:///path/redis.sock``; give the
-    password by ``password_env``, not here."""
+    url: Annotated[str, StringConstraints(pattern=r"^(redis|rediss|unix|sqlite|memory)://")]
+    """``redis://host:6379/0``, ``rediss://`` (TLS) or ``unix:///path/redis.sock`` (a Redis
+    server several machines share; give the password by ``password_env``, not here);
+    ``sqlite://`` (the default file) or ``sqlite:///path/quotas.sqlite`` (the processes of
+    one machine); ``memory://`` (each process counts its own calls)."""
     password_env: Annotated[str, StringConstraints(min_length=1)] | None = None
     """The environment variable holding the server's password."""
     prefix: Annotated[str, StringConstraints(min_length=1)] = "toolwire:quota:"

@@ -59,7 +59,14 @@ from toolwire_policy._config import (
     parse_policy_text,
     read_policy_file,
 )
-from toolwire_policy._quotas import MemoryStore, QuotaStore, RedisStore, StoreError, Want
+from toolwire_policy._quotas import (
+    MemoryStore,
+    QuotaStore,
+    RedisStore,
+    SqliteStore,
+    StoreError,
+    Want,
+)
 
 __all__ = ["REDACTED", "UNRECORDED", "Policy", "call_arguments", "revealed_arguments"]
 
@@ -325,7 +332,11 @@ class Policy:
                 ) from None
         store = None
         if config.quota_store is not None:
-            store = _redis_store(config.quota_store, source)
+            store = _store(config.quota_store, source)
+        elif config.quotas and source.name != "<string>":
+            # A policy file's quotas hold across the processes that use it (three runs of
+            # `toolwire call` each passing a quota of two was the bug).
+            store = _sqlite_store(quota_db_path(source), source)
         return cls(config, source=source, audit_log=audit, quota_store=store)
 
     # -- per tool -----------------------------------------------------------------------
@@ -1006,6 +1017,45 @@ def _in_event_loop() -> bool:
     except RuntimeError:
         return False
     return True
+
+
+def quota_db_path(source: Path, environ: Mapping[str, str] | None = None) -> Path:
+    """The default quota store of the policy file ``source``: a file of its own (the
+    digest of its resolved path) under ``$XDG_DATA_HOME/toolwire/quotas``."""
+    env = os.environ if environ is None else environ
+    home = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    digest = hashlib.sha256(str(source.expanduser().resolve()).encode("utf-8")).hexdigest()
+    return Path(home) / "toolwire" / "quotas" / f"{digest[:32]}.sqlite"
+
+
+def _store(config: QuotaStoreConfig, source: Path) -> QuotaStore:
+    """The store ``[quota_store]`` names."""
+    scheme, _, rest = config.url.partition("://")
+    if scheme == "memory":
+        return MemoryStore()
+    if scheme == "sqlite":
+        if not rest:
+            return _sqlite_store(quota_db_path(source), source, config.timeout)
+        path = Path(rest).expanduser()
+        return _sqlite_store(path if path.is_absolute() else source.parent / path, source)
+    return _redis_store(config, source)
+
+
+def _sqlite_store(path: Path, source: Path, timeout: float = 2.0) -> QuotaStore:
+    try:
+        return SqliteStore(path, timeout=timeout)
+    except StoreError as exc:
+        raise PolicyFileError(
+            source,
+            [
+                (
+                    "quota_store",
+                    f"{exc} (quotas are counted there so that every process using this "
+                    'policy counts together; `[quota_store] url = "memory://"` counts in '
+                    "each process instead)",
+                )
+            ],
+        ) from None
 
 
 def _redis_store(config: QuotaStoreConfig, source: Path) -> QuotaStore:

@@ -1,5 +1,7 @@
-"""Where the policy's quotas are counted: in this process's memory (the default), or in a
-Redis server several processes share (``[quota_store]``).
+"""Where the policy's quotas are counted: in an SQLite file the processes of one machine
+share (a policy file's default: the command line's runs count together), in this
+process's memory (``[quota_store] url = "memory://"``, and a policy made from text), or
+in a Redis server several machines share (``[quota_store] url = "redis://..."``).
 
 A call asks for every quota that applies to it at once (:class:`Want`); either all are
 taken or none is, and the first one over its limit says why. A rate quota counts the call
@@ -20,16 +22,20 @@ import collections
 import contextlib
 import logging
 import math
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import attrs
 
+from toolwire.adapters import owner_only
+
 logger = logging.getLogger("toolwire.policy")
 
-__all__ = ["MemoryStore", "QuotaStore", "RedisStore", "StoreError", "Want"]
+__all__ = ["MemoryStore", "QuotaStore", "RedisStore", "SqliteStore", "StoreError", "Want"]
 
 #: Quota keys kept in memory before those with no recent call are dropped.
 MAX_KEYS = 10_000
@@ -377,3 +383,147 @@ class RedisStore:
         if (save or "").strip() or aof == "yes":
             return None
         return "it keeps no RDB snapshot and no append-only file"
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS calls (key TEXT NOT NULL, lease TEXT NOT NULL,
+                                  at REAL NOT NULL, until REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS calls_by_key ON calls (key, at);
+CREATE INDEX IF NOT EXISTS calls_by_end ON calls (until);
+CREATE TABLE IF NOT EXISTS slots (key TEXT NOT NULL, lease TEXT NOT NULL,
+                                  until REAL NOT NULL, pid INTEGER NOT NULL,
+                                  PRIMARY KEY (key, lease));
+CREATE INDEX IF NOT EXISTS slots_by_end ON slots (until);
+"""
+
+#: Takes between two sweeps of the counts whose windows have passed (every key's).
+_SWEEP_EVERY = 256
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (on this machine: the store is a local file)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it runs
+        return True
+    except OSError:
+        return True
+    return True
+
+
+class SqliteStore:
+    """Counts in an SQLite file the processes of one machine share (the command line's
+    runs, several local gateways): no server. The file is the user's alone (0600); each
+    take is one transaction that locks out the other writers, so processes asking at once
+    cannot overshoot. A slot held by a process that no longer runs is free at once; the
+    clock is the machine's. Every wait on the file has a deadline (``timeout``): past it,
+    StoreError and the call is refused."""
+
+    def __init__(self, path: Path, *, timeout: float = 2.0) -> None:
+        import sqlite3
+
+        self.path = path
+        try:
+            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                problem = owner_only(os.fstat(fd), secret=True)
+            finally:
+                os.close(fd)
+            if problem is not None:
+                raise StoreError(f"the quota store {path} is {problem}: `chmod 600` it")
+            self._db = sqlite3.connect(
+                str(path), timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(f"the quota store {path} cannot be opened: {exc}") from None
+        self._lock = threading.Lock()
+        self._takes = 0
+
+    def __repr__(self) -> str:
+        return f"<SqliteStore {str(self.path)!r}>"
+
+    def take(self, wants: Sequence[Want], lease: str) -> str | None:
+        import sqlite3
+
+        now = time.time()
+        with self._lock:
+            db = self._db
+            try:
+                db.execute("BEGIN IMMEDIATE")  # one writer at a time, across processes
+                try:
+                    over = self._check(db, wants, now)
+                    if over is None:
+                        pid = os.getpid()
+                        for w in wants:
+                            if w.calls is not None:
+                                db.execute(
+                                    "INSERT INTO calls VALUES (?, ?, ?, ?)",
+                                    (w.key, lease, now, now + w.seconds),
+                                )
+                            if w.concurrent is not None:
+                                db.execute(
+                                    "INSERT OR REPLACE INTO slots VALUES (?, ?, ?, ?)",
+                                    (w.key, lease, now + w.lease, pid),
+                                )
+                        self._takes += 1
+                        if self._takes % _SWEEP_EVERY == 0:  # bounded: passed windows go
+                            db.execute("DELETE FROM calls WHERE until <= ?", (now,))
+                            db.execute("DELETE FROM slots WHERE until <= ?", (now,))
+                    db.execute("COMMIT")
+                    return over
+                except BaseException:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise StoreError(f"the quota store cannot be asked: {exc}") from None
+
+    def _check(self, db: Any, wants: Sequence[Want], now: float) -> str | None:
+        for w in wants:
+            if w.calls is not None:
+                db.execute("DELETE FROM calls WHERE key = ? AND at <= ?", (w.key, now - w.seconds))
+                count, first = db.execute(
+                    "SELECT COUNT(*), MIN(at) FROM calls WHERE key = ?", (w.key,)
+                ).fetchone()
+                if count >= w.calls:
+                    return over_rate(w, first + w.seconds - now)
+            if w.concurrent is not None:
+                held = db.execute(
+                    "SELECT lease, until, pid FROM slots WHERE key = ?", (w.key,)
+                ).fetchall()
+                gone = [(w.key, k) for k, until, pid in held if until <= now or not _alive(pid)]
+                db.executemany("DELETE FROM slots WHERE key = ? AND lease = ?", gone)
+                if len(held) - len(gone) >= w.concurrent:
+                    return over_concurrency(w)
+        return None
+
+    def finish(self, wants: Sequence[Want], lease: str, *, refund: bool) -> None:
+        import sqlite3
+
+        with self._lock:
+            try:
+                keys = [(w.key, lease) for w in wants]
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    self._db.executemany("DELETE FROM slots WHERE key = ? AND lease = ?", keys)
+                    if refund:
+                        self._db.executemany("DELETE FROM calls WHERE key = ? AND lease = ?", keys)
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    if self._db.in_transaction:
+                        self._db.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise StoreError(f"the quota store cannot be told: {exc}") from None
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
