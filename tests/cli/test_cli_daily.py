@@ -505,3 +505,24 @@ def test_logs_takes_a_positive_count(tmp_path: Path) -> None:
     done = _toolwire(tmp_path, "logs", "-n", "0")
     assert 2 == done.returncode
     assert "-n must be at least 1, got 0" in done.stderr
+
+
+def test_a_log_written_before_the_server_was_kept_is_read_and_gains_it(tmp_path: Path) -> None:
+    path = tmp_path / "logs.db"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+    os.close(fd)
+    db = sqlite3.connect(path)
+    db.executescript(
+        "CREATE TABLE conversations (id TEXT PRIMARY KEY, name TEXT NOT NULL, provider TEXT,"
+        " model TEXT, created TEXT NOT NULL, updated TEXT NOT NULL, session TEXT NOT NULL);"
+        "INSERT INTO conversations VALUES ('c1', 'old', 'test', NULL, 't', 't',"
+        " '{\"messages\": []}');"
+        "PRAGMA user_version = 1;"
+    )
+    db.close()
+    log = ConversationLog(path)
+    cid, _data, provider, _model, settings = log.session(None)
+    assert ("c1", "test", {}) == (cid, provider, settings)
+    log.close()
+    columns = {r[1] for r in sqlite3.connect(path).execute("PRAGMA table_info(conversations)")}
+    assert {"base_url", "api_key_env"} <= columns

@@ -333,3 +333,42 @@ def test_plugins_lists_every_provider_name_a_distribution_registers(tmp_path: Pa
     data = json.loads(_cli(tmp_path, "plugins", "--json").stdout)
     openai = next(p for p in data["plugins"] if p["name"] == "openai" and p["kind"] == "provider")
     assert openai["registers"] == ["openai", "openai-compatible", "openai-responses", "openrouter"]
+
+
+def test_a_continued_conversation_keeps_its_server_and_key(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    # Reproducer (#45): `chat -c` forgot --base-url, and an openai-compatible provider could
+    # not be created again (exit 4).
+    fake_openai.enqueue_chat(openai_chat.text_completion("Noted: pelican."))
+    fake_openai.enqueue_chat(openai_chat.text_completion("It was pelican."))
+    data = {"XDG_DATA_HOME": str(tmp_path.parent / "data")}
+    first = _cli(
+        tmp_path,
+        "chat",
+        "remember pelican",
+        *_compatible(fake_openai),
+        "--api-key-env",
+        "MY_SERVER_KEY",
+        "--no-stream",
+        MY_SERVER_KEY=fake_openai.default_api_key,
+        **data,
+    )
+    assert 0 == first.returncode, first.stderr
+    again = _cli(
+        tmp_path,
+        "chat",
+        "-c",
+        "which word?",
+        "--no-stream",
+        MY_SERVER_KEY=fake_openai.default_api_key,
+        **data,
+    )
+    assert 0 == again.returncode, again.stderr
+    assert "assistant: It was pelican." in again.stdout
+    second = fake_openai.requests[1]
+    assert ("m", f"Bearer {fake_openai.default_api_key}") == (
+        second.json["model"],
+        second.headers["authorization"],
+    )
+    assert "remember pelican" in json.dumps(second.json["messages"])

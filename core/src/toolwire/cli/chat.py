@@ -126,8 +126,12 @@ class _Chat:
         session: Session,
         log: ConversationLog | None,
         interactive: bool,
+        reach: dict[str, str] | None = None,
     ) -> None:
         self.args = args
+        #: The provider's ``base_url`` and ``api_key_env`` this chat runs with: logged, so
+        #: a continued conversation is sent to the same server with the same key.
+        self.reach = reach or {}
         self.cfg = cfg
         self.host = host
         self.toolset = toolset
@@ -277,6 +281,8 @@ class _Chat:
                 status=result.status,
                 rounds=result.rounds,
                 usage=result.usage,
+                base_url=self.reach.get("base_url"),
+                api_key_env=self.reach.get("api_key_env"),
             )
         except (sqlite3.Error, OSError, UsageError) as exc:
             _out(sys.stderr, f"toolwire: warning: this turn was not logged: {exc}")
@@ -464,10 +470,11 @@ def cmd_chat(args: argparse.Namespace) -> int:
     log = ConversationLog(cfg["logs_path"]) if cfg["log"] else None
     session = Session()
     provider_name, model = cfg["provider"], cfg["model"]
+    base_url, api_key_env = cfg["base_url"], cfg["api_key_env"]
     if args.cont or args.cid is not None:
         reader = log or ConversationLog(cfg["logs_path"])
         try:
-            _cid, data, was_provider, was_model = reader.session(args.cid)
+            _cid, data, was_provider, was_model, was_settings = reader.session(args.cid)
             session = Session.from_dict(data)
         except UsageError as exc:
             raise CliError(str(exc), EXIT_USAGE) from None
@@ -478,6 +485,12 @@ def cmd_chat(args: argparse.Namespace) -> int:
             provider_name = was_provider
             if cfg.source("model") == "default":
                 model = was_model
+            # And with the server and key it was run with (an openai-compatible server's
+            # conversation could not be created again without its URL).
+            if cfg.source("base_url") == "default":
+                base_url = was_settings.get("base_url", base_url)
+            if cfg.source("api_key_env") == "default":
+                api_key_env = was_settings.get("api_key_env", api_key_env)
     prompt = args.prompt
     interactive = prompt is None and _isatty(sys.stdin) and not args.json
     if prompt is None and not interactive:
@@ -485,11 +498,10 @@ def cmd_chat(args: argparse.Namespace) -> int:
     install_terminal_handler()  # an MCP server's question is asked here, when interactive
     host = _host()
     toolset = host.assemble(_app_toolset(args.app))
-    provider = _provider(
-        host, provider_name, model, base_url=cfg["base_url"], api_key_env=cfg["api_key_env"]
-    )
+    provider = _provider(host, provider_name, model, base_url=base_url, api_key_env=api_key_env)
     _warn_blocked(host, toolset)
-    chat = _Chat(args, cfg, host, toolset, provider, session, log, interactive)
+    reach = {k: v for k, v in (("base_url", base_url), ("api_key_env", api_key_env)) if v}
+    chat = _Chat(args, cfg, host, toolset, provider, session, log, interactive, reach)
     retries = RetryNotice(before=chat.spinner.stop)
     http_log = logging.getLogger("toolwire.http")
     http_log.addHandler(retries)

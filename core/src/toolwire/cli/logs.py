@@ -42,7 +42,9 @@ CREATE TABLE IF NOT EXISTS conversations (
     model TEXT,
     created TEXT NOT NULL,
     updated TEXT NOT NULL,
-    session TEXT NOT NULL
+    session TEXT NOT NULL,
+    base_url TEXT,
+    api_key_env TEXT
 );
 CREATE TABLE IF NOT EXISTS responses (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -77,6 +79,17 @@ _FTS = (
     "CREATE VIRTUAL TABLE IF NOT EXISTS responses_fts USING fts5("
     "prompt, answer, content='responses', content_rowid='id')"
 )
+
+
+#: Columns added to ``conversations`` after its first release (old logs gain them).
+_LATER_COLUMNS = (("base_url", "TEXT"), ("api_key_env", "TEXT"))
+
+
+def _add_columns(db: sqlite3.Connection) -> None:
+    have = {row[1] for row in db.execute("PRAGMA table_info(conversations)")}
+    for name, kind in _LATER_COLUMNS:
+        if name not in have:
+            db.execute(f"ALTER TABLE conversations ADD COLUMN {name} {kind}")
 
 
 def _now() -> str:
@@ -262,6 +275,7 @@ class ConversationLog:
                     f"this one reads {SCHEMA_VERSION})"
                 )
             db.executescript(_TABLES)
+            _add_columns(db)
             try:
                 db.execute(_FTS)
                 self.fts = True
@@ -292,18 +306,33 @@ class ConversationLog:
         status: str,
         rounds: int,
         usage: Any,
+        base_url: str | None = None,
+        api_key_env: str | None = None,
     ) -> int:
-        """Record one response (and the conversation's session as it is now); its id."""
+        """Record one response (and the conversation's session as it is now, with the
+        provider's settings it goes on with); its id."""
         db = self._connect(create=True)
         now = _now()
         name = " ".join(recorder.prompt.split())[:80]
         with db:
             db.execute(
-                "INSERT INTO conversations (id, name, provider, model, created, updated, session)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET"
+                "INSERT INTO conversations (id, name, provider, model, created, updated, session,"
+                " base_url, api_key_env) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT(id) DO UPDATE SET"
                 " updated = excluded.updated, session = excluded.session,"
-                " provider = excluded.provider, model = excluded.model",
-                (conversation, name, provider, model, now, now, json.dumps(session)),
+                " provider = excluded.provider, model = excluded.model,"
+                " base_url = excluded.base_url, api_key_env = excluded.api_key_env",
+                (
+                    conversation,
+                    name,
+                    provider,
+                    model,
+                    now,
+                    now,
+                    json.dumps(session),
+                    base_url,
+                    api_key_env,
+                ),
             )
             cur = db.execute(
                 "INSERT INTO responses (conversation_id, created, provider, model, prompt,"
@@ -349,9 +378,12 @@ class ConversationLog:
 
     # -- reading -----------------------------------------------------------------------
 
-    def session(self, conversation: str | None) -> tuple[str, Mapping[str, Any], str, str | None]:
-        """``(id, session data, provider, model)`` of a conversation (the latest one when
-        ``conversation`` is None)."""
+    def session(
+        self, conversation: str | None
+    ) -> tuple[str, Mapping[str, Any], str, str | None, dict[str, str]]:
+        """``(id, session data, provider, model, settings)`` of a conversation (the latest
+        one when ``conversation`` is None); ``settings``: the provider's ``base_url`` and
+        ``api_key_env`` it was run with, those it had."""
         # What is continued is sent to a model again, with the provider and model the log
         # names: _connect uses only a log nobody else could have written.
         db = self._connect(create=False)
@@ -369,7 +401,8 @@ class ConversationLog:
             data = json.loads(row["session"])
         except ValueError:
             raise UsageError(f"conversation `{row['id']}`: its saved session is damaged") from None
-        return row["id"], data, row["provider"], row["model"]
+        settings = {k: row[k] for k in ("base_url", "api_key_env") if row[k]}
+        return row["id"], data, row["provider"], row["model"], settings
 
     def responses(
         self,
