@@ -526,3 +526,35 @@ def test_a_log_written_before_the_server_was_kept_is_read_and_gains_it(tmp_path:
     log.close()
     columns = {r[1] for r in sqlite3.connect(path).execute("PRAGMA table_info(conversations)")}
     assert {"base_url", "api_key_env"} <= columns
+
+
+NOTES_APP = """
+import toolwire as tw
+
+
+@tw.tool_fn(effect="mutating")
+def save_note(text: str) -> str:
+    '''Save a note.'''
+    return "saved"
+
+
+tools = tw.Toolset("app", [save_note])
+"""
+
+
+def test_logs_show_a_refused_call_as_refused_in_the_models_words(tmp_path: Path) -> None:
+    # Reproducer (#45): the log showed the internal marker `__toolwire_rejected__` and tagged
+    # a call refused at approval `[run]`.
+    (tmp_path / "work").mkdir(exist_ok=True)
+    (tmp_path / "work" / "notes_app.py").write_text(NOTES_APP)
+    done = _toolwire(tmp_path, "chat", "save note: milk", "--app", "notes_app:tools")
+    assert "save_note" in done.stdout, done.stdout + done.stderr  # refused: no --approve
+    shown = _toolwire(tmp_path, "logs").stdout
+    assert "__toolwire_rejected__" not in shown
+    [line] = [s for s in shown.splitlines() if s.startswith("tool call: save_note")]
+    assert line.endswith("[refused]"), line
+    assert "  error: The call was rejected and did not run: " in shown
+    rows = json.loads(_toolwire(tmp_path, "logs", "--json").stdout)["responses"]
+    [call] = rows[0]["tool_calls"]
+    assert call["result"].startswith("The call was rejected and did not run: ")
+    assert ("refused", 1) == (call["decision"], call["is_error"])

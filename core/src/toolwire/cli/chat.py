@@ -27,6 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from toolwire._calls import rejection_reason
 from toolwire._display import MAX_REVIEW_CHARS, review_arguments, terminal_text
 from toolwire._errors import RoundLimitError, UsageError
 from toolwire._execute.approval import Allow, ApprovalGate, ApprovalRequest, Deny
@@ -48,7 +49,7 @@ from toolwire.cli.commands import (
     principal_of,
 )
 from toolwire.cli.config import CliConfig, cli_config
-from toolwire.cli.logs import ConversationLog, Recorder, redact_call_arguments
+from toolwire.cli.logs import ConversationLog, Recorder, model_view, redact_call_arguments
 from toolwire.cli.parser import APP, EXIT_OK, EXIT_ROUNDS, EXIT_USAGE, CliError
 from toolwire.cli.render import (
     Emit,
@@ -599,6 +600,9 @@ def _response_text(row: dict[str, Any]) -> str:
     ]
     for call in row["tool_calls"]:
         decided = call["decision"] or "?"
+        refused = call["result"] is not None and rejection_reason(call["result"]) is not None
+        if decided == "run" and refused:
+            decided = "refused"  # let through by the hooks, then refused
         if call["source"]:
             decided += f" by {call['source']}"
         lines.append(f"tool call: {call['name']} {call['arguments']}  [{decided}]")
@@ -607,8 +611,11 @@ def _response_text(row: dict[str, Any]) -> str:
         if call["approval"]:
             lines.append(f"  approval: {call['approval']}")
         if call["result"] is not None:
-            label = "error" if call["is_error"] else "result"
-            first, *rest = call["result"].splitlines() or [""]
+            # A log written before results were kept as the model read them holds the
+            # machine marker: shown in the model's words too.
+            shown, is_error = model_view(call["result"], call["is_error"])
+            label = "error" if is_error else "result"
+            first, *rest = shown.splitlines() or [""]
             lines.append(f"  {label}: {first}" + (f" (+{len(rest)} lines)" if rest else ""))
     lines += ["answer:", *(f"  {line}" for line in row["answer"].splitlines()), ""]
     return "\n".join(lines)

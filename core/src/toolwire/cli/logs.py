@@ -25,10 +25,11 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from toolwire._calls import MODEL_REJECTION, rejection_reason
 from toolwire._errors import UsageError
 from toolwire._files import check_private
 
-__all__ = ["ConversationLog", "Recorder", "redact_call_arguments"]
+__all__ = ["ConversationLog", "Recorder", "model_view", "redact_call_arguments"]
 
 SCHEMA_VERSION = 1
 REDACTED = "[REDACTED]"
@@ -195,6 +196,15 @@ def redact_call_arguments(
     return json.dumps(data, ensure_ascii=False, sort_keys=True)
 
 
+def model_view(content: str, is_error: bool) -> tuple[str, bool]:
+    """A result as the model received it: a rejection in its plain words, never the
+    machine marker the transcript keeps (``toolwire logs`` shows what the model read)."""
+    reason = rejection_reason(content)
+    if reason is None:
+        return content, bool(is_error)
+    return MODEL_REJECTION + reason, True
+
+
 class Recorder:
     """Collects one response's record from the CLI's events (``call``, ``decision``,
     ``approval``, ``result``, ``answer``); ``arguments`` is applied to each call's text."""
@@ -229,8 +239,10 @@ class Recorder:
             self.calls[event["id"]]["approval"] = f"{event['decision']}: {event.get('reason', '')}"
         elif kind == "result" and event.get("id") in self.calls:
             call = self.calls[event["id"]]
-            call["result"] = event["content"]
-            call["is_error"] = bool(event["is_error"])
+            call["result"], call["is_error"] = model_view(event["content"], event["is_error"])
+            refused = rejection_reason(event["content"]) is not None
+            if refused and call["decision"] in ("", "run"):  # let through, then refused
+                call["decision"] = "refused"
         elif kind == "answer":
             self.answer = event.get("text", "")
 
