@@ -372,3 +372,31 @@ def test_a_continued_conversation_keeps_its_server_and_key(
         second.headers["authorization"],
     )
     assert "remember pelican" in json.dumps(second.json["messages"])
+
+
+def test_a_retry_with_no_status_says_what_went_wrong(tmp_path: Path) -> None:
+    # Reproducer (#45): `openai-compatible: (ProviderConnectionError), retrying`, an empty
+    # slot where the status goes.
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed again: nothing listens there
+    done = _cli(
+        tmp_path,
+        "chat",
+        "hi",
+        "--provider",
+        "openai-compatible",
+        "--base-url",
+        f"http://127.0.0.1:{port}/v1",
+        "--model",
+        "m",
+        "--no-stream",
+    )
+    assert 4 == done.returncode
+    notices = [line for line in done.stderr.splitlines() if "retrying in" in line]
+    assert notices, done.stderr
+    assert notices[0].startswith(
+        "toolwire: openai-compatible: could not connect (ProviderConnectionError), retrying in "
+    )

@@ -440,6 +440,13 @@ def _printer(as_json: bool, stream: TextIO | None = None, style: Style = PLAIN) 
     return emit
 
 
+#: What a retried request that got no HTTP status ran into, by its error's kind.
+_NO_STATUS = {
+    "ProviderConnectionError": "could not connect",
+    "ProviderTimeoutError": "timed out",
+}
+
+
 class RetryNotice(logging.Handler):
     """Shows the transport's retries on stderr: ``toolwire: openai: 503 (ServerError),
     retrying in 2.0 s (attempt 1 of 3)``."""
@@ -455,9 +462,11 @@ class RetryNotice(logging.Handler):
             return
         if self.before is not None:
             self.before()
-        status = f"{retry['status']} " if retry.get("status") else ""
+        # What went wrong: the HTTP status, else what the error's kind says (a refused
+        # connection has no status, and the line had an empty slot where it goes).
+        status = retry.get("status") or _NO_STATUS.get(retry["error"], "failed")
         _out(
             self.stream,
-            f"toolwire: {retry['provider']}: {status}({retry['error']}), retrying in "
+            f"toolwire: {retry['provider']}: {status} ({retry['error']}), retrying in "
             f"{retry['delay']:.1f} s (attempt {retry['attempt']} of {retry['attempts']})",
         )
