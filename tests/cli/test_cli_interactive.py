@@ -47,7 +47,11 @@ def write_note(text: str, password: SecretStr) -> str:
     return "noted: " + text + "\\nline two\\nline three"
 
 
-tools = tw.Toolset("app", [tw.tool_fn(nap), tw.tool_fn(write_note, effect="mutating")])
+# A description over several lines: /tools shows a row a tool all the same.
+NAP = "Sleep for a minute.\\nWake up after it."
+tools = tw.Toolset(
+    "app", [tw.tool_fn(nap, description=NAP), tw.tool_fn(write_note, effect="mutating")]
+)
 '''
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|\r")
@@ -164,7 +168,9 @@ def test_an_interactive_chat_with_tools_approval_cancel_and_save(work: Path) -> 
 
         term.send("/tools\r")
         listed = term.expect("> ")
-        assert "nap" in listed
+        rows = [line.strip() for line in listed.splitlines() if line.strip()]
+        assert any(r.startswith("nap") and r.endswith("Sleep for a minute.") for r in rows)
+        assert not any("Wake up after it" in r for r in rows)  # one row: the first line
         assert "write_note" in listed
         assert "mutating" in listed
 

@@ -370,7 +370,13 @@ class _Chat:
             if not tools:
                 _out(say, "(no tools)")
             for t in tools:
-                _out(say, f"  {t.name:<28} {t.metadata.effect.value:<12} {t.description[:60]}")
+                # One row a tool: the description's first line (a newline in it broke the
+                # table), escaped, cut to fit.
+                first = (t.description.strip().splitlines() or [""])[0]
+                about = terminal_text(first, multiline=False)
+                about = about if len(about) <= 60 else about[:59] + "…"
+                name = terminal_text(t.name, multiline=False)
+                _out(say, f"  {name:<28} {t.metadata.effect.value:<12} {about}")
         elif name == "/approve":
             if rest not in ("", "on", "off"):
                 _out(say, "/approve takes on or off")
