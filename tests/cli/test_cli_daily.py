@@ -141,8 +141,9 @@ def test_the_files_provider_and_settings_reach_the_chat(tmp_path: Path) -> None:
     )
     done = _toolwire(tmp_path, "chat", "hello", OPENAI_API_KEY="k")
     # The model's profile refuses temperature before anything is sent: proof that the
-    # file's provider, model and settings all reached the request.
-    assert 4 == done.returncode or 1 == done.returncode, done.stderr
+    # file's provider, model and settings all reached the request. A configuration's
+    # mistake (2), not a refused call (1), which it exited with before (#45).
+    assert 2 == done.returncode, done.stderr
     assert "temperature" in done.stderr
     assert "o3-mini" in done.stderr
 
@@ -558,3 +559,30 @@ def test_logs_show_a_refused_call_as_refused_in_the_models_words(tmp_path: Path)
     [call] = rows[0]["tool_calls"]
     assert call["result"].startswith("The call was rejected and did not run: ")
     assert ("refused", 1) == (call["decision"], call["is_error"])
+
+
+def test_every_mistake_in_the_file_is_said_at_once(tmp_path: Path) -> None:
+    # Reproducer (#45): a file with several mistakes took a run to find each.
+    _config(
+        tmp_path,
+        """
+        [cli]
+        provider = 3
+        colour = "never"
+        max_rounds = -1
+        [cli.settings]
+        temprature = 0.2
+        """,
+    )
+    done = _toolwire(tmp_path, "chat", "hello")
+    assert 2 == done.returncode
+    said = done.stderr
+    assert "4 mistakes:" in said
+    for part in (
+        "`provider` takes a provider's name, got 3",
+        "unknown key `colour`",
+        "did you mean `color`?",
+        "`max_rounds` takes a whole number of at least 1, got -1",
+        "settings.temprature is not a model setting",
+    ):
+        assert part in said, said

@@ -10,7 +10,13 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from toolwire._errors import PluginError, ProviderError, RoundLimitError, ToolwireError
+from toolwire._errors import (
+    PluginError,
+    ProviderError,
+    RoundLimitError,
+    ToolwireError,
+    UnsupportedSettingError,
+)
 from toolwire.cli.parser import (
     EXIT_PLUGIN,
     EXIT_PROVIDER,
@@ -79,6 +85,10 @@ def _classify(exc: Exception) -> tuple[int, str]:
         return EXIT_PROVIDER, str(exc)
     if isinstance(exc, RoundLimitError):
         return EXIT_ROUNDS, str(exc)
+    if isinstance(exc, UnsupportedSettingError):
+        # A setting the model cannot take (toolwire.toml's, or the command line's): the
+        # configuration's mistake, caught before anything was sent, not a refused call.
+        return EXIT_USAGE, f"{type(exc).__name__}: {exc}"
     if isinstance(exc, ToolwireError):
         return EXIT_TOOL, f"{type(exc).__name__}: {exc}"
     return EXIT_TOOL, f"{type(exc).__name__}: {exc} (run with --debug for the traceback)"

@@ -154,12 +154,32 @@ def _file_table(path: Path) -> dict[str, Any]:
     table = data.get("cli", {})
     if not isinstance(table, dict):
         raise UsageError(f"{path}: `cli` must be a table ([cli])")
-    for key in table:
+    return table
+
+
+def _file_values(path: Path) -> dict[str, Any]:
+    """The file's values, checked: every mistake in it said at once (one per run made
+    a file with several take as many runs to fix)."""
+    table = _file_table(path)
+    where = f"{path} [cli]"
+    values: dict[str, Any] = {}
+    mistakes: list[str] = []
+    for key, value in table.items():
         if key not in _KEYS:
             close = difflib.get_close_matches(key, list(_KEYS), n=1)
             hint = f"; did you mean `{close[0]}`?" if close else ""
-            raise UsageError(f"{path} [cli]: unknown key `{key}` (known: {', '.join(_KEYS)}){hint}")
-    return table
+            mistakes.append(f"unknown key `{key}` (known: {', '.join(_KEYS)}){hint}")
+            continue
+        try:
+            values[key] = _checked(key, value, where)
+        except UsageError as exc:
+            mistakes.append(str(exc).removeprefix(f"{where}: "))
+    if len(mistakes) == 1:
+        raise UsageError(f"{where}: {mistakes[0]}")
+    if mistakes:
+        listed = "".join(f"\n  - {m}" for m in mistakes)
+        raise UsageError(f"{where}: {len(mistakes)} mistakes:{listed}")
+    return values
 
 
 def cli_config(
@@ -172,8 +192,8 @@ def cli_config(
     path = config_file(env)
     values = {k: Setting(v, "default") for k, v in _defaults(env).items()}
     where = f"{path} [cli]"
-    for key, value in _file_table(path).items():
-        values[key] = Setting(_checked(key, value, where), where)
+    for key, value in _file_values(path).items():
+        values[key] = Setting(value, where)
     for key, (_, var) in _KEYS.items():
         if var and env.get(var, "").strip():
             values[key] = Setting(_checked(key, env[var].strip(), f"${var}"), f"${var}")

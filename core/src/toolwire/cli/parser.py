@@ -19,7 +19,7 @@ EPILOG = """\
 exit status:
   0  ok
   1  a tool call was rejected, refused or failed
-  2  usage error (bad arguments, malformed JSON, unknown tool)
+  2  usage error (bad arguments, malformed JSON, unknown tool, toolwire.toml, a setting)
   3  plugin or policy error (a policy failed to load, strict mode)
   4  provider error (unknown provider or schema compiler, failed request)
   5  chat ran out of tool rounds (--max-rounds)
