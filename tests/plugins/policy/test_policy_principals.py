@@ -536,6 +536,11 @@ def test_explain_from_the_command_line(policy_file: Callable[[str], Path], tmp_p
     assert "denied by the organisation policy" in other.stdout
     unknown = explain("nope")
     assert (2, True) == (unknown.returncode, "no tool `nope`" in unknown.stderr)
+    typo = explain("write_fil")
+    assert "did you mean `write_file`?" in typo.stderr
+    # Without --app an application's tool is unknown: the error says how to name it.
+    alone = _cli("explain", "deploy_app", "--policy", str(path), env=env, cwd=tmp_path)
+    assert "needs --app MODULE:ATTR" in alone.stderr
 
 
 # -- two principals through the real command line -------------------------------------------

@@ -19,6 +19,7 @@ error (an unreadable file, an unknown tool, a bad duration).
 from __future__ import annotations
 
 import argparse
+import difflib
 import fnmatch
 import json
 import re
@@ -231,8 +232,13 @@ def _explain(args: argparse.Namespace) -> int:
     tools = get_host().assemble(_app(args.app) if args.app else None)
     tool = tools.get(args.tool)
     if tool is None:
-        known = ", ".join(t.name for t in tools.tools()) or "none"
-        raise _Usage(f"no tool `{args.tool}` in the assembled toolset (known: {known})")
+        names = [t.name for t in tools.tools()]
+        near = difflib.get_close_matches(args.tool, names, n=1)
+        hint = f"; did you mean `{near[0]}`?" if near else ""
+        if not args.app:  # an application's own tools are only known from its toolset
+            hint += "; an application's tool needs --app MODULE:ATTR (its Toolset)"
+        known = ", ".join(names) or "none"
+        raise _Usage(f"no tool `{args.tool}` in the assembled toolset (known: {known}){hint}")
     principal = None
     if args.subject is not None:
         principal = Principal(args.subject, groups=args.groups, method=args.method)
