@@ -579,6 +579,30 @@ def test_sync_policy_hooks_are_named_for_a_server_to_warn_about() -> None:
     ]
 
 
+def test_the_first_party_policies_are_not_warned_about(tmp_path: Path) -> None:
+    # #45: toolwire-policy's and toolwire-cedar's sync hooks only compute (a shared store
+    # and a person are asked off the loop): a warning no user could act on is not given.
+    import subprocess
+    import sys
+
+    (tmp_path / "p.toml").write_text('deny = ["nothing"]\n')
+    (tmp_path / "c.cedar").write_text("permit(principal, action, resource);")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    env.update(
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        TOOLWIRE_POLICY=str(tmp_path / "p.toml"),
+        TOOLWIRE_CEDAR_POLICY=str(tmp_path / "c.cedar"),
+        TOOLWIRE_AUTOLOAD_PLUGINS="0",
+    )
+    served = subprocess.run(
+        [sys.executable, "-m", "toolwire", "mcp", "serve", "--transport", "stdio"],
+        cwd=tmp_path, env=env, input="", capture_output=True, text=True, timeout=120,
+        check=False,
+    )  # fmt: skip
+    assert "active:" in served.stderr, served.stderr  # both policies are in force
+    assert "are sync" not in served.stderr
+
+
 def test_the_gateway_passes_an_upstream_tools_structured_content_and_errors_through(
     record: Path,
 ) -> None:

@@ -1055,13 +1055,18 @@ class PluginHost:
         """``plugin:hook`` for every sync decision or result hook of a policy in force.
 
         A sync hook is held to its budget only when it returns, and it stalls the
-        event loop while it runs: a server (``toolwire mcp serve``) warns about them."""
+        event loop while it runs: a server (``toolwire mcp serve``) warns about them. A
+        plugin that sets ``toolwire_nonblocking = True`` says its sync hooks only compute
+        (what could wait, a store across the network or a person, it hands back as an
+        awaitable): no warning is given for it that its user could not act on."""
         with self._lock:
             self.discover()
             found = []
             for hook in ("toolwire_tool_decision", "toolwire_tool_result"):
                 for impl in self._live_impls(hook):
                     if self._kind.get(impl.plugin_name) != "policy":
+                        continue
+                    if getattr(impl.plugin, "toolwire_nonblocking", False) is True:
                         continue
                     if not inspect.iscoroutinefunction(impl.function):
                         found.append(f"{impl.plugin_name}:{hook}")

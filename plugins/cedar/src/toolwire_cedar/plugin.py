@@ -19,6 +19,11 @@ PLUGIN: CedarPlugin = CedarPlugin.from_env()
 
 #: With no policy every hook answers None: the host leaves the plugin's hooks out.
 toolwire_inert: bool = PLUGIN.toolwire_inert
+
+#: The sync hooks only compute and append to the audit log: what could wait (a shared quota
+#: store, a person's approval) is handed back as an awaitable, off the event loop. A
+#: server need not warn that they stall it.
+toolwire_nonblocking: bool = True
 toolwire_tool_decision = PLUGIN.toolwire_tool_decision
 
 

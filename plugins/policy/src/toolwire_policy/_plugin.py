@@ -193,7 +193,7 @@ class PolicyPlugin:
     @hookimpl(trylast=True)
     def toolwire_tool_result(
         self, call: TypedCall[Any], result: ToolResult, context: HookContext
-    ) -> ToolResult | None:
+    ) -> ToolResult | Awaitable[ToolResult | None] | None:
         """Audit the result and redact its content by the policy's result patterns."""
         if self.error is not None:
             return result.replace(content=_BLOCKED, is_error=True)

@@ -851,11 +851,37 @@ class Policy:
 
     def on_result(
         self, call: TypedCall[Any], result: ToolResult, context: HookContext
-    ) -> ToolResult | None:
+    ) -> ToolResult | Awaitable[ToolResult | None] | None:
         """Redact the result's content by the result patterns, withhold media the policy
-        does not allow, and audit it."""
+        does not allow, and audit it. Awaitable when the call's concurrency slot is held
+        in a shared store and an event loop runs: the store is told off the loop, and the
+        result comes back once the slot is free (a call right after it finds it so)."""
         if self._inflight:
+            if _in_event_loop() and self._holds_shared(call):
+
+                async def later() -> ToolResult | None:
+                    await asyncio.to_thread(self.finish, call)
+                    return self._on_result(call, result, context)
+
+                return Deferred(later)
             self.finish(call)
+        return self._on_result(call, result, context)
+
+    def _holds_shared(self, call: TypedCall[Any]) -> bool:
+        """Whether ``call`` holds a slot in a store other than this process's memory."""
+        if isinstance(self.quota_store, MemoryStore):
+            return False
+        with self._inflight_lock:
+            held = self._inflight.get(id(call.call))
+        return (
+            held is not None
+            and held[0] is call.call
+            and any(w.concurrent is not None for w in held[2])
+        )
+
+    def _on_result(
+        self, call: TypedCall[Any], result: ToolResult, context: HookContext
+    ) -> ToolResult | None:
         content, count = self.redact_content(call.tool, result.content, context.principal)
         if self.observing and count:
             content = result.content  # shadow mode: counted ("would redact"), not redacted

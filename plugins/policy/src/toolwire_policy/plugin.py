@@ -37,6 +37,11 @@ PLUGIN.raise_if_failed()
 #: availability hooks out (so a loop pays nothing for a policy that decides nothing).
 toolwire_inert: bool = PLUGIN.toolwire_inert
 
+#: The sync hooks only compute and append to the audit log: what could wait (a shared quota
+#: store, a person's approval) is handed back as an awaitable, off the event loop. A
+#: server need not warn that they stall it.
+toolwire_nonblocking: bool = True
+
 
 def status() -> str:
     """One line saying which policy file is in force, or that there is none."""
@@ -65,7 +70,7 @@ def toolwire_tool_availability(tool: Tool[Any, Any], context: HookContext) -> bo
 @hookimpl(trylast=True)
 def toolwire_tool_result(
     call: TypedCall[Any], result: ToolResult, context: HookContext
-) -> ToolResult | None:
+) -> ToolResult | Awaitable[ToolResult | None] | None:
     """Audit every result; redact its content by the policy's result patterns."""
     return PLUGIN.toolwire_tool_result(call, result, context)
 
