@@ -31,6 +31,7 @@ def _env(tmp_path: Path, **switches: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
     env.pop("PYTHONPATH", None)
     env["XDG_CONFIG_HOME"] = str(tmp_path / "config")
+    env["XDG_DATA_HOME"] = str(tmp_path / "data")  # what was said once, the logs: its own
     env.update(switches)
     return env
 
@@ -95,7 +96,12 @@ def test_chat_without_a_policy_file_warns_that_calls_are_not_checked(here: Path)
     assert line.startswith("toolwire: warning: policy `")
     assert "policy `policy` (toolwire-policy " in line
     assert "checks nothing: inert: no policy file (looked for " in line
-    assert line.endswith("; tool calls are not checked")
+    assert line.endswith("; tool calls are not checked (said once; `toolwire plugins` shows it)")
+    # Said once: not on every command after it (#45: noise on every command).
+    again = _run(here, "chat", "list the files here")
+    assert "checks nothing" not in again.stderr
+    listed = _run(here, "plugins")
+    assert "inert: no policy file" in listed.stdout
 
 
 def test_a_library_application_does_not_print_the_inert_policy_warning(here: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import difflib
 import importlib
 import json
@@ -155,11 +156,17 @@ def _warn_blocked(host: PluginHost, toolset: Toolset | None = None) -> None:
     active = [r for r in loaded if not host.is_inert(r)]
     inert = [r for r in loaded if host.is_inert(r)]
     if inert and not active:
-        # One warning, however many policy distributions are installed and unconfigured.
+        # One warning, however many policy distributions are installed and unconfigured,
+        # and once: not on every command after it (`toolwire plugins` always says it).
         each = "; ".join(
             f"policy {r.label()} checks nothing: {host.plugin_status(r) or 'inert'}" for r in inert
         )
-        _out(sys.stderr, f"toolwire: warning: {each}; tool calls are not checked")
+        if _first_time(f"inert: {each}"):
+            _out(
+                sys.stderr,
+                f"toolwire: warning: {each}; tool calls are not checked "
+                "(said once; `toolwire plugins` shows it)",
+            )
     for record in [*active, *(inert if active else [])]:
         state = host.plugin_status(record)
         if state:
@@ -171,6 +178,27 @@ def _warn_blocked(host: PluginHost, toolset: Toolset | None = None) -> None:
                 _out(sys.stderr, f"toolwire: warning: policy `{record.name}`: {line}")
     for reason in host.blocked:
         _out(sys.stderr, f"toolwire: warning: {reason}")
+
+
+def _first_time(notice: str) -> bool:
+    """Whether ``notice`` was not said before on this machine (its digest kept in the
+    user's data directory). A notice that cannot be remembered is said every time."""
+    import hashlib
+
+    from toolwire._files import write_private
+    from toolwire.cli.config import default_logs_path
+
+    path = default_logs_path().with_name("said")
+    digest = hashlib.sha256(notice.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    try:
+        said = path.read_text(encoding="utf-8").split() if path.is_file() else []
+    except (OSError, UnicodeDecodeError):
+        said = []
+    if digest in said:
+        return False
+    with contextlib.suppress(OSError):  # not remembered: said again next time
+        write_private(path, "\n".join([*said[-255:], digest]) + "\n")
+    return True
 
 
 # -- plugins ---------------------------------------------------------------------------
