@@ -585,6 +585,8 @@ def test_the_first_party_policies_are_not_warned_about(tmp_path: Path) -> None:
     import subprocess
     import sys
 
+    pytest.importorskip("toolwire_policy")
+    pytest.importorskip("toolwire_cedar")
     (tmp_path / "p.toml").write_text('deny = ["nothing"]\n')
     (tmp_path / "c.cedar").write_text("permit(principal, action, resource);")
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
