@@ -1054,16 +1054,17 @@ def quota_db_path(source: Path, environ: Mapping[str, str] | None = None) -> Pat
     return Path(home) / "toolwire" / "quotas" / f"{digest[:32]}.sqlite"
 
 
-def _store(config: QuotaStoreConfig, source: Path) -> QuotaStore:
-    """The store ``[quota_store]`` names."""
+def _store(config: QuotaStoreConfig, source: Path) -> QuotaStore | None:
+    """The store ``[quota_store]`` names (None: this process's memory, by the policy's
+    own clock)."""
     scheme, _, rest = config.url.partition("://")
     if scheme == "memory":
-        return MemoryStore()
+        return None
     if scheme == "sqlite":
-        if not rest:
-            return _sqlite_store(quota_db_path(source), source, config.timeout)
-        path = Path(rest).expanduser()
-        return _sqlite_store(path if path.is_absolute() else source.parent / path, source)
+        path = Path(rest).expanduser() if rest else quota_db_path(source)
+        if not path.is_absolute():
+            path = source.parent / path
+        return _sqlite_store(path, source, config.timeout)
     return _redis_store(config, source)
 
 
