@@ -363,6 +363,14 @@ def test_search_takes_any_text_as_words(tmp_path: Path) -> None:
 # -- completion ----------------------------------------------------------------------------
 
 
+def test_model_completion_offers_model_names_not_glob_fragments() -> None:
+    # Reproducer (#45): the profiles' globs were offered as they were cut (`gpt-5-`, `o3:`).
+    offered = candidates(["chat", "--model", ""], 2)
+    assert {"gpt-5", "o3", "gpt-4.1", "claude-opus-4-5", "gemini-2.5"} <= set(offered)
+    assert [] == [m for m in offered if m[-1] in "-:.@_/" or any(c in m for c in "*?[")]
+    assert ["o3", "o4"] == candidates(["chat", "--model", "o"], 2)[-2:]
+
+
 def test_completion_candidates() -> None:
     assert {"chat", "check", "completion", "config", "call"} <= set(candidates(["c"], 0))
     assert ["--provider"] == candidates(["chat", "--prov"], 1)

@@ -11,6 +11,7 @@ A failure prints nothing (the shell then completes file names).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Callable, Sequence
 
@@ -90,10 +91,18 @@ def _models() -> list[str]:
     names: set[str] = set()
     for p in profiles.profiles():
         for pattern in p.match:
-            stem = pattern.rstrip("*")
-            if stem and not any(c in stem for c in "*?["):
-                names.add(stem)
+            # A model name, or a family's (`gpt-4.1*` offers gpt-4.1): never a fragment
+            # of a glob (`o3-*` offered `o3-`, `o3:*` offered `o3:`).
+            stem = pattern.strip("*")
+            if not stem or any(c in stem for c in "*?[") or stem[-1] in "-:.@_/":
+                continue
+            if _DATED.search(stem):  # the start of a dated snapshot's name, not a name
+                continue
+            names.add(stem)
     return sorted(names)
+
+
+_DATED = re.compile(r"-\d{4}$")
 
 
 #: Option -> where its values come from.
