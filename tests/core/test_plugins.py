@@ -1155,3 +1155,26 @@ def test_an_audit_hook_that_answers_something_is_logged(
     host.register(Chatty(), "corp", kind="policy")
     host.audit(tw.adapters.AuditEvent("unknown_tool", "no such tool", "nope", "c1"))
     assert "audit hook of plugin `corp` returned str; it returns None" in caplog.text
+
+
+def test_a_lint_finding_is_printed_escaped(
+    host: PluginHost, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A finding names the catalogue's tools, an MCP server's among them: its control
+    # characters must not reach the terminal as they are.
+    from toolwire.cli.commands import _warn_blocked
+
+    class Stale:
+        def lint(self, tools: list[Any]) -> list[str]:
+            return ["deny = 'x' matches nothing (did you mean \x1b[2Jevil\nfake line?)"]
+
+        @hookimpl
+        def toolwire_tool_decision(self, call: Any) -> None:
+            return None
+
+    host.register(Stale(), "corp", kind="policy")
+    _warn_blocked(host, tw.Toolset("app", [echo]))
+    err = capsys.readouterr().err
+    [line] = [x for x in err.splitlines() if "matches nothing" in x]
+    assert "\x1b" not in err
+    assert "fake line" in line  # one line: the newline escaped, not obeyed

@@ -175,7 +175,9 @@ def _warn_blocked(host: PluginHost, toolset: Toolset | None = None) -> None:
         tools = toolset.tools()
         for record in active:
             for line in host.plugin_lint(record, tools):
-                _out(sys.stderr, f"toolwire: warning: policy `{record.name}`: {line}")
+                # A finding names the catalogue's tools (an MCP server's, untrusted): escaped.
+                said = terminal_text(f"policy `{record.name}`: {line}", multiline=False)
+                _out(sys.stderr, f"toolwire: warning: {said}")
     for reason in host.blocked:
         _out(sys.stderr, f"toolwire: warning: {reason}")
 
