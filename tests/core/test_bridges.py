@@ -226,6 +226,51 @@ def test_run_runs_a_sync_frameworks_tool_here_with_no_loop_running(governor: Gov
     assert "refused" == governor.run(drop, {"to": "x"}, lambda a: pytest.fail("ran")).status
 
 
+def test_a_sync_tool_runs_as_its_thread_runs_it_and_an_interrupt_leaves_nothing_broken(
+    governor: Governor,
+) -> None:
+    # Run inline while the pooled loop waits in its callback: the tool must see no loop
+    # running, the caller's async generator hooks, and may run a loop of its own; an
+    # interrupt in it reaches the caller, and the next call decides as before.
+    import sys
+
+    tool = governor.foreign_tool("lookup", "", SCHEMA, effect="read_only")
+    caller_hooks = sys.get_asyncgen_hooks()
+    seen: list[Any] = []
+
+    async def agen() -> Any:
+        yield "from a generator"
+
+    async def first() -> Any:
+        async for item in agen():
+            return item
+        return None
+
+    def body(arguments: dict[str, Any]) -> Any:
+        seen.append((asyncio.events._get_running_loop(), sys.get_asyncgen_hooks()))
+        loop = asyncio.new_event_loop()
+        try:
+            return loop.run_until_complete(first())
+        finally:
+            loop.close()
+
+    out = governor.run(tool, {"to": "x"}, body)
+    assert ("ok", "from a generator") == (out.status, out.value), out.content
+    assert [(None, caller_hooks)] == seen
+    assert asyncio.events._get_running_loop() is None
+
+    def interrupted(arguments: dict[str, Any]) -> Any:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        governor.run(tool, {"to": "x"}, interrupted)
+    assert asyncio.events._get_running_loop() is None
+    assert sys.get_asyncgen_hooks() == caller_hooks
+    assert ("ok", "x") == (lambda o: (o.status, o.value))(
+        governor.run(tool, {"to": "x"}, lambda a: a["to"])
+    )
+
+
 def test_sync_calls_from_many_threads_reuse_a_few_loops_and_leave_nothing_behind(
     governor: Governor,
 ) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Literal
@@ -102,6 +103,7 @@ class _Holder:
         "error",
         "given",
         "here",
+        "inline",
         "proceed",
         "refusal",
         "rewrite",
@@ -121,6 +123,9 @@ class _Holder:
         self.approval: tuple[str, str] | None = None
         #: Set when a sync caller runs the framework's tool itself (:meth:`Governor.run`).
         self.here: _Here | None = None
+        #: Set when a sync caller's tool runs inline (:meth:`Governor.run`): the caller's
+        #: async generator hooks, in force while the tool runs.
+        self.inline: tuple[Any, Any] | None = None
 
 
 class _Here:
@@ -138,6 +143,13 @@ class _Here:
 #: The sync caller's side for the next Governor.arun in this context (Governor.run sets it).
 _HERE: contextvars.ContextVar[_Here | None] = contextvars.ContextVar(
     "toolwire_bridge_here", default=None
+)
+
+
+#: The caller's async generator hooks, for the next Governor.arun in this context to run its
+#: tool inline, as if no loop were running (Governor.run sets it).
+_INLINE: contextvars.ContextVar[tuple[Any, Any] | None] = contextvars.ContextVar(
+    "toolwire_bridge_inline", default=None
 )
 
 
@@ -164,6 +176,8 @@ async def _continue(**arguments: Any) -> Any:
             holder.here.wanted = (arguments, answer_at)
             holder.here.loop.stop()  # the caller's run_forever returns: it runs the tool
             answer = await answer_at
+        elif holder.inline is not None:
+            answer = _outside_the_loop(holder.proceed, arguments, holder.inline)
         else:
             answer = holder.proceed(arguments)
         if isinstance(answer, Awaitable):
@@ -173,6 +187,24 @@ async def _continue(**arguments: Any) -> Any:
         raise
     holder.value = answer
     return answer
+
+
+def _outside_the_loop(
+    proceed: Callable[[dict[str, Any]], Any], arguments: dict[str, Any], hooks: tuple[Any, Any]
+) -> Any:
+    """Run a sync caller's tool in its thread as that thread runs it without toolwire: the
+    pooled loop deciding the call waits in this callback, marked not running (so a tool
+    that runs a loop of its own, ``asyncio.run`` among them, may), with the caller's
+    async generator hooks in force."""
+    loop = asyncio.events._get_running_loop()
+    ours = sys.get_asyncgen_hooks()
+    asyncio.events._set_running_loop(None)
+    sys.set_asyncgen_hooks(*hooks)
+    try:
+        return proceed(arguments)
+    finally:
+        sys.set_asyncgen_hooks(*ours)
+        asyncio.events._set_running_loop(loop)
 
 
 #: The source of an MCP tool whose server the framework does not name.
@@ -436,6 +468,9 @@ class Governor:
         holder.here = _HERE.get()
         if holder.here is not None:
             _HERE.set(None)  # this call's, not the calls its tool makes
+        holder.inline = _INLINE.get()
+        if holder.inline is not None:
+            _INLINE.set(None)
         context = self._context(holder, principal, session_id, model)
         try:
             typed = TypedCall(call, tool, tool.validate_json(text))
@@ -532,22 +567,18 @@ class Governor:
         proceed: Callable[[dict[str, Any]], Any] | None,
         options: dict[str, Any],
     ) -> Governed:
-        """:meth:`run` with no loop running in this thread, through :meth:`begin`: the
-        framework's own tool runs here, as it runs without toolwire (on this thread, in
-        its context, with no event loop running: frameworks take other paths inside one)."""
+        """:meth:`run` with no loop running in this thread: the call is decided on a
+        loop of a pool, and the framework's own tool runs here, as it runs without
+        toolwire (on this thread, with no event loop running: frameworks take other
+        paths inside one), in the context the call is decided in (a copy of the caller's,
+        so what the tool sets in it stays there)."""
         if proceed is None:
             return run_on_pooled_loop(self.arun(tool, arguments, None, **options))
-        started = self.begin(tool, arguments, **options)
-        if isinstance(started, Governed):
-            return started
+        token = _INLINE.set(sys.get_asyncgen_hooks())
         try:
-            answer = proceed(started.arguments)
-        except (KeyboardInterrupt, SystemExit):
-            started.cancel()
-            raise
-        except BaseException as exc:  # the tool's own failure: the call's outcome says it
-            return started.finish(error=exc)
-        return started.finish(answer)
+            return run_on_pooled_loop(self.arun(tool, arguments, proceed, **options))
+        finally:
+            _INLINE.reset(token)
 
     def _context(
         self, holder: _Holder, principal: Principal | None, session_id: str, model: str
