@@ -381,6 +381,31 @@ def test_an_mcp_tools_hints_give_its_effect_and_its_server_its_source() -> None:
     assert (tw.ToolEffect.MUTATING, "mcp:files") == (pinned.effect, pinned.source)
 
 
+def test_an_mcp_tool_a_framework_prefixes_keeps_the_servers_name_for_it() -> None:
+    # CrewAI calls a server's `wipe` `files_wipe`: the tool is known by the server's
+    # name too (its origin), as toolwire's own MCP mounts know it, so a policy's
+    # `mcp:files/wipe` matches it (tests/plugins/policy: the rule itself).
+    governor = Governor("f", plugins=False)
+
+    def tool(name: str, own: str | None) -> Any:
+        return governor.foreign_tool(name, "", SCHEMA, mcp_server="files", mcp_name=own)
+
+    wipe = tool("files_wipe", "wipe")
+    assert ("files_wipe", "wipe", "mcp:files") == (
+        wipe.name,
+        wipe.origin.name,
+        wipe.metadata.source,
+    )
+    assert ("files_wipe",) == wipe.mounted_names  # an allow list never matches `wipe`
+    assert tool("files_wipe", "wipe") is wipe  # made once per shape
+    # A name toolwire cannot take: the framework's name alone.
+    odd = tool("files_odd", "has space")
+    assert ("files_odd", "files_odd") == (odd.name, odd.origin.name)
+    # Not an MCP tool: the name is the framework's.
+    plain = governor.foreign_tool("plain", "", SCHEMA, mcp_name="other")
+    assert "plain" == plain.origin.name
+
+
 def test_a_toolwire_tool_runs_through_the_executor(governor: Governor) -> None:
     @tw.tool_fn
     def add(a: int, b: int) -> int:

@@ -181,3 +181,85 @@ def test_a_decided_call_crewai_never_reports_is_cancelled_not_held() -> None:
     finally:
         governance.remove()
     assert ["cancelled", "cancelled"] == policy.events  # removed: nothing left open
+
+
+SERVER = """
+from mcp.server.fastmcp import FastMCP
+
+server = FastMCP("files")
+
+
+@server.tool()
+def wipe(path: str) -> str:
+    open(MARK, "a").write("wiped " + path + "\\n")
+    return "wiped " + path
+
+
+@server.tool()
+def peek(path: str) -> str:
+    return "peeked " + path
+
+
+server.run()
+"""
+
+
+def test_a_crews_mcp_tool_is_decided_as_its_servers_tool(tmp_path: Path) -> None:
+    # CrewAI's own MCP tools (an agent's `mcps=`), against a real MCP server over stdio:
+    # a rule written for the server's tools (`mcp:SERVER/wipe`) refuses its tool, which
+    # CrewAI calls by a prefixed name; the server's other tool runs.
+    import sys
+
+    from _row_crewai import OneCall
+    from crewai import Agent, Crew, Task
+    from crewai.mcp import MCPServerStdio
+
+    from toolwire_policy import Policy, PolicyPlugin, read_records
+
+    mark = tmp_path / "mark.txt"
+    script = tmp_path / "files_server.py"
+    script.write_text(f"MARK = {str(mark)!r}\n" + SERVER)
+    server = MCPServerStdio(command=sys.executable, args=[str(script)])
+    names: dict[str, str] = {}
+
+    class Picks(OneCall):
+        def call(self, messages: Any, *args: Any, **kwargs: Any) -> str:
+            prompt = " ".join(str(m.get("content")) for m in messages)
+            # The name CrewAI gave the server's tool (prefixed, shortened with a hash):
+            # the one whose arguments the server titled after it.
+            blocks = prompt.split("Tool Name: ")[1:]
+            found = [b.split()[0] for b in blocks if f'"{self.suffix}Schema"' in b]
+            assert len(found) == 1, prompt
+            self.tool_name = found[0]
+            names[self.suffix] = self.tool_name
+            return super().call(messages, *args, **kwargs)
+
+        suffix: str = ""
+
+    agent_tools = Agent(role="r", goal="g", backstory="b", mcps=[server]).get_mcp_tools([server])
+    servers = {bridge.crewai_mcp_server(t) for t in agent_tools}
+    (named,) = servers  # one server, named
+    assert named is not None
+    policy = Policy.from_text(
+        f'deny = ["mcp:{named}/wipe"]\n[audit]\npath = "{tmp_path / "audit.jsonl"}"\n'
+    )
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(PolicyPlugin(policy), "corp", kind="policy")
+
+    def kickoff(suffix: str) -> str:
+        governance = bridge.govern(governor=Governor("crewai", plugins=host))
+        try:
+            llm = Picks(model="picks", suffix=suffix, arguments={"path": "/data"})
+            agent = Agent(role="r", goal="g", backstory="b", llm=llm, mcps=[server])
+            task = Task(description="go", expected_output="what it said", agent=agent)
+            return str(Crew(agents=[agent], tasks=[task], verbose=False).kickoff().raw)
+        finally:
+            governance.remove()
+
+    said = kickoff("wipe")
+    assert "rejected" in said, said
+    assert not mark.exists()  # the server's tool never ran
+    assert "peeked /data" in kickoff("peek")
+    records = [r for _, _, r in read_records(tmp_path / "audit.jsonl") if r]
+    decided = [(r["tool"], r.get("decision")) for r in records if r["event"] == "decision"]
+    assert [(names["wipe"], "reject"), (names["peek"], "allow")] == decided, decided

@@ -26,7 +26,7 @@ import pydantic_core
 
 from toolwire._calls import ToolCall, TypedCall, rejection_reason
 from toolwire._display import review_arguments
-from toolwire._errors import UsageError
+from toolwire._errors import ToolDefinitionError, UsageError
 from toolwire._execute.approval import call_fingerprint
 from toolwire._execute.executor import Executor
 from toolwire._exports import publish
@@ -354,7 +354,7 @@ class Governor:
         self.executor = Executor(plugins=plugins, max_concurrency=None, principal=principal)
         self._approved: set[str] = set()
         self._lock = threading.Lock()
-        self._tools: dict[tuple[str, str, str, ToolMetadata], Tool[Any, Any]] = {}
+        self._tools: dict[tuple[str, str, str, ToolMetadata, str | None], Tool[Any, Any]] = {}
 
     def __repr__(self) -> str:
         return f"<Governor {self.framework!r}>"
@@ -383,6 +383,7 @@ class Governor:
         metadata: ToolMetadata | None = None,
         mcp_annotations: Mapping[str, Any] | None = None,
         mcp_server: str | None = None,
+        mcp_name: str | None = None,
     ) -> Tool[dict[str, Any], Any]:
         """A toolwire tool standing for a framework's tool (its name, description and
         argument schema), to decide and audit its calls; made once per shape. Its body is
@@ -398,11 +399,15 @@ class Governor:
         the hints, with the spec's defaults (:func:`toolwire.adapters.metadata_from_mcp_hints`),
         unless the application's mapping names it; its source ``mcp:SERVER`` (else
         ``mcp:(unnamed)``), so a policy believes the hints only of the servers it trusts
-        and matches ``mcp:SERVER/*``."""
+        and matches ``mcp:SERVER/NAME``. ``mcp_name``: the tool's name on its server, when
+        the framework calls it by another (a prefix): ``NAME`` is that one, as toolwire's
+        own MCP mounts name it."""
+        own = None
         if metadata is not None:
             meta = attrs.evolve(metadata, local=True)
         elif mcp_annotations is not None or mcp_server is not None:
             meta = _mcp_metadata(mcp_annotations or {}, mcp_server)
+            own = mcp_name if mcp_name and mcp_name != name else None
             if name in self.effects:
                 meta = attrs.evolve(meta, effect=self.effects[name])
         else:
@@ -413,11 +418,18 @@ class Governor:
                 local=True,
                 source=None if known else UNKNOWN_EFFECT_SOURCE,
             )
-        key = (name, description, pydantic_core.to_json(schema).decode(), meta)
+        key = (name, description, pydantic_core.to_json(schema).decode(), meta, own)
         with self._lock:
             tool = self._tools.get(key)
         if tool is None:
-            tool = raw_tool(name, description or name, schema, _continue, metadata=meta)
+            if own is None:
+                tool = raw_tool(name, description or name, schema, _continue, metadata=meta)
+            else:  # made under the server's name, called by the framework's
+                try:
+                    made = raw_tool(own, description or name, schema, _continue, metadata=meta)
+                except ToolDefinitionError:  # a name toolwire refuses: the framework's only
+                    made = raw_tool(name, description or name, schema, _continue, metadata=meta)
+                tool = made.renamed(name)
             with self._lock:
                 if len(self._tools) > 4096:  # tools made on the fly: bounded
                     self._tools.clear()

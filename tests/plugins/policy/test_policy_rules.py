@@ -590,3 +590,28 @@ def test_a_bridge_tool_nobody_described_takes_the_policys_unknown_effect(
     described = governor.foreign_tool("lookup", "Look up.", schema, effect="read_only")
     assert described.metadata.source is None
     assert "ok" == asyncio.run(governor.arun(described, {"q": "x"}, lambda a: "found")).status
+
+
+def test_a_bridge_mcp_tool_is_matched_by_its_servers_name_for_it(make_policy: Any) -> None:
+    # #41: CrewAI calls a server's `wipe` `files_wipe`; a rule written for the server's
+    # tools names them as toolwire's own MCP mounts do (`mcp:files/wipe`), and matches.
+    import toolwire as tw
+    from toolwire.bridges import Governor
+    from toolwire_policy import PolicyPlugin
+
+    policy = make_policy('allow = ["mcp:files/*"]\ndeny = ["mcp:files/wipe"]\n')
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(PolicyPlugin(policy), "corp", kind="policy")
+    governor = Governor(
+        "f", plugins=host, effects={"files_wipe": "read_only", "files_read": "read_only"}
+    )
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+
+    def call(name: str, own: str | None) -> str:
+        tool = governor.foreign_tool(name, "", schema, mcp_server="files", mcp_name=own)
+        return asyncio.run(governor.arun(tool, {"q": "x"}, lambda a: "done")).status
+
+    assert "refused" == call("files_wipe", "wipe")
+    assert "ok" == call("files_read", "read")
+    # Without the server's name for it (as before), the deny rule silently missed it.
+    assert "ok" == call("files_wipe", None)

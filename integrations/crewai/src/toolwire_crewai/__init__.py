@@ -26,6 +26,12 @@ everywhere), decided before CrewAI runs the tool and recorded after it:
 
 The principal is ``principal_from(context)`` (default: the crew's kickoff input
 ``principal``, a subject or ``{"subject": ..., "groups": [...]}``), else ``principal``.
+
+An MCP server's tool (CrewAI's own, from an agent's ``mcps=``) is decided as one: its
+source is ``mcp:SERVER`` with the server CrewAI names (``mcp_server_of(tool)``; give it for
+MCP tools CrewAI does not make itself), so a policy's ``mcp:SERVER/*`` rules match it.
+CrewAI passes on no annotations, so its effect is the application's mapping, else the MCP
+specification's defaults (destructive).
 """
 
 from __future__ import annotations
@@ -60,7 +66,7 @@ from toolwire.bridges import (
 
 __version__ = "0.1.0"
 
-__all__ = ["FRAMEWORK", "Governance", "default_principal", "govern", "tools"]
+__all__ = ["FRAMEWORK", "Governance", "crewai_mcp_server", "default_principal", "govern", "tools"]
 
 logger = logging.getLogger("toolwire.crewai")
 
@@ -74,6 +80,23 @@ HOLD = 300.0
 _MAX_PENDING = 10_000
 
 Approver = Callable[[ToolCallHookContext | None, str], bool]
+
+#: The tools CrewAI makes for an MCP server's tools (an agent's ``mcps=``).
+_CREWAI_MCP_TOOLS = frozenset({"MCPNativeTool", "MCPToolWrapper"})
+
+
+def _original_name(tool: BaseTool) -> str | None:
+    name = getattr(tool, "original_tool_name", None)
+    return name if isinstance(name, str) and name else None
+
+
+def crewai_mcp_server(tool: BaseTool) -> str | None:
+    """The server a CrewAI MCP tool comes from, as CrewAI names it (its ``server_name``),
+    else None: not an MCP server's tool."""
+    if type(tool).__name__ not in _CREWAI_MCP_TOOLS:
+        return None
+    name = getattr(tool, "server_name", None)
+    return name if isinstance(name, str) else ""  # an MCP tool whose server goes unnamed
 
 
 def default_principal(context: ToolCallHookContext) -> tw.Principal | None:
@@ -126,8 +149,10 @@ class Governance:
         principal_from: Callable[[ToolCallHookContext], tw.Principal | None],
         approver: Approver,
         hold: float,
+        mcp_server_of: Callable[[BaseTool], str | None] = crewai_mcp_server,
     ) -> None:
         self.governor = governor
+        self.mcp_server_of = mcp_server_of
         self.principal = principal
         self.principal_from = principal_from
         self.approver = approver
@@ -135,7 +160,7 @@ class Governance:
         self._lock = threading.Lock()
         self._held: dict[int, _Held | _Begun] = {}
         self._refused: dict[int, str] = {}
-        self._schemas: dict[int, tuple[Any, dict[str, Any]]] = {}
+        self._schemas: dict[int, tuple[Any, dict[str, Any], str | None, str | None]] = {}
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="toolwire-crewai", daemon=True
@@ -322,13 +347,20 @@ class Governance:
                 if isinstance(model, type) and issubclass(model, BaseModel)
                 else {"type": "object"}
             )
-            held = (base, schema)
+            made: Any = getattr(base, "_original_tool", None) or base  # the agent's BaseTool
+            held = (base, schema, self.mcp_server_of(made), _original_name(made))
             with self._lock:
                 if len(self._schemas) >= 4096:
                     self._schemas.clear()
                 self._schemas[id(base)] = held
+        server = held[2]
         return self.governor.foreign_tool(
-            context.tool_name, getattr(base, "description", "") or "", held[1]
+            context.tool_name,
+            getattr(base, "description", "") or "",
+            held[1],
+            mcp_annotations=None if server is None else {},  # CrewAI passes on none
+            mcp_server=server or None,
+            mcp_name=held[3] if server is not None else None,
         )
 
     def _refuse(self, context: ToolCallHookContext, reason: str) -> None:
@@ -389,16 +421,19 @@ def govern(
     approver: Approver = ask_in_console,
     hold: float = HOLD,
     app: str = "",
+    mcp_server_of: Callable[[BaseTool], str | None] = crewai_mcp_server,
 ) -> Governance:
     """Put every CrewAI tool call of this process under the installed toolwire policies
     (CrewAI's tool hooks are global). ``effects``: a tool's effect by its name
     (``read_only``, ``mutating``, ``destructive``); CrewAI's tools say none, so a tool not
-    named counts as destructive. Called again, it replaces the hooks it registered."""
+    named counts as destructive. ``mcp_server_of(tool)``: the MCP server a tool comes from
+    (an empty name: an MCP tool of a server unnamed), else None (default: CrewAI's own MCP
+    tools' ``server_name``). Called again, it replaces the hooks it registered."""
     global _CURRENT
     if _CURRENT is not None:
         _CURRENT.remove()
     gov = governor or Governor(FRAMEWORK, principal=principal, effects=effects, app=app)
-    made = Governance(gov, principal, principal_from, approver, hold)
+    made = Governance(gov, principal, principal_from, approver, hold, mcp_server_of)
     register_before_tool_call_hook(made.before)
     register_after_tool_call_hook(made.after)
     _CURRENT = made
