@@ -594,3 +594,68 @@ def test_every_mistake_in_the_file_is_said_at_once(tmp_path: Path) -> None:
         "settings.temprature is not a model setting",
     ):
         assert part in said, said
+
+
+# -- per-run options (#45) -----------------------------------------------------------------
+
+
+def test_an_option_for_one_run_reaches_the_request_over_the_file(tmp_path: Path) -> None:
+    # -o sets a model setting for this run, checked against the model's profile before
+    # anything is sent, as the file's settings are: o3-mini takes no temperature.
+    _config(tmp_path, '[cli]\nprovider = "openai"\nmodel = "o3-mini"\n')
+    done = _toolwire(tmp_path, "chat", "hello", "-o", "temperature", "0.2", OPENAI_API_KEY="k")
+    assert 2 == done.returncode, done.stderr
+    assert "temperature" in done.stderr
+    assert "o3-mini" in done.stderr
+    # Over the file's: the file's refused temperature is lifted for this run, on a model
+    # that takes it (the offline one), and the run answers.
+    _config(tmp_path, "[cli]\n[cli.settings]\ntemperature = 0.5\nseed = 1\n")
+    done = _toolwire(tmp_path, "chat", "hello", "-o", "seed", "7", "-o", "stop", '["END"]')
+    assert 0 == done.returncode, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        (["-o", "temprature", "0.2"], "did you mean `temperature`?"),
+        (["-o", "temperature", "9"], "temperature"),
+        (["-o", "seed", "many"], "seed"),
+        (["-o", "temperature"], "expected 2 arguments"),
+    ],
+)
+def test_an_option_that_is_no_setting_or_takes_no_such_value_is_a_usage_error(
+    tmp_path: Path, option: list[str], said: str
+) -> None:
+    done = _toolwire(tmp_path, "chat", "hello", *option)
+    assert 2 == done.returncode, done.stderr
+    assert said in done.stderr
+
+
+def test_option_values_read_as_json_where_they_are_json() -> None:
+    from toolwire.cli.config import option_settings
+
+    given = [("temperature", "0.2"), ("parallel_tool_calls", "false"), ("stop", '["a", "b"]')]
+    assert {
+        "temperature": 0.2,
+        "parallel_tool_calls": False,
+        "stop": ["a", "b"],
+        "reasoning_effort": "low",
+        "seed": 3,
+    } == option_settings([*given, ("reasoning_effort", "low")], {"seed": 3})
+    assert {"stop": "{"} == option_settings([("stop", "{")], {})  # not JSON: the text
+    with pytest.raises(UsageError, match="max_output_tokens"):
+        option_settings([("max_output_tokens", "-1")], {})
+
+
+def test_schema_multi_answers_a_list_of_the_shape(tmp_path: Path) -> None:
+    done = _toolwire(
+        tmp_path, "chat", "Tell me about 'Ada'", "--schema-multi", "name, age int", "--json"
+    )
+    assert 0 == done.returncode, done.stderr
+    answer = [json.loads(line) for line in done.stdout.splitlines()][-1]["output"]
+    assert isinstance(answer["items"], list)
+    assert answer["items"]
+    assert all(set(item) == {"name", "age"} for item in answer["items"])
+    both = _toolwire(tmp_path, "chat", "x", "--schema", "a", "--schema-multi", "a")
+    assert 2 == both.returncode
+    assert "not both" in both.stderr

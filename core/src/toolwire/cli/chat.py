@@ -27,6 +27,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from toolwire._calls import rejection_reason
 from toolwire._display import MAX_REVIEW_CHARS, review_arguments, terminal_text
 from toolwire._errors import RoundLimitError, UsageError
@@ -91,7 +93,14 @@ def _config(args: argparse.Namespace) -> CliConfig:
         "color": (getattr(args, "color", None), "--color"),
     }
     try:
-        return cli_config(given)
+        cfg = cli_config(given)
+        pairs = getattr(args, "option", None)
+        if pairs:
+            from toolwire.cli.config import Setting, option_settings
+
+            settings = option_settings(pairs, cfg["settings"])
+            cfg = attrs.evolve(cfg, values={**cfg.values, "settings": Setting(settings, "-o")})
+        return cfg
     except UsageError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
 
@@ -159,11 +168,15 @@ class _Chat:
         settings = cfg["settings"]
         self.settings = ModelSettings(**settings) if settings else None
         options: dict[str, Any] = {"max_rounds": cfg["max_rounds"]}
-        if args.schema:
+        multi: str | None = getattr(args, "schema_multi", None)
+        if args.schema and multi:
+            raise CliError("give --schema or --schema-multi, not both", EXIT_USAGE)
+        spec: str | None = args.schema or multi
+        if spec:
             from toolwire.cli.schema_arg import answer_type
 
             try:
-                options["output_type"] = answer_type(args.schema, _imported)
+                options["output_type"] = answer_type(spec, _imported, many=bool(multi))
             except UsageError as exc:
                 raise CliError(str(exc), EXIT_USAGE) from None
         from toolwire._agent import Agent
@@ -249,7 +262,9 @@ class _Chat:
         recorder = Recorder(prompt, self._arguments) if self.log is not None else None
         self.tee.recorder = recorder
         events = _Events(self.tee, self.spinner, save_media=self.args.save_media)
-        stream = self.args.stream and not self.args.schema
+        stream = self.args.stream and not (
+            self.args.schema or getattr(self.args, "schema_multi", None)
+        )
         try:
             self.spinner.start()
             result = await self.agent.arun(

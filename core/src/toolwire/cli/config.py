@@ -14,9 +14,10 @@ silently ignored is worse than one refused.
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +140,21 @@ def _checked(key: str, value: Any, where: str) -> Any:
     if key in ("logs_path", "mcp_config"):
         return str(Path(value).expanduser())
     return value
+
+
+def option_settings(pairs: Iterable[Sequence[str]], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``-o NAME VALUE`` pairs as model settings over ``over`` (the file's): each value
+    read as JSON where it is JSON (``0.2``, ``false``, ``["END"]``), else as the text it
+    is (``-o reasoning_effort low``). UsageError naming a setting that is no model
+    setting, or a value it cannot take."""
+    merged = dict(over)
+    for name, text in pairs:
+        try:
+            value: Any = json.loads(text)
+        except ValueError:
+            value = text
+        merged[name] = value
+    return dict(_checked("settings", merged, "-o"))
 
 
 def _file_table(path: Path) -> dict[str, Any]:

@@ -140,6 +140,20 @@ def _parser() -> argparse.ArgumentParser:
         help="answer as JSON of this shape: a JSON Schema file, MODULE:ATTR, or fields "
         'like "name, age int, bio: a short biography"',
     )
+    sp.add_argument(
+        "--schema-multi",
+        metavar="SPEC",
+        help='answer as a list of that shape, as {"items": [...]} (SPEC as --schema\'s)',
+    )
+    sp.add_argument(
+        "-o",
+        "--option",
+        nargs=2,
+        action="append",
+        metavar=("NAME", "VALUE"),
+        help="a model setting for this run (temperature 0.2, max_output_tokens 500, "
+        "stop '[\"END\"]'), over toolwire.toml's; checked against the model's profile",
+    )
     _backend_option(sp)
     sp.add_argument(
         "--no-stream",

@@ -1,4 +1,5 @@
-"""``toolwire chat --schema``: the answer's shape from the command line.
+"""``toolwire chat --schema``: the answer's shape from the command line
+(``--schema-multi``: a list of that shape, ``{"items": [...]}`` as ``llm`` gives it).
 
 Three forms, as ``llm`` takes them and more:
 
@@ -28,8 +29,16 @@ _TYPES: dict[str, type] = {"str": str, "int": int, "float": float, "bool": bool}
 _FIELD = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)(?:\s+([A-Za-z]+))?\s*(?::\s*(.*?))?\s*$")
 
 
-def answer_type(spec: str, imported: Any) -> Any:
-    """The output type ``--schema SPEC`` names; UsageError saying what is wrong."""
+def answer_type(spec: str, imported: Any, *, many: bool = False) -> Any:
+    """The output type ``--schema SPEC`` names (``many``: ``--schema-multi``'s, a list of
+    them as ``{"items": [...]}``); UsageError saying what is wrong."""
+    one = _answer_type(spec, imported)
+    if not many:
+        return one
+    return create_model("Answers", items=(list[one], ...))  # type: ignore[valid-type]
+
+
+def _answer_type(spec: str, imported: Any) -> Any:
     path = Path(spec)
     if spec.endswith(".json") or path.is_file():
         return _from_file(path)
