@@ -659,3 +659,28 @@ def test_schema_multi_answers_a_list_of_the_shape(tmp_path: Path) -> None:
     both = _toolwire(tmp_path, "chat", "x", "--schema", "a", "--schema-multi", "a")
     assert 2 == both.returncode
     assert "not both" in both.stderr
+
+
+def test_a_tool_off_by_default_is_offered_for_a_run_with_tool(tmp_path: Path) -> None:
+    # toolwire-fs adds delete_file off, even with deletes allowed: nothing offered it in
+    # chat (#45). --tool offers it for this run; the approval and the policies still apply.
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "gone.txt").write_text("x")
+    env = {"TOOLWIRE_FS_ROOT": str(root), "TOOLWIRE_FS_ALLOW_DELETE": "1"}
+    ask = ["chat", "delete file 'gone.txt'", "--approve", "--json", "--no-log"]
+    plain = _toolwire(tmp_path, *ask, **env)
+    assert 0 == plain.returncode, plain.stderr
+    assert (root / "gone.txt").exists()  # not offered: the model could not call it
+    offered = _toolwire(tmp_path, *ask, "--tool", "delete_file", **env)
+    assert 0 == offered.returncode, offered.stderr
+    events = [json.loads(line) for line in offered.stdout.splitlines()]
+    assert ["delete_file"] == [e["name"] for e in events if e.get("event") == "call"]
+    assert not (root / "gone.txt").exists()
+    # Without --approve it is asked about, and with no one to answer, refused.
+    (root / "gone.txt").write_text("x")
+    refused = _toolwire(tmp_path, *ask[:2], "--json", "--no-log", "-T", "delete_file", **env)
+    assert (root / "gone.txt").exists(), refused.stdout
+    unknown = _toolwire(tmp_path, "chat", "x", "--tool", "delete_fil", **env)
+    assert 2 == unknown.returncode
+    assert "did you mean `delete_file`?" in unknown.stderr

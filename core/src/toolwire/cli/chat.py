@@ -105,6 +105,24 @@ def _config(args: argparse.Namespace) -> CliConfig:
         raise CliError(str(exc), EXIT_USAGE) from None
 
 
+def _turn_with(toolset: Toolset, names: list[str]) -> Any:
+    """The chat's turn offering the tools ``--tool`` names as well as those on by default
+    (a tool a pack adds off, like toolwire-fs's ``delete_file``); a policy still hides and
+    decides them. CliError for a name the toolset does not have."""
+    import difflib
+
+    from toolwire._turn import Availability, Turn
+
+    known = [t.name for t in toolset.tools()]
+    for name in names:
+        if toolset.try_from_name(name) is None:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"; did you mean `{close[0]}`?" if close else ""
+            listed = ", ".join(known) or "none"
+            raise CliError(f"--tool {name}: no such tool (the tools: {listed}){hint}", EXIT_USAGE)
+    return Turn(availability=Availability.default_plus(*names))
+
+
 def _isatty(stream: Any) -> bool:
     try:
         return bool(stream.isatty())
@@ -179,6 +197,10 @@ class _Chat:
                 options["output_type"] = answer_type(spec, _imported, many=bool(multi))
             except UsageError as exc:
                 raise CliError(str(exc), EXIT_USAGE) from None
+        wanted: list[str] = getattr(args, "tool", None) or []
+        if wanted:
+            options["turn"] = _turn_with(toolset, wanted)
+        self.also_offered = frozenset(wanted)
         from toolwire._agent import Agent
 
         executor = Executor(
@@ -381,7 +403,11 @@ class _Chat:
         if name == "/help":
             _out(say, _HELP)
         elif name == "/tools":
-            tools = [t for t in self.toolset.tools() if not self.toolset.is_off(t.name)]
+            tools = [
+                t
+                for t in self.toolset.tools()
+                if t.name in self.also_offered or not self.toolset.is_off(t.name)
+            ]
             if not tools:
                 _out(say, "(no tools)")
             for t in tools:

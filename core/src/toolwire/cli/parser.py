@@ -146,6 +146,14 @@ def _parser() -> argparse.ArgumentParser:
         help='answer as a list of that shape, as {"items": [...]} (SPEC as --schema\'s)',
     )
     sp.add_argument(
+        "-T",
+        "--tool",
+        action="append",
+        metavar="NAME",
+        help="offer this tool too, though it is off by default (toolwire-fs's delete_file); "
+        "the policies still decide it",
+    )
+    sp.add_argument(
         "-o",
         "--option",
         nargs=2,
