@@ -684,3 +684,17 @@ def test_a_tool_off_by_default_is_offered_for_a_run_with_tool(tmp_path: Path) ->
     unknown = _toolwire(tmp_path, "chat", "x", "--tool", "delete_fil", **env)
     assert 2 == unknown.returncode
     assert "did you mean `delete_file`?" in unknown.stderr
+
+
+def test_completion_offers_the_users_aliases_and_key_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolwire.cli import stored
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    stored.write_aliases({"fast": {"model": "gpt-5-mini"}})
+    stored.write_keys({"work": "sk-secret"})
+    assert "fast" in candidates(["chat", "--model", "f"], 2)
+    assert ["work"] == candidates(["chat", "--key", ""], 2)
+    (tmp_path / "toolwire" / "aliases.json").write_text("{broken")
+    assert "o3" in candidates(["chat", "--model", "o"], 2)  # a broken file offers the rest

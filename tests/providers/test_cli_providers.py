@@ -297,6 +297,8 @@ def test_every_command_has_a_description_and_every_argument_help(tmp_path: Path)
         "completion",
         "check",
         "models",
+        "keys",
+        "aliases",
         "new",
         "mcp",
     ] == [row[0] for row in listed]
@@ -400,3 +402,158 @@ def test_a_retry_with_no_status_says_what_went_wrong(tmp_path: Path) -> None:
     assert notices[0].startswith(
         "toolwire: openai-compatible: could not connect (ProviderConnectionError), retrying in "
     )
+
+
+# -- stored keys and model aliases (#45 item 3) --------------------------------------------
+
+
+def _keys_file(tmp: Path) -> Path:
+    return tmp / "config" / "toolwire" / "keys.json"
+
+
+def test_a_stored_key_is_used_by_name_and_never_printed(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    secret = fake_openai.default_api_key
+    stored = subprocess.run(
+        [str(TOOLWIRE), "keys", "set", "myserver"],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        input=secret + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert 0 == stored.returncode, stored.stderr
+    path = _keys_file(tmp_path)
+    assert 0o600 == (path.stat().st_mode & 0o777)
+    assert 0o700 == (path.parent.stat().st_mode & 0o777)
+    listed = _cli(tmp_path, "keys", "list")
+    assert ["myserver"] == listed.stdout.splitlines()
+    assert secret not in listed.stdout + listed.stderr + stored.stdout + stored.stderr
+    assert str(path) == _cli(tmp_path, "keys", "path").stdout.strip()
+
+    fake_openai.enqueue_chat(openai_chat.text_completion("hi"))
+    done = _cli(
+        tmp_path, "chat", "hello", *_compatible(fake_openai), "--key", "myserver", "--no-stream"
+    )
+    assert 0 == done.returncode, done.stderr
+    assert f"Bearer {secret}" == fake_openai.requests[-1].headers["authorization"]
+
+    # A key stored under the provider's name is its key when none is named.
+    again = subprocess.run(
+        [str(TOOLWIRE), "keys", "set", "openai-compatible"],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        input="sk-by-provider\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert 0 == again.returncode, again.stderr
+    fake_openai.api_key = "sk-by-provider"  # the server takes only this key now
+    fake_openai.enqueue_chat(openai_chat.text_completion("hi"))
+    done = _cli(tmp_path, "chat", "hello", *_compatible(fake_openai), "--no-stream")
+    assert 0 == done.returncode, done.stderr
+    assert "Bearer sk-by-provider" == fake_openai.requests[-1].headers["authorization"]
+    # --api-key-env names the key's variable: it wins over a stored one.
+    fake_openai.api_key = "sk-from-env"
+    fake_openai.enqueue_chat(openai_chat.text_completion("hi"))
+    done = _cli(
+        tmp_path,
+        "chat",
+        "hello",
+        *_compatible(fake_openai),
+        "--api-key-env",
+        "MINE",
+        "--no-stream",
+        MINE="sk-from-env",
+    )
+    assert 0 == done.returncode, done.stderr
+    assert "Bearer sk-from-env" == fake_openai.requests[-1].headers["authorization"]
+
+    assert 0 == _cli(tmp_path, "keys", "remove", "myserver").returncode
+    assert ["openai-compatible"] == _cli(tmp_path, "keys", "list").stdout.splitlines()
+    missing = _cli(tmp_path, "chat", "hello", *_compatible(fake_openai), "--key", "myservr")
+    assert 2 == missing.returncode
+    assert "no key of that name is stored" in missing.stderr
+
+
+@pytest.mark.parametrize(
+    ("content", "mode", "said"),
+    [
+        ('{"k": "v"}', 0o640, "open to others"),  # readable by others: its keys are not used
+        ("{not json", 0o600, "not JSON"),
+        ('{"k": 5}', 0o600, "is not a string"),
+        ("[1]", 0o600, "must hold a JSON object"),
+    ],
+)
+def test_a_keys_file_that_is_not_the_users_alone_or_malformed_is_refused(
+    tmp_path: Path, content: str, mode: int, said: str
+) -> None:
+    path = _keys_file(tmp_path)
+    path.parent.mkdir(parents=True, mode=0o700)
+    path.write_text(content)
+    path.chmod(mode)
+    done = _cli(tmp_path, "chat", "hello", "--key", "k")
+    assert 2 == done.returncode
+    assert said in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [("", "empty"), ("a\x00b", "printable"), ("x" * 5000, "over 4,096")],
+)
+def test_a_key_that_is_no_key_is_not_stored(tmp_path: Path, given: str, said: str) -> None:
+    done = subprocess.run(
+        [str(TOOLWIRE), "keys", "set", "k"],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        input=given + "\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert 2 == done.returncode
+    assert said in done.stderr
+    assert not _keys_file(tmp_path).exists()
+    bad = _cli(tmp_path, "keys", "set", "../etc")
+    assert 2 == bad.returncode
+    assert "a name is" in bad.stderr
+
+
+def test_a_model_alias_names_the_model_and_its_provider(
+    fake_openai: FakeOpenAI, tmp_path: Path
+) -> None:
+    made = _cli(tmp_path, "aliases", "set", "fast", "m-2", "--provider", "openai-compatible")
+    assert 0 == made.returncode, made.stderr
+    assert ["fast: m-2 (openai-compatible)"] == _cli(
+        tmp_path, "aliases", "list"
+    ).stdout.splitlines()
+    fake_openai.enqueue_chat(openai_chat.text_completion("hi"))
+    done = _cli(
+        tmp_path,
+        "chat",
+        "hello",
+        "--base-url",
+        fake_openai.base_url,
+        "--model",
+        "fast",
+        "--api-key-env",
+        "K",
+        "--no-stream",
+        K=fake_openai.default_api_key,
+    )
+    assert 0 == done.returncode, done.stderr
+    assert "m-2" == fake_openai.requests[-1].json["model"]
+    assert 0 == _cli(tmp_path, "aliases", "remove", "fast").returncode
+    assert "" == _cli(tmp_path, "aliases", "list").stdout
+    broken = tmp_path / "config" / "toolwire" / "aliases.json"
+    broken.write_text('{"fast": "m"}')
+    done = _cli(tmp_path, "chat", "hello", "--model", "fast")
+    assert 2 == done.returncode
+    assert "must be" in done.stderr

@@ -539,6 +539,14 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 base_url = was_settings.get("base_url", base_url)
             if cfg.source("api_key_env") == "default":
                 api_key_env = was_settings.get("api_key_env", api_key_env)
+    from toolwire.cli.stored import resolve_alias
+
+    try:  # `--model fast`: the model an alias stands for (and its provider, unless given)
+        model, aliased_provider = resolve_alias(model)
+    except UsageError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    if aliased_provider and cfg.source("provider") != "--provider":
+        provider_name = aliased_provider
     prompt = args.prompt
     interactive = prompt is None and _isatty(sys.stdin) and not args.json
     if prompt is None and not interactive:
@@ -546,7 +554,14 @@ def cmd_chat(args: argparse.Namespace) -> int:
     install_terminal_handler()  # an MCP server's question is asked here, when interactive
     host = _host()
     toolset = host.assemble(_app_toolset(args.app))
-    provider = _provider(host, provider_name, model, base_url=base_url, api_key_env=api_key_env)
+    provider = _provider(
+        host,
+        provider_name,
+        model,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        key=getattr(args, "key", None),
+    )
     _warn_blocked(host, toolset)
     reach = {k: v for k, v in (("base_url", base_url), ("api_key_env", api_key_env)) if v}
     chat = _Chat(args, cfg, host, toolset, provider, session, log, interactive, reach)

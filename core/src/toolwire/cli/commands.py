@@ -106,10 +106,13 @@ def _provider(
     *,
     base_url: str | None = None,
     api_key_env: str | None = None,
+    key: str | None = None,
     render_only: bool = False,
 ) -> Provider:
     """The provider registered as ``name``: an unknown name or options it cannot take are
-    a provider error (exit 4), with "did you mean" for a mistyped name."""
+    a provider error (exit 4), with "did you mean" for a mistyped name. Its key: the
+    stored key ``key`` names (``toolwire keys``), else ``api_key_env``'s variable, else
+    the key stored under the provider's name, else the provider's own variable."""
     known = sorted(host.providers())
     if name not in known:
         from toolwire._plugins.host import OFFICIAL_NAMES
@@ -126,12 +129,18 @@ def _provider(
         options["model"] = model
     if base_url:
         options["base_url"] = base_url
-    if api_key_env:
-        key = os.environ.get(api_key_env)
-        if not key and not render_only:
+    if key:
+        options["api_key"] = _stored_key(key, required=True)
+    elif api_key_env:
+        value = os.environ.get(api_key_env)
+        if not value and not render_only:
             raise CliError(f"--api-key-env {api_key_env}: that variable is not set", EXIT_PROVIDER)
-        if key:
-            options["api_key"] = key
+        if value:
+            options["api_key"] = value
+    elif not render_only:
+        found = _stored_key(name, required=False)
+        if found:
+            options["api_key"] = found
     try:
         return host.provider(name, **options)
     except (TypeError, ValueError, ToolwireError) as exc:
@@ -144,6 +153,27 @@ def _provider(
             except (TypeError, ValueError, ToolwireError):
                 pass
         raise CliError(f"provider `{name}` cannot be created: {exc}", EXIT_PROVIDER) from exc
+
+
+def _stored_key(name: str, *, required: bool) -> str | None:
+    """The key stored as ``name``; a key file that cannot be used is an error only when
+    a key was asked for by name (else it is not used, and a warning says why)."""
+    from toolwire.cli.stored import read_keys
+
+    try:
+        keys = read_keys()
+    except UsageError as exc:
+        if required:
+            raise CliError(str(exc), EXIT_USAGE) from None
+        _out(sys.stderr, f"toolwire: warning: {exc}")
+        return None
+    if required and name not in keys:
+        raise CliError(
+            f"--key {name}: no key of that name is stored (`toolwire keys set {name}`)"
+            + _did_you_mean(name, list(keys)),
+            EXIT_USAGE,
+        )
+    return keys.get(name)
 
 
 def _warn_blocked(host: PluginHost, toolset: Toolset | None = None) -> None:
@@ -624,6 +654,91 @@ def _cmd_models(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _read_key_given() -> str:
+    """The key to store: asked for on a terminal (not echoed), else stdin's first line."""
+    if sys.stdin.isatty():
+        import getpass
+
+        return getpass.getpass("key (not shown): ")
+    from toolwire.cli.stored import MAX_KEY_CHARS
+
+    return sys.stdin.readline(MAX_KEY_CHARS + 2)
+
+
+def _cmd_keys(args: argparse.Namespace) -> int:
+    from toolwire.cli import stored
+
+    try:
+        if args.keys_command == "path":
+            _out(sys.stdout, str(stored.keys_file()))
+            return EXIT_OK
+        keys = stored.read_keys()
+        if args.keys_command == "list":
+            names = sorted(keys)
+            if args.json:
+                _out(sys.stdout, json_document("keys", keys=names))
+            for name in [] if args.json else names:
+                _out(sys.stdout, terminal_text(name, multiline=False))
+            return EXIT_OK
+        name = stored.check_name(args.name, "key")
+        if args.keys_command == "remove":
+            if name not in keys:
+                raise UsageError(
+                    f"no key named `{name}` is stored" + _did_you_mean(name, list(keys))
+                )
+            del keys[name]
+            stored.write_keys(keys)
+            _out(sys.stderr, f"removed key `{name}`")
+            return EXIT_OK
+        keys[name] = stored.check_key(_read_key_given())
+        path = stored.write_keys(keys)
+        _out(sys.stderr, f"stored key `{name}` in {path}")
+        return EXIT_OK
+    except UsageError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    except OSError as exc:
+        raise CliError(f"the keys file: {exc}", EXIT_USAGE) from None
+
+
+def _cmd_aliases(args: argparse.Namespace) -> int:
+    from toolwire.cli import stored
+
+    try:
+        if args.aliases_command == "path":
+            _out(sys.stdout, str(stored.aliases_file()))
+            return EXIT_OK
+        aliases = stored.read_aliases()
+        if args.aliases_command == "list":
+            if args.json:
+                _out(sys.stdout, json_document("aliases", aliases=aliases))
+                return EXIT_OK
+            for name, found in sorted(aliases.items()):
+                where = f" ({found['provider']})" if found.get("provider") else ""
+                row = f"{name}: {found['model']}{where}"
+                _out(sys.stdout, terminal_text(row, multiline=False))
+            return EXIT_OK
+        name = stored.check_name(args.alias, "alias")
+        if args.aliases_command == "remove":
+            if name not in aliases:
+                raise UsageError(f"no alias `{name}`" + _did_you_mean(name, list(aliases)))
+            del aliases[name]
+            stored.write_aliases(aliases)
+            return EXIT_OK
+        model = args.model.strip()
+        if not model or not model.isprintable():
+            raise UsageError(f"alias {name}: the model name {args.model!r} is not one")
+        entry = {"model": model}
+        if args.provider:
+            entry["provider"] = stored.check_name(args.provider, "provider")
+        aliases[name] = entry
+        stored.write_aliases(aliases)
+        return EXIT_OK
+    except UsageError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    except OSError as exc:
+        raise CliError(f"the aliases file: {exc}", EXIT_USAGE) from None
+
+
 def _cmd_new(args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -718,4 +833,6 @@ _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "models": _cmd_models,
     "mcp": _cmd_mcp,
     "new": _cmd_new,
+    "keys": _cmd_keys,
+    "aliases": _cmd_aliases,
 }

@@ -11,6 +11,7 @@ A failure prints nothing (the shell then completes file names).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import sys
 from collections.abc import Callable, Sequence
@@ -99,7 +100,19 @@ def _models() -> list[str]:
             if _DATED.search(stem):  # the start of a dated snapshot's name, not a name
                 continue
             names.add(stem)
+    from toolwire.cli.stored import read_aliases
+
+    with contextlib.suppress(Exception):  # a completion never fails on a broken file
+        names.update(read_aliases())
     return sorted(names)
+
+
+def _keys() -> list[str]:
+    from toolwire.cli.stored import read_keys
+
+    with contextlib.suppress(Exception):
+        return sorted(read_keys())
+    return []
 
 
 _DATED = re.compile(r"-\d{4}$")
@@ -108,6 +121,7 @@ _DATED = re.compile(r"-\d{4}$")
 #: Option -> where its values come from.
 _VALUES: dict[str, Callable[[], list[str]]] = {
     "--provider": _providers,
+    "--key": _keys,
     "--model": _models,
 }
 

@@ -254,6 +254,47 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--provider", metavar="NAME", help="only this provider's (openai, ...)")
     sp.add_argument("--json", action="store_true", help="print JSON")
 
+    sp = command("keys", "API keys kept for the command line, used by name (never printed)")
+    ksub = sp.add_subparsers(
+        dest="keys_command", metavar="ACTION", parser_class=_Parser, help="set, list, remove, path"
+    )
+    ksub.required = True
+    ap = ksub.add_parser(
+        "set",
+        help="store a key (read from the terminal, or stdin)",
+        description="store a key (read from the terminal, or stdin)",
+    )
+    ap.add_argument("name", help="its name: a provider's (openai) is used for that provider")
+    ap = ksub.add_parser(
+        "list", help="the names of the stored keys", description="the names of the stored keys"
+    )
+    ap.add_argument("--json", action="store_true", help="print JSON")
+    ap = ksub.add_parser("remove", help="forget a key", description="forget a key")
+    ap.add_argument("name", help="the key's name")
+    ksub.add_parser("path", help="where the keys are kept", description="where the keys are kept")
+
+    sp = command("aliases", "short names for models: --model NAME uses the model it stands for")
+    asub = sp.add_subparsers(
+        dest="aliases_command",
+        metavar="ACTION",
+        parser_class=_Parser,
+        help="set, list, remove, path",
+    )
+    asub.required = True
+    ap = asub.add_parser(
+        "set", help="name a model (and its provider)", description="name a model (and its provider)"
+    )
+    ap.add_argument("alias", help="the short name")
+    ap.add_argument("model", help="the model it stands for")
+    ap.add_argument("--provider", metavar="NAME", help="the provider it goes with")
+    ap = asub.add_parser("list", help="the aliases", description="the aliases")
+    ap.add_argument("--json", action="store_true", help="print JSON")
+    ap = asub.add_parser("remove", help="forget an alias", description="forget an alias")
+    ap.add_argument("alias", help="the alias")
+    asub.add_parser(
+        "path", help="where the aliases are kept", description="where the aliases are kept"
+    )
+
     sp = command("new", "write a ready package: a tool pack or a policy, with its tests")
     sp.add_argument("kind", choices=("pack", "policy"), help="what to write")
     sp.add_argument("name", help="its name (`weather` makes toolwire-weather, toolwire_weather)")
@@ -412,6 +453,12 @@ def _provider_options(sp: argparse.ArgumentParser) -> None:
         "--api-key-env",
         metavar="NAME",
         help="the environment variable that holds the API key (default: the provider's own)",
+    )
+    sp.add_argument(
+        "--key",
+        metavar="NAME",
+        help="the stored key of that name (toolwire keys; default: the provider's name, "
+        "if stored, else the provider's own variable)",
     )
 
 
