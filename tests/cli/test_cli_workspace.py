@@ -214,7 +214,7 @@ def test_a_policy_deny_hides_the_tool_from_call(here: Path) -> None:
     assert (
         1,
         "  decision: rejected by toolwire: tool `write_file` is not available in this round "
-        "(hidden by `plugin:policy`)",
+        "(hidden by `plugin:policy`: tool `write_file` is denied by the organisation policy)",
     ) == (done.returncode, done.stdout.splitlines()[1])
 
 

@@ -337,6 +337,31 @@ def test_broken_availability_hook_hides_the_tool(toolset: tw.Toolset) -> None:
     assert () == tw.resolve_turn(toolset, hooks=[hooks]).tools
 
 
+def test_a_hook_that_hides_a_tool_saying_why_answers_its_call_with_the_reason(
+    toolset: tw.Toolset,
+) -> None:
+    from toolwire.adapters import AssistantReply, decode_reply
+
+    hooks = tw.HookSet()
+    hooks.hide(
+        None,
+        lambda tool, ctx: (
+            tw.Hidden("docs are closed today") if tool.name == "search_docs" else True
+        ),
+    )
+    turn = tw.resolve_turn(toolset, hooks=[hooks], availability=tw.Availability.all())
+    assert ["get_weather"] == [t.name for t in turn.tools]
+    assert {"search_docs": "docs are closed today"} == dict(turn.hidden_why)
+    call = tw.ToolCall("1", "search_docs", '{"query": "x"}')
+    outcome = decode_reply(tw.Session().add_user("go"), turn, AssistantReply(tool_calls=(call,)))
+    (issue,) = outcome.round.issues
+    assert "not available in this round (docs are closed today)" in issue.reason
+    # Hidden is falsy: code that reads a verdict as a bool hides it too; its reason is text.
+    assert not tw.Hidden("x")
+    with pytest.raises(TypeError):
+        tw.Hidden(5)  # type: ignore[arg-type]
+
+
 def test_a_hook_keyed_by_name_still_applies_under_a_prefix_mount() -> None:
     from toolwire import HookSet, Reject, Session, ToolCall, Toolset, resolve_turn, tool_fn
     from toolwire.adapters import AssistantReply, decode_reply

@@ -557,3 +557,42 @@ def test_a_model_alias_names_the_model_and_its_provider(
     done = _cli(tmp_path, "chat", "hello", "--model", "fast")
     assert 2 == done.returncode
     assert "must be" in done.stderr
+
+
+def test_keys_set_on_a_terminal_asks_without_echo(tmp_path: Path) -> None:
+    # On a terminal the key is typed at a prompt that does not echo it (a real pty).
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [str(TOOLWIRE), "keys", "set", "typed"],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        start_new_session=True,
+    )
+    os.close(follower)
+    seen = b""
+    sent = False
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(leader, 1024)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+        if not sent and b"key (not shown)" in seen:
+            os.write(leader, b"sk-typed-secret\n")
+            sent = True
+        if proc.poll() is not None and not ready:
+            break
+    proc.wait(timeout=30)
+    os.close(leader)
+    assert 0 == proc.returncode, seen
+    assert b"sk-typed-secret" not in seen  # never echoed
+    assert b"stored key `typed`" in seen
+    assert {"typed": "sk-typed-secret"} == json.loads(_keys_file(tmp_path).read_text())

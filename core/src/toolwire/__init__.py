@@ -99,6 +99,7 @@ if _typing.TYPE_CHECKING:
     )
     from toolwire._hooks import (
         Complete,
+        Hidden,
         HookContext,
         HookSet,
         Principal,
@@ -196,6 +197,7 @@ __all__ = [
     "File",
     "Finished",
     "FunctionTool",
+    "Hidden",
     "HookContext",
     "HookSet",
     "Image",

@@ -27,6 +27,14 @@ def _hidden_by(turn: ResolvedTurn, name: str) -> str:
     return hook if hook.startswith("plugin:") else ""
 
 
+def not_available(call: ToolCall, turn: ResolvedTurn) -> NotAvailable:
+    """The issue of a call to a tool ``turn`` did not offer: who hid it and why, when a
+    hook said so (the one way to build it, for the decoder and a resumed round alike)."""
+    return NotAvailable(
+        call, tuple(turn.offered), _hidden_by(turn, call.name), turn.hidden_why.get(call.name, "")
+    )
+
+
 _LISTED = 40  # tool names listed in an unknown-tool rejection, at most
 
 
@@ -55,10 +63,16 @@ class NotAvailable:
     #: The plugin whose availability hook hid the tool this round (``plugin:NAME``), or
     #: "" (not offered, or hidden by one of the application's own hooks).
     hidden_by: str = ""
+    #: Why the hook hid it, when it said (:class:`~toolwire.Hidden`), else "".
+    why: str = ""
 
     @property
     def reason(self) -> str:
         base = f"tool `{self.call.name}` is not available in this round"
+        if self.hidden_by and self.why:
+            return f"{base} (hidden by `{self.hidden_by}`: {self.why})"
+        if self.why:
+            return f"{base} ({self.why})"
         return f"{base} (hidden by `{self.hidden_by}`)" if self.hidden_by else base
 
     def rejection(self) -> ToolResult:
@@ -230,7 +244,7 @@ def _decode_rest(
         tool = find(name)
         if tool is None:
             if name in turn.toolset:
-                issues.append(NotAvailable(call, tuple(offered), _hidden_by(turn, name)))
+                issues.append(not_available(call, turn))
             else:
                 issues.append(UnknownTool(call, tuple(offered)))
             continue

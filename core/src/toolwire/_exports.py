@@ -52,6 +52,7 @@ TOPLEVEL: Mapping[str, str] = {
     "Finished": "toolwire._round",
     "FunctionTool": "toolwire._tools",
     "HookContext": "toolwire._hooks",
+    "Hidden": "toolwire._hooks",
     "HookSet": "toolwire._hooks",
     "Injected": "toolwire._tools",
     "Interceptor": "toolwire._execute.interceptors",

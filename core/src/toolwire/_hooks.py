@@ -28,6 +28,7 @@ __all__ = [
     "DecisionHook",
     "DecisionResult",
     "DescriptionHook",
+    "Hidden",
     "HookContext",
     "HookSet",
     "Reject",
@@ -63,6 +64,18 @@ class Reject:
 
 
 ToolDecision = Union[RunNormally[Any], Complete, Reject]
+
+
+@attrs.frozen
+class Hidden:
+    """An availability hook's answer that hides a tool and says why: a call the model
+    makes to it anyway is answered with the reason (and audited with it). False also
+    hides; this is False with a reason."""
+
+    reason: str = attrs.field(validator=attrs.validators.instance_of(str))
+
+    def __bool__(self) -> bool:
+        return False
 
 
 def _principal_text(what: str) -> Callable[[Any, Any, Any], None]:
@@ -208,10 +221,11 @@ DescriptionHook = Union[
 """A description hook: ``fn(tool, current_description, context)`` (trailing arguments optional)."""
 
 AvailabilityHook = Union[
-    Callable[[Tool[Any, Any]], bool],
-    Callable[[Tool[Any, Any], HookContext], bool],
+    Callable[[Tool[Any, Any]], Union[bool, Hidden]],
+    Callable[[Tool[Any, Any], HookContext], Union[bool, Hidden]],
 ]
-"""An availability hook: ``fn(tool, context)`` (context optional); False hides the tool."""
+"""An availability hook: ``fn(tool, context)`` (context optional); False, or
+:class:`Hidden` with a reason, hides the tool."""
 
 NameTarget = Union[Selector, str, None]
 """A hook key by name: a wire name, a Selector, or None for every tool."""
@@ -521,9 +535,11 @@ def visible_tools(
     tools: list[Tool[Any, Any]],
     ctx: HookContext,
     hidden: dict[str, str] | None = None,
+    why: dict[str, str] | None = None,
 ) -> list[Tool[Any, Any]]:
     """The tools no availability hook hides; ``hidden`` (when given) gets, for each tool
-    hidden, the name of the hook that hid it."""
+    hidden, the name of the hook that hid it, and ``why`` the reason it gave
+    (:class:`Hidden`), if any."""
     hooks = [h for s in sets for h in s._visibility]
     if not hooks:
         return tools
@@ -546,6 +562,8 @@ def visible_tools(
                 shown = False
                 if hidden is not None:
                     hidden[tool.name] = h.name
+                if why is not None and isinstance(verdict, Hidden) and verdict.reason:
+                    why[tool.name] = verdict.reason
                 break
         if shown:
             out.append(tool)

@@ -144,6 +144,8 @@ class ResolvedTurn:
     #: Tools an availability hook hid this turn: name -> the hook's name (``plugin:NAME``
     #: for a plugin's), so a call to one can say who hid it.
     hidden: Mapping[str, str] = attrs.field(factory=lambda: _NOTHING_HIDDEN)
+    #: Why, for the hidden tools whose hook said (:class:`~toolwire.Hidden`): name -> reason.
+    hidden_why: Mapping[str, str] = attrs.field(factory=lambda: _NOTHING_HIDDEN)
 
     @property
     def parallel(self) -> bool | None:
@@ -265,10 +267,11 @@ def resolve_turn(
 
     ctx = context
     hidden: dict[str, str] | None = None
+    why: dict[str, str] | None = None
     if active:
         ctx = ctx or HookContext()
-        hidden = {}
-        chosen = visible_tools(all_hooks, chosen, ctx, hidden)
+        hidden, why = {}, {}
+        chosen = visible_tools(all_hooks, chosen, ctx, hidden, why)
 
     descriptions = {t.name: t.description for t in chosen}
     if active:
@@ -290,6 +293,7 @@ def resolve_turn(
     return _finish(
         toolset, resolved, offered, requirement, kind, parallel_calls, all_hooks, ctx, plugins,
         output, settings, MappingProxyType(hidden) if hidden else _NOTHING_HIDDEN,
+        MappingProxyType(why) if why else _NOTHING_HIDDEN,
     )  # fmt: skip
 
 
@@ -306,6 +310,7 @@ def _finish(
     output: OutputSpec | None = None,
     settings: ModelSettings | None = None,
     hidden: Mapping[str, str] = _NOTHING_HIDDEN,
+    hidden_why: Mapping[str, str] = _NOTHING_HIDDEN,
 ) -> ResolvedTurn:
     """The requirement checked against the resolved tools, and the turn."""
     required: str | None = None
@@ -343,6 +348,7 @@ def _finish(
         output=output,
         settings=settings,
         hidden=hidden,
+        hidden_why=hidden_why,
     )
 
 

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from toolwire._backends import ToolBackend
     from toolwire._calls import ToolResult, TypedCall
     from toolwire._compile import SchemaCompiler
-    from toolwire._hooks import AuditEvent, HookContext, ToolDecision
+    from toolwire._hooks import AuditEvent, Hidden, HookContext, ToolDecision
     from toolwire._provider import Provider
     from toolwire._tools import Tool
     from toolwire._toolset import Toolset
@@ -217,7 +217,9 @@ def toolwire_tool_description(
 
 
 @hookspec
-def toolwire_tool_availability(tool: Tool[object, object], context: HookContext) -> bool | None:
+def toolwire_tool_availability(
+    tool: Tool[object, object], context: HookContext
+) -> Hidden | bool | None:
     """Say whether a tool is offered in a turn.
 
     Calling rule: all implementations, when a turn is resolved, in the same
@@ -226,7 +228,9 @@ def toolwire_tool_availability(tool: Tool[object, object], context: HookContext)
 
     :param tool: the tool, under its wire name.
     :param context: the turn's context.
-    :returns: False to hide the tool; True or None to leave it offered.
+    :returns: False, or ``toolwire.Hidden(reason)`` to say why (a call the model makes
+        to it anyway is answered and audited with the reason), to hide the tool; True or
+        None to leave it offered.
 
     Added in 0.1.
     """

@@ -103,7 +103,7 @@ def test_an_observing_policy_hides_nothing(make_policy: Any) -> None:
     enforcing = PolicyPlugin(make_policy(POLICY.replace('mode = "observe"', "")))
     context = HookContext(principal=Principal("alice"))
     assert observing.toolwire_tool_availability(drop_table, context) is None
-    assert enforcing.toolwire_tool_availability(drop_table, context) is False
+    assert not enforcing.toolwire_tool_availability(drop_table, context)  # hidden, with why
 
 
 def test_enforce_is_the_default_and_a_bad_mode_is_refused(make_policy: Any) -> None:

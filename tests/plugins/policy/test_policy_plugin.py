@@ -16,6 +16,7 @@ import pytest
 import toolwire_policy
 from toolwire import (
     Availability,
+    Hidden,
     HookContext,
     NeedsTools,
     Reject,
@@ -97,7 +98,7 @@ def test_an_active_plugin_decides_and_hides(policy_file: WritePolicy, call_of: C
     assert (
         "active",
         Reject("tool `drop_table` is denied by the organisation policy"),
-        False,
+        Hidden("tool `drop_table` is denied by the organisation policy"),
     ) == (
         plugin.state,
         plugin.toolwire_tool_decision(call, CTX),
@@ -127,7 +128,7 @@ def test_an_error_while_checking_availability_hides_the_tool(
     def broken(*args: Any) -> Any:
         raise KeyError("boom")
 
-    monkeypatch.setattr(Policy, "is_visible", broken)
+    monkeypatch.setattr(Policy, "hidden_reason", broken)
     assert False is plugin.toolwire_tool_availability(tools["read_notes"], CTX)
 
 
@@ -212,7 +213,8 @@ def test_the_module_hooks_use_the_loaded_policy(
     monkeypatch.setenv("TOOLWIRE_POLICY", str(policy_file("deny = ['read_*']\n")))
     module = importlib.import_module("toolwire_policy.plugin")
     call = call_of("read_notes", {"path": "a"})
-    assert (Reject("tool `read_notes` is denied by the organisation policy"), False, None) == (
+    denied = "tool `read_notes` is denied by the organisation policy"
+    assert (Reject(denied), Hidden(denied), None) == (
         module.toolwire_tool_decision(call, CTX),
         module.toolwire_tool_availability(call.tool, CTX),
         module.toolwire_tool_result(call, call.complete("x"), CTX),
@@ -294,7 +296,10 @@ def test_the_host_loads_the_policy_and_applies_it(
         ["read_notes", "write_notes", "http_get"],
         ["c1"],
         [],
-        ["tool `drop_table` is not available in this round (hidden by `plugin:policy`)"],
+        [
+            "tool `drop_table` is not available in this round (hidden by `plugin:policy`: "
+            "tool `drop_table` is denied by the organisation policy)"
+        ],
     ) == (
         [t.name for t in turn.tools],
         [c.id for c in plan.pending],

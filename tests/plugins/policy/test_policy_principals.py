@@ -580,6 +580,12 @@ def test_two_principals_through_toolwire_call(tmp_path: Path) -> None:
     subjects = [(r.get("principal") or {}).get("subject") for r in records]
     assert {"alice", "bob", None} == set(subjects)
     assert verify_log(config / "audit.jsonl").ok
+    # The refusal of a tool the policy hid says the policy's reason, to the model and in
+    # the audit record (#45: it said only who hid it).
+    (bobs,) = [r for r in records if (r.get("principal") or {}).get("subject") == "bob"]
+    assert "not available" in bobs["reason"]
+    assert "hidden by `plugin:policy`: " in bobs["reason"]
+    assert bobs["reason"].split("`plugin:policy`: ", 1)[1].rstrip(")") in bob.stdout
 
 
 # -- quotas ------------------------------------------------------------------------------------

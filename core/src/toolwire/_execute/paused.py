@@ -25,7 +25,7 @@ from toolwire._decode import (
     NotAvailable,
     ToolCallIssue,
     UnknownTool,
-    _hidden_by,
+    not_available,
 )
 from toolwire._errors import (
     ToolDefinitionError,
@@ -331,7 +331,7 @@ def _issue(
 ) -> ToolCallIssue:
     kind = entry.get("kind")
     if kind == "not_available":
-        return NotAvailable(call, tuple(turn.offered), _hidden_by(turn, call.name))
+        return not_available(call, turn)
     if kind == "unknown_tool":
         return UnknownTool(call, tuple(turn.offered))
     if kind != "invalid_arguments":

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolwire._calls import ToolResult, TypedCall, rejection_content
 from toolwire._exports import publish
-from toolwire._hooks import HookContext, Reject, _close
+from toolwire._hooks import Hidden, HookContext, Reject, _close
 from toolwire._tools import Tool
 
 if TYPE_CHECKING:
@@ -75,11 +75,19 @@ def _description_hook(
     return describe
 
 
+def _verdict(answer: Any) -> bool | Hidden:
+    """An availability implementation's answer: False, or a :class:`Hidden` with its
+    reason, hides the tool; anything else (None: no opinion) leaves it offered."""
+    if isinstance(answer, Hidden):
+        return answer if answer.reason.strip() else False
+    return answer is not False
+
+
 def _availability_hook(
     fn: Callable[..., Any],
     argnames: Sequence[str],
     owns: Callable[[Tool[Any, Any]], bool] | None = None,
-) -> Callable[[Tool[Any, Any], HookContext], bool]:
+) -> Callable[[Tool[Any, Any], HookContext], bool | Hidden]:
     """A plain availability function. A policy's (``owns`` None) lets an exception
     propagate, so core hides the tool (fail closed). A tool pack's failure is its own
     problem: it hides the pack's own tools (``owns``) and is ignored for everyone else's."""
@@ -87,15 +95,15 @@ def _availability_hook(
 
     if owns is None:
 
-        def available(tool: Tool[Any, Any], context: HookContext) -> bool:
+        def available(tool: Tool[Any, Any], context: HookContext) -> bool | Hidden:
             # None is "no opinion"; an exception propagates and core hides the tool.
-            return f(tool, context) is not False
+            return _verdict(f(tool, context))
 
         return available
 
-    def pack_available(tool: Tool[Any, Any], context: HookContext) -> bool:
+    def pack_available(tool: Tool[Any, Any], context: HookContext) -> bool | Hidden:
         try:
-            return f(tool, context) is not False
+            return _verdict(f(tool, context))
         except Exception as exc:
             if owns(tool):
                 raise

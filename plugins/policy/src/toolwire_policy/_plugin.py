@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from toolwire import (
+    Hidden,
     HookContext,
     PolicyError,
     Reject,
@@ -176,7 +177,9 @@ class PolicyPlugin:
             )
 
     @hookimpl(tryfirst=True)
-    def toolwire_tool_availability(self, tool: Tool[Any, Any], context: HookContext) -> bool | None:
+    def toolwire_tool_availability(
+        self, tool: Tool[Any, Any], context: HookContext
+    ) -> Hidden | bool | None:
         """Hide tools the policy denies (every tool, when the policy failed to load)."""
         if self.error is not None:
             return False
@@ -185,10 +188,13 @@ class PolicyPlugin:
         if self.policy.observing:
             return None  # shadow mode hides nothing
         try:
-            return None if self.policy.is_visible(tool, context.principal) else False
+            why = self.policy.hidden_reason(tool, context.principal)
         except Exception:  # fail closed
             logger.exception("toolwire-policy failed on the availability of %s", tool.name)
             return False
+        # Hidden, saying why: a call the model makes to it anyway is answered with the
+        # policy's reason, and audited with it.
+        return None if why is None else Hidden(why)
 
     @hookimpl(trylast=True)
     def toolwire_tool_result(

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
-from toolwire import HookContext, Tool, ToolDecision, ToolResult, TypedCall
+from toolwire import Hidden, HookContext, Tool, ToolDecision, ToolResult, TypedCall
 from toolwire.adapters import AuditEvent
 from toolwire.hookspecs import hookimpl
 from toolwire_policy._plugin import PolicyPlugin
@@ -62,8 +62,8 @@ def toolwire_tool_decision(
 
 
 @hookimpl(tryfirst=True)
-def toolwire_tool_availability(tool: Tool[Any, Any], context: HookContext) -> bool | None:
-    """Hide the tools the policy denies."""
+def toolwire_tool_availability(tool: Tool[Any, Any], context: HookContext) -> Hidden | bool | None:
+    """Hide the tools the policy denies, saying why."""
     return PLUGIN.toolwire_tool_availability(tool, context)
 
 
