@@ -831,3 +831,76 @@ def test_media_blocks_that_fail_their_checks_are_lines_saying_why() -> None:
     assert "declared image/png, but its bytes are image/jpeg" in texts[2]
     assert "text/plain is not an audio/* type" in texts[3]
     assert type(parts[4]).__name__ == "Image"  # the one good block is kept
+
+
+def test_an_elicitation_answer_that_does_not_fit_the_form_is_not_sent(
+    stdio_spec: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # #44: an answer lacking a required field went to the server, which refused it
+    # (-32602) and failed the call. It is checked first: the server is told no, and the
+    # application is told which field.
+    from toolwire_mcp import set_elicitation_handler
+
+    ts = mcp_toolset("srv", stdio_spec())
+    said = []
+    try:
+        for given in ({}, {"colour": 5}, {"colour": "teal"}):
+            set_elicitation_handler(lambda request, given=given: given)
+            said.append(_run(ts, "ask_user", {}).content)
+    finally:
+        set_elicitation_handler(None)
+    assert ["decline: None", "decline: None", "accept: {'colour': 'teal'}"] == said
+    problems = [r.getMessage() for r in caplog.records if "does not fit its form" in r.getMessage()]
+    assert 2 == len(problems)
+    assert "`colour` is required and has no default" in problems[0]
+    assert "`colour` must be a string, not int" in problems[1]
+
+
+@pytest.mark.parametrize(
+    ("content", "schema", "problem"),
+    [
+        ({}, {"properties": {"a": {"type": "string"}}, "required": ["a"]}, "`a` is required"),
+        ({"a": "x"}, {"properties": {"a": {"type": "string", "enum": ["y"]}}}, "one of y"),
+        (
+            {"a": "x"},
+            {"properties": {"a": {"type": "string", "oneOf": [{"const": "y", "title": "Y"}]}}},
+            "one of y",
+        ),
+        ({"a": "x"}, {"properties": {"a": {"type": "string", "minLength": 2}}}, "at least 2"),
+        ({"a": 1.5}, {"properties": {"a": {"type": "integer"}}}, "an integer"),
+        ({"a": True}, {"properties": {"a": {"type": "number"}}}, "a number"),
+        ({"a": 11}, {"properties": {"a": {"type": "number", "maximum": 10}}}, "at most 10"),
+        ({"a": "yes"}, {"properties": {"a": {"type": "boolean"}}}, "true or false"),
+        (
+            {"a": ["r", "q"]},
+            {"properties": {"a": {"type": "array", "items": {"enum": ["r", "g"]}}}},
+            "may hold only r, g, not 'q'",
+        ),
+        (
+            {"a": ["r"]},
+            {
+                "properties": {
+                    "a": {"type": "array", "items": {"anyOf": [{"const": "r"}]}, "minItems": 2}
+                }
+            },
+            "a size of at least 2",
+        ),
+        ({"a": "r"}, {"properties": {"a": {"type": "array"}}}, "must be a list"),
+        # What fits, and schemas a server got wrong: nothing to check against, nothing said.
+        ({"a": ["r"]}, {"properties": {"a": {"type": "array", "items": {"enum": ["r"]}}}}, None),
+        ({"a": 2}, {"properties": {"a": {"type": "integer", "minimum": 1}}}, None),
+        ({"a": 2.0}, {"properties": {"a": {"type": "integer"}}}, None),
+        ({"a": 1}, {"properties": "nonsense", "required": "a"}, None),
+        ({"a": 1}, {"properties": {"a": {"type": "mystery"}}}, None),
+        ({"a": "x"}, {"properties": {"a": {"type": "string", "minLength": "2"}}}, None),
+    ],
+)
+def test_an_answer_is_checked_against_the_form_subset(
+    content: dict[str, Any], schema: dict[str, Any], problem: str | None
+) -> None:
+    from toolwire_mcp._elicit import answer_problem
+
+    found = answer_problem(content, schema)
+    assert (found is None) == (problem is None), found
+    if problem is not None:
+        assert problem in str(found)

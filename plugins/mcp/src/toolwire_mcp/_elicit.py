@@ -88,8 +88,16 @@ def approval_asked(message: Any, schema: Any, meta: Any) -> tuple[str, Any] | No
 @attrs.frozen
 class ElicitationRequest:
     """One question from a server: ``message`` to show; in form mode the answer's JSON
-    ``schema`` (a flat object of strings, numbers, booleans and enums), in URL mode the
-    ``url`` to open (the answer is only consent)."""
+    ``schema``, in URL mode the ``url`` to open (the answer is only consent).
+
+    A form's schema is a flat object whose fields are strings (``minLength``,
+    ``maxLength``, a ``format``), numbers and integers (``minimum``, ``maximum``),
+    booleans, single-select enums (``enum``, or titled options as ``oneOf`` of
+    ``{"const", "title"}``) and multi-select arrays (``items.enum``, or titled
+    ``items.anyOf``, with ``minItems``, ``maxItems``); any field may carry a ``default``.
+    The handler's answer is checked against it before it is sent: an answer that lacks a
+    required field with no default, or gives a value the field cannot take, is not sent
+    (the server is told no, and an error names the field)."""
 
     server: str
     message: str
@@ -110,8 +118,9 @@ class ElicitationRequest:
 
 
 ElicitationAnswer = Union[Mapping[str, Any], bool, None]
-"""A form's content (accepted; omitted fields take their defaults), True (accepted with
-the defaults, or consent in URL mode), False or None (declined)."""
+"""A form's content (accepted; omitted fields take the schema's defaults, fields it does
+not describe are dropped), True (accepted with the schema's defaults, as ``{}`` is; or
+consent in URL mode), False or None (declined)."""
 
 ElicitationHandler = Callable[
     [ElicitationRequest], Union[ElicitationAnswer, Awaitable[ElicitationAnswer]]
@@ -163,4 +172,84 @@ async def answer(request: ElicitationRequest) -> tuple[str, dict[str, Any] | Non
     props = request.schema.get("properties")
     if isinstance(props, Mapping):
         content = {k: v for k, v in content.items() if k in props}
+    problem = answer_problem(content, request.schema)
+    if problem is not None:
+        # The server would refuse it (-32602) and the call fail with a protocol error: it
+        # is the application's mistake, said to it, and the server is told no.
+        logger.error(
+            "the elicitation handler's answer to `%s` does not fit its form (%s): declined",
+            request.server,
+            problem,
+        )
+        return "decline", None
     return "accept", content
+
+
+def answer_problem(content: Mapping[str, Any], schema: Mapping[str, Any]) -> str | None:
+    """What is wrong with a form's answer, by the form's schema (the elicitation subset:
+    strings with their lengths and formats aside, numbers and integers with their bounds,
+    booleans, single-select enums (``enum``, titled ``oneOf``) and multi-select arrays
+    (``items.enum``, titled ``items.anyOf``) with their sizes), naming the field; None
+    when it fits. A field the schema does not describe is not checked."""
+    props = schema.get("properties") if isinstance(schema, Mapping) else None
+    props = props if isinstance(props, Mapping) else {}
+    required = schema.get("required") if isinstance(schema, Mapping) else None
+    for name in required if isinstance(required, list) else ():
+        if isinstance(name, str) and name not in content:
+            return f"`{name}` is required and has no default"
+    for name, value in content.items():
+        spec = props.get(name)
+        if isinstance(spec, Mapping):
+            wrong = _field_problem(value, spec)
+            if wrong is not None:
+                return f"`{name}` {wrong}"
+    return None
+
+
+def _choices(spec: Mapping[str, Any], titled: str) -> list[Any] | None:
+    """The values a select allows: ``enum``, or the ``const`` of each titled option."""
+    enum = spec.get("enum")
+    if isinstance(enum, list):
+        return enum
+    options = spec.get(titled)
+    if isinstance(options, list):
+        return [o.get("const") for o in options if isinstance(o, Mapping) and "const" in o]
+    return None
+
+
+def _bounds(value: float, spec: Mapping[str, Any], low: str, high: str, what: str) -> str | None:
+    least, most = spec.get(low), spec.get(high)
+    if isinstance(least, (int, float)) and not isinstance(least, bool) and value < least:
+        return f"must have {what} at least {least}"
+    if isinstance(most, (int, float)) and not isinstance(most, bool) and value > most:
+        return f"must have {what} at most {most}"
+    return None
+
+
+def _field_problem(value: Any, spec: Mapping[str, Any]) -> str | None:
+    kind = spec.get("type")
+    if kind == "string":
+        if not isinstance(value, str):
+            return f"must be a string, not {type(value).__name__}"
+        choices = _choices(spec, "oneOf")
+        if choices is not None and value not in choices:
+            return f"must be one of {', '.join(map(str, choices))}, not {value!r:.60}"
+        return _bounds(len(value), spec, "minLength", "maxLength", "a length of")
+    if kind in ("number", "integer"):
+        number_ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not number_ok or (kind == "integer" and not float(value).is_integer()):
+            return f"must be {'an integer' if kind == 'integer' else 'a number'}"
+        return _bounds(value, spec, "minimum", "maximum", "a value of")
+    if kind == "boolean":
+        return None if isinstance(value, bool) else "must be true or false"
+    if kind == "array":
+        if not isinstance(value, list):
+            return f"must be a list, not {type(value).__name__}"
+        items = spec.get("items")
+        choices = _choices(items, "anyOf") if isinstance(items, Mapping) else None
+        if choices is not None:
+            for item in value:
+                if item not in choices:
+                    return f"may hold only {', '.join(map(str, choices))}, not {item!r:.60}"
+        return _bounds(len(value), spec, "minItems", "maxItems", "a size of")
+    return None
