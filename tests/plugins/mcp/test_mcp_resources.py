@@ -472,3 +472,57 @@ def test_a_read_a_policy_answers_itself_is_served_with_its_answer(
         read.contents[0].text,
     )
     assert [] == calls_in(record)  # never reached the server
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+def test_the_application_tells_subscribers_its_own_resource_changed(mode: str) -> None:
+    # #48: a subscription to the application's own resource was accepted, and nothing
+    # could ever say the resource changed.
+    import threading
+
+    from toolwire_mcp import resource_updated
+
+    updates: list[str] = []
+    got = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ResourceUpdatedNotification):
+            updates.append(str(message.params.uri))
+            got.set()
+
+    async def change() -> None:
+        assert 0 == resource_updated("app://nobody/serves/this")
+        # From another thread, as an application's own worker would.
+        done: list[int] = []
+        worker = threading.Thread(target=lambda: done.append(greeting.updated()))
+        worker.start()
+        worker.join()
+        # Served (by this gateway, and any other still alive); nobody subscribed: not sent.
+        assert done[0] >= 1
+        assert card.updated("app://users/ada/card") >= 1
+
+    async def main() -> None:
+        async with Client(_gateway(), mode=mode, message_handler=on_message) as c:
+            if mode == "legacy":
+                await c.subscribe_resource("app://users/ada/card")
+                await change()
+                with anyio.fail_after(10):
+                    await got.wait()
+                return
+            # 2026-07-28: the subscription is a listen stream's.
+            uri = "app://users/ada/card"
+            async with c.listen(resource_subscriptions=[uri]) as sub:
+                await change()
+                with anyio.fail_after(10):
+                    async for event in sub:
+                        updates.append(str(getattr(event, "uri", event)))
+                        break
+
+    anyio.run(main)
+    # Only the resource subscribed to (the SDK may hand a listen event to both).
+    assert {"app://users/ada/card"} == set(updates)
+    with pytest.raises(tw.ToolDefinitionError, match="takes the URI"):
+        card.updated()
+    with pytest.raises(tw.ToolDefinitionError, match="is not resource"):
+        greeting.updated("app://other")

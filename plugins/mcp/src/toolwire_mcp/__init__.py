@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     )
     from toolwire_mcp._progress import ProgressEvent, progress_handler, set_progress_handler
     from toolwire_mcp._registry import close_all, connected
-    from toolwire_mcp._served import Prompt, Resource, prompt, resource
+    from toolwire_mcp._served import Prompt, Resource, prompt, resource, resource_updated
     from toolwire_mcp._server import Elicited, MCPCallContext, build_server, serve_mcp
     from toolwire_mcp._toolset import MCPToolError, mcp_toolset, metadata_for
 
@@ -91,6 +91,7 @@ _LAZY = {
     "Resource": "toolwire_mcp._served",
     "prompt": "toolwire_mcp._served",
     "resource": "toolwire_mcp._served",
+    "resource_updated": "toolwire_mcp._served",
     "build_server": "toolwire_mcp._server",
     "close_all": "toolwire_mcp._registry",
     "connected": "toolwire_mcp._registry",
@@ -142,6 +143,7 @@ __all__ = [
     "progress_handler",
     "prompt",
     "resource",
+    "resource_updated",
     "roots",
     "sampling_enabled",
     "serve_mcp",

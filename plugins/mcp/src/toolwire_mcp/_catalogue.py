@@ -18,7 +18,7 @@ from mcp.shared.subscriptions import ResourceUpdated, ToolsListChanged
 
 from toolwire import HookContext, PluginHost, Toolset, resolve_turn
 from toolwire_mcp._connection import Connection, MCPCallError
-from toolwire_mcp._served import Prompt, Resource
+from toolwire_mcp._served import _SERVING, Prompt, Resource
 from toolwire_mcp._toolset import connection_named
 
 __all__ = ["RESOURCE_NOT_FOUND", "Announcer", "Catalogue", "Upstream", "connection_of"]
@@ -106,6 +106,19 @@ class Catalogue:
         self._templates: list[tuple[Any, str]] = []  # (UriTemplate, server)
         self._prompt_owner: dict[str, tuple[str, str]] = {}  # name -> (server, its name)
         self._subscribed: dict[str, weakref.WeakSet[Any]] = {}
+        if resources:
+            _SERVING.add(self)
+
+    def own_updated(self, uri: str) -> bool:
+        """One of the application's own resources changed (:func:`resource_updated`):
+        its subscribers here are told, on the loop serving them. False when ``uri`` is
+        not this gateway's own."""
+        if uri not in self.own_static and self.own_resource(uri) is None:
+            return False
+        loop = self._announcer.loop  # None: no client has come, so none listens
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._announce_update, None, uri)
+        return True
 
     def upstreams(self) -> dict[str, Upstream]:
         turn = resolve_turn(
@@ -285,8 +298,12 @@ class Catalogue:
             return
         loop.call_soon_threadsafe(self._announce_update, server, uri)
 
-    def _announce_update(self, server: str, uri: str) -> None:
-        if not self._subscribed.get(uri) or server not in self.upstreams():
+    def _announce_update(self, server: str | None, uri: str) -> None:
+        """Tell ``uri``'s subscribers (``server``: the upstream it came from, which must
+        still be one this gateway fronts; None: the application's own, published to the
+        listen streams whatever the legacy subscriptions, as the bus delivers it only to
+        the streams that asked for ``uri``)."""
+        if server is not None and (not self._subscribed.get(uri) or server not in self.upstreams()):
             return
 
         async def send() -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -23,16 +24,33 @@ import mcp_types as types
 
 from toolwire.exceptions import ToolDefinitionError
 
-__all__ = ["Prompt", "Resource", "prompt", "resource"]
+__all__ = ["Prompt", "Resource", "prompt", "resource", "resource_updated"]
 
 #: The most a served resource or prompt may give (characters of text, bytes of binary).
 MAX_SERVED = 16 << 20
 _NAME = re.compile(r"^[A-Za-z0-9_.\-/]{1,128}$")
 
 
+#: The gateways serving an application's resources (their catalogues), for
+#: :func:`resource_updated`; held weakly: a server that is gone is not told.
+_SERVING: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def resource_updated(uri: str) -> int:
+    """Tell the clients subscribed to ``uri`` (one of the application's own resources, or
+    a URI its template matches) that it changed: every gateway serving it sends
+    ``notifications/resources/updated`` (2026-07-28 clients get it on their listen
+    stream). Call it from any thread, after the change; the number of gateways serving
+    ``uri`` comes back (0: nobody serves it, nothing is sent)."""
+    if not isinstance(uri, str) or not uri:
+        raise ToolDefinitionError(f"resource_updated takes a resource's URI, got {uri!r}")
+    return sum(1 for catalogue in list(_SERVING) if catalogue.own_updated(uri))
+
+
 @attrs.frozen
 class Resource:
-    """A resource (or, when ``uri`` has ``{name}`` parts, a resource template)."""
+    """A resource (or, when ``uri`` has ``{name}`` parts, a resource template).
+    :meth:`updated` tells its subscribers it changed."""
 
     uri: str
     read: Callable[..., Any]
@@ -43,6 +61,19 @@ class Resource:
     @property
     def is_template(self) -> bool:
         return _template(self.uri) is not None
+
+    def updated(self, uri: str | None = None) -> int:
+        """This resource changed (a template's: the resource at ``uri``): see
+        :func:`resource_updated`."""
+        if uri is None:
+            if self.is_template:
+                raise ToolDefinitionError(
+                    f"resource template {self.uri!r}: updated() takes the URI that changed"
+                )
+            uri = self.uri
+        elif self.match(uri) is None:
+            raise ToolDefinitionError(f"{uri!r} is not resource {self.uri!r}")
+        return resource_updated(uri)
 
     def match(self, uri: str) -> dict[str, Any] | None:
         """The template's parts in ``uri`` (``{}`` for the resource's own URI), or None."""

@@ -493,6 +493,12 @@ def build_server(
         shown = next((rt.tool for rt in turn.tools if rt.name == name), None)
         return None if shown is None else dict(shown.input_schema)
 
+    listen = ListenHandler(announcer.bus)
+
+    async def on_listen(ctx: Any, params: Any) -> Any:
+        announcer.remember(ctx)  # where updates are announced from (an own resource's)
+        return await listen(ctx, params)
+
     async def on_list_tools(
         ctx: Any, params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
@@ -712,7 +718,7 @@ def build_server(
             get_tool_input_schema=input_schema_of,
             on_set_logging_level=on_set_logging_level,
             on_completion=on_completion,
-            on_subscriptions_listen=ListenHandler(announcer.bus),
+            on_subscriptions_listen=on_listen,
             on_list_resources=on_list_resources,
             on_list_resource_templates=on_list_resource_templates,
             on_read_resource=on_read_resource,
