@@ -326,7 +326,9 @@ class Audio(_Media):
 @attrs.frozen(init=False, repr=False)
 class File(_Media):
     """A file (a PDF, a text document, any other type): ``File(data|path|url, media_type=None,
-    name=None)``."""
+    name=None)``. At toolwire's MCP gateway it is an embedded resource whose URI is
+    ``name`` when that is a URI (``file:///reports/q3.pdf``), else
+    ``toolwire://result/NAME`` (``toolwire://result/file`` with no name)."""
 
     kind: ClassVar[str] = "file"
 
@@ -412,10 +414,22 @@ def is_rich(output: Any) -> bool:
     return False
 
 
+#: The MCP SDK's content block classes, by name (a tool annotated with one returns parts).
+_MCP_BLOCK_CLASSES = frozenset(
+    {"TextContent", "ImageContent", "AudioContent", "ResourceLink", "EmbeddedResource"}
+)
+
+
 def mentions_parts(tp: Any) -> bool:
-    """Does a type annotation name a part class (``Image``, ``list[Image | str]``)?"""
-    if isinstance(tp, type) and issubclass(tp, PART_TYPES):
-        return True
+    """Does a type annotation name a part class (``Image``, ``list[Image | str]``) or an
+    MCP content block class (``ImageContent``, ``list[ContentBlock]``)? Such a tool
+    returns parts, so it has no output schema (an MCP block is no structured output)."""
+    if isinstance(tp, type):
+        if issubclass(tp, PART_TYPES):
+            return True
+        module = tp.__module__.partition(".")[0]
+        if module in _MCP_MODULES and tp.__name__ in _MCP_BLOCK_CLASSES:
+            return True
     return any(mentions_parts(a) for a in get_args(tp))
 
 

@@ -1280,6 +1280,29 @@ def test_a_tool_may_return_mcp_content_blocks() -> None:
     ]
 
 
+@tw.tool_fn
+def snapshot() -> mcp_types.ImageContent:
+    """Returns one MCP image block, annotated as one."""
+    return mcp_types.ImageContent(
+        type="image", data=base64.b64encode(PNG_1PX).decode(), mime_type="image/png"
+    )
+
+
+def test_a_tool_annotated_with_an_mcp_block_class_returns_that_block() -> None:
+    # #48: `-> ImageContent` (a pydantic model) made an output schema, so the gateway
+    # advertised one and refused the image as output that does not match it.
+    assert snapshot.output_schema is None
+    server = build_server(tw.Toolset("app", [snapshot]), host=_host())
+
+    async def listed(client: Client) -> Any:
+        return (await client.list_tools()).tools[0].output_schema, await client.call_tool(
+            "snapshot", {}
+        )
+
+    schema, result = _in_process(server, listed)
+    assert (None, False, ["image"]) == (schema, result.is_error, [b.type for b in result.content])
+
+
 # -- who is calling: tokens that name principals ------------------------------------------
 
 _PRINCIPALS_APP = """
@@ -1590,3 +1613,22 @@ def test_a_call_asks_the_availability_hooks_about_the_called_tool_only() -> None
     assert "unknown tool `t3`" in hidden.content[0].text
     assert unknown.is_error
     assert "unknown tool `x`" in unknown.content[0].text
+
+
+def test_a_files_uri_at_the_gateway_is_its_name_when_that_is_one() -> None:
+    # #48: documented (docs/media.md, File's docstring), and held to it here.
+    from toolwire_mcp._content import content_block
+
+    def uri(part: Any) -> str:
+        return str(content_block(part).resource.uri)
+
+    data = b"%PDF-1.4 tiny"
+    assert [
+        "file:///reports/q3.pdf",
+        "toolwire://result/q3.pdf",
+        "toolwire://result/file",
+    ] == [
+        uri(tw.File(data, name="file:///reports/q3.pdf")),
+        uri(tw.File(data, name="q3.pdf")),
+        uri(tw.File(data, media_type="application/pdf")),
+    ]

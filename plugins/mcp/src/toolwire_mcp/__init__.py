@@ -48,6 +48,9 @@ if TYPE_CHECKING:
     from toolwire_mcp._handle import MCPServerHandle, mcp_server
     from toolwire_mcp._jwt import OAuthResource, load_oauth
     from toolwire_mcp._oauth import (
+        IdTokenProvider,
+        LoginAnswer,
+        LoginHandler,
         login_handler,
         set_id_token_provider,
         set_login_handler,
@@ -78,6 +81,9 @@ _LAZY = {
     "MCPConnectError": "toolwire_mcp._connection",
     "MCPToolError": "toolwire_mcp._toolset",
     "MCPServerHandle": "toolwire_mcp._handle",
+    "IdTokenProvider": "toolwire_mcp._oauth",
+    "LoginAnswer": "toolwire_mcp._oauth",
+    "LoginHandler": "toolwire_mcp._oauth",
     "login_handler": "toolwire_mcp._oauth",
     "set_id_token_provider": "toolwire_mcp._oauth",
     "set_login_handler": "toolwire_mcp._oauth",
@@ -115,6 +121,9 @@ __all__ = [
     "ConfigError",
     "ElicitationRequest",
     "Elicited",
+    "IdTokenProvider",
+    "LoginAnswer",
+    "LoginHandler",
     "MCPCallContext",
     "MCPCallError",
     "MCPConnectError",

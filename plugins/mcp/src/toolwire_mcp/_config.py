@@ -69,6 +69,31 @@ class ServerSpec:
     idempotency and the network capability; ``"ignore"`` treats every tool as a
     destructive, non-idempotent, open-world tool (what the spec says to assume of a
     server you do not trust).
+
+    Authorization, for an HTTP server (each field's ``mcpServers`` JSON name after it):
+
+    - ``auth`` (``auth``): ``"oauth"`` (a user logs in, authorization code with PKCE),
+      ``"client_credentials"`` (a service, no user) or ``"cross_app"`` (enterprise-managed,
+      SEP-990: the user's ID token from the organisation's identity provider is exchanged
+      for an ID-JAG, then for an access token); None: no OAuth (``bearer_token_env``,
+      ``bearerTokenEnv``, may still send a static token).
+    - ``oauth_scope`` (``oauthScope``): the scope to ask for.
+    - ``oauth_client_id`` (``oauthClientId``) and ``oauth_client_secret_env``
+      (``oauthClientSecretEnv``, the variable holding its secret): a client registered
+      beforehand, instead of dynamic registration.
+    - ``oauth_client_metadata_url`` (``oauthClientMetadataUrl``): the HTTPS URL of this
+      client's metadata document (SEP-991), its client ID where the server takes one.
+    - ``oauth_private_key_env`` (``oauthPrivateKeyEnv``) and ``oauth_signing_algorithm``
+      (``oauthSigningAlgorithm``, default RS256): for ``client_credentials`` with
+      ``private_key_jwt``, the variable holding the PEM key that signs the assertions.
+    - ``oauth_issuer`` (``oauthIssuer``): the authorization server the credentials
+      belong to; a token is asked of it only.
+    - ``idp_token_endpoint`` (``idpTokenEndpoint``), ``idp_client_id``
+      (``idpClientId``), ``idp_client_secret_env`` (``idpClientSecretEnv``) and
+      ``idp_id_token_env`` (``idpIdTokenEnv``): for ``cross_app``, the identity
+      provider's token endpoint, this application's client there (and its secret's
+      variable), and the variable holding the user's ID token (or
+      :func:`toolwire_mcp.set_id_token_provider`).
     """
 
     name: str

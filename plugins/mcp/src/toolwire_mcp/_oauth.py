@@ -39,7 +39,15 @@ from toolwire.exceptions import FetchError
 from toolwire_mcp._config import ConfigError, ServerSpec, _user_dir, private_bytes
 from toolwire_mcp._slot import Slot
 
-__all__ = ["login_handler", "set_id_token_provider", "set_login_handler", "token_path"]
+__all__ = [
+    "IdTokenProvider",
+    "LoginAnswer",
+    "LoginHandler",
+    "login_handler",
+    "set_id_token_provider",
+    "set_login_handler",
+    "token_path",
+]
 
 logger = logging.getLogger("toolwire.mcp")
 
@@ -47,8 +55,10 @@ _MAX_FILE = 64 << 10
 LOGIN_TIMEOUT = 300.0
 
 LoginAnswer = Union[tuple[str, Union[str, None]], str, None]
-"""The authorization code and the state the server sent back (or just the code);
-None: the user did not log in."""
+"""What a login handler returns: ``(code, state)``, the ``code`` and ``state`` query
+parameters the redirect to the redirect URI brought (``state`` None when it brought
+none); or the code alone (no state to check); or None: the user did not log in (the
+connection fails, saying so)."""
 LoginHandler = Callable[[str, str], Union[LoginAnswer, Awaitable[LoginAnswer]]]
 """``handler(server, authorization_url)``: send the user there and return what came back
 to the redirect URI (sync or async)."""
@@ -69,7 +79,21 @@ def set_id_token_provider(provider: IdTokenProvider | None) -> None:
 
 
 def set_login_handler(handler: LoginHandler | None) -> None:
-    """Send users to log in with ``handler`` (None: the browser, the default)."""
+    """Send users to log in with ``handler`` (None: the browser, the default).
+
+    ``handler(server, authorization_url)`` (sync or async) sends the user to the URL and
+    returns a :data:`LoginAnswer`: ``(code, state)`` from the redirect, the code alone, or
+    None when the user did not log in::
+
+        from urllib.parse import parse_qs, urlsplit
+
+        def login(server: str, url: str) -> tuple[str, str | None] | None:
+            redirected = my_ui.open_and_wait(url)  # the URL the redirect landed on
+            query = parse_qs(urlsplit(redirected).query)
+            if "code" not in query:
+                return None
+            return query["code"][0], query.get("state", [None])[0]
+    """
     _HANDLER.set(handler)
 
 
