@@ -70,6 +70,9 @@ run filesystem --value path='"'"$WORK"'/files/notes.txt"' \
   --args search_files='{"path": "'"$WORK"'/files", "pattern": "*.txt"}' \
   --args read_media_file='{"path": "'"$WORK"'/files/dot.png"}' --expect-media read_media_file=image/png \
   -- node "$WORK/node_modules/.bin/mcp-server-filesystem" "$WORK/files"
+# Roots per server: two server-filesystem processes told roots of their own, one the
+# process's (server-filesystem replaces its directories with the client's roots).
+"$PY" "$HERE/roots_per_server.py" "$WORK/roots" "$WORK/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js" || status=1
 run time --idle 6 --value timezone='"UTC"' --value source_timezone='"UTC"' \
   --value target_timezone='"Europe/Paris"' --value time='"12:00"' \
   -- "$WORK/servers/bin/mcp-server-time" --local-timezone UTC

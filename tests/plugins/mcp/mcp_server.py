@@ -312,10 +312,20 @@ async def _ask_model(
                 messages=[question], max_tokens=tokens, system_prompt="Be brief."
             )
         )
-        return types.InputRequiredResult(input_requests={"sample": request}, request_state="s")
+        asks: dict[str, Any] = {"sample": request}
+        if args.get("roots"):  # 2026-07-28: the roots are asked the same way
+            asks["roots"] = types.ListRootsRequest()
+        return types.InputRequiredResult(input_requests=asks, request_state="s")
     content = answered.get("content") if isinstance(answered, dict) else answered.content
     text = content.get("text") if isinstance(content, dict) else content.text
-    return types.CallToolResult(content=_text(f"model said: {text}"))
+    if not args.get("roots"):
+        return types.CallToolResult(content=_text(f"model said: {text}"))
+    given = (params.input_responses or {}).get("roots")
+    listed = given.get("roots") if isinstance(given, dict) else getattr(given, "roots", None)
+    if listed is None:
+        return types.CallToolResult(content=_text("no roots given"), is_error=True)
+    uris = [str(r.get("uri") if isinstance(r, dict) else r.uri) for r in listed]
+    return types.CallToolResult(content=_text(f"model said: {text} {uris}"))
 
 
 # -- resources and prompts (MCP_RESOURCES=1) -------------------------------------------------

@@ -193,8 +193,39 @@ def test_roots_are_offered_as_the_application_sets_them(tmp_path: Path) -> None:
         (str(r.uri), r.name) for r in roots()
     ]
     conn = Connection(ServerSpec("r", command="true"))
+    conn._roots = roots(conn.spec)  # as the connection reads them when it opens
     listed = anyio.run(conn._on_roots, None)
     assert [tmp_path.as_uri(), "file:///srv/data/"] == [str(r.uri) for r in listed.roots]
+
+
+def test_a_server_may_have_roots_of_its_own_beside_the_processs(
+    stdio_spec: Callable[..., ServerSpec], tmp_path: Path
+) -> None:
+    # #48: roots were the process's only, so one server's roots were every server's
+    # (server-filesystem replaces its directories with the client's roots).
+    import attrs
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    set_roots([tmp_path / "a"])
+    enable_sampling(TestProvider(script=[{"text": "x"}] * 3), plugins=_quiet_host())
+    own = attrs.evolve(stdio_spec("own"), roots=[str(tmp_path / "b"), "file:///srv/"])
+    shared = stdio_spec("shared")
+    nothing = attrs.evolve(stdio_spec("nothing"), roots=())
+    said = [_ask(spec, roots=True) for spec in (own, shared, nothing)]
+    assert f"model said: x ['{(tmp_path / 'b').as_uri()}', 'file:///srv/']" == said[0].content
+    assert f"model said: x ['{(tmp_path / 'a').as_uri()}']" == said[1].content
+    assert said[2].is_error  # offered none: no roots capability, the server's ask fails
+    # From the config file, by its JSON name; a malformed one says so.
+    from toolwire_mcp import ConfigError
+    from toolwire_mcp._config import spec_from_entry
+
+    entry = {"command": "srv", "roots": ["/data", "file:///x/"]}
+    assert ("/data", "file:///x/") == spec_from_entry("s", entry, "f.json").roots
+    with pytest.raises(ConfigError, match="roots must be a list of strings"):
+        spec_from_entry("s", {"command": "srv", "roots": "/data"}, "f.json")
+    with pytest.raises(ConfigError, match="not one"):
+        ServerSpec("s", command="srv", roots="/data")  # type: ignore[arg-type]
 
 
 # -- the legacy HTTP+SSE transport -----------------------------------------------------------

@@ -260,7 +260,15 @@ async def _through_policies(
 
 def set_roots(paths: Iterable[str | Path]) -> None:
     """Tell MCP servers they may work in these directories (paths or ``file://`` URIs);
-    an empty list offers none (the default)."""
+    an empty list offers none (the default). A server whose ``ServerSpec.roots`` (its
+    config's ``roots``) says its own is told those instead."""
+    _ROOTS[0] = roots_of(paths)
+
+
+def roots_of(paths: Iterable[str | Path]) -> tuple[types.Root, ...]:
+    """Paths (made absolute now) or ``file://`` URIs as the roots a server is told."""
+    if isinstance(paths, (str, Path)):
+        raise UsageError("roots are a list of paths or file:// URIs, not one")
     made = []
     for item in paths:
         if isinstance(item, Path) or (isinstance(item, str) and not item.startswith("file://")):
@@ -271,8 +279,13 @@ def set_roots(paths: Iterable[str | Path]) -> None:
         else:
             raise UsageError(f"a root is a path or a file:// URI, got {type(item).__name__}")
         made.append(types.Root(uri=uri, name=name))
-    _ROOTS[0] = tuple(made)
+    return tuple(made)
 
 
-def roots() -> tuple[types.Root, ...]:
+def roots(spec: Any = None) -> tuple[types.Root, ...]:
+    """The roots a server is told: ``spec.roots`` when its spec names its own, else the
+    process's (:func:`set_roots`)."""
+    own = getattr(spec, "roots", None)
+    if own is not None:
+        return roots_of(own)
     return _ROOTS[0]

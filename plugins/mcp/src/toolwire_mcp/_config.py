@@ -54,6 +54,14 @@ def _mask(mapping: Mapping[str, str]) -> str:
     return "{" + ", ".join(f"{k!r}: '****'" for k in mapping) + "}"
 
 
+def _roots_tuple(value: Any) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)):
+        raise ConfigError("`roots` is a list of paths or file:// URIs, not one")
+    return tuple(str(v) if isinstance(v, os.PathLike) else v for v in value)
+
+
 @attrs.frozen
 class ServerSpec:
     """How to reach one MCP server.
@@ -88,6 +96,9 @@ class ServerSpec:
       ``private_key_jwt``, the variable holding the PEM key that signs the assertions.
     - ``oauth_issuer`` (``oauthIssuer``): the authorization server the credentials
       belong to; a token is asked of it only.
+    ``roots`` (``roots``): the directories this server may work in (``roots/list``), its
+    own instead of the process's :func:`toolwire_mcp.set_roots`; ``()`` offers none.
+
     - ``idp_token_endpoint`` (``idpTokenEndpoint``), ``idp_client_id``
       (``idpClientId``), ``idp_client_secret_env`` (``idpClientSecretEnv``) and
       ``idp_id_token_env`` (``idpIdTokenEnv``): for ``cross_app``, the identity
@@ -136,6 +147,10 @@ class ServerSpec:
     idp_client_id: str | None = None
     idp_client_secret_env: str | None = None
     idp_id_token_env: str | None = None
+    #: The directories this server is told it may work in (paths or ``file://`` URIs;
+    #: ``()``: none), instead of the process's (:func:`toolwire_mcp.set_roots`, the
+    #: default when None).
+    roots: tuple[str, ...] | None = attrs.field(default=None, converter=_roots_tuple)
 
     def __attrs_post_init__(self) -> None:
         where = f"MCP server `{self.name}`"
@@ -152,6 +167,10 @@ class ServerSpec:
         ):
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
                 raise ConfigError(f"{where}: `{what}` must be a positive number of seconds")
+        if self.roots is not None and not all(
+            isinstance(r, str) and r and "\x00" not in r for r in self.roots
+        ):
+            raise ConfigError(f"{where}: `roots` must be paths or file:// URIs (strings)")
         if self.annotations not in ("trust", "ignore"):
             raise ConfigError(f"{where}: `annotations` must be 'trust' or 'ignore'")
         if self.auth not in (None, "oauth", "client_credentials", "cross_app"):
@@ -232,6 +251,7 @@ class ServerSpec:
             self.transport,
             self.auth,
             self.oauth_client_id,
+            self.roots,  # told other roots: another server process
         )
 
 
@@ -436,6 +456,7 @@ _KEYS = frozenset(
         "idpIdTokenEnv",
         "disabled",
         "description",
+        "roots",
     }
 )
 
@@ -487,6 +508,8 @@ def spec_from_entry(name: str, entry: Any, source: str) -> ServerSpec | None:
             fields[attr] = entry[key]
     if "args" in entry:
         fields["args"] = _strs(entry["args"], f"{where}.args", kind="list")
+    if "roots" in entry:
+        fields["roots"] = _strs(entry["roots"], f"{where}.roots", kind="list")
     if "env" in entry:
         fields["env"] = _strs(entry["env"], f"{where}.env", kind="map")
     if "headers" in entry:

@@ -134,6 +134,7 @@ class Connection:
         #: task reading the listen stream.
         self._watched: set[str] = set()
         self._listener: asyncio.Task[None] | None = None
+        self._roots: tuple[types.Root, ...] = ()
         #: For calls a gateway makes for its client: how to ask that client (see _on_elicit).
         self._askers: dict[object, Asker] = {}
         #: The server's ``instructions`` from its last ``initialize`` (None: it gave none).
@@ -324,7 +325,7 @@ class Connection:
         return await answer_sampling(self.spec.name, params, self._asker())
 
     async def _on_roots(self, context: Any) -> types.ListRootsResult:
-        return types.ListRootsResult(roots=list(roots()))
+        return types.ListRootsResult(roots=list(self._roots))
 
     def _asker(self) -> Asker | None:
         """Who answers a question asked now: the gateway's client whose call it is. A
@@ -375,7 +376,10 @@ class Connection:
             offered: dict[str, Any] = {}
             if offers_sampling(self.spec.name):
                 offered["sampling_callback"] = self._on_sample
-            if roots():
+            # This server's own roots (its spec's), else the process's: read once a
+            # connection, so a relative path means what it meant when it was opened.
+            self._roots = roots(self.spec)
+            if self._roots:
                 offered["list_roots_callback"] = self._on_roots
             client = Client(
                 self._transport(),
