@@ -20,6 +20,7 @@ import toolwire as tw
 from toolwire_mcp import (
     ServerSpec,
     close_all,
+    discover_authorization_server,
     mcp_toolset,
     set_elicitation_handler,
     set_login_handler,
@@ -67,20 +68,6 @@ async def headless_login(server: str, url: str) -> tuple[str, str | None] | None
     return (code, query.get("state", [None])[0]) if code else None
 
 
-def authorization_server(url: str) -> str:
-    """The first authorization server the MCP server's protected-resource metadata names."""
-    parts = urlsplit(url)
-    origin = f"{parts.scheme}://{parts.netloc}"
-    for where in (
-        f"/.well-known/oauth-protected-resource{parts.path}",
-        "/.well-known/oauth-protected-resource",
-    ):
-        answer = httpx2.get(origin + where, timeout=20)
-        if answer.status_code == 200:
-            return str(answer.json()["authorization_servers"][0])
-    raise RuntimeError(f"no protected-resource metadata at {origin}")
-
-
 def spec_for(url: str, scenario: str) -> ServerSpec:
     if not scenario.startswith("auth/"):
         return ServerSpec("conformance", url=url, annotations="trust", timeout=20)
@@ -109,8 +96,9 @@ def spec_for(url: str, scenario: str) -> ServerSpec:
         )
     if scenario == "auth/cross-app-access-complete-flow":  # enterprise-managed (SEP-990)
         # The administrator's configuration: the authorization server this client is
-        # provisioned for (looked up here from the server's resource metadata, as an
-        # administrator would), the identity provider, and the user's ID token from it.
+        # provisioned for (looked up once from the server's resource metadata with
+        # toolwire's own helper, and pinned), the identity provider, and the user's ID
+        # token from it.
         os.environ["CONFORMANCE_ID_TOKEN"] = context["idp_id_token"]
         return ServerSpec(
             "conformance",
@@ -118,7 +106,7 @@ def spec_for(url: str, scenario: str) -> ServerSpec:
             annotations="trust",
             timeout=20,
             auth="cross_app",
-            oauth_issuer=authorization_server(url),
+            oauth_issuer=discover_authorization_server(url),
             idp_token_endpoint=context["idp_token_endpoint"],
             idp_client_id=context["idp_client_id"],
             idp_id_token_env="CONFORMANCE_ID_TOKEN",

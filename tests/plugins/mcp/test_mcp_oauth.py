@@ -392,3 +392,82 @@ def test_the_id_token_comes_from_the_application_when_it_says(
         set_id_token_provider(None)
         idp.close()
     assert idp.forms[0]["subject_token"] == ["token-for-s"]
+
+
+# -- discovering an MCP server's authorization server, to pin it (#48) ------------------------
+
+
+@contextlib.contextmanager
+def _metadata_server(routes: dict[str, tuple[int, bytes]]) -> Any:
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            status, body = routes.get(self.path, (404, b"{}"))
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _names(issuer: Any) -> bytes:
+    return json.dumps({"resource": "x", "authorization_servers": [issuer]}).encode()
+
+
+def test_the_authorization_server_is_discovered_for_the_application_to_pin() -> None:
+    from toolwire_mcp import discover_authorization_server
+
+    path_first = {
+        "/.well-known/oauth-protected-resource/mcp": (200, _names("https://auth.example.com")),
+        "/.well-known/oauth-protected-resource": (200, _names("https://elsewhere.example")),
+    }
+    with _metadata_server(path_first) as origin:
+        assert "https://auth.example.com" == discover_authorization_server(origin + "/mcp")
+    root_only = {"/.well-known/oauth-protected-resource": (200, _names("http://127.0.0.1:9/as"))}
+    with _metadata_server(root_only) as origin:
+        assert "http://127.0.0.1:9/as" == discover_authorization_server(origin + "/mcp/")
+
+
+@pytest.mark.parametrize(
+    ("routes", "said"),
+    [
+        ({}, "no protected-resource metadata at"),
+        ({"/.well-known/oauth-protected-resource": (200, b"{nope")}, "is not JSON"),
+        ({"/.well-known/oauth-protected-resource": (200, b'{"x": 1}')}, "no authorization"),
+        (
+            {"/.well-known/oauth-protected-resource": (200, _names("http://evil.example"))},
+            "is not an https URL",
+        ),
+        ({"/.well-known/oauth-protected-resource": (200, _names(5))}, "no authorization"),
+        (
+            {"/.well-known/oauth-protected-resource": (200, b" " * (70 << 10))},
+            "protected-resource metadata",
+        ),
+    ],
+)
+def test_a_discovery_that_cannot_be_believed_says_why(
+    routes: dict[str, tuple[int, bytes]], said: str
+) -> None:
+    from toolwire_mcp import discover_authorization_server
+
+    with _metadata_server(routes) as origin, pytest.raises(ConfigError, match=said):
+        discover_authorization_server(origin + "/mcp")
+    with pytest.raises(ConfigError, match="not an MCP server's http"):
+        discover_authorization_server("ftp://x")
+
+    async def inside() -> None:
+        with pytest.raises(ConfigError, match="no event loop running"):
+            discover_authorization_server("https://x.example/mcp")
+
+    asyncio.run(inside())

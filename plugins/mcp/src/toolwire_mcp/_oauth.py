@@ -41,6 +41,8 @@ from toolwire_mcp._slot import Slot
 
 __all__ = [
     "IdTokenProvider",
+    "adiscover_authorization_server",
+    "discover_authorization_server",
     "LoginAnswer",
     "LoginHandler",
     "login_handler",
@@ -372,6 +374,71 @@ def _cross_app_auth(spec: ServerSpec) -> Any:
         id_jag,
         scope=spec.oauth_scope,
         token_endpoint_auth_method="client_secret_basic",  # every server must take it
+    )
+
+
+#: The most a protected resource's metadata document may be.
+_MAX_RESOURCE_METADATA = 64 << 10
+
+
+async def adiscover_authorization_server(url: str, *, timeout: float = IDP_TIMEOUT) -> str:
+    """The authorization server an MCP server at ``url`` names in its protected-resource
+    metadata (RFC 9728: ``/.well-known/oauth-protected-resource`` with the server's path,
+    then at the root): its first ``authorization_servers`` entry, an https URL (or http on
+    127.0.0.1 / localhost). For an application that looks it up once and pins it as
+    ``ServerSpec(..., auth="cross_app", oauth_issuer=...)``: toolwire never takes it
+    from the server by itself, as the ID-JAG and the client secret go to that server.
+    Bounded (no redirect, ``timeout`` seconds, 64 KiB); ConfigError saying what failed."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("https", "http") or not parts.netloc:
+        raise ConfigError(f"{url!r} is not an MCP server's http(s) URL")
+    origin = f"{parts.scheme}://{parts.netloc}"
+    path = parts.path.rstrip("/")
+    tried = []
+    for where in dict.fromkeys(
+        (f"/.well-known/oauth-protected-resource{path}", "/.well-known/oauth-protected-resource")
+    ):
+        tried.append(origin + where)
+        try:
+            answer = await afetch_bounded(
+                "GET",
+                origin + where,
+                limit=_MAX_RESOURCE_METADATA,
+                timeout=timeout,
+                headers={"Accept": "application/json"},
+                what=f"{url}'s protected-resource metadata",
+            )
+        except FetchError as exc:
+            raise ConfigError(f"{url}: its protected-resource metadata: {exc}") from None
+        if answer.status != 200:
+            continue
+        try:
+            data = json.loads(answer.body)
+        except ValueError:
+            raise ConfigError(f"{origin + where}: the metadata is not JSON") from None
+        servers = data.get("authorization_servers") if isinstance(data, dict) else None
+        if not isinstance(servers, list) or not servers or not isinstance(servers[0], str):
+            raise ConfigError(f"{origin + where}: the metadata names no authorization server")
+        issuer = servers[0]
+        named = urlsplit(issuer)
+        local = named.hostname in ("127.0.0.1", "localhost", "::1")
+        if not (named.scheme == "https" or (named.scheme == "http" and local)) or not named.netloc:
+            raise ConfigError(
+                f"{origin + where}: the authorization server {issuer[:200]!r} is not an https URL"
+            )
+        return issuer
+    raise ConfigError(f"{url}: no protected-resource metadata at {' or '.join(tried)}")
+
+
+def discover_authorization_server(url: str, *, timeout: float = IDP_TIMEOUT) -> str:
+    """:func:`adiscover_authorization_server`, for code with no event loop running."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(adiscover_authorization_server(url, timeout=timeout))
+    raise ConfigError(
+        "discover_authorization_server() is for code with no event loop running: "
+        "await adiscover_authorization_server()"
     )
 
 
