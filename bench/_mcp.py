@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from bench.scenarios import BOUND_ONLY
+from bench._labels import BOUND_ONLY
 
 N_LIST = 500
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bench import _timing
+from bench._labels import BOUND_ONLY
 from bench.fixture_tools import ASSISTANT_MESSAGE, TOOL_FUNCTIONS
 from bench.runners import Runner, get_runner
 from bench.runners.floor import FloorStrictBound
@@ -203,9 +204,6 @@ class _AsFloorOp:
 
     def call(self, op: str, *args: Any) -> Any:
         return getattr(self, op)(*args)
-
-
-BOUND_ONLY = "a bound for toolwire's target, measured for toolwire only"
 
 
 def _bound(bench: Bench, scenario: str, label: str, unit: str, op: str, per: int) -> Row:

@@ -53,3 +53,51 @@ def test_the_check_sees_a_private_import(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text("from toolwire._http import Transport\nimport toolwire.adapters\n")
     assert [(1, "toolwire._http"), (2, "toolwire.adapters")] == imported_modules(bad)
+
+
+def _bench_graph(root: Path) -> dict[str, set[str]]:
+    """bench's modules and the bench modules each imports (at the top or in a function)."""
+    graph: dict[str, set[str]] = {}
+    for src in sorted(root.rglob("*.py")):
+        rel = src.relative_to(root.parent).with_suffix("")
+        name = ".".join(p for p in rel.parts if p != "__init__")
+        found = set()
+        for _, module in imported_modules(src):
+            if module == "bench" or module.startswith("bench."):
+                found.add(module)
+        tree = ast.parse(src.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):  # `from bench import _mcp`: the module named
+            if isinstance(node, ast.ImportFrom) and node.module == "bench":
+                found.update(f"bench.{a.name}" for a in node.names)
+        graph[name] = {m for m in found if m != name}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    found: list[list[str]] = []
+
+    def walk(node: str, path: list[str]) -> None:
+        for nxt in sorted(graph.get(node, ())):
+            if nxt in path:
+                cycle = path[path.index(nxt) :]
+                if min(cycle) == cycle[0] and [*cycle, nxt] not in found:  # each once
+                    found.append([*cycle, nxt])
+            elif nxt in graph:
+                walk(nxt, [*path, nxt])
+
+    for start in sorted(graph):
+        walk(start, [start])
+    return found
+
+
+def test_the_benchmarks_import_no_module_in_a_circle() -> None:
+    # #46: bench/_mcp.py and bench/scenarios.py imported each other.
+    assert [] == _cycles(_bench_graph(ROOT / "bench"))
+
+
+def test_the_circle_check_sees_a_circle(tmp_path: Path) -> None:
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "a.py").write_text("from bench.b import X\n")
+    (tmp_path / "bench" / "b.py").write_text("def f():\n    from bench import a\n")
+    (tmp_path / "bench" / "c.py").write_text("import bench.a\n")
+    assert [["bench.a", "bench.b", "bench.a"]] == _cycles(_bench_graph(tmp_path / "bench"))
