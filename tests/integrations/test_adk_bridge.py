@@ -164,3 +164,12 @@ def test_an_mcp_tools_annotations_are_believed_only_of_a_trusted_server(tmp_path
         ("echo", "destructive"),
         ("echo", "destructive"),
     ] == decided
+    # A toolset's tool_name_prefix renames a copy (`files_echo`): a rule written for the
+    # server's tool (`mcp:files/echo`) still matches it.
+    import copy
+
+    prefixed = copy.copy(echo)
+    prefixed.name = "files_echo"
+    (tmp_path / "p.toml").write_text('deny = ["mcp:files/echo"]\ntrusted_mcp_servers = ["files"]\n')
+    host.register(PolicyPlugin(Policy.from_file(tmp_path / "p.toml")), "corp2", kind="policy")
+    assert "rejected" in str(decide("files", prefixed, "c5"))

@@ -195,6 +195,8 @@ class ToolwirePlugin(BasePlugin):
                 schema,
                 mcp_annotations=annotations,
                 mcp_server=self.mcp_server_of(tool) if annotations is not None else None,
+                # The server's name for it (a toolset's tool_name_prefix renames the copy).
+                mcp_name=_mcp_name(tool) if annotations is not None else None,
             )
         confirmation = getattr(context, "tool_confirmation", None)
         asked: str | None = None
@@ -345,6 +347,12 @@ class _PackTool(BaseTool):
         if asyncio.iscoroutine(answer):
             answer = await answer
         return answer
+
+
+def _mcp_name(tool: BaseTool) -> str | None:
+    """An ADK MCP tool's name on its server (``tool.name`` may carry a toolset's prefix)."""
+    name = getattr(getattr(tool, "_mcp_tool", None), "name", None)
+    return name if isinstance(name, str) and name else None
 
 
 def _mcp_annotations(tool: BaseTool) -> dict[str, Any] | None:
