@@ -222,7 +222,9 @@ def test_tools_shows_what_a_policy_hides_and_which_plugin(here: Path) -> None:
     _policy(here, 'deny = ["write_file"]\n')
     done = _run(here, "tools")
     (row,) = [line for line in done.stdout.splitlines() if line.startswith("write_file")]
-    assert row.endswith("hidden (by plugin:policy)")
+    assert row.endswith(
+        "hidden (by plugin:policy: tool `write_file` is denied by the organisation policy)"
+    )
     doc = json.loads(_run(here, "tools", "--json").stdout)
     hidden = {t["name"]: t["hidden_by"] for t in doc["tools"]}
     assert "plugin:policy" == hidden["write_file"]

@@ -314,6 +314,7 @@ def _cmd_tools(args: argparse.Namespace) -> int:
             "source": toolset.source(t.name),
             "off": toolset.is_off(t.name),
             "hidden_by": turn.hidden.get(t.name),
+            "hidden_why": turn.hidden_why.get(t.name),
             "description": t.description,
         }
         for t in toolset.tools()
@@ -323,10 +324,13 @@ def _cmd_tools(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not rows:
         _out(sys.stdout, "(no tools: install a tool pack, or pass --app MODULE:ATTR)")
-    for r in (safe_fields(r, {"name", "effect", "source", "hidden_by"}) for r in rows):
+    for r in (
+        safe_fields(r, {"name", "effect", "source", "hidden_by", "hidden_why"}) for r in rows
+    ):
         state = "off" if r["off"] else "on"
         if r["hidden_by"]:
-            state = f"hidden (by {r['hidden_by']})"
+            why = f": {r['hidden_why']}" if r["hidden_why"] else ""
+            state = f"hidden (by {r['hidden_by']}{why})"
         _out(sys.stdout, f"{r['name']:<28} {r['effect']:<12} {r['source']:<24} {state}")
     return EXIT_OK
 
@@ -367,7 +371,9 @@ def _wire_tools(host: PluginHost, toolset: Toolset, args: argparse.Namespace) ->
         shown = terminal_text(f"{rt.name}({_parameters(rt.tool.input_schema)})", multiline=False)
         _out(sys.stdout, f"  {shown}")
     for name, hook in turn.hidden.items():
-        _out(sys.stdout, terminal_text(f"  {name}: not sent (hidden by {hook})", multiline=False))
+        why = turn.hidden_why.get(name)
+        said = f"  {name}: not sent (hidden by {hook}{': ' + why if why else ''})"
+        _out(sys.stdout, terminal_text(said, multiline=False))
     sent = {rt.name for rt in turn.tools}
     for t in toolset.tools():
         if toolset.is_off(t.name) and t.name not in sent and t.name not in turn.hidden:
