@@ -32,14 +32,21 @@ _MAX_FILE = 1024 * 1024
 _COLORS = ("auto", "always", "never")
 
 
+def config_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """The user's toolwire configuration directory: ``$XDG_CONFIG_HOME/toolwire``, else
+    ``~/.config/toolwire`` (toolwire.toml, the stored keys and aliases)."""
+    env = os.environ if environ is None else environ
+    home = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(home) / "toolwire"
+
+
 def config_file(environ: Mapping[str, str] | None = None) -> Path:
     """Where the user's toolwire.toml is (whether or not it exists)."""
     env = os.environ if environ is None else environ
     named = env.get("TOOLWIRE_CONFIG", "").strip()
     if named:
         return Path(named).expanduser()
-    home = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(home) / "toolwire" / "toolwire.toml"
+    return config_dir(env) / "toolwire.toml"
 
 
 def default_logs_path(environ: Mapping[str, str] | None = None) -> Path:

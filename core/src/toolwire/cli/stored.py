@@ -12,7 +12,6 @@ them; the keys file only when nobody else may read it either. A key is used by i
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 from toolwire._errors import UsageError
 from toolwire._files import owner_only, read_capped, write_private
+from toolwire.cli.config import config_dir
 
 __all__ = [
     "MAX_KEY_CHARS",
@@ -39,18 +39,12 @@ _MAX_FILE = 1024 * 1024
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,63}$")
 
 
-def _directory(environ: Mapping[str, str] | None) -> Path:
-    env = os.environ if environ is None else environ
-    home = env.get("XDG_CONFIG_HOME") or os.path.join(os.path.expanduser("~"), ".config")
-    return Path(home) / "toolwire"
-
-
 def keys_file(environ: Mapping[str, str] | None = None) -> Path:
-    return _directory(environ) / "keys.json"
+    return config_dir(environ) / "keys.json"
 
 
 def aliases_file(environ: Mapping[str, str] | None = None) -> Path:
-    return _directory(environ) / "aliases.json"
+    return config_dir(environ) / "aliases.json"
 
 
 def check_name(name: str, what: str) -> str:
