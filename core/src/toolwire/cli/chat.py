@@ -43,6 +43,7 @@ from toolwire._transcript import Session
 from toolwire.cli.ask import install_terminal_handler
 from toolwire.cli.commands import (
     _app_toolset,
+    _did_you_mean,
     _host,
     _imported,
     _provider,
@@ -109,17 +110,16 @@ def _turn_with(toolset: Toolset, names: list[str]) -> Any:
     """The chat's turn offering the tools ``--tool`` names as well as those on by default
     (a tool a pack adds off, like toolwire-fs's ``delete_file``); a policy still hides and
     decides them. CliError for a name the toolset does not have."""
-    import difflib
-
     from toolwire._turn import Availability, Turn
 
     known = [t.name for t in toolset.tools()]
     for name in names:
         if toolset.try_from_name(name) is None:
-            close = difflib.get_close_matches(name, known, n=1)
-            hint = f"; did you mean `{close[0]}`?" if close else ""
             listed = ", ".join(known) or "none"
-            raise CliError(f"--tool {name}: no such tool (the tools: {listed}){hint}", EXIT_USAGE)
+            raise CliError(
+                f"--tool {name}: no such tool (the tools: {listed})" + _did_you_mean(name, known),
+                EXIT_USAGE,
+            )
     return Turn(availability=Availability.default_plus(*names))
 
 
