@@ -10,7 +10,7 @@ import importlib
 import json
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
@@ -671,10 +671,21 @@ def _read_key_given() -> str:
     return sys.stdin.readline(MAX_KEY_CHARS + 2)
 
 
+@contextlib.contextmanager
+def _stored_file(what: str) -> Iterator[None]:
+    """A stored-file command's failures as the command line says them (exit 2)."""
+    try:
+        yield
+    except UsageError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    except OSError as exc:
+        raise CliError(f"the {what} file: {exc}", EXIT_USAGE) from None
+
+
 def _cmd_keys(args: argparse.Namespace) -> int:
     from toolwire.cli import stored
 
-    try:
+    with _stored_file("keys"):
         if args.keys_command == "path":
             _out(sys.stdout, str(stored.keys_file()))
             return EXIT_OK
@@ -700,16 +711,12 @@ def _cmd_keys(args: argparse.Namespace) -> int:
         path = stored.write_keys(keys)
         _out(sys.stderr, f"stored key `{name}` in {path}")
         return EXIT_OK
-    except UsageError as exc:
-        raise CliError(str(exc), EXIT_USAGE) from None
-    except OSError as exc:
-        raise CliError(f"the keys file: {exc}", EXIT_USAGE) from None
 
 
 def _cmd_aliases(args: argparse.Namespace) -> int:
     from toolwire.cli import stored
 
-    try:
+    with _stored_file("aliases"):
         if args.aliases_command == "path":
             _out(sys.stdout, str(stored.aliases_file()))
             return EXIT_OK
@@ -739,10 +746,6 @@ def _cmd_aliases(args: argparse.Namespace) -> int:
         aliases[name] = entry
         stored.write_aliases(aliases)
         return EXIT_OK
-    except UsageError as exc:
-        raise CliError(str(exc), EXIT_USAGE) from None
-    except OSError as exc:
-        raise CliError(f"the aliases file: {exc}", EXIT_USAGE) from None
 
 
 def _cmd_new(args: argparse.Namespace) -> int:
