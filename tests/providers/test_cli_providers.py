@@ -149,6 +149,31 @@ def test_retries_are_shown_as_they_happen(fake_openai: FakeOpenAI, tmp_path: Pat
     assert notices[0].endswith("(attempt 1 of 3)")
 
 
+def _read_pty(
+    leader: int, proc: subprocess.Popen[Any], *, answer: tuple[bytes, bytes] | None = None
+) -> bytes:
+    """What the process wrote to the terminal until it ended (30 s at most); ``answer``:
+    when the first text is seen, type the second once."""
+    seen = b""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 0.2)
+        if ready:
+            try:
+                chunk = os.read(leader, 1024)
+            except OSError:
+                break
+            if not chunk:
+                break
+            seen += chunk
+        if answer is not None and answer[0] in seen:
+            os.write(leader, answer[1])
+            answer = None
+        if proc.poll() is not None and not ready:
+            break
+    return seen
+
+
 def test_a_spinner_shows_on_a_terminal_and_not_when_piped(
     fake_openai: FakeOpenAI, tmp_path: Path
 ) -> None:
@@ -164,20 +189,7 @@ def test_a_spinner_shows_on_a_terminal_and_not_when_piped(
         stderr=follower,
     )
     os.close(follower)
-    seen = b""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([leader], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(leader, 1024)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk
-        if proc.poll() is not None and not ready:
-            break
+    seen = _read_pty(leader, proc)
     out, _ = proc.communicate(timeout=30)
     os.close(leader)
     assert 0 == proc.returncode
@@ -572,24 +584,7 @@ def test_keys_set_on_a_terminal_asks_without_echo(tmp_path: Path) -> None:
         start_new_session=True,
     )
     os.close(follower)
-    seen = b""
-    sent = False
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([leader], [], [], 0.2)
-        if ready:
-            try:
-                chunk = os.read(leader, 1024)
-            except OSError:
-                break
-            if not chunk:
-                break
-            seen += chunk
-        if not sent and b"key (not shown)" in seen:
-            os.write(leader, b"sk-typed-secret\n")
-            sent = True
-        if proc.poll() is not None and not ready:
-            break
+    seen = _read_pty(leader, proc, answer=(b"key (not shown)", b"sk-typed-secret\n"))
     proc.wait(timeout=30)
     os.close(leader)
     assert 0 == proc.returncode, seen
