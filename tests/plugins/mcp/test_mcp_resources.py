@@ -426,10 +426,9 @@ def test_a_server_with_the_capability_and_no_resource_gets_no_read_tool() -> Non
     assert ([1], []) == _known([1], None)
 
 
-@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
-def test_a_subscription_goes_upstream_and_the_update_comes_back(notes: ServerSpec) -> None:
-    # The upstream server speaks 2026-07-28: the subscription is its listen stream's.
-    app = tw.Toolset("app").add(mcp_toolset("notes", notes), prefix="notes_")
+def _update_listener() -> tuple[list[str], Any, Callable[[Any], Any]]:
+    """The URIs of the resources/updated notifications a client receives, the event set at
+    the first, and the client's message handler that records them."""
     updates: list[str] = []
     got = anyio.Event()
 
@@ -437,6 +436,15 @@ def test_a_subscription_goes_upstream_and_the_update_comes_back(notes: ServerSpe
         if isinstance(message, types.ResourceUpdatedNotification):
             updates.append(str(message.params.uri))
             got.set()
+
+    return updates, got, on_message
+
+
+@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")
+def test_a_subscription_goes_upstream_and_the_update_comes_back(notes: ServerSpec) -> None:
+    # The upstream server speaks 2026-07-28: the subscription is its listen stream's.
+    app = tw.Toolset("app").add(mcp_toolset("notes", notes), prefix="notes_")
+    updates, got, on_message = _update_listener()
 
     async def main() -> None:
         server = build_server(app, host=tw.PluginHost(autoload=False))
@@ -483,13 +491,7 @@ def test_the_application_tells_subscribers_its_own_resource_changed(mode: str) -
 
     from toolwire_mcp import resource_updated
 
-    updates: list[str] = []
-    got = anyio.Event()
-
-    async def on_message(message: Any) -> None:
-        if isinstance(message, types.ResourceUpdatedNotification):
-            updates.append(str(message.params.uri))
-            got.set()
+    updates, got, on_message = _update_listener()
 
     async def change() -> None:
         assert 0 == resource_updated("app://nobody/serves/this")
