@@ -24,7 +24,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult  # noqa: E402
 
 import toolwire as tw  # noqa: E402
 from toolwire.bridges import Governor  # noqa: E402
-from toolwire_langchain import ToolwireMiddleware  # noqa: E402
+from toolwire_langchain import ToolwireMiddleware, mcp_sources  # noqa: E402
 from toolwire_policy import Policy, PolicyPlugin, read_records  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +40,15 @@ path = "audit.jsonl"
 """
 
 
-def _agent_run(tmp_path: Path, server: str, tool: str, arguments: dict[str, Any]) -> str:
+def _agent_run(
+    tmp_path: Path,
+    server: str,
+    tool: str,
+    arguments: dict[str, Any],
+    *,
+    policy: str = POLICY,
+    prefixed: bool = False,
+) -> str:
     if not PYTHON.exists():
         pytest.skip("the workspace's Python runs the MCP server (uv sync first)")
     record = tmp_path / "reached.jsonl"
@@ -50,7 +58,11 @@ def _agent_run(tmp_path: Path, server: str, tool: str, arguments: dict[str, Any]
         "args": [str(SERVER), "stdio"],
         "env": {**os.environ, "MCP_RECORD": str(record)},
     }
-    found = asyncio.run(adapters.load_mcp_tools(None, connection=connection))
+    found = asyncio.run(
+        adapters.load_mcp_tools(
+            None, connection=connection, server_name=server, tool_name_prefix=prefixed
+        )
+    )
 
     class OneCall(BaseChatModel):
         @property
@@ -71,11 +83,12 @@ def _agent_run(tmp_path: Path, server: str, tool: str, arguments: dict[str, Any]
                 reply = AIMessage(content="", tool_calls=[call])
             return ChatResult(generations=[ChatGeneration(message=reply)])
 
-    (tmp_path / "policy.toml").write_text(POLICY)
+    (tmp_path / "policy.toml").write_text(policy)
     host = tw.PluginHost(autoload=False, disable_policies=False)
     host.register(PolicyPlugin(Policy.from_file(tmp_path / "policy.toml")), "corp", kind="policy")
+    source = mcp_sources({server: found}, prefixed=True) if prefixed else (lambda t: server)
     middleware = ToolwireMiddleware(
-        governor=Governor("langchain", plugins=host), mcp_server_of=lambda t: server
+        governor=Governor("langchain", plugins=host), mcp_server_of=source
     )
     agent = create_agent(OneCall(), tools=found, middleware=[middleware])
     state = asyncio.run(agent.ainvoke({"messages": [("user", "go")]}))  # the tools are async
@@ -109,3 +122,32 @@ def test_an_untrusted_or_unnamed_servers_hints_are_not_believed(tmp_path: Path) 
     assert "rejected" in _agent_run(tmp_path, "strangers", "echo", {"text": "hi"})
     assert [] == _reached(tmp_path)
     assert [("echo", "reject", "destructive")] == _decided(tmp_path)
+
+
+def test_a_prefixed_tool_is_named_as_its_server_names_it(tmp_path: Path) -> None:
+    """The adapters' tool_name_prefix calls `echo` of `files` `files_echo`: a rule written
+    for the server's tool (`mcp:files/echo`) still matches it, and its hints are read."""
+    deny = POLICY.replace("[audit]", 'deny = ["mcp:files/echo"]\n\n[audit]')
+    assert "rejected" in _agent_run(
+        tmp_path, "files", "files_echo", {"text": "hi"}, policy=deny, prefixed=True
+    )
+    assert [] == _reached(tmp_path)
+    assert "hi" in _agent_run(tmp_path, "files", "files_echo", {"text": "hi"}, prefixed=True)
+    assert ["echo"] == _reached(tmp_path)
+
+
+def test_mcp_sources_never_guesses_a_prefix() -> None:
+    from langchain_core.tools import StructuredTool
+
+    def status() -> str:
+        """Status."""
+        return ""
+
+    plain = StructuredTool.from_function(status, name="git_status")
+    assert mcp_sources({"git": [plain]})(plain) == ("git", "git_status")  # not `status`
+    with pytest.raises(ValueError, match="no `files_` prefix"):
+        mcp_sources({"files": [plain]}, prefixed=True)
+    with pytest.raises(ValueError, match="server's name"):
+        mcp_sources({"": [plain]})
+    other = StructuredTool.from_function(status, name="git_status")
+    assert mcp_sources({"git": [plain]})(other) is None  # known by identity, not by name

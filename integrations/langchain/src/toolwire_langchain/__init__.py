@@ -48,7 +48,7 @@ from toolwire.bridges import Governed, Governor, principal_in, tools_of
 
 __version__ = "0.1.0"
 
-__all__ = ["FRAMEWORK", "ToolwireMiddleware", "default_principal", "tools"]
+__all__ = ["FRAMEWORK", "ToolwireMiddleware", "default_principal", "mcp_sources", "tools"]
 
 #: How the audit records name calls made through this bridge.
 FRAMEWORK = "langchain"
@@ -106,7 +106,9 @@ class ToolwireMiddleware(AgentMiddleware):
     An MCP server's tool (langchain-mcp-adapters keeps its annotations in the tool's
     ``metadata``) takes its effect from them, believed only of a server the policy trusts
     (``trusted_mcp_servers``): the adapters do not say which server a tool comes from, so
-    ``mcp_server_of(tool)`` names it (default: none, so ``mcp:(unnamed)``)."""
+    ``mcp_server_of(tool)`` names it (default: none, so ``mcp:(unnamed)``), or names it and
+    the tool's name on that server, ``(server, name)``, when the adapters prefixed it
+    (:func:`mcp_sources` makes one from the tools each server gave)."""
 
     def __init__(
         self,
@@ -116,7 +118,7 @@ class ToolwireMiddleware(AgentMiddleware):
         effects: Mapping[str, str] | None = None,
         governor: Governor | None = None,
         app: str = "",
-        mcp_server_of: Callable[[BaseTool], str | None] = lambda tool: None,
+        mcp_server_of: Callable[[BaseTool], str | tuple[str, str] | None] = lambda tool: None,
     ) -> None:
         super().__init__()
         self.principal = principal
@@ -188,7 +190,12 @@ class ToolwireMiddleware(AgentMiddleware):
         meta = base.metadata or {}
         hint = meta.get("effect") if isinstance(meta, Mapping) else None
         mcp = isinstance(meta, Mapping) and any(k in meta for k in _MCP_HINT_KEYS)
+        server: str | None = None
+        own: str | None = None
         try:
+            if mcp:
+                named = self.mcp_server_of(base)
+                server, own = named if isinstance(named, tuple) else (named, None)
             schema = self._schema(base)
             tool = self.governor.foreign_tool(
                 base.name,
@@ -196,10 +203,11 @@ class ToolwireMiddleware(AgentMiddleware):
                 schema,
                 effect=hint if isinstance(hint, str) else None,
                 mcp_annotations=meta if mcp else None,
-                mcp_server=self.mcp_server_of(base) if mcp else None,
+                mcp_server=server,
+                mcp_name=own,
             )
-        except Exception as exc:  # a schema toolwire cannot check: fail closed
-            return _refusal(request, f"its schema cannot be checked ({type(exc).__name__}: {exc})")
+        except Exception as exc:  # a schema toolwire cannot check, a source not named: fail closed
+            return _refusal(request, f"it cannot be described ({type(exc).__name__}: {exc})")
         return tool, {}
 
     def _schema(self, base: BaseTool) -> dict[str, Any]:
@@ -253,6 +261,38 @@ class ToolwireMiddleware(AgentMiddleware):
         if kind == "reject":
             return "a person refused it" + (f": {message}" if isinstance(message, str) else "")
         return f"the answer to its approval request was not understood ({outcome.content})"
+
+
+def mcp_sources(
+    by_server: Mapping[str, Iterable[BaseTool]], *, prefixed: bool = False
+) -> Callable[[BaseTool], tuple[str, str] | None]:
+    """An ``mcp_server_of`` for :class:`ToolwireMiddleware` from the tools each MCP server
+    gave (``{"files": await client.get_tools(server_name="files"), ...}``): each tool's
+    server, and its name there. ``prefixed``: the tools were loaded with
+    ``tool_name_prefix=True``, so ``files_read`` is ``read`` on ``files``, and a policy's
+    ``mcp:files/read`` names it (a name without the prefix raises ValueError: a prefix is
+    never guessed, so no rule stops matching by a guess). Tools are known by identity:
+    give the agent the objects given here."""
+    found: dict[int, tuple[BaseTool, str, str]] = {}
+    for server, listed in by_server.items():
+        if not isinstance(server, str) or not server.strip():
+            raise ValueError(f"an MCP server's name must be text, not {server!r}")
+        for tool in listed:
+            name = tool.name
+            if prefixed:
+                if not name.startswith(f"{server}_") or name == f"{server}_":
+                    raise ValueError(
+                        f"the tool {name!r} of {server!r} has no `{server}_` prefix "
+                        "(loaded without tool_name_prefix=True?)"
+                    )
+                name = name[len(server) + 1 :]
+            found[id(tool)] = (tool, server, name)
+
+    def mcp_server_of(tool: BaseTool) -> tuple[str, str] | None:
+        held = found.get(id(tool))
+        return (held[1], held[2]) if held is not None and held[0] is tool else None
+
+    return mcp_server_of
 
 
 def _with_args(request: ToolCallRequest, arguments: dict[str, Any]) -> ToolCallRequest:
