@@ -20,6 +20,7 @@ PUBLIC = {
     "toolwire.profiles",
     "toolwire.exceptions",
     "toolwire.hookspecs",
+    "toolwire.approvals",
 }
 
 

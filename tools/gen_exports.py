@@ -73,6 +73,7 @@ TARGETS = (
     (PKG / "profiles.py", _exports.PROFILES, "PROFILES", ()),
     (PKG / "exceptions.py", _exports.EXCEPTIONS, "EXCEPTIONS", ()),
     (PKG / "bridges.py", _exports.BRIDGES, "BRIDGES", ()),
+    (PKG / "approvals.py", _exports.APPROVALS, "APPROVALS", ()),
 )
 
 

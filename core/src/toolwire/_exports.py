@@ -390,8 +390,19 @@ MOVED: Mapping[str, str] = {
 (``module:NewName`` where the name changed too). Reading one from ``toolwire`` still works
 for one release, with a DeprecationWarning."""
 
+APPROVALS: Mapping[str, str] = {
+    "PENDING": "toolwire._approvals",
+    "ApprovalError": "toolwire._approvals",
+    "ApprovalQueue": "toolwire._approvals",
+    "ApprovalRequest": "toolwire._approvals",
+    "default_queue_path": "toolwire._approvals",
+    "may_answer": "toolwire._approvals",
+    "request_ids_in": "toolwire._approvals",
+}
+"""``toolwire.approvals``: the approval queue (requests a person answers, spent once)."""
+
 SUBMODULES = frozenset(
-    {"adapters", "bridges", "exceptions", "hookspecs", "media", "profiles", "schema"}
+    {"adapters", "approvals", "bridges", "exceptions", "hookspecs", "media", "profiles", "schema"}
 )
 """The public submodules, reachable as attributes of ``toolwire`` (imported on first read)."""
 
@@ -403,6 +414,7 @@ _FACES: tuple[tuple[str, Mapping[str, str]], ...] = (
     ("toolwire.profiles", PROFILES),
     ("toolwire.exceptions", EXCEPTIONS),
     ("toolwire.bridges", BRIDGES),
+    ("toolwire.approvals", APPROVALS),
 )
 
 

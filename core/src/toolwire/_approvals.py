@@ -1,0 +1,450 @@
+"""The approval queue: a call a policy sends for approval becomes a request stored durably,
+bound to the call's fingerprint (the tool, its exact arguments) and its principal,
+answered once by someone the policy names, and expiring to a refusal (DESIGN.md,
+"Approvals"). Any caller can wait on it: a policy files the request and refuses the call
+for now; once the request is approved, the same call made again (by a caller that
+waited, or one that resumes later) spends the approval and runs, once.
+
+The store is an SQLite file the processes of one machine share (the user's alone, 0600):
+each answer and each spend is one transaction that locks out the other writers, so an
+approval runs one call however many processes ask at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import secrets
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from toolwire._exports import publish
+from toolwire._files import owner_only
+from toolwire._hooks import Principal
+
+__all__ = [
+    "PENDING",
+    "ApprovalError",
+    "ApprovalQueue",
+    "ApprovalRequest",
+    "default_queue_path",
+    "may_answer",
+    "request_ids_in",
+]
+
+#: A request's states: waiting for an answer, approved (not yet run), denied, spent (the
+#: approved call ran), expired (nobody answered in time, or the approval was not used).
+PENDING, APPROVED, DENIED, SPENT, EXPIRED = "pending", "approved", "denied", "spent", "expired"
+
+#: The most requests one principal may have waiting at once (a caller cannot flood the
+#: approvers' queue).
+MAX_PENDING_PER_PRINCIPAL = 50
+
+_ID = re.compile(r"\bapr_[A-Za-z0-9_-]{22}\b")
+
+
+class ApprovalError(Exception):
+    """A request that cannot be answered (not pending, expired, unknown, or the person
+    answering may not), or a queue that cannot be read or written."""
+
+
+@attrs.frozen
+class ApprovalRequest:
+    """One call waiting for (or given) a person's answer. ``key``: the call's fingerprint
+    (``sha256:...``, as :func:`toolwire.call_fingerprint`); ``arguments``: as a person is
+    shown them (every argument, secrets as the policy redacts them); ``approvers``: who
+    may answer (``group:NAME``, ``user:NAME`` or a bare subject); ``policy``: the version
+    of the policy that asked; times in seconds since the epoch; ``use_by``: an approved
+    request's call must run before then."""
+
+    id: str
+    key: str
+    tool: str
+    arguments: str
+    reason: str
+    principal: Mapping[str, Any]
+    approvers: tuple[str, ...]
+    policy: str
+    rule: str
+    created: float
+    expires: float
+    status: str
+    self_approve: bool = False
+    answered_by: str = ""
+    answer: str = ""
+    answered_at: float | None = None
+    use_by: float | None = None
+
+    def state(self, now: float | None = None) -> str:
+        """The status as of ``now``: a pending request past its expiry, or an approval not
+        used in time, is expired."""
+        now = time.time() if now is None else now
+        if self.status == PENDING and now >= self.expires:
+            return EXPIRED
+        if self.status == APPROVED and self.use_by is not None and now >= self.use_by:
+            return EXPIRED
+        return self.status
+
+    @property
+    def subject(self) -> str:
+        """Who asked (the principal's subject; empty when the call named nobody)."""
+        subject = self.principal.get("subject", "")
+        return subject if isinstance(subject, str) else ""
+
+    def to_dict(self) -> dict[str, Any]:
+        out = attrs.asdict(self)
+        out["approvers"] = list(self.approvers)
+        out["principal"] = dict(self.principal)
+        out["state"] = self.state()
+        return out
+
+
+def may_answer(approvers: Iterable[str], by: Principal) -> bool:
+    """Whether ``by`` is one of ``approvers``: ``group:NAME`` (one of their groups),
+    ``user:NAME`` or a bare ``NAME`` (their subject)."""
+    for entry in approvers:
+        kind, sep, name = entry.partition(":")
+        if sep and kind == "group":
+            if name in by.groups:
+                return True
+        elif (name if sep and kind == "user" else entry) == by.subject:
+            return True
+    return False
+
+
+def request_ids_in(text: str) -> list[str]:
+    """The approval request ids a refusal names (a policy's text for a queued call)."""
+    return _ID.findall(text)
+
+
+def default_queue_path(environ: Mapping[str, str] | None = None) -> Path:
+    """``$XDG_DATA_HOME/toolwire/approvals.sqlite`` (``~/.local/share`` by default)."""
+    env = os.environ if environ is None else environ
+    home = env.get("XDG_DATA_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share")
+    return Path(home) / "toolwire" / "approvals.sqlite"
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS requests (
+    id TEXT PRIMARY KEY,
+    key TEXT NOT NULL,
+    subject TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created REAL NOT NULL,
+    expires REAL NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS requests_key ON requests (key, subject, status);
+CREATE INDEX IF NOT EXISTS requests_status ON requests (status, created);
+"""
+
+_FIELDS = {f.name for f in attrs.fields(ApprovalRequest)}
+
+
+def _request(body: str) -> ApprovalRequest:
+    data = json.loads(body)
+    data["approvers"] = tuple(data.get("approvers", ()))
+    return ApprovalRequest(**{k: v for k, v in data.items() if k in _FIELDS})
+
+
+class ApprovalQueue:
+    """The approval requests in an SQLite file (``path``; default
+    ``$XDG_DATA_HOME/toolwire/approvals.sqlite``). Every wait on the file has a deadline
+    (``timeout``); past it, ApprovalError."""
+
+    def __init__(self, path: Path | str | None = None, *, timeout: float = 2.0) -> None:
+        import sqlite3
+
+        self.path = Path(path).expanduser() if path is not None else default_queue_path()
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                problem = owner_only(os.fstat(fd), secret=True)
+            finally:
+                os.close(fd)
+            if problem is not None:
+                raise ApprovalError(f"the approval queue {self.path} is {problem}: `chmod 600` it")
+            self._db = sqlite3.connect(
+                str(self.path), timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.executescript(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise ApprovalError(f"the approval queue {self.path} cannot be opened: {exc}") from None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"<ApprovalQueue {str(self.path)!r}>"
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # -- the one transaction every change is ----------------------------------------------
+
+    def _write(self, change: Any) -> Any:
+        import sqlite3
+
+        with self._lock:
+            db = self._db
+            try:
+                db.execute("BEGIN IMMEDIATE")  # one writer at a time, across processes
+                try:
+                    out = change(db)
+                    db.execute("COMMIT")
+                    return out
+                except BaseException:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise ApprovalError(f"the approval queue cannot be written: {exc}") from None
+
+    def _read(self, sql: str, args: Sequence[Any]) -> list[ApprovalRequest]:
+        import sqlite3
+
+        with self._lock:
+            try:
+                rows = self._db.execute(sql, args).fetchall()
+            except sqlite3.Error as exc:
+                raise ApprovalError(f"the approval queue cannot be read: {exc}") from None
+        return [_request(body) for (body,) in rows]
+
+    @staticmethod
+    def _put(db: Any, request: ApprovalRequest) -> None:
+        db.execute(
+            "INSERT OR REPLACE INTO requests VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                request.id,
+                request.key,
+                request.subject,
+                request.tool,
+                request.status,
+                request.created,
+                request.expires,
+                json.dumps(attrs.asdict(request)),
+            ),
+        )
+
+    # -- asking --------------------------------------------------------------------------
+
+    def submit(
+        self,
+        *,
+        key: str,
+        tool: str,
+        arguments: str,
+        reason: str,
+        principal: Principal | None,
+        approvers: Sequence[str],
+        lifetime: float,
+        policy: str = "",
+        rule: str = "",
+        self_approve: bool = False,
+    ) -> ApprovalRequest:
+        """The request for this call: the one already waiting for the same call (the same
+        key and principal), or the one an approver denied lately (a denial is not asked
+        again until as long as the request lived has passed since), else a new one living
+        ``lifetime`` seconds. Raises
+        ApprovalError when the principal has :data:`MAX_PENDING_PER_PRINCIPAL` waiting."""
+        if not approvers:
+            raise ApprovalError("a request needs someone who may answer it (approvers)")
+        who = principal.to_dict() if principal is not None else {}
+        subject = principal.subject if principal is not None else ""
+
+        def change(db: Any) -> ApprovalRequest:
+            now = time.time()
+            db.execute(
+                "UPDATE requests SET status = ? WHERE status = ? AND expires <= ?",
+                (EXPIRED, PENDING, now),
+            )
+            for (body,) in db.execute(
+                "SELECT body FROM requests WHERE key = ? AND subject = ? AND status IN (?, ?) "
+                "ORDER BY created DESC",
+                (key, subject, PENDING, DENIED),
+            ):
+                held = _request(body)
+                if held.principal != who:
+                    continue
+                if held.status == PENDING and tuple(approvers) == held.approvers:
+                    return held
+                answered = held.answered_at or 0.0
+                if held.status == DENIED and now < answered + (held.expires - held.created):
+                    return held  # denied: not asked again until as long as it lived
+            (waiting,) = db.execute(
+                "SELECT COUNT(*) FROM requests WHERE subject = ? AND status = ?",
+                (subject, PENDING),
+            ).fetchone()
+            if waiting >= MAX_PENDING_PER_PRINCIPAL:
+                raise ApprovalError(
+                    f"{subject or 'anonymous'} has {waiting} requests waiting for approval "
+                    "already; wait for their answers"
+                )
+            request = ApprovalRequest(
+                id="apr_" + secrets.token_urlsafe(16)[:22],
+                key=key,
+                tool=tool,
+                arguments=arguments,
+                reason=reason,
+                principal=who,
+                approvers=tuple(approvers),
+                policy=policy,
+                rule=rule,
+                created=now,
+                expires=now + lifetime,
+                status=PENDING,
+                self_approve=self_approve,
+            )
+            self._put(db, request)
+            return request
+
+        result: ApprovalRequest = self._write(change)
+        return result
+
+    def spend(self, key: str, principal: Principal | None) -> ApprovalRequest | None:
+        """Take the approval of this call (the same key and principal), once: the approved
+        request, now spent, or None when there is none in force."""
+        who = principal.to_dict() if principal is not None else {}
+        subject = principal.subject if principal is not None else ""
+
+        def change(db: Any) -> ApprovalRequest | None:
+            now = time.time()
+            for (body,) in db.execute(
+                "SELECT body FROM requests WHERE key = ? AND subject = ? AND status = ? "
+                "ORDER BY created",
+                (key, subject, APPROVED),
+            ):
+                held = _request(body)
+                if held.principal != who or held.state(now) != APPROVED:
+                    continue
+                spent = attrs.evolve(held, status=SPENT)
+                self._put(db, spent)
+                return spent
+            return None
+
+        result: ApprovalRequest | None = self._write(change)
+        return result
+
+    # -- answering -----------------------------------------------------------------------
+
+    def answer(
+        self,
+        request_id: str,
+        *,
+        approve: bool,
+        by: Principal,
+        reason: str = "",
+        use_within: float | None = None,
+    ) -> ApprovalRequest:
+        """Approve or deny a pending request, once, as ``by`` (one of its approvers, and
+        not the principal who asked unless the policy lets them). An approval must be used
+        within ``use_within`` seconds (default: as long as the request lived). Raises
+        ApprovalError naming why it cannot be answered."""
+        if not isinstance(reason, str) or len(reason) > 2000:
+            raise ApprovalError("the reason must be text of at most 2,000 characters")
+
+        def change(db: Any) -> ApprovalRequest:
+            row = db.execute("SELECT body FROM requests WHERE id = ?", (request_id,)).fetchone()
+            if row is None:
+                raise ApprovalError(f"there is no approval request {request_id!r}")
+            held = _request(row[0])
+            now = time.time()
+            state = held.state(now)
+            if state != PENDING:
+                raise ApprovalError(f"request {request_id} is {state}, not pending")
+            if not may_answer(held.approvers, by):
+                raise ApprovalError(
+                    f"{by.subject} may not answer request {request_id} "
+                    f"(its approvers: {', '.join(held.approvers)})"
+                )
+            if by.subject == held.subject and not held.self_approve:
+                raise ApprovalError(
+                    f"{by.subject} asked for request {request_id}, and nobody answers their "
+                    "own request unless the policy says so"
+                )
+            life = held.expires - held.created if use_within is None else use_within
+            done = attrs.evolve(
+                held,
+                status=APPROVED if approve else DENIED,
+                answered_by=by.subject,
+                answer=reason,
+                answered_at=now,
+                use_by=now + life if approve else None,
+            )
+            self._put(db, done)
+            return done
+
+        result: ApprovalRequest = self._write(change)
+        return result
+
+    # -- reading and waiting -------------------------------------------------------------
+
+    def get(self, request_id: str) -> ApprovalRequest | None:
+        found = self._read("SELECT body FROM requests WHERE id = ?", (request_id,))
+        return found[0] if found else None
+
+    def pending(self, *, limit: int = 1000) -> list[ApprovalRequest]:
+        """The requests waiting for an answer, oldest first."""
+        return self._read(
+            "SELECT body FROM requests WHERE status = ? AND expires > ? ORDER BY created LIMIT ?",
+            (PENDING, time.time(), limit),
+        )
+
+    def history(
+        self,
+        *,
+        subject: str | None = None,
+        tool: str | None = None,
+        state: str | None = None,
+        limit: int = 200,
+    ) -> list[ApprovalRequest]:
+        """Every request, newest first, filtered by who asked, the tool, or its state."""
+        sql, args = "SELECT body FROM requests WHERE 1", list[Any]()
+        if subject is not None:
+            sql, args = sql + " AND subject = ?", [*args, subject]
+        if tool is not None:
+            sql, args = sql + " AND tool = ?", [*args, tool]
+        found = self._read(sql + " ORDER BY created DESC", args)
+        if state is not None:
+            found = [r for r in found if r.state() == state]
+        return found[:limit]
+
+    def wait(self, request_id: str, timeout: float, *, every: float = 0.25) -> ApprovalRequest:
+        """The request once it is answered or expired, or as it stands after ``timeout``
+        seconds (it may then be pending still)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = self.get(request_id)
+            if found is None:
+                raise ApprovalError(f"there is no approval request {request_id!r}")
+            left = deadline - time.monotonic()
+            if found.state() != PENDING or left <= 0:
+                return found
+            time.sleep(min(every, left))
+
+    async def await_answer(
+        self, request_id: str, timeout: float, *, every: float = 0.25
+    ) -> ApprovalRequest:
+        """:meth:`wait` for async code (the file is read off the event loop); cancellable."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = await asyncio.to_thread(self.get, request_id)
+            if found is None:
+                raise ApprovalError(f"there is no approval request {request_id!r}")
+            left = deadline - time.monotonic()
+            if found.state() != PENDING or left <= 0:
+                return found
+            await asyncio.sleep(min(every, left))
+
+
+publish(globals())
