@@ -110,7 +110,7 @@ def test_an_unknown_top_level_key() -> None:
             "unknown key at the top level; allowed keys: allow, deny, deny_effects, mode, "
             "unknown_effect, approve, approve_effects, effects, trusted_mcp_servers, "
             "constraints, redact, result_media, max_result_bytes, audit, require_principal, "
-            "principal_methods, rules, quotas, quota_store",
+            "principal_methods, rules, quotas, quota_store, approvals",
         )
     ] == problems("deny_effect = ['destructive']\n")
 

@@ -8,12 +8,14 @@
     toolwire-policy check [--policy FILE] [--app MODULE:ATTR] [--strict] [--json]
     toolwire-policy test CASES [--policy FILE] [--app MODULE:ATTR] [--json]
     toolwire-policy replay AUDIT_LOG --candidate FILE [--app MODULE:ATTR] [--json]
+    toolwire-policy approvals list|history|show ID|approve ID|deny ID|wait ID
+                              [--queue FILE | --policy FILE] [--reason TEXT] [--json]
 
 Exit status: 0 ok; 1 the chain is broken (verify), the tool is denied (explain), or the
 policy does not load, or a rule names nothing and --strict was given (check), or a case
 decided otherwise than it expects (test), or a recorded decision would change under the
-candidate (replay); 2 usage
-error (an unreadable file, an unknown tool, a bad duration).
+candidate (replay), or a request cannot be answered, or was denied or expired (approvals);
+2 usage error (an unreadable file, an unknown tool, a bad duration).
 """
 
 from __future__ import annotations
@@ -131,6 +133,39 @@ def _parser() -> argparse.ArgumentParser:
         help="the application's Toolset, the installed packs' tools assembled into it",
     )
     replay.add_argument("--json", action="store_true", help="print JSON")
+    about = (
+        "the approval queue: the requests waiting, their history, and answering one (as this "
+        "machine's user, with their groups)"
+    )
+    approvals = sub.add_parser("approvals", help=about, description=about)
+    qsub = approvals.add_subparsers(dest="action", metavar="ACTION", required=True)
+    for action, text in (
+        ("list", "the requests waiting for an answer"),
+        ("history", "every request, newest first"),
+        ("show", "one request, its arguments in full"),
+        ("approve", "approve a request: its call runs once, when it is made again"),
+        ("deny", "deny a request, saying why"),
+        ("wait", "wait until a request is answered or expires"),
+    ):
+        one = qsub.add_parser(action, help=text, description=text)
+        if action not in ("list", "history"):
+            one.add_argument("id", help="the request's id (apr_...)")
+        where = one.add_mutually_exclusive_group()
+        where.add_argument("--queue", type=Path, help="the queue's file")
+        where.add_argument(
+            "--policy",
+            type=Path,
+            help="the queue this policy file names (default: the one in force)",
+        )
+        if action in ("approve", "deny"):
+            one.add_argument("--reason", default="", help="why (the model reads a denial's)")
+        if action == "wait":
+            one.add_argument("--timeout", type=float, default=3600.0, help="seconds (3600)")
+        if action == "history":
+            one.add_argument("--as", dest="subject", help="only requests of this subject")
+            one.add_argument("--tool", help="only requests for this tool")
+            one.add_argument("--state", help="pending, approved, denied, spent, expired")
+        one.add_argument("--json", action="store_true", help="print JSON")
     return p
 
 
@@ -365,6 +400,84 @@ def _trust(args: argparse.Namespace) -> int:
     return 0
 
 
+def _queue(args: argparse.Namespace) -> Any:
+    from toolwire.approvals import ApprovalQueue, default_queue_path
+    from toolwire_policy._config import find_policy_file, read_policy_file
+
+    if args.queue is not None:
+        return ApprovalQueue(args.queue)
+    path = args.policy or find_policy_file()
+    if path is not None:
+        from toolwire_policy._queue import open_queue
+
+        config = read_policy_file(path)
+        if config.approvals is not None:
+            return open_queue(config.approvals, Path(path))
+        if args.policy is not None:
+            raise _Usage(f"{path} has no [approvals] table, so it files no requests")
+    return ApprovalQueue(default_queue_path())
+
+
+def _request_lines(r: Any) -> list[str]:
+    when = datetime.fromtimestamp(r.created, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    until = datetime.fromtimestamp(r.expires, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    lines = [
+        f"{r.id}  {r.state()}",
+        f"  tool:      {r.tool}",
+        f"  asked by:  {r.subject or '(anonymous)'} at {when}",
+        f"  why:       {r.reason}",
+        f"  approvers: {', '.join(r.approvers)} (until {until})",
+    ]
+    if r.answered_by:
+        lines.append(f"  answered:  {r.answered_by}" + (f": {r.answer}" if r.answer else ""))
+    lines.append("  arguments:")
+    lines.extend("    " + line for line in r.arguments.splitlines())
+    return lines
+
+
+def _approvals(args: argparse.Namespace) -> int:
+    from toolwire.approvals import ApprovalError
+    from toolwire_policy._queue import local_approver
+
+    try:
+        queue = _queue(args)
+        if args.action in ("list", "history"):
+            if args.action == "list":
+                found = queue.pending()
+            else:
+                found = queue.history(subject=args.subject, tool=args.tool, state=args.state)
+            if args.json:
+                print(terminal_text(json.dumps([r.to_dict() for r in found], indent=2)))
+            else:
+                for r in found:
+                    who = r.subject or "(anonymous)"
+                    line = f"{r.id}  {r.state():8} {r.tool}  asked by {who}  ({r.reason})"
+                    print(terminal_text(line, multiline=False))
+                if not found:
+                    print("no requests" if args.action == "history" else "no requests waiting")
+            return 0
+        if args.action == "show":
+            request = queue.get(args.id)
+            if request is None:
+                raise ApprovalError(f"there is no approval request {args.id!r}")
+        elif args.action == "wait":
+            request = queue.wait(args.id, args.timeout)
+        else:
+            request = queue.answer(
+                args.id, approve=args.action == "approve", by=local_approver(), reason=args.reason
+            )
+    except ApprovalError as exc:
+        print(terminal_text(f"toolwire-policy: {exc}", multiline=False), file=sys.stderr)
+        return 1
+    if args.json:
+        print(terminal_text(json.dumps(request.to_dict(), indent=2)))
+    else:
+        print(terminal_text("\n".join(_request_lines(request))))
+    if args.action == "wait":
+        return 0 if request.state() in ("approved", "spent") else 1
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -382,6 +495,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _test(args)
         if args.command == "replay":
             return _replay(args)
+        if args.command == "approvals":
+            return _approvals(args)
         return _explain(args)
     except _Usage as exc:
         print(f"toolwire-policy: error: {exc}", file=sys.stderr)

@@ -236,6 +236,29 @@ class QuotaStoreConfig(_Table):
     is only warned about: its restart forgets every count, and rate quotas start again."""
 
 
+class ApprovalsConfig(_Table):
+    """The ``[approvals]`` table: who answers the calls this policy sends for approval
+    (``approve``, ``approve_effects``), through the approval queue. Without it, the
+    caller's own approver answers (the terminal of ``toolwire chat``, the application's
+    callback, the framework's human in the loop). With it, only the people named here do:
+    the call is filed as a request in the queue and refused for now; once a named
+    approver approves it, the same call (the same tool, arguments and principal) runs,
+    once."""
+
+    approvers: Annotated[list[Annotated[str, StringConstraints(min_length=1)]], Field(min_length=1)]
+    """Who may answer: ``group:NAME`` (a principal with that group), ``user:NAME`` (that
+    subject); ``toolwire-policy approvals`` answers as the machine's user, with their
+    operating-system groups."""
+    expires: Annotated[float, Field(gt=0, le=30 * 86400)] = 3600
+    """Seconds a request waits for an answer; past it, the call stays refused. An
+    approval must be used as long again."""
+    self_approve: bool = False
+    """Whether an approver may answer their own request (by default nobody does)."""
+    queue: Annotated[str, StringConstraints(min_length=1)] | None = None
+    """The queue's SQLite file; ``~`` is expanded, a relative path is relative to the
+    policy file. Default: ``$XDG_DATA_HOME/toolwire/approvals.sqlite``."""
+
+
 class PolicyConfig(_Table):
     """The whole policy file."""
 
@@ -285,6 +308,7 @@ class PolicyConfig(_Table):
     rules: list[PrincipalRule] = []
     quotas: list[QuotaRule] = []
     quota_store: QuotaStoreConfig | None = None
+    approvals: ApprovalsConfig | None = None
 
 
 # -- errors ----------------------------------------------------------------------------

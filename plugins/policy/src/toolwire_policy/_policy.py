@@ -40,6 +40,7 @@ from toolwire import (
     TypedCall,
 )
 from toolwire.adapters import AuditEvent
+from toolwire.approvals import ApprovalQueue
 from toolwire.media import Audio, File, Image
 from toolwire.media import Text as MediaText
 from toolwire_policy._approval import (
@@ -59,6 +60,7 @@ from toolwire_policy._config import (
     parse_policy_text,
     read_policy_file,
 )
+from toolwire_policy._queue import open_queue, queued_approval
 from toolwire_policy._quotas import (
     MemoryStore,
     QuotaStore,
@@ -246,11 +248,13 @@ class Policy:
         "_quotas",
         "_rules",
         "_trusted_mcp",
+        "approvals",
         "audit_log",
         "clock",
         "config",
         "quota_store",
         "source",
+        "version",
     )
 
     def __init__(
@@ -260,9 +264,17 @@ class Policy:
         source: Path | None = None,
         audit_log: AuditLog | None = None,
         quota_store: QuotaStore | None = None,
+        approvals: ApprovalQueue | None = None,
     ) -> None:
         self.config = config
         self.source = source
+        #: Where calls needing approval wait for the people ``[approvals]`` names (None:
+        #: the caller's own approver answers).
+        if config.approvals is not None and approvals is None:
+            approvals = open_queue(config.approvals, source or Path("<string>"))
+        self.approvals = approvals
+        #: This policy's version: a digest of what it says (an approval records it).
+        self.version = "sha256:" + hashlib.sha256(config.model_dump_json().encode()).hexdigest()
         self.audit_log = audit_log
         self._allow = AllowList.of(config.allow)
         self._deny = _globs(config.deny)
@@ -337,7 +349,8 @@ class Policy:
             # A policy file's quotas hold across the processes that use it (three runs of
             # `toolwire call` each passing a quota of two was the bug).
             store = _sqlite_store(quota_db_path(source), source)
-        return cls(config, source=source, audit_log=audit, quota_store=store)
+        queue = open_queue(config.approvals, source) if config.approvals is not None else None
+        return cls(config, source=source, audit_log=audit, quota_store=store, approvals=queue)
 
     # -- per tool -----------------------------------------------------------------------
 
@@ -609,7 +622,7 @@ class Policy:
                 return ALLOW
             if self.observing:  # would ask: nobody is asked, no approval is spent
                 return Verdict(False, needs_approval)
-            return ask_approval(call, context, needs_approval)
+            return self._ask(call, context, needs_approval)
         if not isinstance(self.quota_store, MemoryStore) and _in_event_loop():
             # A store across the network is asked off the event loop, with its deadline.
             return Deferred(lambda: self._take_then_approve(call, context, needs_approval, wants))
@@ -642,11 +655,19 @@ class Policy:
             return ALLOW
         if self.observing:  # would ask: the call runs, and keeps what it counted
             return Verdict(False, needs_approval)
-        verdict = ask_approval(call, context, needs_approval)
+        verdict = self._ask(call, context, needs_approval)
         if inspect.isawaitable(verdict):
             pending = verdict
             return Deferred(lambda: self._settle_later(call, pending))
         return self._settle(call, verdict)
+
+    def _ask(
+        self, call: TypedCall[Any], context: HookContext, reason: str
+    ) -> Verdict | Awaitable[Verdict]:
+        """Who approves: the queue's named approvers (``[approvals]``), else the caller's."""
+        if self.approvals is not None:
+            return queued_approval(self, self.approvals, call, context, reason)
+        return ask_approval(call, context, reason)
 
     async def _settle_later(self, call: TypedCall[Any], pending: Awaitable[Verdict]) -> Verdict:
         return self._settle(call, await pending)

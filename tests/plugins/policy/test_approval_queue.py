@@ -1,0 +1,328 @@
+"""#43: the approval queue. A call the policy sends for approval, with ``[approvals]``,
+is filed as a durable request bound to its fingerprint and principal, answered once by a
+person the policy names (never the caller's own approver, never the asker), expiring to a
+refusal; the same call made again after the approval runs once."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import toolwire as tw
+from toolwire.approvals import ApprovalError, ApprovalQueue, may_answer, request_ids_in
+from toolwire_policy import Policy, PolicyPlugin, read_records
+
+POLICY = """
+approve = ["pay"]
+
+[approvals]
+approvers = {approvers}
+expires = {expires}
+queue = "approvals.sqlite"
+
+[audit]
+path = "audit.jsonl"
+"""
+
+
+def _policy(tmp_path: Path, approvers: list[str], expires: float = 3600) -> Path:
+    path = tmp_path / "policy.toml"
+    path.write_text(POLICY.format(approvers=json.dumps(approvers), expires=expires))
+    return path
+
+
+def _executor(path: Path, paid: list[str]) -> Payer:
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(PolicyPlugin(Policy.from_file(path)), "corp", kind="policy")
+
+    @tw.tool_fn(effect="mutating")
+    def pay(amount: int, to: str) -> str:
+        """Pay someone."""
+        paid.append(f"{amount} to {to}")
+        return f"paid {amount} to {to}"
+
+    # The caller's own approver says yes to everything: with a queue it counts for nothing.
+    executor = tw.Executor(tools=[pay], plugins=host, approval=lambda request: tw.Allow())
+    return Payer(executor, pay)
+
+
+class Payer:
+    def __init__(self, executor: tw.Executor, tool: tw.Tool[Any, Any]) -> None:
+        self.executor, self.tool = executor, tool
+
+    def pay(self, who: str, amount: int = 5, to: str = "bob") -> str:
+        text = json.dumps({"amount": amount, "to": to})
+        call = tw.TypedCall(
+            tw.ToolCall("c1", "pay", text), self.tool, self.tool.validate_json(text)
+        )
+        context = tw.HookContext(principal=tw.Principal(who))
+        return self.executor.execute(call, context=context).content
+
+
+def _pay(payer: Payer, who: str, amount: int = 5, to: str = "bob") -> str:
+    return payer.pay(who, amount, to)
+
+
+FINANCE = tw.Principal("fran", groups={"finance"})
+
+
+def test_a_call_waits_until_an_approver_answers_and_then_runs_once(tmp_path: Path) -> None:
+    paid: list[str] = []
+    executor = _executor(_policy(tmp_path, ["group:finance"]), paid)
+    refused = _pay(executor, "alice")
+    assert "waits for group:finance as approval request apr_" in refused
+    [rid] = request_ids_in(refused)
+    assert rid in _pay(executor, "alice")  # asked again: the same request, not a second
+    assert [] == paid
+
+    queue = ApprovalQueue(tmp_path / "approvals.sqlite")
+    [waiting] = queue.pending()
+    assert (waiting.id, waiting.tool, waiting.subject) == (rid, "pay", "alice")
+    assert json.loads(waiting.arguments) == {"amount": 5, "to": "bob"}  # shown in full
+    assert queue.answer(rid, approve=True, by=FINANCE, reason="budgeted").status == "approved"
+
+    assert "apr_" in _pay(executor, "alice", amount=500)  # other arguments: not approved
+    assert "apr_" in _pay(executor, "mallory")  # another principal: not approved
+    assert "paid 5 to bob" == _pay(executor, "alice")
+    assert ["5 to bob"] == paid
+    again = _pay(executor, "alice")  # spent: a new request
+    assert "apr_" in again
+    assert rid not in again
+    assert ["5 to bob"] == paid
+    assert "spent" == queue.get(rid).state()  # type: ignore[union-attr]
+
+    records = [r for _, _, r in read_records(tmp_path / "audit.jsonl") if r]
+    allowed = [r for r in records if r["event"] == "decision" and r["decision"] == "allow"]
+    assert [f"queue:{rid} by fran"] == [r["approval"] for r in allowed]
+
+
+def test_who_may_answer(tmp_path: Path) -> None:
+    paid: list[str] = []
+    executor = _executor(_policy(tmp_path, ["group:finance", "user:carol"]), paid)
+    [rid] = request_ids_in(_pay(executor, "fran"))
+    queue = ApprovalQueue(tmp_path / "approvals.sqlite")
+    with pytest.raises(ApprovalError, match="may not answer"):
+        queue.answer(rid, approve=True, by=tw.Principal("eve", groups={"staff"}))
+    with pytest.raises(ApprovalError, match="nobody answers their own request"):
+        queue.answer(rid, approve=True, by=FINANCE)  # fran asked
+    assert "approved" == queue.answer(rid, approve=True, by=tw.Principal("carol")).status
+    with pytest.raises(ApprovalError, match="is approved, not pending"):  # answered once
+        queue.answer(rid, approve=False, by=tw.Principal("carol"))
+    with pytest.raises(ApprovalError, match="no approval request"):
+        queue.answer("apr_" + "x" * 22, approve=True, by=tw.Principal("carol"))
+    with pytest.raises(ApprovalError, match="2,000 characters"):
+        queue.answer(rid, approve=True, by=tw.Principal("carol"), reason="x" * 2001)
+    assert may_answer(["carol"], tw.Principal("carol"))
+    assert not may_answer(["group:carol"], tw.Principal("carol"))
+
+
+def test_a_denial_reaches_the_model_and_is_not_asked_again(tmp_path: Path) -> None:
+    paid: list[str] = []
+    executor = _executor(_policy(tmp_path, ["group:finance"]), paid)
+    [rid] = request_ids_in(_pay(executor, "alice"))
+    queue = ApprovalQueue(tmp_path / "approvals.sqlite")
+    queue.answer(rid, approve=False, by=FINANCE, reason="not this month")
+    refused = _pay(executor, "alice")
+    assert "fran denied it: not this month" in refused
+    assert [] == paid
+    assert [] == queue.pending()
+
+
+def test_an_unanswered_request_expires_to_a_refusal(tmp_path: Path) -> None:
+    paid: list[str] = []
+    executor = _executor(_policy(tmp_path, ["group:finance"], expires=0.3), paid)
+    [rid] = request_ids_in(_pay(executor, "alice"))
+    queue = ApprovalQueue(tmp_path / "approvals.sqlite")
+    assert "expired" == queue.wait(rid, timeout=30, every=0.05).state()
+    with pytest.raises(ApprovalError, match="is expired, not pending"):
+        queue.answer(rid, approve=True, by=FINANCE)
+    assert rid not in _pay(executor, "alice")  # a new request; the old one stays expired
+    assert [] == paid
+
+
+def test_an_approval_not_used_in_time_expires(tmp_path: Path) -> None:
+    paid: list[str] = []
+    executor = _executor(_policy(tmp_path, ["group:finance"]), paid)
+    [rid] = request_ids_in(_pay(executor, "alice"))
+    queue = ApprovalQueue(tmp_path / "approvals.sqlite")
+    queue.answer(rid, approve=True, by=FINANCE, use_within=0.01)
+    time.sleep(0.05)
+    assert "expired" == queue.get(rid).state()  # type: ignore[union-attr]
+    assert "apr_" in _pay(executor, "alice")
+    assert [] == paid
+
+
+def test_one_principal_cannot_flood_the_queue(tmp_path: Path) -> None:
+    from toolwire._approvals import MAX_PENDING_PER_PRINCIPAL
+
+    paid: list[str] = []
+    executor = _executor(_policy(tmp_path, ["group:finance"]), paid)
+    for amount in range(MAX_PENDING_PER_PRINCIPAL):
+        assert "apr_" in _pay(executor, "alice", amount=amount)
+    over = _pay(executor, "alice", amount=-1)
+    assert "the approval queue cannot take it now" in over
+    assert f"alice has {MAX_PENDING_PER_PRINCIPAL} requests waiting" in over
+    assert "apr_" in _pay(executor, "bob")  # others still can
+
+
+def test_a_queue_file_others_may_write_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "approvals.sqlite"
+    ApprovalQueue(path).close()
+    path.chmod(0o666)
+    with pytest.raises(ApprovalError, match=r"open to others .*chmod 600"):
+        ApprovalQueue(path)
+    from toolwire_policy import PolicyFileError
+
+    with pytest.raises(PolicyFileError, match=r"approvals\.queue"):
+        Policy.from_file(_policy(tmp_path, ["group:finance"]))
+
+
+@pytest.mark.parametrize(
+    ("table", "problem"),
+    [
+        ("[approvals]\n", "approvals.approvers"),
+        ("[approvals]\napprovers = []\n", "approvals.approvers"),
+        ('[approvals]\napprovers = [""]\n', "approvals.approvers"),
+        ('[approvals]\napprovers = ["a"]\nexpires = 0\n', "approvals.expires"),
+        ('[approvals]\napprovers = ["a"]\nwho = 1\n', "approvals.who"),
+    ],
+)
+def test_a_malformed_approvals_table_blocks_with_its_key(
+    tmp_path: Path, table: str, problem: str
+) -> None:
+    from toolwire_policy import PolicyFileError
+
+    path = tmp_path / "p.toml"
+    path.write_text('approve = ["pay"]\n' + table)
+    with pytest.raises(PolicyFileError, match=problem.replace(".", r"\.")):
+        Policy.from_file(path)
+
+
+# -- the command line, in processes of their own ----------------------------------------
+
+APP = """
+from pathlib import Path
+import toolwire as tw
+
+@tw.tool_fn(effect="mutating")
+def pay(amount: int, to: str) -> str:
+    '''Pay someone.'''
+    with open(Path(__file__).parent / "paid.txt", "a") as f:
+        f.write(f"{amount} to {to}\\n")
+    return f"paid {amount} to {to}"
+
+tools = tw.Toolset("app", [pay])
+"""
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+    env.update(
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+        TOOLWIRE_AUTOLOAD_PLUGINS="0",
+    )
+    return env
+
+
+def _setup(tmp_path: Path, approvers: list[str]) -> Path:
+    config = tmp_path / "config" / "toolwire"
+    config.mkdir(parents=True)
+    _policy(config, approvers)
+    (tmp_path / "app.py").write_text(APP)
+    return config / "policy.toml"
+
+
+def _run(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", *argv],
+        cwd=tmp_path,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _call(tmp_path: Path, who: str = "alice") -> subprocess.CompletedProcess[str]:
+    pay = '{"amount": 5, "to": "bob"}'
+    # --approve: the caller's own yes, which the queue does not take.
+    return _run(tmp_path, "toolwire", "call", "pay", pay, "--app", "app:tools", "--as", who,
+                "--approve")  # fmt: skip
+
+
+def _paid(tmp_path: Path) -> list[str]:
+    path = tmp_path / "paid.txt"
+    return path.read_text().splitlines() if path.exists() else []
+
+
+def test_answered_from_the_command_line_across_processes(tmp_path: Path) -> None:
+    _setup(tmp_path, [f"user:{getpass.getuser()}"])
+    first = _call(tmp_path)
+    assert 1 == first.returncode, first.stderr
+    [rid] = request_ids_in(first.stdout)
+
+    listed = _run(tmp_path, "toolwire_policy", "approvals", "list")
+    assert 0 == listed.returncode, listed.stderr
+    assert rid in listed.stdout
+    assert "asked by alice" in listed.stdout
+
+    # A caller waiting on it, killed while it waits (a gateway restarted): nothing is lost.
+    waiter = subprocess.Popen(
+        [sys.executable, "-m", "toolwire_policy", "approvals", "wait", rid],
+        cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    time.sleep(0.5)
+    waiter.kill()
+    waiter.wait(timeout=30)
+    assert "pending" in _run(tmp_path, "toolwire_policy", "approvals", "show", rid).stdout
+
+    approved = _run(tmp_path, "toolwire_policy", "approvals", "approve", rid, "--reason", "ok")
+    assert 0 == approved.returncode, approved.stderr
+    assert "approved" in approved.stdout
+    assert 0 == _run(tmp_path, "toolwire_policy", "approvals", "wait", rid).returncode
+
+    ran = _call(tmp_path)
+    assert 0 == ran.returncode, ran.stdout + ran.stderr
+    assert ["5 to bob"] == _paid(tmp_path)
+    assert 1 == _call(tmp_path).returncode  # spent: asked again, not run
+    assert ["5 to bob"] == _paid(tmp_path)
+
+    again = _run(tmp_path, "toolwire_policy", "approvals", "approve", rid)
+    assert 1 == again.returncode
+    assert "is spent, not pending" in again.stderr
+    history = _run(tmp_path, "toolwire_policy", "approvals", "history", "--json")
+    states = sorted(r["state"] for r in json.loads(history.stdout))
+    assert ["pending", "spent"] == states
+
+
+def test_a_denial_and_a_person_who_may_not_answer_from_the_command_line(
+    tmp_path: Path,
+) -> None:
+    _setup(tmp_path, ["group:nobody-here-is-in-this-group"])
+    [rid] = request_ids_in(_call(tmp_path).stdout)
+    refused = _run(tmp_path, "toolwire_policy", "approvals", "approve", rid)
+    assert 1 == refused.returncode
+    assert f"{getpass.getuser()} may not answer request {rid}" in refused.stderr
+    assert [] == _paid(tmp_path)
+
+    (tmp_path / "config" / "toolwire" / "policy.toml").write_text(
+        POLICY.format(approvers=json.dumps([f"user:{getpass.getuser()}"]), expires=3600)
+    )
+    [rid] = request_ids_in(_call(tmp_path, "bob").stdout)
+    denied = _run(tmp_path, "toolwire_policy", "approvals", "deny", rid, "--reason", "no <b>")
+    assert 0 == denied.returncode, denied.stderr
+    told = _call(tmp_path, "bob")
+    assert 1 == told.returncode
+    assert "denied it: no <b>" in told.stdout
+    assert 1 == _run(tmp_path, "toolwire_policy", "approvals", "wait", rid).returncode
+    assert [] == _paid(tmp_path)
