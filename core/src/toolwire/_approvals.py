@@ -36,6 +36,7 @@ __all__ = [
     "ApprovalRequest",
     "default_queue_path",
     "may_answer",
+    "queue_for",
     "request_ids_in",
 ]
 
@@ -122,6 +123,26 @@ def may_answer(approvers: Iterable[str], by: Principal) -> bool:
 def request_ids_in(text: str) -> list[str]:
     """The approval request ids a refusal names (a policy's text for a queued call)."""
     return _ID.findall(text)
+
+
+#: The queues this process filed requests in, by request id (most recent 4,096): how a
+#: caller that reads a refusal finds where to wait for its answer.
+_FILED: dict[str, ApprovalQueue] = {}
+_FILED_LOCK = threading.Lock()
+
+
+def queue_for(request_id: str) -> ApprovalQueue | None:
+    """The queue this process filed request ``request_id`` in (None: not filed here)."""
+    with _FILED_LOCK:
+        return _FILED.get(request_id)
+
+
+def _remember(request_id: str, queue: ApprovalQueue) -> None:
+    with _FILED_LOCK:
+        _FILED.pop(request_id, None)
+        _FILED[request_id] = queue
+        while len(_FILED) > 4096:
+            del _FILED[next(iter(_FILED))]
 
 
 def default_queue_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -309,6 +330,7 @@ class ApprovalQueue:
             return request
 
         result: ApprovalRequest = self._write(change)
+        _remember(result.id, self)
         return result
 
     def spend(self, key: str, principal: Principal | None) -> ApprovalRequest | None:

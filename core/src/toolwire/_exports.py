@@ -397,6 +397,7 @@ APPROVALS: Mapping[str, str] = {
     "ApprovalRequest": "toolwire._approvals",
     "default_queue_path": "toolwire._approvals",
     "may_answer": "toolwire._approvals",
+    "queue_for": "toolwire._approvals",
     "request_ids_in": "toolwire._approvals",
 }
 """``toolwire.approvals``: the approval queue (requests a person answers, spent once)."""

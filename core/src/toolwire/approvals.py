@@ -19,6 +19,7 @@ if _typing.TYPE_CHECKING:
         ApprovalRequest,
         default_queue_path,
         may_answer,
+        queue_for,
         request_ids_in,
     )
 
@@ -29,6 +30,7 @@ __all__ = [
     "ApprovalRequest",
     "default_queue_path",
     "may_answer",
+    "queue_for",
     "request_ids_in",
 ]
 

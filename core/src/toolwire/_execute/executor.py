@@ -87,6 +87,7 @@ from toolwire._execute.plans import (
     _plan_calls,
 )
 from toolwire._execute.scheduling import _Scheduling
+from toolwire._execute.waiting import ApprovalWaiting, wait_for_approvers, wait_in_plan
 from toolwire._exports import publish
 from toolwire._hooks import _EMPTY_CONTEXT, AuditEvent, HookContext, HookSet, Principal
 from toolwire._metadata import Capability
@@ -138,6 +139,11 @@ class Executor(_Deciding, _Scheduling):
       default) is the process's host (``toolwire.get_host()``), ``False`` its
       policies without its tool packs (a policy is turned off only by
       ``TOOLWIRE_DISABLE_POLICIES``).
+    - ``approval_wait``: seconds a call may wait for the people a policy names (the
+      approval queue, :mod:`toolwire.approvals`; default 0: refused at once, naming its
+      request, to be made again once approved); ``on_approval_wait``: ``fn(request,
+      seconds)`` when a wait begins and every few seconds of it (sync or async). Waiting
+      is cancellable; an answered call is decided again (an approval runs it once).
     - ``principal``: who the calls it decides (``execute``, ``execute_all``) are made
       for when their context names nobody (a :class:`toolwire.Principal`; a context
       that names one is kept; a plan keeps the context its round was decided with).
@@ -179,7 +185,13 @@ class Executor(_Deciding, _Scheduling):
         plugins: Any = True,
         backend: ToolBackend | str | None = None,
         principal: Principal | None = None,
+        approval_wait: float = 0.0,
+        on_approval_wait: ApprovalWaiting | None = None,
     ) -> None:
+        if not isinstance(approval_wait, (int, float)) or not approval_wait >= 0:
+            raise UsageError(f"approval_wait must be seconds >= 0, got {approval_wait!r}")
+        self._approval_wait = float(approval_wait)
+        self._on_approval_wait = on_approval_wait
         if principal is not None and not isinstance(principal, Principal):
             raise UsageError(
                 f"principal must be a toolwire.Principal, got {type(principal).__name__}"
@@ -722,7 +734,18 @@ class Executor(_Deciding, _Scheduling):
                     with self._tracing.tool_span(job.raw, _effect_of(job)) as span:
                         span.record(job.result, job.error_type)
         await self._run_all(jobs)
+        if self._approval_wait:
+            await wait_for_approvers(
+                jobs, self._approval_wait, self._on_approval_wait, lambda j: self._again(j, context)
+            )
         return jobs, []
+
+    async def _again(self, job: _Job, context: HookContext | None) -> ToolResult:
+        """A call an approver answered, decided (and run) anew."""
+        jobs, _ = await self._process((job.call or job.raw,), context, (), ())
+        result = jobs[0].result
+        assert result is not None
+        return result
 
     # -- public API -----------------------------------------------------------------------
 
@@ -844,6 +867,8 @@ class Executor(_Deciding, _Scheduling):
         # session moved on, must not run its tools a second time.
         (plan.round if isinstance(plan, ToolRoundPlan) else plan)._check_writable()
         plan = await self._decided(plan)
+        if self._approval_wait and isinstance(plan, ToolRoundPlan):
+            plan = await wait_in_plan(plan, self._approval_wait, self._on_approval_wait)
         calls, context = _plan_calls(plan)
         jobs, pending = await self._process(calls, context, approvals, _guards_for(plan))
         if pending:

@@ -1,0 +1,113 @@
+"""Waiting for the people a policy names (the approval queue): a call a policy refused
+because it waits in the queue is held until an approver answers, the request expires, or
+the executor's ``approval_wait`` passes; an answered call is decided again, so an approval
+runs it once and a denial's reason is what it answers."""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from toolwire._approvals import PENDING, ApprovalRequest, queue_for, request_ids_in
+from toolwire._calls import HandledCall, RejectedCall, ToolResult
+from toolwire._decisions import arun_hooks
+from toolwire._exports import publish
+from toolwire._round import ToolRoundPlan, audit_refused
+
+__all__ = ["ApprovalWaiting", "wait_for_approvers", "wait_in_plan"]
+
+#: ``fn(request, seconds waited)``: called when a wait begins and every ``REPORT_EVERY``
+#: seconds after (a gateway's progress notification, a terminal's line); may be async.
+ApprovalWaiting = Callable[[ApprovalRequest, float], Any]
+
+#: Seconds between two reports of a wait.
+REPORT_EVERY = 5.0
+
+
+async def wait_for_approvers(
+    jobs: Sequence[Any],
+    wait: float,
+    report: ApprovalWaiting | None,
+    again: Callable[[Any], Awaitable[ToolResult]],
+) -> None:
+    """For each job refused while its request waits in a queue this process filed it in:
+    wait (at most ``wait`` seconds, and no longer than the request lives), then, once it
+    is answered, ``again(job)`` decides (and runs) the call anew; its result replaces the
+    refusal. A request still waiting keeps the refusal (it names the request: the call
+    can be made again later)."""
+    for job in jobs:
+        result = job.result
+        if result is None or job.error_type != "policy_rejected":
+            continue
+        if await _answered(result, wait, report):
+            job.result = await again(job)
+
+
+async def wait_in_plan(
+    plan: ToolRoundPlan, wait: float, report: ApprovalWaiting | None
+) -> ToolRoundPlan:
+    """A round's plan, its calls refused while their requests wait in a queue decided
+    again (by the hooks that refused them: the policies first) once answered: an approved
+    call becomes pending (the approval spent), a denied one is refused with the answer."""
+    round_ = plan.round
+    guard = round_._guard
+    if guard is None or not plan.rejected:
+        return plan
+    pending, handled = list(plan.pending), list(plan.handled)
+    rejected: list[RejectedCall] = []
+    changed = False
+    for refused in plan.rejected:
+        typed = next((c for c in round_.calls if c.id == refused.call.id), None)
+        if typed is None or not await _answered(refused.result, wait, report):
+            rejected.append(refused)
+            continue
+        changed = True
+        decided = await arun_hooks(typed, guard.sets, plan.context)
+        guard.record((decided,))
+        if isinstance(decided, RejectedCall):
+            audit_refused(round_.turn.plugins, (decided,), plan.context)
+            rejected.append(decided)
+        elif isinstance(decided, HandledCall):
+            handled.append(decided)
+        else:
+            pending.append(decided)
+    if not changed:
+        return plan
+    return ToolRoundPlan(round_, tuple(pending), tuple(handled), tuple(rejected), plan.context)
+
+
+async def _answered(result: ToolResult, wait: float, report: ApprovalWaiting | None) -> bool:
+    """Whether the request a refusal names (filed in this process) was answered (approved
+    or denied) within ``wait``."""
+    for request_id in request_ids_in(result.content):
+        queue = queue_for(request_id)
+        if queue is None:
+            continue
+        answered = await _watch(queue, request_id, wait, report)
+        return answered is not None and answered.state() in ("approved", "denied")
+    return False
+
+
+async def _watch(
+    queue: Any, request_id: str, wait: float, report: ApprovalWaiting | None
+) -> ApprovalRequest | None:
+    started = time.monotonic()
+    request: ApprovalRequest | None = queue.get(request_id)
+    first = True
+    while request is not None and request.state() == PENDING:
+        waited = 0.0 if first else time.monotonic() - started  # 0: the wait begins
+        first = False
+        left = min(wait - waited, request.expires - time.time())
+        if left <= 0:
+            break
+        if report is not None:
+            said = report(request, waited)
+            if inspect.isawaitable(said):
+                await said
+        request = await queue.await_answer(request_id, min(REPORT_EVERY, left))
+    return request
+
+
+publish(globals())
