@@ -253,11 +253,14 @@ def _run(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _call(tmp_path: Path, who: str = "alice") -> subprocess.CompletedProcess[str]:
+def _argv(who: str, *more: str) -> list[str]:
     pay = '{"amount": 5, "to": "bob"}'
     # --approve: the caller's own yes, which the queue does not take.
-    return _run(tmp_path, "toolwire", "call", "pay", pay, "--app", "app:tools", "--as", who,
-                "--approve")  # fmt: skip
+    return ["toolwire", "call", "pay", pay, "--app", "app:tools", "--as", who, "--approve", *more]
+
+
+def _call(tmp_path: Path, who: str = "alice") -> subprocess.CompletedProcess[str]:
+    return _run(tmp_path, *_argv(who, "--approval-wait", "0"))  # refused at once
 
 
 def _paid(tmp_path: Path) -> list[str]:
@@ -326,3 +329,97 @@ def test_a_denial_and_a_person_who_may_not_answer_from_the_command_line(
     assert "denied it: no <b>" in told.stdout
     assert 1 == _run(tmp_path, "toolwire_policy", "approvals", "wait", rid).returncode
     assert [] == _paid(tmp_path)
+
+
+def test_the_command_line_waits_while_an_approver_in_another_process_answers(
+    tmp_path: Path,
+) -> None:
+    _setup(tmp_path, [f"user:{getpass.getuser()}"])
+    caller = subprocess.Popen(
+        [sys.executable, "-m", *_argv("alice", "--json")],
+        cwd=tmp_path, env=_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert caller.stdout is not None
+        events = []
+        for line in caller.stdout:  # the caller says where it waits, then waits
+            events.append(json.loads(line))
+            if events[-1]["event"] == "approval_wait":
+                break
+        wait = events[-1]
+        assert wait["event"] == "approval_wait"
+        assert wait["approvers"] == [f"user:{getpass.getuser()}"]
+        assert wait["answer"] == f"toolwire-policy approvals approve {wait['request']}"
+        assert [] == _paid(tmp_path)
+        answered = _run(tmp_path, "toolwire_policy", "approvals", "approve", wait["request"])
+        assert 0 == answered.returncode, answered.stderr
+        out, err = caller.communicate(timeout=120)
+    finally:
+        caller.kill()
+    assert 0 == caller.returncode, out + err
+    results = [json.loads(line) for line in out.splitlines() if '"result"' in line]
+    assert [r["content"] for r in results if r["event"] == "result"] == ["paid 5 to bob"]
+    assert ["5 to bob"] == _paid(tmp_path)
+
+
+def test_an_executor_waits_for_the_answer_and_a_cancelled_wait_runs_nothing(
+    tmp_path: Path,
+) -> None:
+    import asyncio
+    import threading
+
+    paid: list[str] = []
+    path = _policy(tmp_path, ["group:finance"])
+    payer = _executor(path, paid)
+    reports: list[tuple[str, float]] = []
+    payer.executor = tw.Executor(
+        tools=[payer.tool],
+        plugins=payer.executor._host,
+        approval_wait=60,
+        on_approval_wait=lambda request, waited: reports.append((request.id, waited)),
+    )
+    queue = ApprovalQueue(tmp_path / "approvals.sqlite")
+
+    def approver(approve: bool) -> None:
+        while not queue.pending():
+            time.sleep(0.02)
+        [request] = queue.pending()
+        queue.answer(request.id, approve=approve, by=FINANCE, reason="checked")
+
+    helper = threading.Thread(target=approver, args=(True,))
+    helper.start()
+    assert "paid 5 to bob" == _pay(payer, "alice")  # waited, then ran
+    helper.join()
+    assert ["5 to bob"] == paid
+    assert reports
+    assert reports[0][1] == 0
+
+    helper = threading.Thread(target=approver, args=(False,))
+    helper.start()
+    denied = _pay(payer, "alice", amount=7)
+    helper.join()
+    assert "fran denied it: checked" in denied
+    assert ["5 to bob"] == paid
+
+    async def cancelled() -> None:
+        task = asyncio.ensure_future(
+            payer.executor.aexecute(
+                tw.TypedCall(
+                    tw.ToolCall("c9", "pay", '{"amount": 9, "to": "eve"}'),
+                    payer.tool,
+                    payer.tool.validate_json('{"amount": 9, "to": "eve"}'),
+                ),
+                context=tw.HookContext(principal=tw.Principal("alice")),
+            )
+        )
+        while not queue.pending():
+            await asyncio.sleep(0.02)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(cancelled())
+    [request] = queue.pending()
+    queue.answer(request.id, approve=True, by=FINANCE)
+    assert ["5 to bob"] == paid  # the cancelled call never ran, approved or not

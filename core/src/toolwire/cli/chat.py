@@ -49,6 +49,7 @@ from toolwire.cli.commands import (
     _provider,
     _status,
     _warn_blocked,
+    approval_waiting,
     principal_of,
 )
 from toolwire.cli.config import CliConfig, cli_config
@@ -208,6 +209,7 @@ class _Chat:
             approval_gate=ApprovalGate.MUTATING_AND_ABOVE,
             plugins=host,
             backend=getattr(args, "backend", None),
+            **approval_waiting(args, self.tee),
         )
         self.agent = Agent(
             provider, toolset, executor=executor, plugins=host, context=self.ctx, **options

@@ -416,6 +416,22 @@ def _approver(approve: bool, command: str, emit: Emit) -> Callable[[ApprovalRequ
     return decide
 
 
+#: How long a call waits for the people a policy names when --approval-wait says nothing:
+#: as long as its request lives (a policy's requests live at most 30 days).
+WAIT_AS_LONG_AS_IT_LIVES = 30 * 86400.0
+
+
+def approval_waiting(args: argparse.Namespace, emit: Emit) -> dict[str, Any]:
+    """The executor's options for waiting on the approval queue, from --approval-wait."""
+    from toolwire.cli.render import approval_wait_reporter
+
+    wait = getattr(args, "approval_wait", None)
+    return {
+        "approval_wait": WAIT_AS_LONG_AS_IT_LIVES if wait is None else wait,
+        "on_approval_wait": approval_wait_reporter(emit),
+    }
+
+
 def _agent(
     host: PluginHost,
     provider: Provider,
@@ -432,6 +448,7 @@ def _agent(
         approval_gate=ApprovalGate.MUTATING_AND_ABOVE,
         plugins=host,
         backend=getattr(args, "backend", None),
+        **approval_waiting(args, emit),
     )
     return Agent(provider, toolset, executor=executor, plugins=host, context=ctx, **options)
 
@@ -773,6 +790,14 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
         ) from exc
     if args.mcp_command == "trust":
         return _mcp_trust(toolwire_mcp, args)
+    if args.mcp_command == "console":
+        try:
+            toolwire_mcp.serve_console(
+                tokens_file=args.tokens, queue=args.queue, host=args.host, port=args.port
+            )
+        except UsageError as exc:
+            raise CliError(str(exc), EXIT_USAGE) from None
+        return EXIT_OK
     host = _host()
     toolset = _app_toolset(args.app)
     served = {

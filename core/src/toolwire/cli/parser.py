@@ -302,9 +302,27 @@ def _parser() -> argparse.ArgumentParser:
 
     sp = command("mcp", "MCP: serve the assembled toolset (needs toolwire-mcp)")
     msub = sp.add_subparsers(
-        dest="mcp_command", metavar="MCP_COMMAND", parser_class=_Parser, help="serve, trust"
+        dest="mcp_command",
+        metavar="MCP_COMMAND",
+        parser_class=_Parser,
+        help="serve, trust, console",
     )
     msub.required = True
+    about = (
+        "serve the approval console: the calls waiting for the approvers a policy names, "
+        "answered in a browser (sign-in by the tokens file)"
+    )
+    console = msub.add_parser("console", help=about, description=about)
+    console.add_argument(
+        "--tokens", metavar="FILE", required=True, help="who may sign in (as serve --tokens)"
+    )
+    console.add_argument(
+        "--queue",
+        metavar="FILE",
+        help="the approval queue (default: $XDG_DATA_HOME/toolwire/approvals.sqlite)",
+    )
+    console.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
+    console.add_argument("--port", type=int, default=8765, help="port (8765)")
     about = "serve the assembled toolset over MCP (policies and hooks apply)"
     serve = msub.add_parser("serve", help=about, description=about)
     _app_option(serve)
@@ -470,6 +488,24 @@ def _approve_switch(sp: argparse.ArgumentParser) -> None:
         action="store_true",
         help="run mutating and destructive tools (denied without it)",
     )
+    sp.add_argument(
+        "--approval-wait",
+        metavar="SECONDS",
+        type=_seconds,
+        default=None,
+        help="how long a call the policy files for approval (its [approvals]) waits for "
+        "an answer (default: as long as the request lives; 0: refused at once, naming it)",
+    )
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"seconds must be 0 or more, got {text!r}")
+    return value
 
 
 # -- helpers ---------------------------------------------------------------------------

@@ -130,9 +130,16 @@ class _Events:
         self, emit: Emit, spinner: Spinner | None = None, save_media: Path | None = None
     ) -> None:
         self.emit = emit
-        self.clean = True
+        #: Calls that did not go through: refused, invalid, or failed (a call refused
+        #: while its approval request waited, then run once approved, went through).
+        self.failed: set[str] = set()
         self.spinner = spinner
         self.save_media = save_media
+
+    @property
+    def clean(self) -> bool:
+        """Whether every call went through."""
+        return not self.failed
 
     def __call__(self, event: AgentEvent) -> None:
         emit = self.emit
@@ -155,7 +162,7 @@ class _Events:
             }
             if event.outcome in ("rejected", "invalid"):
                 decision["reason"] = event.reason
-                self.clean = False
+                self.failed.add(call.id)
             emit(decision)
         elif isinstance(event, ToolResultReady):
             r = event.result
@@ -171,7 +178,10 @@ class _Events:
                 if self.save_media is not None:
                     result["saved"] = save_media(self.save_media, r.call_id, parts)
             emit(result)
-            self.clean = self.clean and not r.is_error
+            if r.is_error:
+                self.failed.add(r.call_id)
+            else:
+                self.failed.discard(r.call_id)
         elif isinstance(event, AgentFinished):
             if spinner is not None:
                 spinner.stop()
@@ -391,6 +401,14 @@ class _TextPrinter:
                 self.explained.add(event["id"])
                 line = self.style.fold(f"  approval: denied: {event['reason']}")
                 self._block(event["id"], self.style.bad(line))
+        elif kind == "approval_wait":
+            if not event.get("waited"):  # said once, when the wait begins
+                line = (
+                    f"  waiting for approval: request {event['request']} ({event['tool']}) "
+                    f"waits for {', '.join(event['approvers'])} until {event['until']}; "
+                    f"answer it with: {event['answer']}"
+                )
+                self._line(self.style.fold(line))
         elif kind == "result":
             lines = self.blocks.pop(event["id"], [])
             reason = rejection_reason(event["content"])
@@ -423,6 +441,28 @@ class _TextPrinter:
             else:
                 self._line(f"assistant: {event['text']}")
             self.streamed = ""
+
+
+def approval_wait_reporter(emit: Emit) -> Callable[[Any, float], None]:
+    """The executor's ``on_approval_wait`` for the command line: an ``approval_wait``
+    event when a wait begins (where the request can be answered) and every few seconds."""
+    from datetime import UTC, datetime
+
+    def report(request: Any, waited: float) -> None:
+        until = datetime.fromtimestamp(request.expires, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        emit(
+            {
+                "event": "approval_wait",
+                "request": request.id,
+                "tool": request.tool,
+                "approvers": list(request.approvers),
+                "until": until,
+                "waited": round(waited, 1),
+                "answer": f"toolwire-policy approvals approve {request.id}",
+            }
+        )
+
+    return report
 
 
 def _printer(as_json: bool, stream: TextIO | None = None, style: Style = PLAIN) -> Emit:
