@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         untrust_file,
     )
     from toolwire_mcp._connection import MCPCallError, MCPConnectError
+    from toolwire_mcp._console import console_app, serve_console
     from toolwire_mcp._elicit import (
         ElicitationRequest,
         elicitation_handler,
@@ -113,6 +114,8 @@ _LAZY = {
     "mcp_toolset": "toolwire_mcp._toolset",
     "metadata_for": "toolwire_mcp._toolset",
     "serve_mcp": "toolwire_mcp._server",
+    "console_app": "toolwire_mcp._console",
+    "serve_console": "toolwire_mcp._console",
     "load_tokens": "toolwire_mcp._auth",
     "OAuthResource": "toolwire_mcp._jwt",
     "load_oauth": "toolwire_mcp._jwt",
@@ -140,6 +143,7 @@ __all__ = [
     "ServerSpec",
     "adiscover_authorization_server",
     "build_server",
+    "console_app",
     "close_all",
     "config_paths",
     "connected",
@@ -161,6 +165,7 @@ __all__ = [
     "resource_updated",
     "roots",
     "sampling_enabled",
+    "serve_console",
     "serve_mcp",
     "set_elicitation_handler",
     "set_id_token_provider",

@@ -1,0 +1,317 @@
+"""The approval console: a web page where the people a policy names answer the calls
+waiting in the approval queue (:mod:`toolwire.approvals`), and read its history.
+
+Server-rendered pages, no script and no external asset (it runs inside an organisation's
+network): a strict content-security policy, every value escaped by :func:`_esc` (the one
+way this module writes text into a page), every form carrying the session's CSRF token,
+and the session in an HttpOnly, SameSite=Strict cookie. Sign-in is by a token of the
+gateway's tokens file (``--tokens``: the file holds only their digests); only the
+approvers a request names may answer it, and nobody their own request unless the policy
+says so (the queue checks both).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import html
+import secrets
+import time
+import urllib.parse
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from toolwire import Principal
+from toolwire.approvals import ApprovalError, ApprovalQueue, ApprovalRequest
+
+__all__ = ["console_app", "serve_console"]
+
+#: The most sessions held at once, and how long one lives (seconds).
+MAX_SESSIONS, SESSION_SECONDS = 1000, 8 * 3600
+#: The most a form may send (bytes): a reason, a token and a CSRF token.
+MAX_FORM_BYTES = 16 * 1024
+COOKIE = "toolwire_console"
+
+_HEADERS = {
+    "content-security-policy": (
+        "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; "
+        "frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "x-content-type-options": "nosniff",
+    "x-frame-options": "DENY",
+    "referrer-policy": "no-referrer",
+    "cache-control": "no-store",
+}
+
+_CSS = """
+body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 72rem; padding: 1rem; }
+nav a { margin-right: 1rem; }
+table { border-collapse: collapse; width: 100%; }
+th, td { border-bottom: 1px solid #ddd; padding: .4rem; text-align: left; vertical-align: top; }
+pre { background: #f6f6f6; margin: 0; max-height: 20rem; overflow: auto; padding: .4rem;
+      white-space: pre-wrap; word-break: break-all; }
+.flash { background: #eef6ee; border: 1px solid #9c9; padding: .5rem; }
+.error { background: #fbeeee; border: 1px solid #c99; padding: .5rem; }
+form.inline { display: inline; }
+input[type=text] { width: 14rem; }
+"""
+
+
+def _esc(value: Any) -> str:
+    """Any value as text in a page: escaped, quotes included (the one way this module
+    writes text into a page)."""
+    return html.escape(str(value), quote=True)
+
+
+def _when(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+class _Session:
+    __slots__ = ("csrf", "expires", "principal")
+
+    def __init__(self, principal: Principal) -> None:
+        self.principal = principal
+        self.csrf = secrets.token_urlsafe(32)
+        self.expires = time.monotonic() + SESSION_SECONDS
+
+
+def console_app(queue: ApprovalQueue, tokens: Mapping[str, Principal]) -> Any:
+    """The console as an ASGI app (Starlette): the queue's pending requests, its history,
+    and answering one, for the principals the tokens (``sha256:...`` -> Principal, as
+    ``load_tokens`` reads a tokens file) name."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import HTMLResponse, RedirectResponse, Response
+    from starlette.routing import Route
+
+    sessions: dict[str, _Session] = {}
+
+    def page(title: str, body: str, status: int = 200, who: _Session | None = None) -> Response:
+        nav = ""
+        if who is not None:
+            nav = (
+                '<nav><a href="/">Waiting</a><a href="/history">History</a>'
+                f"<span>signed in as {_esc(who.principal.subject)}</span> "
+                f'<form class="inline" method="post" action="/logout">{_csrf(who)}'
+                '<button type="submit">Sign out</button></form></nav>'
+            )
+        text = (
+            '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+            f"<title>{_esc(title)} · toolwire approvals</title>"
+            '<link rel="stylesheet" href="/console.css"></head>'
+            f"<body>{nav}<h1>{_esc(title)}</h1>{body}</body></html>"
+        )
+        return HTMLResponse(text, status, headers=_HEADERS)
+
+    def _csrf(who: _Session) -> str:
+        return f'<input type="hidden" name="csrf" value="{_esc(who.csrf)}">'
+
+    def session_of(request: Request) -> _Session | None:
+        key = request.cookies.get(COOKIE, "")
+        found = sessions.get(key)
+        if found is None or found.expires < time.monotonic():
+            sessions.pop(key, None)
+            return None
+        return found
+
+    async def form_of(request: Request) -> dict[str, str] | None:
+        """The form a POST sent (urlencoded, bounded), or None when it is not one."""
+        if request.headers.get("content-type", "").split(";")[0].strip() != (
+            "application/x-www-form-urlencoded"
+        ):
+            return None
+        body = b""
+        async for chunk in request.stream():
+            body += chunk
+            if len(body) > MAX_FORM_BYTES:
+                return None
+        try:
+            pairs = urllib.parse.parse_qsl(body.decode("utf-8"), max_num_fields=10)
+        except (UnicodeDecodeError, ValueError):
+            return None
+        return dict(pairs)
+
+    def refused(text: str, status: int, who: _Session | None = None) -> Response:
+        return page("Refused", f'<p class="error">{_esc(text)}</p>', status, who)
+
+    async def checked(request: Request) -> tuple[_Session, dict[str, str]] | Response:
+        """A POST's session and form, its CSRF token checked."""
+        who = session_of(request)
+        if who is None:
+            return refused("sign in first", 401)
+        form = await form_of(request)
+        if form is None:
+            return refused("not a form this console sends", 400, who)
+        if not hmac.compare_digest(form.get("csrf", "").encode(), who.csrf.encode()):
+            return refused("the form's CSRF token is missing or wrong; reload the page", 403, who)
+        return who, form
+
+    async def login_page(request: Request) -> Response:
+        body = (
+            "<p>Sign in with your token (the gateway's tokens file names who it is).</p>"
+            '<form method="post" action="/login">'
+            '<label>Token <input type="password" name="token" autocomplete="off"></label> '
+            '<button type="submit">Sign in</button></form>'
+        )
+        return page("Sign in", body)
+
+    async def login(request: Request) -> Response:
+        form = await form_of(request)
+        token = (form or {}).get("token", "")
+        digest = "sha256:" + hashlib.sha256(token.encode("utf-8")).hexdigest()
+        principal = tokens.get(digest) if token else None
+        if principal is None:
+            return refused("that token is not one this console accepts", 401)
+        if len(sessions) >= MAX_SESSIONS:
+            now = time.monotonic()
+            for key in [k for k, s in sessions.items() if s.expires < now]:
+                del sessions[key]
+            if len(sessions) >= MAX_SESSIONS:
+                return refused("too many people are signed in; try again later", 503)
+        key = secrets.token_urlsafe(32)
+        sessions[key] = _Session(principal)
+        response = RedirectResponse("/", 303, headers=_HEADERS)
+        secure = request.url.scheme == "https"
+        response.set_cookie(
+            COOKIE, key, max_age=SESSION_SECONDS, httponly=True, samesite="strict", secure=secure
+        )
+        return response
+
+    async def logout(request: Request) -> Response:
+        done = await checked(request)
+        if isinstance(done, Response):
+            return done
+        sessions.pop(request.cookies.get(COOKIE, ""), None)
+        response = RedirectResponse("/login", 303, headers=_HEADERS)
+        response.delete_cookie(COOKIE)
+        return response
+
+    def row(r: ApprovalRequest, who: _Session, actions: bool) -> str:
+        now = time.time()
+        age = int(now - r.created)
+        cells = [
+            f"<td><code>{_esc(r.id)}</code><br>{_esc(r.state(now))}</td>",
+            f"<td>{_esc(r.subject or '(anonymous)')}</td>",
+            f"<td><strong>{_esc(r.tool)}</strong><br>{_esc(r.reason)}</td>",
+            f"<td><pre>{_esc(r.arguments)}</pre></td>",
+            f"<td>{age} s ago<br>until {_esc(_when(r.expires))}</td>",
+        ]
+        if actions:
+            cells.append(
+                "<td>"
+                f'<form method="post" action="/requests/{_esc(r.id)}/answer">{_csrf(who)}'
+                '<input type="text" name="reason" placeholder="reason" maxlength="2000"> '
+                '<button type="submit" name="answer" value="approve">Approve</button> '
+                '<button type="submit" name="answer" value="deny">Deny</button>'
+                "</form></td>"
+            )
+        else:
+            said = f": {r.answer}" if r.answer else ""
+            cells.append(f"<td>{_esc(r.answered_by)}{_esc(said)}</td>")
+        return f'<tr id="{_esc(r.id)}">{"".join(cells)}</tr>'
+
+    def table(found: list[ApprovalRequest], who: _Session, actions: bool) -> str:
+        if not found:
+            return "<p>Nothing here.</p>"
+        last = "Answer" if actions else "Answered by"
+        head = "".join(
+            f"<th>{_esc(h)}</th>" for h in ("Request", "Asked by", "Tool", "Arguments", "Age", last)
+        )
+        rows = "".join(row(r, who, actions) for r in found)
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+
+    async def waiting(request: Request) -> Response:
+        who = session_of(request)
+        if who is None:
+            return RedirectResponse("/login", 303, headers=_HEADERS)
+        flash = request.query_params.get("done", "")
+        note = f'<p class="flash">{_esc(flash)}</p>' if flash else ""
+        found = queue.pending()
+        return page("Waiting for an answer", note + table(found, who, True), who=who)
+
+    async def history(request: Request) -> Response:
+        who = session_of(request)
+        if who is None:
+            return RedirectResponse("/login", 303, headers=_HEADERS)
+        q = request.query_params
+        subject, tool, state = q.get("subject") or None, q.get("tool") or None, q.get("state")
+        found = queue.history(subject=subject, tool=tool, state=state or None)
+        fields = "".join(
+            f'<input type="text" name="{name}" placeholder="{label}" value="{_esc(value or "")}">'
+            for name, label, value in (
+                ("subject", "asked by", subject),
+                ("tool", "tool", tool),
+                ("state", "state", state),
+            )
+        )
+        filters = (
+            f'<form method="get" action="/history">{fields}<button type="submit">Filter</button>'
+            "</form>"
+        )
+        return page("History", filters + table(found, who, False), who=who)
+
+    async def answer(request: Request) -> Response:
+        done = await checked(request)
+        if isinstance(done, Response):
+            return done
+        who, form = done
+        request_id = request.path_params["request_id"]
+        choice = form.get("answer")
+        if choice not in ("approve", "deny"):
+            return refused("answer approve or deny", 400, who)
+        try:
+            answered = queue.answer(
+                request_id,
+                approve=choice == "approve",
+                by=who.principal,
+                reason=form.get("reason", ""),
+            )
+        except ApprovalError as exc:
+            return refused(str(exc), 403, who)
+        said = f"{answered.id} {answered.status}"
+        return RedirectResponse(
+            "/?" + urllib.parse.urlencode({"done": said}), 303, headers=_HEADERS
+        )
+
+    async def css(request: Request) -> Response:
+        return Response(_CSS, media_type="text/css", headers=_HEADERS)
+
+    return Starlette(
+        routes=[
+            Route("/", waiting),
+            Route("/history", history),
+            Route("/login", login_page, methods=["GET"]),
+            Route("/login", login, methods=["POST"]),
+            Route("/logout", logout, methods=["POST"]),
+            Route("/requests/{request_id}/answer", answer, methods=["POST"]),
+            Route("/console.css", css),
+        ]
+    )
+
+
+def serve_console(
+    *,
+    tokens_file: str,
+    queue: str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+) -> None:
+    """Serve the approval console (``toolwire mcp console``) until interrupted: the queue
+    in ``queue`` (default: ``$XDG_DATA_HOME/toolwire/approvals.sqlite``), sign-in by the
+    tokens ``tokens_file`` lists (as ``toolwire mcp serve --tokens`` reads it)."""
+    import uvicorn
+
+    from toolwire_mcp._auth import load_tokens
+
+    tokens = load_tokens(tokens_file)
+    try:
+        opened = ApprovalQueue(queue)
+    except ApprovalError as exc:
+        from toolwire.exceptions import UsageError
+
+        raise UsageError(str(exc)) from None
+    uvicorn.run(console_app(opened, tokens), host=host, port=port, log_level="warning")

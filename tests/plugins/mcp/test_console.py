@@ -1,0 +1,234 @@
+"""#43: the approval console in a real browser (headless Chromium, Debian's, driven by
+Playwright through its executable_path). Every peer is real: the console is
+`toolwire mcp console` in a process of its own on 127.0.0.1, the calls waiting are
+`toolwire call` runs in processes of their own, and the approvers sign in with tokens of a
+tokens file."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolwire.approvals import ApprovalQueue
+
+sync_api = pytest.importorskip("playwright.sync_api")
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+if CHROMIUM is None and not os.environ.get("CI"):
+    pytest.skip("Debian's chromium is not installed (.ci/run installs it)", allow_module_level=True)
+
+APP = """
+from pathlib import Path
+import toolwire as tw
+
+@tw.tool_fn(effect="mutating")
+def pay(amount: int, to: str) -> str:
+    '''Pay someone.'''
+    with open(Path(__file__).parent / "paid.txt", "a") as f:
+        f.write(f"{amount} to {to}\\n")
+    return f"paid {amount} to {to}"
+
+tools = tw.Toolset("app", [pay])
+"""
+
+TOKENS = {"fran-secret": ("fran", ["finance"]), "eve-secret": ("eve", ["staff"])}
+
+
+class Site:
+    def __init__(self, root: Path, url: str, queue: Path) -> None:
+        self.root, self.url, self.queue_path = root, url, queue
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
+        env.update(
+            XDG_CONFIG_HOME=str(self.root / "config"),
+            XDG_DATA_HOME=str(self.root / "data"),
+            TOOLWIRE_AUTOLOAD_PLUGINS="0",
+        )
+        return env
+
+    def call(self, who: str, to: str, amount: int = 5) -> subprocess.Popen[str]:
+        """A `toolwire call` that waits for the approvers, in a process of its own."""
+        arguments = json.dumps({"amount": amount, "to": to})
+        return subprocess.Popen(
+            [sys.executable, "-m", "toolwire", "call", "pay", arguments, "--app", "app:tools",
+             "--as", who, "--approve", "--json"],
+            cwd=self.root, env=self.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+
+    def waiting_id(self, caller: subprocess.Popen[str]) -> str:
+        assert caller.stdout is not None
+        for line in caller.stdout:
+            event = json.loads(line)
+            if event["event"] == "approval_wait":
+                return str(event["request"])
+        raise AssertionError(f"the call did not wait: {caller.communicate()}")
+
+    def paid(self) -> list[str]:
+        path = self.root / "paid.txt"
+        return path.read_text().splitlines() if path.exists() else []
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[Site]:
+    config = tmp_path / "config" / "toolwire"
+    config.mkdir(parents=True)
+    queue = tmp_path / "data" / "approvals.sqlite"
+    (config / "policy.toml").write_text(
+        f'approve = ["pay"]\n\n[approvals]\napprovers = ["group:finance"]\nqueue = "{queue}"\n'
+    )
+    (tmp_path / "app.py").write_text(APP)
+    tokens = tmp_path / "tokens.json"
+    entries = [
+        {"sha256": "sha256:" + hashlib.sha256(t.encode()).hexdigest(), "subject": s, "groups": g}
+        for t, (s, g) in TOKENS.items()
+    ]
+    tokens.write_text(json.dumps({"tokens": entries}))
+    tokens.chmod(0o600)
+    ApprovalQueue(queue).close()  # made here, as the gateway's user
+    port = _free_port()
+    made = Site(tmp_path, f"http://127.0.0.1:{port}", queue)
+    console = subprocess.Popen(
+        [sys.executable, "-m", "toolwire", "mcp", "console", "--tokens", str(tokens),
+         "--queue", str(queue), "--port", str(port)],
+        cwd=tmp_path, env=made.env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if console.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(console.communicate()[1]) from None
+            time.sleep(0.1)
+    try:
+        yield made
+    finally:
+        console.terminate()
+        console.communicate(timeout=30)
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    assert CHROMIUM is not None, "chromium is missing (.ci/run installs it from Debian)"
+    with sync_api.sync_playwright() as p:
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+def _signed_in(browser: Any, site: Site, token: str) -> Any:
+    page = browser.new_context().new_page()
+    alerts: list[str] = []
+    page.on("dialog", lambda d: (alerts.append(d.message), d.dismiss()))
+    page.alerts = alerts
+    page.goto(site.url + "/")
+    assert page.url.endswith("/login")  # nobody signed in: the sign-in page
+    page.fill("input[name=token]", token)
+    page.click("button[type=submit]")
+    return page
+
+
+def test_an_approver_answers_a_waiting_call_in_the_browser(site: Site, browser: Any) -> None:
+    caller = site.call("alice", "<script>alert(1)</script>")
+    try:
+        request_id = site.waiting_id(caller)
+        page = _signed_in(browser, site, "fran-secret")
+        row = page.locator(f"tr[id='{request_id}']")
+        assert "alice" in row.inner_text()
+        # The argument is shown as text, whole: nothing in it runs.
+        assert '"to": "<script>alert(1)</script>"' in row.locator("pre").inner_text()
+        assert [] == page.alerts
+        assert [] == site.paid()
+        row.locator("input[name=reason]").fill("budgeted")
+        row.locator("button[value=approve]").click()
+        assert f"{request_id} approved" in page.locator(".flash").inner_text()
+        out, err = caller.communicate(timeout=120)
+    finally:
+        caller.kill()
+        caller.communicate(timeout=30)
+    assert 0 == caller.returncode, out + err
+    assert ["5 to <script>alert(1)</script>"] == site.paid()  # ran once
+    history = page.goto(site.url + "/history?subject=alice")
+    assert history is not None
+    assert history.headers["content-security-policy"].startswith("default-src 'none'")
+    assert "fran: budgeted" in page.locator(f"tr[id='{request_id}']").inner_text()
+
+
+def test_a_denial_reaches_the_model_with_its_reason(site: Site, browser: Any) -> None:
+    caller = site.call("bob", "carol")
+    try:
+        request_id = site.waiting_id(caller)
+        page = _signed_in(browser, site, "fran-secret")
+        row = page.locator(f"tr[id='{request_id}']")
+        row.locator("input[name=reason]").fill("not this month")
+        row.locator("button[value=deny]").click()
+        out, _ = caller.communicate(timeout=120)
+    finally:
+        caller.kill()
+        caller.communicate(timeout=30)
+    assert 1 == caller.returncode
+    [result] = [json.loads(x) for x in out.splitlines() if '"event": "result"' in x]
+    assert "fran denied it: not this month" in result["content"]  # what the model reads
+    assert [] == site.paid()
+
+
+def test_refused_without_the_csrf_token_by_a_non_approver_and_when_expired(
+    site: Site, browser: Any
+) -> None:
+    import toolwire as tw
+
+    queue = ApprovalQueue(site.queue_path)
+    pending = queue.submit(
+        key="sha256:" + "1" * 64, tool="pay", arguments="{}", reason="requires approval",
+        principal=tw.Principal("alice"), approvers=["group:finance"], lifetime=3600,
+    )  # fmt: skip
+    eve = _signed_in(browser, site, "eve-secret")
+    eve.locator(f"tr[id='{pending.id}'] button[value=approve]").click()
+    assert f"eve may not answer request {pending.id}" in eve.locator(".error").inner_text()
+
+    fran = _signed_in(browser, site, "fran-secret")
+    forged = fran.request.post(
+        f"{site.url}/requests/{pending.id}/answer", form={"answer": "approve"}
+    )
+    assert 403 == forged.status
+    assert "CSRF token" in forged.text()
+    assert "pending" == queue.get(pending.id).state()  # type: ignore[union-attr]
+
+    short = queue.submit(
+        key="sha256:" + "2" * 64, tool="pay", arguments="{}", reason="requires approval",
+        principal=tw.Principal("alice"), approvers=["group:finance"], lifetime=2,
+    )  # fmt: skip
+    fran.reload()
+    button = fran.locator(f"tr[id='{short.id}'] button[value=approve]")
+    while time.time() < short.expires:
+        time.sleep(0.05)
+    button.click()
+    assert f"request {short.id} is expired, not pending" in fran.locator(".error").inner_text()
+
+    wrong = browser.new_context().new_page()
+    wrong.goto(site.url + "/login")
+    wrong.fill("input[name=token]", "not-a-token")
+    wrong.click("button[type=submit]")
+    assert "not one this console accepts" in wrong.locator(".error").inner_text()
