@@ -181,7 +181,7 @@ class ApprovalQueue:
     ``$XDG_DATA_HOME/toolwire/approvals.sqlite``). Every wait on the file has a deadline
     (``timeout``); past it, ApprovalError."""
 
-    def __init__(self, path: Path | str | None = None, *, timeout: float = 2.0) -> None:
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout: float = 2.0) -> None:
         import sqlite3
 
         self.path = Path(path).expanduser() if path is not None else default_queue_path()

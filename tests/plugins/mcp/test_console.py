@@ -87,8 +87,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture
-def site(tmp_path: Path) -> Iterator[Site]:
+@pytest.fixture(params=["console", "gateway"])
+def site(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Site]:
+    """The console on its own (`toolwire mcp console`), or at /console beside an MCP
+    gateway (`toolwire mcp serve --transport http --tokens F --console`)."""
     config = tmp_path / "config" / "toolwire"
     config.mkdir(parents=True)
     queue = tmp_path / "data" / "approvals.sqlite"
@@ -105,10 +107,16 @@ def site(tmp_path: Path) -> Iterator[Site]:
     tokens.chmod(0o600)
     ApprovalQueue(queue).close()  # made here, as the gateway's user
     port = _free_port()
-    made = Site(tmp_path, f"http://127.0.0.1:{port}", queue)
+    if request.param == "console":
+        made = Site(tmp_path, f"http://127.0.0.1:{port}", queue)
+        argv = ["console", "--tokens", str(tokens), "--queue", str(queue), "--port", str(port)]
+    else:
+        (tmp_path / "served.py").write_text(APP.replace("paid.txt", "served.txt"))
+        made = Site(tmp_path, f"http://127.0.0.1:{port}/console", queue)
+        argv = ["serve", "--app", "served:tools", "--transport", "http", "--port", str(port),
+                "--tokens", str(tokens), "--console", "--console-queue", str(queue)]  # fmt: skip
     console = subprocess.Popen(
-        [sys.executable, "-m", "toolwire", "mcp", "console", "--tokens", str(tokens),
-         "--queue", str(queue), "--port", str(port)],
+        [sys.executable, "-m", "toolwire", "mcp", *argv],
         cwd=tmp_path, env=made.env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     deadline = time.monotonic() + 60
@@ -144,7 +152,7 @@ def _signed_in(browser: Any, site: Site, token: str) -> Any:
     page.on("dialog", lambda d: (alerts.append(d.message), d.dismiss()))
     page.alerts = alerts
     page.goto(site.url + "/")
-    assert page.url.endswith("/login")  # nobody signed in: the sign-in page
+    assert page.url == site.url + "/login"  # nobody signed in: the sign-in page
     page.fill("input[name=token]", token)
     page.click("button[type=submit]")
     return page
@@ -220,15 +228,22 @@ def test_refused_without_the_csrf_token_by_a_non_approver_and_when_expired(
         key="sha256:" + "2" * 64, tool="pay", arguments="{}", reason="requires approval",
         principal=tw.Principal("alice"), approvers=["group:finance"], lifetime=2,
     )  # fmt: skip
-    fran.reload()
+    fran.goto(site.url + "/")
     button = fran.locator(f"tr[id='{short.id}'] button[value=approve]")
     while time.time() < short.expires:
         time.sleep(0.05)
     button.click()
     assert f"request {short.id} is expired, not pending" in fran.locator(".error").inner_text()
 
+    if site.url.endswith("/console"):  # beside the gateway: its MCP endpoint still asks for a token
+        import httpx
+
+        gateway = site.url.removesuffix("/console") + "/mcp"
+        assert 401 == httpx.post(gateway, json={}, timeout=30).status_code
+
     wrong = browser.new_context().new_page()
     wrong.goto(site.url + "/login")
+    assert wrong.url == site.url + "/login"
     wrong.fill("input[name=token]", "not-a-token")
     wrong.click("button[type=submit]")
     assert "not one this console accepts" in wrong.locator(".error").inner_text()

@@ -381,13 +381,13 @@ def test_an_executor_waits_for_the_answer_and_a_cancelled_wait_runs_nothing(
     )
     queue = ApprovalQueue(tmp_path / "approvals.sqlite")
 
-    def approver(approve: bool) -> None:
-        while not queue.pending():
+    def approver(approve: bool, told: int) -> None:
+        while len(reports) == told:  # until the executor says the call waits
             time.sleep(0.02)
         [request] = queue.pending()
         queue.answer(request.id, approve=approve, by=FINANCE, reason="checked")
 
-    helper = threading.Thread(target=approver, args=(True,))
+    helper = threading.Thread(target=approver, args=(True, len(reports)))
     helper.start()
     assert "paid 5 to bob" == _pay(payer, "alice")  # waited, then ran
     helper.join()
@@ -395,7 +395,7 @@ def test_an_executor_waits_for_the_answer_and_a_cancelled_wait_runs_nothing(
     assert reports
     assert reports[0][1] == 0
 
-    helper = threading.Thread(target=approver, args=(False,))
+    helper = threading.Thread(target=approver, args=(False, len(reports)))
     helper.start()
     denied = _pay(payer, "alice", amount=7)
     helper.join()

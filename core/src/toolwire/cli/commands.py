@@ -824,6 +824,9 @@ def _cmd_mcp(args: argparse.Namespace) -> int:
             approve=args.approve,
             plugins=host,
             elicit=not args.no_elicit,
+            **({"approval_wait": args.approval_wait} if args.approval_wait is not None else {}),
+            console=args.console,
+            console_queue=args.console_queue,
             resources=served["resources"],
             prompts=served["prompts"],
             **{

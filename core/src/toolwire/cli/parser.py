@@ -361,6 +361,16 @@ def _parser() -> argparse.ArgumentParser:
     )
     _approve_switch(serve)
     serve.add_argument(
+        "--console",
+        action="store_true",
+        help="HTTP, with --tokens: also serve the approval console at /console",
+    )
+    serve.add_argument(
+        "--console-queue",
+        metavar="FILE",
+        help="the console's approval queue (default: $XDG_DATA_HOME/toolwire/approvals.sqlite)",
+    )
+    serve.add_argument(
         "--no-elicit",
         action="store_true",
         help="never ask the client's user to approve a call (MCP elicitation); deny instead",
@@ -494,7 +504,8 @@ def _approve_switch(sp: argparse.ArgumentParser) -> None:
         type=_seconds,
         default=None,
         help="how long a call the policy files for approval (its [approvals]) waits for "
-        "an answer (default: as long as the request lives; 0: refused at once, naming it)",
+        "an answer (default: as long as the request lives, 600 for `mcp serve`; 0: refused "
+        "at once, naming it)",
     )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import html
+import os
 import secrets
 import time
 import urllib.parse
@@ -79,10 +80,15 @@ class _Session:
         self.expires = time.monotonic() + SESSION_SECONDS
 
 
-def console_app(queue: ApprovalQueue, tokens: Mapping[str, Principal]) -> Any:
+def console_app(queue: ApprovalQueue, tokens: Mapping[str, Principal], *, base: str = "") -> Any:
     """The console as an ASGI app (Starlette): the queue's pending requests, its history,
     and answering one, for the principals the tokens (``sha256:...`` -> Principal, as
-    ``load_tokens`` reads a tokens file) name."""
+    ``load_tokens`` reads a tokens file) name. ``base``: the path it is served under
+    (``/console`` beside a gateway), so its links and forms lead back to it."""
+    import re
+
+    if base and not re.fullmatch(r"(/[A-Za-z0-9_-]+)+", base):
+        raise ValueError(f"base must be a path like /console, got {base!r}")
     from starlette.applications import Starlette
     from starlette.requests import Request
     from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -94,15 +100,15 @@ def console_app(queue: ApprovalQueue, tokens: Mapping[str, Principal]) -> Any:
         nav = ""
         if who is not None:
             nav = (
-                '<nav><a href="/">Waiting</a><a href="/history">History</a>'
+                f'<nav><a href="{base}/">Waiting</a><a href="{base}/history">History</a>'
                 f"<span>signed in as {_esc(who.principal.subject)}</span> "
-                f'<form class="inline" method="post" action="/logout">{_csrf(who)}'
+                f'<form class="inline" method="post" action="{base}/logout">{_csrf(who)}'
                 '<button type="submit">Sign out</button></form></nav>'
             )
         text = (
             '<!doctype html><html lang="en"><head><meta charset="utf-8">'
             f"<title>{_esc(title)} · toolwire approvals</title>"
-            '<link rel="stylesheet" href="/console.css"></head>'
+            f'<link rel="stylesheet" href="{base}/console.css"></head>'
             f"<body>{nav}<h1>{_esc(title)}</h1>{body}</body></html>"
         )
         return HTMLResponse(text, status, headers=_HEADERS)
@@ -153,7 +159,7 @@ def console_app(queue: ApprovalQueue, tokens: Mapping[str, Principal]) -> Any:
     async def login_page(request: Request) -> Response:
         body = (
             "<p>Sign in with your token (the gateway's tokens file names who it is).</p>"
-            '<form method="post" action="/login">'
+            f'<form method="post" action="{base}/login">'
             '<label>Token <input type="password" name="token" autocomplete="off"></label> '
             '<button type="submit">Sign in</button></form>'
         )
@@ -174,7 +180,7 @@ def console_app(queue: ApprovalQueue, tokens: Mapping[str, Principal]) -> Any:
                 return refused("too many people are signed in; try again later", 503)
         key = secrets.token_urlsafe(32)
         sessions[key] = _Session(principal)
-        response = RedirectResponse("/", 303, headers=_HEADERS)
+        response = RedirectResponse(f"{base}/", 303, headers=_HEADERS)
         secure = request.url.scheme == "https"
         response.set_cookie(
             COOKIE, key, max_age=SESSION_SECONDS, httponly=True, samesite="strict", secure=secure
@@ -186,7 +192,7 @@ def console_app(queue: ApprovalQueue, tokens: Mapping[str, Principal]) -> Any:
         if isinstance(done, Response):
             return done
         sessions.pop(request.cookies.get(COOKIE, ""), None)
-        response = RedirectResponse("/login", 303, headers=_HEADERS)
+        response = RedirectResponse(f"{base}/login", 303, headers=_HEADERS)
         response.delete_cookie(COOKIE)
         return response
 
@@ -203,7 +209,7 @@ def console_app(queue: ApprovalQueue, tokens: Mapping[str, Principal]) -> Any:
         if actions:
             cells.append(
                 "<td>"
-                f'<form method="post" action="/requests/{_esc(r.id)}/answer">{_csrf(who)}'
+                f'<form method="post" action="{base}/requests/{_esc(r.id)}/answer">{_csrf(who)}'
                 '<input type="text" name="reason" placeholder="reason" maxlength="2000"> '
                 '<button type="submit" name="answer" value="approve">Approve</button> '
                 '<button type="submit" name="answer" value="deny">Deny</button>'
@@ -227,7 +233,7 @@ def console_app(queue: ApprovalQueue, tokens: Mapping[str, Principal]) -> Any:
     async def waiting(request: Request) -> Response:
         who = session_of(request)
         if who is None:
-            return RedirectResponse("/login", 303, headers=_HEADERS)
+            return RedirectResponse(f"{base}/login", 303, headers=_HEADERS)
         flash = request.query_params.get("done", "")
         note = f'<p class="flash">{_esc(flash)}</p>' if flash else ""
         found = queue.pending()
@@ -236,7 +242,7 @@ def console_app(queue: ApprovalQueue, tokens: Mapping[str, Principal]) -> Any:
     async def history(request: Request) -> Response:
         who = session_of(request)
         if who is None:
-            return RedirectResponse("/login", 303, headers=_HEADERS)
+            return RedirectResponse(f"{base}/login", 303, headers=_HEADERS)
         q = request.query_params
         subject, tool, state = q.get("subject") or None, q.get("tool") or None, q.get("state")
         found = queue.history(subject=subject, tool=tool, state=state or None)
@@ -249,8 +255,8 @@ def console_app(queue: ApprovalQueue, tokens: Mapping[str, Principal]) -> Any:
             )
         )
         filters = (
-            f'<form method="get" action="/history">{fields}<button type="submit">Filter</button>'
-            "</form>"
+            f'<form method="get" action="{base}/history">{fields}'
+            '<button type="submit">Filter</button></form>'
         )
         return page("History", filters + table(found, who, False), who=who)
 
@@ -274,7 +280,7 @@ def console_app(queue: ApprovalQueue, tokens: Mapping[str, Principal]) -> Any:
             return refused(str(exc), 403, who)
         said = f"{answered.id} {answered.status}"
         return RedirectResponse(
-            "/?" + urllib.parse.urlencode({"done": said}), 303, headers=_HEADERS
+            f"{base}/?" + urllib.parse.urlencode({"done": said}), 303, headers=_HEADERS
         )
 
     async def css(request: Request) -> Response:
@@ -293,10 +299,40 @@ def console_app(queue: ApprovalQueue, tokens: Mapping[str, Principal]) -> Any:
     )
 
 
+def open_console(
+    queue: str | os.PathLike[str] | None, tokens: Mapping[str, Principal], *, base: str = ""
+) -> Any:
+    """:func:`console_app` over the queue file ``queue`` (None: the default one); a
+    queue that cannot be opened is a UsageError."""
+    try:
+        opened = ApprovalQueue(queue)
+    except ApprovalError as exc:
+        from toolwire.exceptions import UsageError
+
+        raise UsageError(str(exc)) from None
+    return console_app(opened, tokens, base=base)
+
+
+def beside(gateway: Any, panel: Any, prefix: str = "/console") -> Any:
+    """One ASGI app: ``panel`` (the console, made with ``base=prefix``) for the paths
+    under ``prefix``, with its own sign-in; ``gateway`` (its bearer tokens checked) for
+    every other path."""
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        path = scope.get("path", "") if scope.get("type") == "http" else ""
+        if path == prefix or path.startswith(prefix + "/"):
+            root = scope.get("root_path", "")
+            await panel({**scope, "root_path": root + prefix, "path": root + path}, receive, send)
+            return
+        await gateway(scope, receive, send)
+
+    return app
+
+
 def serve_console(
     *,
     tokens_file: str,
-    queue: str | None = None,
+    queue: str | os.PathLike[str] | None = None,
     host: str = "127.0.0.1",
     port: int = 8765,
 ) -> None:
@@ -307,11 +343,5 @@ def serve_console(
 
     from toolwire_mcp._auth import load_tokens
 
-    tokens = load_tokens(tokens_file)
-    try:
-        opened = ApprovalQueue(queue)
-    except ApprovalError as exc:
-        from toolwire.exceptions import UsageError
-
-        raise UsageError(str(exc)) from None
-    uvicorn.run(console_app(opened, tokens), host=host, port=port, log_level="warning")
+    app = open_console(queue, load_tokens(tokens_file))
+    uvicorn.run(app, host=host, port=port, log_level="warning")

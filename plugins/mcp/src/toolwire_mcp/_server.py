@@ -369,6 +369,10 @@ def _mcp_tool(name: str, description: str, tool: Any) -> types.Tool:
     )
 
 
+#: Seconds a served call waits for the approvers a policy names (the approval queue).
+APPROVAL_WAIT = 600.0
+
+
 def build_server(
     toolset: Toolset | None = None,
     *,
@@ -379,6 +383,7 @@ def build_server(
     elicit_timeout: float = ELICIT_TIMEOUT,
     resources: Iterable[Resource] = (),
     prompts: Iterable[Prompt] = (),
+    approval_wait: float = APPROVAL_WAIT,
 ) -> Server[Any]:
     """The MCP server (the SDK's low-level ``Server``) for the assembled toolset, with the
     application's ``resources`` and ``prompts`` (:func:`toolwire_mcp.resource`,
@@ -389,6 +394,13 @@ def build_server(
     the user is asked through the client, with ``elicit_timeout`` seconds to answer;
     otherwise the call is denied. Policies decide before any of this: an approval
     never overrides a policy's rejection.
+
+    A call a policy files in the approval queue (its ``[approvals]``) is held for up to
+    ``approval_wait`` seconds (default 600; 0: refused at once, naming its request),
+    with a progress notification when the wait begins and every few seconds of it (to
+    a client that asked for progress); once an approver answers, it is decided again
+    (an approval runs it once); past the wait, the refusal names the request, and the
+    same call made later runs once it is approved.
     """
     if not elicit_timeout > 0:
         raise UsageError(f"elicit_timeout must be a positive number, got {elicit_timeout!r}")
@@ -548,15 +560,28 @@ def build_server(
         # The turn carries the host's hook sets (resolved with them): applied once.
         plan = await outcome.round.aapply_hooks(context=called)
         asked: list[ApprovalRequest] = []
+        caller = MCPCallContext(ctx)
+
+        async def waiting(request: Any, waited: float) -> None:
+            # The call waits for the approvers: the client hears it, and its request's
+            # timeout (which progress resets, in clients that allow it) need not pass.
+            await caller.progress(
+                waited,
+                None,
+                f"waiting for approval: request {request.id} ({request.tool}) waits for "
+                f"{', '.join(request.approvers)}",
+            )
+
         executor = Executor(
             approval=approver_for(ctx, params, asked),
             approval_gate=ApprovalGate.MUTATING_AND_ABOVE,
             plugins=plugins,
             injected={"mcp": MCPCallContext(ctx)},
+            approval_wait=approval_wait,
+            on_approval_wait=waiting,
         )
         # An upstream server's progress on the call goes on to this client, as progress
         # of its own call.
-        caller = MCPCallContext(ctx)
         relay = CALL_PROGRESS.set(caller.progress)
         # An upstream server's question (elicitation) is this client's to answer, and its
         # request for a model (sampling) this client's model's, under this gateway's policies.
@@ -780,6 +805,9 @@ def serve_mcp(
     session_idle: float = SESSION_IDLE,
     max_sessions: int = MAX_SESSIONS,
     sessions_per_client: int = SESSIONS_PER_CLIENT,
+    approval_wait: float = APPROVAL_WAIT,
+    console: bool = False,
+    console_queue: str | os.PathLike[str] | None = None,
 ) -> None:
     """Serve ``toolset`` (assembled with the installed plugins) over MCP until stopped.
 
@@ -801,6 +829,9 @@ def serve_mcp(
     seconds is closed; at most ``max_sessions`` are open in all and
     ``sessions_per_client`` for one principal (or one address, for requests that name
     nobody); a client over either is answered 503 with ``Retry-After``.
+    ``approval_wait``: as :func:`build_server`'s. ``console`` (HTTP, with
+    ``tokens_file``): serve the approval console at ``/console`` beside the gateway
+    (sign-in by the same tokens; the queue ``console_queue``, else the default one).
 
     The upstream MCP servers (the configured ones, and any in ``toolset``) are served
     from the serving event loop while it runs (:func:`connected`): a proxied call goes
@@ -811,6 +842,8 @@ def serve_mcp(
 
     from toolwire_mcp._registry import connected
 
+    if console and (transport != "http" or tokens_file is None):
+        raise UsageError("the console is served over HTTP, with --tokens (its sign-in)")
     if transport == "stdio" and (tokens_file is not None or oauth is not None or token_env):
         # The client that starts a stdio server is its only caller: there is no request
         # to carry a credential, and a principal the operator meant to require would be
@@ -823,6 +856,7 @@ def serve_mcp(
         elicit=elicit,
         resources=resources,
         prompts=prompts,
+        approval_wait=approval_wait,
     )
     _warn_sync_policies(plugins if plugins is not None else get_host())
     if transport == "stdio":
@@ -879,14 +913,20 @@ def serve_mcp(
         event_store=BoundedEventStore(),
         retry_interval=RETRY_MS,
     )
+    served: Any = guarded(
+        session_limits(app, idle=float(session_idle), per_client=int(sessions_per_client)),
+        token=token,
+        max_bytes=max_request_bytes,
+        principals=principals,
+        oauth=oauth,
+    )
+    if console:
+        from toolwire_mcp._console import beside, open_console
+
+        assert principals is not None
+        served = beside(served, open_console(console_queue, principals, base="/console"))
     config = uvicorn.Config(
-        guarded(
-            session_limits(app, idle=float(session_idle), per_client=int(sessions_per_client)),
-            token=token,
-            max_bytes=max_request_bytes,
-            principals=principals,
-            oauth=oauth,
-        ),
+        served,
         host=host,
         port=port,
         log_level="warning",
