@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import re
 import secrets
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,8 @@ __all__ = [
     "queue_for",
     "request_ids_in",
 ]
+
+logger = logging.getLogger("toolwire.approvals")
 
 #: A request's states: waiting for an answer, approved (not yet run), denied, spent (the
 #: approved call ran), expired (nobody answered in time, or the approval was not used).
@@ -272,18 +275,22 @@ class ApprovalQueue:
         policy: str = "",
         rule: str = "",
         self_approve: bool = False,
+        on_new: Callable[[ApprovalRequest], Any] | None = None,
     ) -> ApprovalRequest:
         """The request for this call: the one already waiting for the same call (the same
         key and principal), or the one an approver denied lately (a denial is not asked
         again until as long as the request lived has passed since), else a new one living
-        ``lifetime`` seconds. Raises
+        ``lifetime`` seconds (``on_new(request)`` is told of a new one, once it is
+        stored: a notification; what it raises is not the caller's). Raises
         ApprovalError when the principal has :data:`MAX_PENDING_PER_PRINCIPAL` waiting."""
         if not approvers:
             raise ApprovalError("a request needs someone who may answer it (approvers)")
         who = principal.to_dict() if principal is not None else {}
         subject = principal.subject if principal is not None else ""
+        made: list[ApprovalRequest] = []  # the request this call stored, when it is new
 
         def change(db: Any) -> ApprovalRequest:
+            made.clear()  # (a retried transaction starts again)
             now = time.time()
             db.execute(
                 "UPDATE requests SET status = ? WHERE status = ? AND expires <= ?",
@@ -327,10 +334,16 @@ class ApprovalQueue:
                 self_approve=self_approve,
             )
             self._put(db, request)
+            made.append(request)
             return request
 
         result: ApprovalRequest = self._write(change)
         _remember(result.id, self)
+        if made and on_new is not None:
+            try:
+                on_new(result)
+            except Exception:  # a notification never stands in the way of the queue
+                logger.exception("telling of approval request %s failed", result.id)
         return result
 
     def spend(self, key: str, principal: Principal | None) -> ApprovalRequest | None:
