@@ -25,6 +25,7 @@ from toolwire_policy._audit import (
 from toolwire_policy._config import (
     POLICY_ENV,
     REQUIRED_ENV,
+    ApprovalsConfig,
     AuditConfig,
     ConstraintRule,
     PolicyConfig,
@@ -41,6 +42,7 @@ from toolwire_policy._config import (
     trust_store_path,
     untrust_policy_file,
 )
+from toolwire_policy._notify import Webhook, verify_webhook
 from toolwire_policy._plugin import PolicyPlugin
 from toolwire_policy._policy import REDACTED, Policy, call_arguments
 
@@ -54,6 +56,7 @@ __all__ = [
     "POLICY_ENV",
     "REDACTED",
     "REQUIRED_ENV",
+    "ApprovalsConfig",
     "AuditConfig",
     "AuditLog",
     "ChainReport",
@@ -66,6 +69,7 @@ __all__ = [
     "QuotaRule",
     "RedactRule",
     "Verdict",
+    "Webhook",
     "__version__",
     "approval_key",
     "call_arguments",
@@ -81,4 +85,5 @@ __all__ = [
     "trust_store_path",
     "untrust_policy_file",
     "verify_log",
+    "verify_webhook",
 ]

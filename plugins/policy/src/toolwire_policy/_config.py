@@ -257,6 +257,29 @@ class ApprovalsConfig(_Table):
     queue: Annotated[str, StringConstraints(min_length=1)] | None = None
     """The queue's SQLite file; ``~`` is expanded, a relative path is relative to the
     policy file. Default: ``$XDG_DATA_HOME/toolwire/approvals.sqlite``."""
+    webhook: Annotated[str, StringConstraints(pattern=r"^https?://[^\s]+$")] | None = None
+    """Where each new request is told (a POST of Slack-compatible JSON): ``https://``, or
+    ``http://`` to this machine (127.0.0.1, ::1, localhost) only."""
+    webhook_secret_env: Annotated[str, StringConstraints(min_length=1)] | None = None
+    """The environment variable holding the secret each delivery is signed with
+    (``X-Toolwire-Signature``; ``toolwire_policy.verify_webhook`` checks one)."""
+    console_url: Annotated[str, StringConstraints(pattern=r"^https?://[^\s]+$")] | None = None
+    """The approval console's address: each delivery links to the request there."""
+
+    @model_validator(mode="after")
+    def _webhook_is_private(self) -> ApprovalsConfig:
+        if self.webhook is not None and self.webhook.startswith("http://"):
+            from urllib.parse import urlsplit
+
+            host = urlsplit(self.webhook).hostname or ""
+            if host not in ("127.0.0.1", "::1", "localhost"):
+                raise ValueError(
+                    "a webhook is https://, or http:// to this machine only (the request's "
+                    "details would cross the network in the clear)"
+                )
+        if self.webhook_secret_env is not None and self.webhook is None:
+            raise ValueError("webhook_secret_env signs the webhook's deliveries: name a webhook")
+        return self
 
 
 class PolicyConfig(_Table):

@@ -60,7 +60,7 @@ from toolwire_policy._config import (
     parse_policy_text,
     read_policy_file,
 )
-from toolwire_policy._queue import open_queue, queued_approval
+from toolwire_policy._queue import open_queue, open_webhook, queued_approval
 from toolwire_policy._quotas import (
     MemoryStore,
     QuotaStore,
@@ -255,6 +255,7 @@ class Policy:
         "quota_store",
         "source",
         "version",
+        "webhook",
     )
 
     def __init__(
@@ -273,6 +274,12 @@ class Policy:
         if config.approvals is not None and approvals is None:
             approvals = open_queue(config.approvals, source or Path("<string>"))
         self.approvals = approvals
+        #: Where new approval requests are told (``[approvals] webhook``), or None.
+        self.webhook = (
+            open_webhook(config.approvals, source or Path("<string>"))
+            if config.approvals is not None
+            else None
+        )
         #: This policy's version: a digest of what it says (an approval records it).
         self.version = "sha256:" + hashlib.sha256(config.model_dump_json().encode()).hexdigest()
         self.audit_log = audit_log

@@ -14,11 +14,12 @@ from toolwire.adapters import review_arguments
 from toolwire.approvals import ApprovalError, ApprovalQueue, default_queue_path
 from toolwire_policy._approval import Verdict, approval_key
 from toolwire_policy._config import ApprovalsConfig, PolicyFileError
+from toolwire_policy._notify import Webhook
 
 if TYPE_CHECKING:
     from toolwire_policy._policy import Policy
 
-__all__ = ["local_approver", "open_queue", "queued_approval"]
+__all__ = ["local_approver", "open_queue", "open_webhook", "queued_approval"]
 
 
 def open_queue(config: ApprovalsConfig, source: Path) -> ApprovalQueue:
@@ -67,6 +68,7 @@ def queued_approval(
             lifetime=config.expires,
             policy=policy.version,
             self_approve=config.self_approve,
+            on_new=policy.webhook.send if policy.webhook is not None else None,
         )
     except ApprovalError as exc:
         return Verdict(False, f"{reason}; the approval queue cannot take it now ({exc})")
@@ -79,6 +81,27 @@ def queued_approval(
         f"{reason}: it waits for {', '.join(request.approvers)} as approval request "
         f"{request.id} (until {until}); once approved, the same call runs, once",
     )
+
+
+def open_webhook(config: ApprovalsConfig, source: Path) -> Webhook | None:
+    """The webhook ``[approvals]`` names, its secret read from the environment."""
+    if config.webhook is None:
+        return None
+    secret = None
+    if config.webhook_secret_env is not None:
+        value = os.environ.get(config.webhook_secret_env)
+        if not value:
+            raise PolicyFileError(
+                source,
+                [
+                    (
+                        "approvals.webhook_secret_env",
+                        f"the environment variable {config.webhook_secret_env} is not set",
+                    )
+                ],
+            )
+        secret = value.encode("utf-8")
+    return Webhook(config.webhook, secret=secret, link=config.console_url)
 
 
 def local_approver() -> Principal:
