@@ -463,7 +463,7 @@ def test_the_s1_bound_compiles_what_toolwire_sends() -> None:
     _says_same(_S1_BOUND_CHECK)
 
 
-@pytest.mark.parametrize("name", ["bridges", "engines", "soak"])
+@pytest.mark.parametrize("name", ["bridges", "engines", "soak", "approvals"])
 def test_the_readme_has_each_generated_sections_markers(name: str) -> None:
     text = (REPO_ROOT / "bench" / "README.md").read_text()
     assert text.count(f"<!-- {name}:start -->") == 1
@@ -495,3 +495,27 @@ def test_the_engines_section_is_written_from_an_engines_run(tmp_path: Path) -> N
     text = readme.read_text()
     assert "STALE" not in text
     assert "| 50 | 6.7 | 94.8 | 101.2 |" in text
+
+
+def test_the_approvals_bench_runs_and_its_section_is_written(tmp_path: Path) -> None:
+    """bench.approvals --quick against a real console process, then its README section."""
+    data = tmp_path / "approvals.json"
+    subprocess.run(
+        [sys.executable, "-m", "bench.approvals", "--quick", "--json", str(data)],
+        cwd=REPO_ROOT,
+        check=True,
+        timeout=600,
+    )
+    run = json.loads(data.read_text())
+    assert [10, 1000] == [r["waiting"] for r in run["rows"]]
+    readme = tmp_path / "README.md"
+    readme.write_text("x\n<!-- approvals:start -->\nSTALE\n<!-- approvals:end -->\ny\n")
+    subprocess.run(
+        [sys.executable, "-m", "bench.readme", "--approvals", str(data), "--readme", str(readme)],
+        cwd=REPO_ROOT,
+        check=True,
+    )
+    text = readme.read_text()
+    assert "STALE" not in text
+    assert "| 1,000 |" in text
+    assert "against the target of 200 ms" in text

@@ -423,3 +423,32 @@ def test_an_executor_waits_for_the_answer_and_a_cancelled_wait_runs_nothing(
     [request] = queue.pending()
     queue.answer(request.id, approve=True, by=FINANCE)
     assert ["5 to bob"] == paid  # the cancelled call never ran, approved or not
+
+
+def test_answering_one_request_reads_only_that_one(tmp_path: Path) -> None:
+    """With many waiting, an answer reads and writes its own request, by its key: the
+    statements it runs, and SQLite's plan for each, say so."""
+    queue = ApprovalQueue(tmp_path / "approvals.sqlite")
+    made = [
+        queue.submit(
+            key=f"sha256:{i:064x}",
+            tool="pay",
+            arguments="{}",
+            reason="r",
+            principal=tw.Principal(f"user{i // 40}"),
+            approvers=["group:finance"],
+            lifetime=3600,
+        )
+        for i in range(200)
+    ]
+    ran: list[str] = []
+    queue._db.set_trace_callback(ran.append)
+    queue.answer(made[100].id, approve=True, by=FINANCE)
+    queue._db.set_trace_callback(None)
+    reads = [s for s in ran if s.lstrip().upper().startswith(("SELECT", "UPDATE", "DELETE"))]
+    assert reads  # (the trace saw the answer)
+    for statement in reads:
+        plan = queue._db.execute("EXPLAIN QUERY PLAN " + statement).fetchall()
+        steps = " ".join(str(row[-1]) for row in plan)
+        assert "SCAN" not in steps, (statement, steps)
+        assert "USING INDEX" in steps or "PRIMARY KEY" in steps, (statement, steps)
