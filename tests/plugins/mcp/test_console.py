@@ -146,6 +146,21 @@ def browser() -> Iterator[Any]:
             launched.close()
 
 
+#: Where the browser tests save the docs' screenshots of the console, when set (docs/mcp.md
+#: shows them: `TOOLWIRE_SCREENSHOTS=docs/images uv run pytest tests/plugins/mcp/test_console.py`).
+SCREENSHOTS = (
+    Path(os.environ["TOOLWIRE_SCREENSHOTS"]).resolve()  # before the tests' own working directory
+    if os.environ.get("TOOLWIRE_SCREENSHOTS")
+    else None
+)
+
+
+def _screenshot(page: Any, site: Site, name: str) -> None:
+    if SCREENSHOTS and not site.url.endswith("/console"):  # once: the console on its own
+        page.set_viewport_size({"width": 1100, "height": 640})
+        page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=False)
+
+
 def _signed_in(browser: Any, site: Site, token: str) -> Any:
     page = browser.new_context().new_page()
     alerts: list[str] = []
@@ -170,6 +185,7 @@ def test_an_approver_answers_a_waiting_call_in_the_browser(site: Site, browser: 
         assert [] == page.alerts
         assert [] == site.paid()
         row.locator("input[name=reason]").fill("budgeted")
+        _screenshot(page, site, "console-waiting")
         row.locator("button[value=approve]").click()
         assert f"{request_id} approved" in page.locator(".flash").inner_text()
         out, err = caller.communicate(timeout=120)
@@ -182,6 +198,7 @@ def test_an_approver_answers_a_waiting_call_in_the_browser(site: Site, browser: 
     assert history is not None
     assert history.headers["content-security-policy"].startswith("default-src 'none'")
     assert "fran: budgeted" in page.locator(f"tr[id='{request_id}']").inner_text()
+    _screenshot(page, site, "console-history")
 
 
 def test_a_denial_reaches_the_model_with_its_reason(site: Site, browser: Any) -> None:
@@ -247,3 +264,84 @@ def test_refused_without_the_csrf_token_by_a_non_approver_and_when_expired(
     wrong.fill("input[name=token]", "not-a-token")
     wrong.click("button[type=submit]")
     assert "not one this console accepts" in wrong.locator(".error").inner_text()
+
+
+def test_a_request_outlives_the_gateway_killed_while_it_waits(tmp_path: Path) -> None:
+    """The gateway killed (SIGKILL) while a call waits for approval: after a restart the
+    request is still pending; approved, the same call runs exactly once."""
+    import anyio
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    import toolwire as tw
+
+    config = tmp_path / "config" / "toolwire"
+    config.mkdir(parents=True)
+    queue_path = tmp_path / "data" / "approvals.sqlite"
+    (config / "policy.toml").write_text(
+        f'approve = ["pay"]\n\n[approvals]\napprovers = ["group:finance"]\nqueue = "{queue_path}"\n'
+    )
+    (tmp_path / "app.py").write_text(APP)
+    tokens = tmp_path / "tokens.json"
+    digest = "sha256:" + hashlib.sha256(b"alice-secret").hexdigest()
+    tokens.write_text(json.dumps({"tokens": [{"sha256": digest, "subject": "alice"}]}))
+    tokens.chmod(0o600)
+    site = Site(tmp_path, "", queue_path)
+
+    def start(wait: str) -> tuple[subprocess.Popen[bytes], str]:
+        port = _free_port()
+        gateway = subprocess.Popen(
+            [sys.executable, "-m", "toolwire", "mcp", "serve", "--app", "app:tools",
+             "--transport", "http", "--port", str(port), "--tokens", str(tokens), "--approve",
+             "--approval-wait", wait],
+            cwd=tmp_path, env=site.env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                return gateway, f"http://127.0.0.1:{port}/mcp"
+            except OSError:
+                assert gateway.poll() is None
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
+
+    async def call(url: str) -> Any:
+        http = httpx2.AsyncClient(headers={"Authorization": "Bearer alice-secret"}, timeout=120)
+        async with http, Client(streamable_http_client(url, http_client=http)) as client:
+            return await client.call_tool("pay", {"amount": 5, "to": "bob"})
+
+    async def call_and_kill(url: str, gateway: subprocess.Popen[bytes]) -> None:
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(call, url)
+            queue = ApprovalQueue(queue_path)
+            with anyio.fail_after(120):
+                while not queue.pending():
+                    await anyio.sleep(0.05)
+            gateway.kill()  # while the call waits
+
+    gateway, url = start("600")  # holds the call
+    try:
+        with pytest.raises(BaseException):  # noqa: B017 - the connection dies with the gateway
+            anyio.run(call_and_kill, url, gateway)
+    finally:
+        gateway.kill()
+        gateway.wait(timeout=30)
+    queue = ApprovalQueue(queue_path)
+    [waiting] = queue.pending()  # survived the crash
+    assert waiting.subject == "alice"
+    assert [] == site.paid()
+
+    gateway, url = start("0")  # (a call filed again is refused at once)
+    try:
+        queue.answer(waiting.id, approve=True, by=tw.Principal("fran", groups={"finance"}))
+        ran = anyio.run(call, url)
+        assert "paid 5 to bob" == ran.content[0].text
+        again = anyio.run(call, url)  # spent: asked again, never run twice
+        assert again.is_error
+        assert "apr_" in again.content[0].text
+    finally:
+        gateway.kill()
+        gateway.wait(timeout=30)
+    assert ["5 to bob"] == site.paid()

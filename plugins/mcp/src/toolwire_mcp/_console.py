@@ -50,12 +50,13 @@ body { font: 15px/1.45 system-ui, sans-serif; margin: 0 auto; max-width: 72rem; 
 nav a { margin-right: 1rem; }
 table { border-collapse: collapse; width: 100%; }
 th, td { border-bottom: 1px solid #ddd; padding: .4rem; text-align: left; vertical-align: top; }
-pre { background: #f6f6f6; margin: 0; max-height: 20rem; overflow: auto; padding: .4rem;
-      white-space: pre-wrap; word-break: break-all; }
+pre { background: #f6f6f6; margin: 0; max-height: 20rem; min-width: 18rem; overflow: auto;
+      padding: .4rem; white-space: pre-wrap; word-break: break-all; }
+td.age { white-space: nowrap; }
 .flash { background: #eef6ee; border: 1px solid #9c9; padding: .5rem; }
 .error { background: #fbeeee; border: 1px solid #c99; padding: .5rem; }
 form.inline { display: inline; }
-input[type=text] { width: 14rem; }
+input[type=text] { width: 11rem; }
 """
 
 
@@ -204,7 +205,7 @@ def console_app(queue: ApprovalQueue, tokens: Mapping[str, Principal], *, base: 
             f"<td>{_esc(r.subject or '(anonymous)')}</td>",
             f"<td><strong>{_esc(r.tool)}</strong><br>{_esc(r.reason)}</td>",
             f"<td><pre>{_esc(r.arguments)}</pre></td>",
-            f"<td>{age} s ago<br>until {_esc(_when(r.expires))}</td>",
+            f'<td class="age">{age} s ago<br>until {_esc(_when(r.expires))}</td>',
         ]
         if actions:
             cells.append(
