@@ -66,7 +66,9 @@ class ApprovalRequest:
     shown them (every argument, secrets as the policy redacts them); ``approvers``: who
     may answer (``group:NAME``, ``user:NAME`` or a bare subject); ``policy``: the version
     of the policy that asked; times in seconds since the epoch; ``use_by``: an approved
-    request's call must run before then."""
+    request's call must run before then. ``schema``: the tool's argument schema, which an
+    approver's edit must fit; ``edited``: the arguments the approver approved instead
+    (JSON), when they edited them."""
 
     id: str
     key: str
@@ -81,6 +83,8 @@ class ApprovalRequest:
     expires: float
     status: str
     self_approve: bool = False
+    schema: Mapping[str, Any] | None = None
+    edited: str | None = None
     answered_by: str = ""
     answer: str = ""
     answered_at: float | None = None
@@ -121,6 +125,39 @@ def may_answer(approvers: Iterable[str], by: Principal) -> bool:
         elif (name if sep and kind == "user" else entry) == by.subject:
             return True
     return False
+
+
+def _edited_text(arguments: Any) -> str:
+    if not isinstance(arguments, Mapping):
+        raise ApprovalError(
+            f"edited arguments must be a JSON object, not {type(arguments).__name__}"
+        )
+    try:
+        text = json.dumps(arguments, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ApprovalError(f"edited arguments must be JSON: {exc}") from None
+    if len(text) > 64 * 1024:
+        raise ApprovalError("edited arguments are over 64 KiB")
+    return text
+
+
+def _fits(arguments: Mapping[str, Any], schema: Mapping[str, Any] | None, request_id: str) -> None:
+    """ApprovalError naming the first place ``arguments`` break the tool's schema."""
+    if schema is None:
+        return
+    import jsonschema
+
+    try:
+        validator = jsonschema.Draft202012Validator(dict(schema))
+        error = jsonschema.exceptions.best_match(validator.iter_errors(dict(arguments)))
+    except jsonschema.exceptions.SchemaError as exc:
+        problem = f"request {request_id}: its tool's schema is unusable: {exc.message}"
+        raise ApprovalError(problem) from None
+    if error is not None:
+        where = "/".join(str(p) for p in error.absolute_path) or "(the arguments)"
+        raise ApprovalError(
+            f"the edited arguments do not fit `{request_id}`'s tool at {where}: {error.message}"
+        )
 
 
 def request_ids_in(text: str) -> list[str]:
@@ -275,6 +312,7 @@ class ApprovalQueue:
         policy: str = "",
         rule: str = "",
         self_approve: bool = False,
+        schema: Mapping[str, Any] | None = None,
         on_new: Callable[[ApprovalRequest], Any] | None = None,
     ) -> ApprovalRequest:
         """The request for this call: the one already waiting for the same call (the same
@@ -332,6 +370,7 @@ class ApprovalQueue:
                 expires=now + lifetime,
                 status=PENDING,
                 self_approve=self_approve,
+                schema=dict(schema) if schema is not None else None,
             )
             self._put(db, request)
             made.append(request)
@@ -380,13 +419,19 @@ class ApprovalQueue:
         by: Principal,
         reason: str = "",
         use_within: float | None = None,
+        arguments: Mapping[str, Any] | None = None,
     ) -> ApprovalRequest:
         """Approve or deny a pending request, once, as ``by`` (one of its approvers, and
         not the principal who asked unless the policy lets them). An approval must be used
-        within ``use_within`` seconds (default: as long as the request lived). Raises
-        ApprovalError naming why it cannot be answered."""
+        within ``use_within`` seconds (default: as long as the request lived). ``arguments``:
+        approve the call with these instead (checked against the tool's schema here; the
+        policy decides the edited call again before it runs). Raises ApprovalError naming
+        why it cannot be answered."""
         if not isinstance(reason, str) or len(reason) > 2000:
             raise ApprovalError("the reason must be text of at most 2,000 characters")
+        if arguments is not None and not approve:
+            raise ApprovalError("arguments edit an approval; a denial takes none")
+        edited = _edited_text(arguments) if arguments is not None else None
 
         def change(db: Any) -> ApprovalRequest:
             row = db.execute("SELECT body FROM requests WHERE id = ?", (request_id,)).fetchone()
@@ -407,9 +452,12 @@ class ApprovalQueue:
                     f"{by.subject} asked for request {request_id}, and nobody answers their "
                     "own request unless the policy says so"
                 )
+            if arguments is not None:
+                _fits(arguments, held.schema, request_id)
             life = held.expires - held.created if use_within is None else use_within
             done = attrs.evolve(
                 held,
+                edited=edited,
                 status=APPROVED if approve else DENIED,
                 answered_by=by.subject,
                 answer=reason,

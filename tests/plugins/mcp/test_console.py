@@ -219,6 +219,25 @@ def test_a_denial_reaches_the_model_with_its_reason(site: Site, browser: Any) ->
     assert [] == site.paid()
 
 
+def test_an_approver_edits_the_arguments_in_the_browser(site: Site, browser: Any) -> None:
+    caller = site.call("dave", "erin", amount=900)
+    try:
+        request_id = site.waiting_id(caller)
+        page = _signed_in(browser, site, "fran-secret")
+        row = page.locator(f"tr[id='{request_id}']")
+        row.locator("summary").click()
+        row.locator("textarea[name=arguments]").fill('{"amount": 90, "to": "erin"}')
+        row.locator("input[name=reason]").fill("a tenth of it")
+        row.locator("button[value=approve]").click()
+        assert f"{request_id} approved" in page.locator(".flash").inner_text()
+        out, err = caller.communicate(timeout=120)
+    finally:
+        caller.kill()
+        caller.communicate(timeout=30)
+    assert 0 == caller.returncode, out + err
+    assert ["90 to erin"] == site.paid()  # what the approver approved, not what was asked
+
+
 def test_refused_without_the_csrf_token_by_a_non_approver_and_when_expired(
     site: Site, browser: Any
 ) -> None:

@@ -452,3 +452,56 @@ def test_answering_one_request_reads_only_that_one(tmp_path: Path) -> None:
         steps = " ".join(str(row[-1]) for row in plan)
         assert "SCAN" not in steps, (statement, steps)
         assert "USING INDEX" in steps or "PRIMARY KEY" in steps, (statement, steps)
+
+
+def test_an_approver_edits_the_arguments_checked_and_decided_again(tmp_path: Path) -> None:
+    paid: list[str] = []
+    path = tmp_path / "policy.toml"
+    path.write_text(
+        POLICY.format(approvers='["group:finance"]', expires=3600)
+        + '\n[[constraints]]\ntools = ["pay"]\narguments = ["to"]\ndeny_patterns = ["^mallory$"]\n'
+    )
+    payer = _executor(path, paid)
+    queue = ApprovalQueue(tmp_path / "approvals.sqlite")
+
+    [rid] = request_ids_in(_pay(payer, "alice", amount=500))
+    with pytest.raises(ApprovalError, match=r"at amount: 'lots' is not of type 'integer'"):
+        queue.answer(rid, approve=True, by=FINANCE, arguments={"amount": "lots", "to": "bob"})
+    with pytest.raises(ApprovalError, match="a denial takes none"):
+        queue.answer(rid, approve=False, by=FINANCE, arguments={"amount": 50, "to": "bob"})
+    with pytest.raises(ApprovalError, match="must be a JSON object"):
+        queue.answer(rid, approve=True, by=FINANCE, arguments=[1])  # type: ignore[arg-type]
+    assert "pending" == queue.get(rid).state()  # type: ignore[union-attr]  # nothing kept
+    queue.answer(rid, approve=True, by=FINANCE, arguments={"amount": 50, "to": "bob"})
+    assert "paid 50 to bob" == _pay(payer, "alice", amount=500)  # the approver's, not 500
+    assert ["50 to bob"] == paid
+    records = [r for _, _, r in read_records(tmp_path / "audit.jsonl") if r]
+    [edit] = [r for r in records if r["event"] == "decision" and r["decision"] == "allow"]
+    assert edit["approval"] == f"queue:{rid} by fran (arguments edited)"
+    assert edit["arguments"] == {"amount": 500, "to": "bob"}
+    assert edit["edited_arguments"] == {"amount": 50, "to": "bob"}
+
+    # An edit the policy would refuse is refused: decided again, not waved through.
+    [rid] = request_ids_in(_pay(payer, "alice", amount=7))
+    queue.answer(rid, approve=True, by=FINANCE, arguments={"amount": 7, "to": "mallory"})
+    refused = _pay(payer, "alice", amount=7)
+    assert "the arguments fran approved are refused" in refused
+    assert "mallory" in refused
+    assert ["50 to bob"] == paid
+
+
+def test_an_edit_cannot_keep_a_value_the_approver_never_saw(tmp_path: Path) -> None:
+    paid: list[str] = []
+    path = tmp_path / "policy.toml"
+    path.write_text(
+        POLICY.format(approvers='["group:finance"]', expires=3600)
+        + '\n[[redact]]\narguments = ["to"]\n'
+    )
+    payer = _executor(path, paid)
+    queue = ApprovalQueue(tmp_path / "approvals.sqlite")
+    [rid] = request_ids_in(_pay(payer, "alice", amount=9))
+    shown = json.loads(queue.get(rid).arguments)  # type: ignore[union-attr]
+    assert shown == {"amount": 9, "to": "[REDACTED]"}
+    queue.answer(rid, approve=True, by=FINANCE, arguments={**shown, "amount": 8})
+    assert "keep a redacted value" in _pay(payer, "alice", amount=9)
+    assert [] == paid

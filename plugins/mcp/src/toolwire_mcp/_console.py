@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import html
+import json
 import os
 import secrets
 import time
@@ -30,8 +31,8 @@ __all__ = ["console_app", "serve_console"]
 
 #: The most sessions held at once, and how long one lives (seconds).
 MAX_SESSIONS, SESSION_SECONDS = 1000, 8 * 3600
-#: The most a form may send (bytes): a reason, a token and a CSRF token.
-MAX_FORM_BYTES = 16 * 1024
+#: The most a form may send (bytes): a reason, edited arguments (64 KiB), a CSRF token.
+MAX_FORM_BYTES = 96 * 1024
 COOKIE = "toolwire_console"
 
 _HEADERS = {
@@ -64,6 +65,14 @@ def _esc(value: Any) -> str:
     """Any value as text in a page: escaped, quotes included (the one way this module
     writes text into a page)."""
     return html.escape(str(value), quote=True)
+
+
+def _shown(arguments: str) -> Any:
+    """The arguments a request shows, as JSON (None when they are not JSON)."""
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return None
 
 
 def _when(seconds: float | None) -> str:
@@ -214,11 +223,15 @@ def console_app(queue: ApprovalQueue, tokens: Mapping[str, Principal], *, base: 
                 '<input type="text" name="reason" placeholder="reason" maxlength="2000"> '
                 '<button type="submit" name="answer" value="approve">Approve</button> '
                 '<button type="submit" name="answer" value="deny">Deny</button>'
+                "<details><summary>Approve with other arguments</summary>"
+                '<textarea name="arguments" rows="6" cols="32" maxlength="65536">'
+                f"{_esc(r.arguments)}</textarea></details>"
                 "</form></td>"
             )
         else:
             said = f": {r.answer}" if r.answer else ""
-            cells.append(f"<td>{_esc(r.answered_by)}{_esc(said)}</td>")
+            edit = f"<br>with other arguments:<pre>{_esc(r.edited)}</pre>" if r.edited else ""
+            cells.append(f"<td>{_esc(r.answered_by)}{_esc(said)}{edit}</td>")
         return f'<tr id="{_esc(r.id)}">{"".join(cells)}</tr>'
 
     def table(found: list[ApprovalRequest], who: _Session, actions: bool) -> str:
@@ -270,12 +283,23 @@ def console_app(queue: ApprovalQueue, tokens: Mapping[str, Principal], *, base: 
         choice = form.get("answer")
         if choice not in ("approve", "deny"):
             return refused("answer approve or deny", 400, who)
+        edited: Any = None
+        held = queue.get(request_id)
+        given = form.get("arguments", "").strip()
+        if choice == "approve" and given and held is not None:
+            try:
+                edited = json.loads(given)
+            except ValueError as exc:
+                return refused(f"the arguments are not JSON: {exc}", 400, who)
+            if edited == _shown(held.arguments):
+                edited = None  # as asked: not an edit
         try:
             answered = queue.answer(
                 request_id,
                 approve=choice == "approve",
                 by=who.principal,
                 reason=form.get("reason", ""),
+                arguments=edited,
             )
         except ApprovalError as exc:
             return refused(str(exc), 403, who)

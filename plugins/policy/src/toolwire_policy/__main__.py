@@ -159,6 +159,13 @@ def _parser() -> argparse.ArgumentParser:
         )
         if action in ("approve", "deny"):
             one.add_argument("--reason", default="", help="why (the model reads a denial's)")
+        if action == "approve":
+            one.add_argument(
+                "--arguments",
+                metavar="JSON",
+                help="approve the call with these arguments instead (a JSON object, checked "
+                "against the tool's schema; the policy decides the edited call again)",
+            )
         if action == "wait":
             one.add_argument("--timeout", type=float, default=3600.0, help="seconds (3600)")
         if action == "history":
@@ -432,6 +439,8 @@ def _request_lines(r: Any) -> list[str]:
         lines.append(f"  answered:  {r.answered_by}" + (f": {r.answer}" if r.answer else ""))
     lines.append("  arguments:")
     lines.extend("    " + line for line in r.arguments.splitlines())
+    if r.edited is not None:
+        lines.append(f"  approved with these instead: {r.edited}")
     return lines
 
 
@@ -463,8 +472,18 @@ def _approvals(args: argparse.Namespace) -> int:
         elif args.action == "wait":
             request = queue.wait(args.id, args.timeout)
         else:
+            edited = None
+            if getattr(args, "arguments", None) is not None:
+                try:
+                    edited = json.loads(args.arguments)
+                except ValueError as exc:
+                    raise _Usage(f"--arguments is not JSON: {exc}") from None
             request = queue.answer(
-                args.id, approve=args.action == "approve", by=local_approver(), reason=args.reason
+                args.id,
+                approve=args.action == "approve",
+                by=local_approver(),
+                reason=args.reason,
+                arguments=edited,
             )
     except ApprovalError as exc:
         print(terminal_text(f"toolwire-policy: {exc}", multiline=False), file=sys.stderr)

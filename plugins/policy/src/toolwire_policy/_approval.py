@@ -41,6 +41,8 @@ class Verdict:
     allowed: bool
     reason: str = ""
     approval: str | None = None  # "approved" (key in the approved set) or "approver"
+    #: The input the call runs with instead of its own: an approver's edit, decided again.
+    input: Any = None
 
 
 ALLOW = Verdict(True)

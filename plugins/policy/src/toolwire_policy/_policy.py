@@ -33,6 +33,7 @@ from toolwire import (
     HookContext,
     Principal,
     Reject,
+    RunNormally,
     Tool,
     ToolCall,
     ToolDecision,
@@ -836,6 +837,8 @@ class Policy:
             )
         if self.observing:
             return None  # shadow mode: recorded as "would reject", and run
+        if verdict.allowed and verdict.input is not None:
+            return RunNormally(verdict.input)  # an approver's edit, decided again
         return None if verdict.allowed else Reject(verdict.reason)
 
     def audit_decision(self, call: TypedCall[Any], context: HookContext, verdict: Verdict) -> None:
@@ -864,6 +867,12 @@ class Policy:
             record["claimed_effect"] = claimed
         if audit.arguments:
             record["arguments"] = redacted
+        if verdict.input is not None:  # approved with other arguments: what runs, recorded
+            edited = call.with_input(verdict.input)
+            shown = self.redact_arguments(call.tool, call_arguments(edited))
+            record["edited_fingerprint"] = fingerprint(shown)
+            if audit.arguments:
+                record["edited_arguments"] = shown
         self.audit_log.write(record)
 
     def _audited_arguments(self, call: TypedCall[Any]) -> tuple[dict[str, Any], str]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolwire import HookContext, Principal, TypedCall
 from toolwire.adapters import review_arguments
-from toolwire.approvals import ApprovalError, ApprovalQueue, default_queue_path
+from toolwire.approvals import ApprovalError, ApprovalQueue, ApprovalRequest, default_queue_path
 from toolwire_policy._approval import Verdict, approval_key
 from toolwire_policy._config import ApprovalsConfig, PolicyFileError
 from toolwire_policy._notify import Webhook
@@ -48,7 +48,7 @@ def queued_approval(
     try:
         spent = queue.spend(key, context.principal)
         if spent is not None:
-            return Verdict(True, approval=f"queue:{spent.id} by {spent.answered_by}")
+            return _approved(policy, call, context, spent)
         from toolwire_policy._policy import call_arguments
 
         shown = review_arguments(policy.redact_arguments(call.tool, call_arguments(call)))
@@ -68,6 +68,7 @@ def queued_approval(
             lifetime=config.expires,
             policy=policy.version,
             self_approve=config.self_approve,
+            schema=call.tool.input_schema,
             on_new=policy.webhook.send if policy.webhook is not None else None,
         )
     except ApprovalError as exc:
@@ -81,6 +82,38 @@ def queued_approval(
         f"{reason}: it waits for {', '.join(request.approvers)} as approval request "
         f"{request.id} (until {until}); once approved, the same call runs, once",
     )
+
+
+def _approved(
+    policy: Policy, call: TypedCall[Any], context: HookContext, spent: ApprovalRequest
+) -> Verdict:
+    """The verdict of an approval spent: the call as it is, or with the arguments the
+    approver approved instead, checked against the tool and decided again (the policy's
+    constraints hold for them as for any)."""
+    how = f"queue:{spent.id} by {spent.answered_by}"
+    if spent.edited is None:
+        return Verdict(True, approval=how)
+    from toolwire_policy._policy import REDACTED
+
+    if REDACTED in spent.edited:  # a value the approver never saw cannot be approved
+        return Verdict(
+            False,
+            f"the arguments {spent.answered_by} approved keep a redacted value ({REDACTED}); "
+            "an edit must give every value it approves",
+        )
+    try:
+        edited_input = call.tool.validate_json(spent.edited)
+    except Exception as exc:
+        return Verdict(
+            False, f"the arguments {spent.answered_by} approved do not fit `{call.name}`: {exc}"
+        )
+    edited = call.with_input(edited_input)
+    from toolwire_policy._policy import revealed_arguments
+
+    broken = policy.constraint_violation(edited, revealed_arguments(edited), context.principal)
+    if broken is not None:
+        return Verdict(False, f"the arguments {spent.answered_by} approved are refused: {broken}")
+    return Verdict(True, approval=how + " (arguments edited)", input=edited_input)
 
 
 def open_webhook(config: ApprovalsConfig, source: Path) -> Webhook | None:
