@@ -330,7 +330,10 @@ class Governor:
     names nobody. ``effects``: a tool's effect by its name, for tools the framework
     describes without one (else the framework's hint, else destructive: nothing unknown
     runs as read-only). ``app``: the application's name in the records (default: the
-    framework's).
+    framework's). ``approval_wait``: seconds a call waits for the people a policy names
+    (the approval queue) before it is refused naming its request (default 0: at once;
+    the same call made again runs once it is approved); ``on_approval_wait`` as the
+    :class:`~toolwire.Executor`'s.
     """
 
     def __init__(
@@ -341,6 +344,8 @@ class Governor:
         principal: Principal | None = None,
         effects: Mapping[str, ToolEffect | str] | None = None,
         app: str = "",
+        approval_wait: float = 0.0,
+        on_approval_wait: Any = None,
     ) -> None:
         if not isinstance(framework, str) or not framework:
             raise UsageError("a Governor needs the framework's name")
@@ -351,7 +356,13 @@ class Governor:
             self.effects = {name: ToolEffect(e) for name, e in (effects or {}).items()}
         except ValueError as exc:
             raise UsageError(f"effects: {exc}") from None
-        self.executor = Executor(plugins=plugins, max_concurrency=None, principal=principal)
+        self.executor = Executor(
+            plugins=plugins,
+            max_concurrency=None,
+            principal=principal,
+            approval_wait=approval_wait,
+            on_approval_wait=on_approval_wait,
+        )
         self._approved: set[str] = set()
         self._lock = threading.Lock()
         self._tools: dict[tuple[str, str, str, ToolMetadata, str | None], Tool[Any, Any]] = {}

@@ -505,3 +505,44 @@ def test_an_edit_cannot_keep_a_value_the_approver_never_saw(tmp_path: Path) -> N
     queue.answer(rid, approve=True, by=FINANCE, arguments={**shown, "amount": 8})
     assert "keep a redacted value" in _pay(payer, "alice", amount=9)
     assert [] == paid
+
+
+def test_a_framework_bridge_waits_for_the_approvers_too(tmp_path: Path) -> None:
+    """Another framework's tool call, through a Governor with approval_wait: held until
+    an approver answers, then the framework's own tool runs once."""
+    import threading
+
+    from toolwire.bridges import Governor
+
+    path = _policy(tmp_path, ["group:finance"])
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(PolicyPlugin(Policy.from_file(path)), "corp", kind="policy")
+    told: list[str] = []
+    governor = Governor(
+        "someframework",
+        plugins=host,
+        effects={"pay": "mutating"},
+        approval_wait=60,
+        on_approval_wait=lambda request, waited: told.append(request.id),
+    )
+    schema = {"type": "object", "properties": {"amount": {"type": "integer"}}}
+    tool = governor.foreign_tool("pay", "Pay.", schema)
+    ran: list[dict[str, Any]] = []
+    queue = ApprovalQueue(tmp_path / "approvals.sqlite")
+
+    def approver() -> None:
+        while not told:
+            time.sleep(0.02)
+        queue.answer(told[0], approve=True, by=FINANCE)
+
+    helper = threading.Thread(target=approver)
+    helper.start()
+    outcome = governor.run(
+        tool,
+        {"amount": 3},
+        lambda arguments: ran.append(arguments) or "paid",
+        principal=tw.Principal("alice"),
+    )
+    helper.join()
+    assert "ok" == outcome.status
+    assert [{"amount": 3}] == ran
