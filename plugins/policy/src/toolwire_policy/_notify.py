@@ -17,9 +17,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from toolwire.adapters import afetch_bounded
 from toolwire.approvals import ApprovalRequest
-from toolwire.exceptions import FetchError
 
 __all__ = ["Webhook", "verify_webhook"]
 
@@ -147,6 +145,11 @@ class Webhook:
                 self._waiting.task_done()
 
     def _deliver(self, request: ApprovalRequest) -> None:
+        # Here, not at the top: the HTTP client is imported when a delivery is made, not
+        # by every process that loads the policy.
+        from toolwire.adapters import afetch_bounded
+        from toolwire.exceptions import FetchError
+
         body = self.payload(request)
         for attempt in range(1, self.attempts + 1):
             stamp = str(int(time.time()))
