@@ -128,6 +128,7 @@ class ToolwireMiddleware(AgentMiddleware):
             FRAMEWORK, principal=principal, effects=effects, app=app
         )
         self._schemas: dict[int, tuple[BaseTool, dict[str, Any]]] = {}
+        self._made: dict[int, tuple[BaseTool, tuple[Any, ...], tw.Tool[Any, Any]]] = {}
 
     def wrap_tool_call(self, request: ToolCallRequest, handler: _Handler) -> Any:
         made = self._prepare(request)
@@ -196,6 +197,13 @@ class ToolwireMiddleware(AgentMiddleware):
             if mcp:
                 named = self.mcp_server_of(base)
                 server, own = named if isinstance(named, tuple) else (named, None)
+            # What the toolwire tool is made of: the same object saying the same again is
+            # the same tool (made once; making it costs more in LangGraph's fresh threads).
+            hints = tuple((k, meta[k]) for k in _MCP_HINT_KEYS if k in meta) if mcp else ()
+            said = (base.name, base.description, hint, server, own, hints)
+            made = self._made.get(id(base))
+            if made is not None and made[0] is base and made[1] == said:
+                return made[2], {}
             schema = self._schema(base)
             tool = self.governor.foreign_tool(
                 base.name,
@@ -208,6 +216,9 @@ class ToolwireMiddleware(AgentMiddleware):
             )
         except Exception as exc:  # a schema toolwire cannot check, a source not named: fail closed
             return _refusal(request, f"it cannot be described ({type(exc).__name__}: {exc})")
+        if len(self._made) >= 4096:
+            self._made.clear()
+        self._made[id(base)] = (base, said, tool)
         return tool, {}
 
     def _schema(self, base: BaseTool) -> dict[str, Any]:
