@@ -12,6 +12,7 @@ import anyio
 import pytest
 
 pytest.importorskip("toolwire_mcp")
+pytest.importorskip("toolwire_policy")  # the policy that files calls for approval
 
 from mcp import Client
 
