@@ -497,10 +497,17 @@ class ApprovalQueue:
             sql, args = sql + " AND subject = ?", [*args, subject]
         if tool is not None:
             sql, args = sql + " AND tool = ?", [*args, tool]
-        found = self._read(sql + " ORDER BY created DESC", args)
-        if state is not None:
-            found = [r for r in found if r.state() == state]
-        return found[:limit]
+        if state is None:
+            return self._read(sql + " ORDER BY created DESC LIMIT ?", [*args, limit])
+        # A state is the stored status, or (expired) one that time has ended: read those
+        # rows only, at most a bounded number of them.
+        stored = (PENDING, APPROVED, EXPIRED) if state == EXPIRED else (state,)
+        marks = ", ".join("?" for _ in stored)
+        found = self._read(
+            sql + f" AND status IN ({marks}) ORDER BY created DESC LIMIT ?",
+            [*args, *stored, 10 * limit],
+        )
+        return [r for r in found if r.state() == state][:limit]
 
     def wait(self, request_id: str, timeout: float, *, every: float = 0.25) -> ApprovalRequest:
         """The request once it is answered or expired, or as it stands after ``timeout``

@@ -271,9 +271,15 @@ def test_refused_without_the_csrf_token_by_a_non_approver_and_when_expired(
     button.click()
     assert f"request {short.id} is expired, not pending" in fran.locator(".error").inner_text()
 
-    if site.url.endswith("/console"):  # beside the gateway: its MCP endpoint still asks for a token
-        import httpx
+    # A link cannot put words on the page, nor a page elsewhere reach it by DNS rebinding.
+    fran.goto(site.url + "/?done=" + "Approved%20by%20the%20CEO")
+    assert 0 == fran.locator(".flash").count()
+    import httpx
 
+    rebound = httpx.get(site.url + "/login", headers={"Host": "attacker.example"}, timeout=30)
+    assert 400 == rebound.status_code
+
+    if site.url.endswith("/console"):  # beside the gateway: its MCP endpoint still asks for a token
         gateway = site.url.removesuffix("/console") + "/mcp"
         assert 401 == httpx.post(gateway, json={}, timeout=30).status_code
 

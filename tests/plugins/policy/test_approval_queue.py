@@ -546,3 +546,30 @@ def test_a_framework_bridge_waits_for_the_approvers_too(tmp_path: Path) -> None:
     helper.join()
     assert "ok" == outcome.status
     assert [{"amount": 3}] == ran
+
+
+def test_the_history_filters_by_state_and_is_bounded(tmp_path: Path) -> None:
+    queue = ApprovalQueue(tmp_path / "approvals.sqlite")
+
+    def filed(i: int, lifetime: float = 3600) -> str:
+        return queue.submit(
+            key=f"sha256:{i:064x}",
+            tool="pay",
+            arguments="{}",
+            reason="r",
+            principal=tw.Principal("alice"),
+            approvers=["group:finance"],
+            lifetime=lifetime,
+        ).id
+
+    ids = [filed(i) for i in range(5)]
+    short = filed(99, lifetime=0.01)
+    queue.answer(ids[0], approve=True, by=FINANCE)
+    queue.answer(ids[1], approve=False, by=FINANCE)
+    time.sleep(0.05)
+    assert [ids[0]] == [r.id for r in queue.history(state="approved")]
+    assert [ids[1]] == [r.id for r in queue.history(state="denied")]
+    assert [short] == [r.id for r in queue.history(state="expired")]
+    assert set(ids[2:]) == {r.id for r in queue.history(state="pending")}
+    assert 2 == len(queue.history(limit=2))
+    assert [] == queue.history(subject="bob")

@@ -17,6 +17,7 @@ import hmac
 import html
 import json
 import os
+import re
 import secrets
 import time
 import urllib.parse
@@ -61,6 +62,10 @@ input[type=text] { width: 11rem; }
 """
 
 
+#: The note an answer's redirect carries: the request and how it was answered.
+_DONE = re.compile(r"apr_[A-Za-z0-9_-]{22} (approved|denied)")
+
+
 def _esc(value: Any) -> str:
     """Any value as text in a page: escaped, quotes included (the one way this module
     writes text into a page)."""
@@ -90,13 +95,19 @@ class _Session:
         self.expires = time.monotonic() + SESSION_SECONDS
 
 
-def console_app(queue: ApprovalQueue, tokens: Mapping[str, Principal], *, base: str = "") -> Any:
+def console_app(
+    queue: ApprovalQueue,
+    tokens: Mapping[str, Principal],
+    *,
+    base: str = "",
+    allowed_hosts: list[str] | None = None,
+) -> Any:
     """The console as an ASGI app (Starlette): the queue's pending requests, its history,
     and answering one, for the principals the tokens (``sha256:...`` -> Principal, as
     ``load_tokens`` reads a tokens file) name. ``base``: the path it is served under
-    (``/console`` beside a gateway), so its links and forms lead back to it."""
-    import re
-
+    (``/console`` beside a gateway), so its links and forms lead back to it.
+    ``allowed_hosts``: the Host headers it answers (a console on 127.0.0.1 answers only
+    its loopback names, so a page elsewhere cannot reach it by DNS rebinding)."""
     if base and not re.fullmatch(r"(/[A-Za-z0-9_-]+)+", base):
         raise ValueError(f"base must be a path like /console, got {base!r}")
     from starlette.applications import Starlette
@@ -249,7 +260,8 @@ def console_app(queue: ApprovalQueue, tokens: Mapping[str, Principal], *, base: 
         if who is None:
             return RedirectResponse(f"{base}/login", 303, headers=_HEADERS)
         flash = request.query_params.get("done", "")
-        note = f'<p class="flash">{_esc(flash)}</p>' if flash else ""
+        # Only what an answer's redirect says (a link cannot put other words on the page).
+        note = f'<p class="flash">{_esc(flash)}</p>' if _DONE.fullmatch(flash) else ""
         found = queue.pending()
         return page("Waiting for an answer", note + table(found, who, True), who=who)
 
@@ -311,7 +323,14 @@ def console_app(queue: ApprovalQueue, tokens: Mapping[str, Principal], *, base: 
     async def css(request: Request) -> Response:
         return Response(_CSS, media_type="text/css", headers=_HEADERS)
 
+    from starlette.middleware import Middleware
+    from starlette.middleware.trustedhost import TrustedHostMiddleware
+
+    middleware = (
+        [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)] if allowed_hosts else []
+    )
     return Starlette(
+        middleware=middleware,
         routes=[
             Route("/", waiting),
             Route("/history", history),
@@ -320,22 +339,29 @@ def console_app(queue: ApprovalQueue, tokens: Mapping[str, Principal], *, base: 
             Route("/logout", logout, methods=["POST"]),
             Route("/requests/{request_id}/answer", answer, methods=["POST"]),
             Route("/console.css", css),
-        ]
+        ],
     )
 
 
 def open_console(
-    queue: str | os.PathLike[str] | None, tokens: Mapping[str, Principal], *, base: str = ""
+    queue: str | os.PathLike[str] | None,
+    tokens: Mapping[str, Principal],
+    *,
+    base: str = "",
+    host: str = "127.0.0.1",
 ) -> Any:
-    """:func:`console_app` over the queue file ``queue`` (None: the default one); a
-    queue that cannot be opened is a UsageError."""
+    """:func:`console_app` over the queue file ``queue`` (None: the default one), served on
+    ``host`` (a loopback address: only loopback Host headers are answered); a queue that
+    cannot be opened is a UsageError."""
     try:
         opened = ApprovalQueue(queue)
     except ApprovalError as exc:
         from toolwire.exceptions import UsageError
 
         raise UsageError(str(exc)) from None
-    return console_app(opened, tokens, base=base)
+    loopback = host in ("127.0.0.1", "::1", "localhost")
+    allowed = ["127.0.0.1", "localhost", "[::1]", "::1"] if loopback else None
+    return console_app(opened, tokens, base=base, allowed_hosts=allowed)
 
 
 def beside(gateway: Any, panel: Any, prefix: str = "/console") -> Any:
@@ -368,5 +394,5 @@ def serve_console(
 
     from toolwire_mcp._auth import load_tokens
 
-    app = open_console(queue, load_tokens(tokens_file))
+    app = open_console(queue, load_tokens(tokens_file), host=host)
     uvicorn.run(app, host=host, port=port, log_level="warning")

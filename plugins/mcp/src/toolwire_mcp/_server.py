@@ -924,7 +924,8 @@ def serve_mcp(
         from toolwire_mcp._console import beside, open_console
 
         assert principals is not None
-        served = beside(served, open_console(console_queue, principals, base="/console"))
+        panel = open_console(console_queue, principals, base="/console", host=host)
+        served = beside(served, panel)
     config = uvicorn.Config(
         served,
         host=host,
