@@ -41,7 +41,7 @@ async def wait_for_approvers(
         result = job.result
         if result is None or job.error_type != "policy_rejected":
             continue
-        if await _answered(result, wait, report):
+        if await _answered(result, job.raw.name, wait, report):
             job.result = await again(job)
 
 
@@ -60,7 +60,7 @@ async def wait_in_plan(
     changed = False
     for refused in plan.rejected:
         typed = next((c for c in round_.calls if c.id == refused.call.id), None)
-        if typed is None or not await _answered(refused.result, wait, report):
+        if typed is None or not await _answered(refused.result, typed.name, wait, report):
             rejected.append(refused)
             continue
         changed = True
@@ -78,12 +78,15 @@ async def wait_in_plan(
     return ToolRoundPlan(round_, tuple(pending), tuple(handled), tuple(rejected), plan.context)
 
 
-async def _answered(result: ToolResult, wait: float, report: ApprovalWaiting | None) -> bool:
-    """Whether the request a refusal names (filed in this process) was answered (approved
-    or denied) within ``wait``."""
+async def _answered(
+    result: ToolResult, tool: str, wait: float, report: ApprovalWaiting | None
+) -> bool:
+    """Whether the request a refusal names (filed in this process, for this tool) was
+    answered (approved or denied) within ``wait``."""
     for request_id in request_ids_in(result.content):
         queue = queue_for(request_id)
-        if queue is None:
+        held = queue.get(request_id) if queue is not None else None
+        if held is None or held.tool != tool:
             continue
         answered = await _watch(queue, request_id, wait, report)
         return answered is not None and answered.state() in ("approved", "denied")
