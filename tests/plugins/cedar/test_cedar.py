@@ -433,3 +433,37 @@ def test_policy_cases_and_replay_run_against_a_cedar_policy(tmp_path: Path) -> N
         executor.execute(call, context=tw.HookContext(principal=principal))
     decided, changed = replay(tmp_path / "p.cedar", log, catalogue)
     assert (len(SCENARIOS), []) == (decided, changed)
+
+
+def test_a_cedar_policy_names_who_approves_through_the_queue(tmp_path: Path) -> None:
+    """#43: `@approvers(...)` on a permitting policy that asks: the call is filed in the
+    approval queue for the people it names (the caller's own approver counts for
+    nothing), and runs once one of them approves it."""
+    from toolwire.approvals import ApprovalError, ApprovalQueue, request_ids_in
+
+    text = CEDAR.replace(
+        '@approval("resetting needs a second pair of eyes")',
+        '@approval("resetting needs a second pair of eyes")\n'
+        '@approvers("group:ops, user:carol")\n@expires("600")',
+    )
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(CedarPlugin(CedarPolicy(text, source="t.cedar")), "cedar-q", kind="policy")
+    executor = tw.Executor(tools=TOOLS, plugins=host)
+    yes = {"toolwire.approver": lambda call, reason: True}  # not theirs to answer
+    context = tw.HookContext(principal=tw.Principal("alice"), extra=yes)
+    call = tw.ToolCall("c1", "git_reset", '{"mode": "hard"}')
+    refused = executor.execute(call, context=context)
+    assert "waits for group:ops, user:carol as approval request" in refused.content
+    [rid] = request_ids_in(refused.content)
+    queue = ApprovalQueue()  # the default queue, under the tests' own XDG_DATA_HOME
+    request = queue.get(rid)
+    assert request is not None
+    assert request.approvers == ("group:ops", "user:carol")
+    assert 590 < request.expires - request.created <= 600
+    with pytest.raises(ApprovalError, match="may not answer"):
+        queue.answer(rid, approve=True, by=tw.Principal("dave"))
+    queue.answer(rid, approve=True, by=tw.Principal("carol"), arguments={"mode": "soft"})
+    ran = executor.execute(call, context=context)
+    assert "reset soft" == ran.content  # the approver's arguments, decided by Cedar again
+    again = executor.execute(call, context=context)
+    assert "apr_" in again.content  # spent

@@ -46,11 +46,16 @@ class CedarPolicyError(Exception):
 @attrs.frozen
 class CedarDecision:
     """Cedar's answer for one call: ``allowed``, the ``policies`` (ids) that decided, and
-    ``approval`` (the reason) when a permitting policy asks for a person."""
+    ``approval`` (the reason) when a permitting policy asks for a person; ``approvers``,
+    who answers through the approval queue when the asking policies name them
+    (``@approvers("group:finance, user:carol")``), and ``expires``, how long their
+    request waits (``@expires("3600")``, seconds; the shortest of them)."""
 
     allowed: bool
     policies: tuple[str, ...]
     approval: str | None = None
+    approvers: tuple[str, ...] = ()
+    expires: float = 3600.0
 
     @property
     def reason(self) -> str:
@@ -188,7 +193,27 @@ class CedarPolicy:
         approval = "; ".join(a for a in asks if a) if asks else None
         if asks and not approval:
             approval = "a Cedar policy asks for a person's approval"
-        return CedarDecision(True, decided, approval)
+        asking = [
+            self._annotations.get(p, {})
+            for p in result.diagnostics.reasons
+            if "approval" in self._annotations.get(p, {})
+        ]
+        approvers = sorted(
+            {name.strip() for a in asking for name in a.get("approvers", "").split(",")} - {""}
+        )
+        lives = [_seconds(a["expires"]) for a in asking if "expires" in a]
+        expires = min(lives) if lives else 3600.0
+        return CedarDecision(True, decided, approval, tuple(approvers), expires)
+
+
+def _seconds(text: str) -> float:
+    """An ``@expires`` annotation's seconds (a number above 0, at most 30 days); one that is
+    not is as short as can be (the request expires at once: refused, fail closed)."""
+    try:
+        value = float(text)
+    except ValueError:
+        return 0.001
+    return min(value, 30 * 86400.0) if value > 0 else 0.001
 
 
 def _named(scope: Any, kind: str) -> list[str]:

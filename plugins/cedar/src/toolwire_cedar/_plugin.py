@@ -10,7 +10,7 @@ from collections.abc import Awaitable
 from pathlib import Path
 from typing import Any
 
-from toolwire import HookContext, Reject, Tool, ToolDecision, TypedCall
+from toolwire import HookContext, Reject, RunNormally, Tool, ToolDecision, TypedCall
 from toolwire.hookspecs import hookimpl
 from toolwire_cedar._engine import CedarDecision, CedarPolicy, CedarPolicyError
 from toolwire_policy import AuditLog, Verdict, fingerprint
@@ -41,6 +41,8 @@ class CedarPlugin:
         self.audit = audit
         self.observe = observe
         self.toolwire_inert = policy is None
+        #: The approval queue, opened when a policy first names approvers.
+        self._queue: Any = None
 
     @classmethod
     def from_env(cls) -> CedarPlugin:
@@ -95,6 +97,8 @@ class CedarPlugin:
         if self.observe:  # would ask: nobody is asked in shadow mode
             reason = f"requires approval: {decision.approval}"
             return self._conclude(call, context, decision, Verdict(False, reason))
+        if decision.approvers:  # the people the policy names answer, through the queue
+            return self._conclude(call, context, decision, self._queued(call, context, decision))
         verdict = ask_approval(call, context, f"requires approval: {decision.approval}")
         if isinstance(verdict, Deferred):
             pending = verdict
@@ -104,6 +108,38 @@ class CedarPlugin:
 
             return Deferred(later)
         return self._conclude(call, context, decision, verdict)  # type: ignore[arg-type]
+
+    def _queued(
+        self, call: TypedCall[Any], context: HookContext, decision: CedarDecision
+    ) -> Verdict:
+        """The approval queue's verdict (the default queue, that every approver's tool
+        reads): the approval given to this call spent, or the call filed and refused."""
+        from toolwire.approvals import ApprovalError, ApprovalQueue
+        from toolwire_policy._queue import file_or_spend
+
+        assert self.policy is not None
+        policy = self.policy
+        if self._queue is None:
+            try:
+                self._queue = ApprovalQueue()
+            except ApprovalError as exc:
+                return Verdict(False, f"requires approval; the approval queue cannot open ({exc})")
+
+        def again(edited: TypedCall[Any]) -> str | None:  # Cedar decides the edited call too
+            redecided = policy.decide(edited, context)
+            return None if redecided.allowed else redecided.reason
+
+        return file_or_spend(
+            self._queue,
+            call,
+            context,
+            f"requires approval: {decision.approval}",
+            approvers=decision.approvers,
+            lifetime=decision.expires,
+            shown=call.tool.dump_input(call.input),
+            again=again,
+            version=f"cedar:{policy.source}",
+        )
 
     def _conclude(
         self, call: TypedCall[Any], context: HookContext, decision: CedarDecision, verdict: Verdict
@@ -131,6 +167,8 @@ class CedarPlugin:
             except OSError as exc:
                 logger.error("cannot write the Cedar audit log %s: %s", self.audit.path, exc)
                 return Reject("the Cedar policy cannot write its audit log, so no tool may run")
+        if verdict.allowed and verdict.input is not None and not self.observe:
+            return RunNormally(verdict.input)  # an approver's edit, decided again
         if verdict.allowed or self.observe:
             return None  # in shadow mode recorded as "would reject" or "would ask", and run
         return Reject(reason)

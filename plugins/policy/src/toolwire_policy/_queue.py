@@ -5,6 +5,7 @@ for now, saying where it waits."""
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,7 +20,7 @@ from toolwire_policy._notify import Webhook
 if TYPE_CHECKING:
     from toolwire_policy._policy import Policy
 
-__all__ = ["local_approver", "open_queue", "open_webhook", "queued_approval"]
+__all__ = ["file_or_spend", "local_approver", "open_queue", "open_webhook", "queued_approval"]
 
 
 def open_queue(config: ApprovalsConfig, source: Path) -> ApprovalQueue:
@@ -44,15 +45,52 @@ def queued_approval(
     approver and approval keys count for nothing: the policy names who answers)."""
     config = policy.config.approvals
     assert config is not None
+    from toolwire_policy._policy import call_arguments, revealed_arguments
+
+    def again(edited: TypedCall[Any]) -> str | None:  # the policy's constraints hold
+        return policy.constraint_violation(edited, revealed_arguments(edited), context.principal)
+
+    return file_or_spend(
+        queue,
+        call,
+        context,
+        reason,
+        approvers=config.approvers,
+        lifetime=config.expires,
+        self_approve=config.self_approve,
+        version=policy.version,
+        shown=policy.redact_arguments(call.tool, call_arguments(call)),
+        again=again,
+        on_new=policy.webhook.send if policy.webhook is not None else None,
+    )
+
+
+def file_or_spend(
+    queue: ApprovalQueue,
+    call: TypedCall[Any],
+    context: HookContext,
+    reason: str,
+    *,
+    approvers: Sequence[str],
+    lifetime: float,
+    shown: Any,
+    again: Callable[[TypedCall[Any]], str | None],
+    self_approve: bool = False,
+    version: str = "",
+    on_new: Callable[[ApprovalRequest], Any] | None = None,
+) -> Verdict:
+    """The verdict on a call a policy engine sends to the approvers it names: the
+    approval given to exactly this call spent (the call as it is, or with the arguments
+    the approver approved instead, which ``again(edited)`` decides: a reason refuses), or
+    the call filed as a request (its arguments ``shown`` as the engine redacts them) and
+    refused for now, naming where it waits. Shared by toolwire-policy and toolwire-cedar."""
     key = approval_key(call)
     try:
         spent = queue.spend(key, context.principal)
         if spent is not None:
-            return _approved(policy, call, context, spent)
-        from toolwire_policy._policy import call_arguments
-
-        shown = review_arguments(policy.redact_arguments(call.tool, call_arguments(call)))
-        if shown is None:
+            return _approved(call, spent, again)
+        text = review_arguments(shown)
+        if text is None:
             return Verdict(
                 False,
                 f"{reason}; its arguments are too long to show an approver in full, so it "
@@ -61,15 +99,15 @@ def queued_approval(
         request = queue.submit(
             key=key,
             tool=call.name,
-            arguments=shown,
+            arguments=text,
             reason=reason,
             principal=context.principal,
-            approvers=config.approvers,
-            lifetime=config.expires,
-            policy=policy.version,
-            self_approve=config.self_approve,
+            approvers=approvers,
+            lifetime=lifetime,
+            policy=version,
+            self_approve=self_approve,
             schema=call.tool.input_schema,
-            on_new=policy.webhook.send if policy.webhook is not None else None,
+            on_new=on_new,
         )
     except ApprovalError as exc:
         return Verdict(False, f"{reason}; the approval queue cannot take it now ({exc})")
@@ -85,11 +123,12 @@ def queued_approval(
 
 
 def _approved(
-    policy: Policy, call: TypedCall[Any], context: HookContext, spent: ApprovalRequest
+    call: TypedCall[Any],
+    spent: ApprovalRequest,
+    again: Callable[[TypedCall[Any]], str | None],
 ) -> Verdict:
     """The verdict of an approval spent: the call as it is, or with the arguments the
-    approver approved instead, checked against the tool and decided again (the policy's
-    constraints hold for them as for any)."""
+    approver approved instead, checked against the tool and decided again."""
     how = f"queue:{spent.id} by {spent.answered_by}"
     if spent.edited is None:
         return Verdict(True, approval=how)
@@ -107,10 +146,7 @@ def _approved(
         return Verdict(
             False, f"the arguments {spent.answered_by} approved do not fit `{call.name}`: {exc}"
         )
-    edited = call.with_input(edited_input)
-    from toolwire_policy._policy import revealed_arguments
-
-    broken = policy.constraint_violation(edited, revealed_arguments(edited), context.principal)
+    broken = again(call.with_input(edited_input))
     if broken is not None:
         return Verdict(False, f"the arguments {spent.answered_by} approved are refused: {broken}")
     return Verdict(True, approval=how + " (arguments edited)", input=edited_input)
