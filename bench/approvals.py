@@ -146,7 +146,11 @@ def measure(rounds: int) -> dict[str, Any]:
         console, url = _serve(root, path)
         try:
             with httpx.Client(base_url=url, timeout=30, follow_redirects=False) as client:
-                client.post("/login", data={"token": TOKEN})
+                form = client.get("/login")  # its CSRF token, in the form and a cookie
+                nonce = re.search(r'name="csrf" value="([^"]+)"', form.text)
+                assert nonce is not None
+                signed = client.post("/login", data={"token": TOKEN, "csrf": nonce[1]})
+                assert signed.status_code == 303, signed.text
                 for level, waiting in enumerate((10, 1000)):
                     rows.append(_row(client, queue, waiting, rounds, level * 10**6))
         finally:

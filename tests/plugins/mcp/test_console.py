@@ -290,6 +290,20 @@ def test_refused_without_the_csrf_token_by_a_non_approver_and_when_expired(
     wrong.click("button[type=submit]")
     assert "not one this console accepts" in wrong.locator(".error").inner_text()
 
+    # Signing in takes the sign-in form's own CSRF token; a token guesser is slowed.
+    forged_login = httpx.post(site.url + "/login", data={"token": "fran-secret"}, timeout=30)
+    assert 403 == forged_login.status_code
+    with httpx.Client(base_url=site.url, timeout=30) as guesser:
+        nonce = guesser.get("/login").text.split('name="csrf" value="')[1].split('"')[0]
+        answers = [
+            guesser.post("/login", data={"token": f"guess-{i}", "csrf": nonce}).status_code
+            for i in range(11)
+        ]
+        assert [401] * 9 + [429] * 2 == answers  # (the browser above failed once)
+        # (the right token too, from there, until the window passes)
+        late = guesser.post("/login", data={"token": "fran-secret", "csrf": nonce})
+        assert 429 == late.status_code
+
 
 def test_a_request_outlives_the_gateway_killed_while_it_waits(tmp_path: Path) -> None:
     """The gateway killed (SIGKILL) while a call waits for approval: after a restart the

@@ -35,6 +35,10 @@ MAX_SESSIONS, SESSION_SECONDS = 1000, 8 * 3600
 #: The most a form may send (bytes): a reason, edited arguments (64 KiB), a CSRF token.
 MAX_FORM_BYTES = 96 * 1024
 COOKIE = "toolwire_console"
+#: The sign-in form's CSRF cookie.
+LOGIN_COOKIE = "toolwire_console_login"
+#: Failed sign-ins from one address within FAILURE_WINDOW seconds before it must wait.
+MAX_FAILURES, FAILURE_WINDOW = 10, 300.0
 
 _HEADERS = {
     "content-security-policy": (
@@ -116,6 +120,8 @@ def console_app(
     from starlette.routing import Route
 
     sessions: dict[str, _Session] = {}
+    #: Failed sign-ins by client address (monotonic times), to slow a token guesser.
+    failures: dict[str, list[float]] = {}
 
     def page(title: str, body: str, status: int = 200, who: _Session | None = None) -> Response:
         nav = ""
@@ -178,21 +184,42 @@ def console_app(
         return who, form
 
     async def login_page(request: Request) -> Response:
+        # The sign-in form's own CSRF token, in a SameSite=Strict cookie and the form: a
+        # page elsewhere cannot sign a browser in as someone else.
+        nonce = secrets.token_urlsafe(24)
         body = (
             "<p>Sign in with your token (the gateway's tokens file names who it is).</p>"
             f'<form method="post" action="{base}/login">'
+            f'<input type="hidden" name="csrf" value="{_esc(nonce)}">'
             '<label>Token <input type="password" name="token" autocomplete="off"></label> '
             '<button type="submit">Sign in</button></form>'
         )
-        return page("Sign in", body)
+        response = page("Sign in", body)
+        response.set_cookie(
+            LOGIN_COOKIE, nonce, max_age=3600, httponly=True, samesite="strict",
+            secure=request.url.scheme == "https",
+        )  # fmt: skip
+        return response
 
     async def login(request: Request) -> Response:
-        form = await form_of(request)
-        token = (form or {}).get("token", "")
+        client = request.client.host if request.client is not None else ""
+        now = time.monotonic()
+        tries = [t for t in failures.get(client, []) if t > now - FAILURE_WINDOW]
+        if len(tries) >= MAX_FAILURES:
+            return refused("too many failed sign-ins from here; wait a few minutes", 429)
+        form = await form_of(request) or {}
+        nonce = request.cookies.get(LOGIN_COOKIE, "")
+        if not nonce or not hmac.compare_digest(form.get("csrf", "").encode(), nonce.encode()):
+            return refused("the sign-in form's CSRF token is missing or wrong; reload it", 403)
+        token = form.get("token", "")
         digest = "sha256:" + hashlib.sha256(token.encode("utf-8")).hexdigest()
         principal = tokens.get(digest) if token else None
         if principal is None:
+            if len(failures) >= 10_000:  # bounded: the oldest addresses go
+                failures.clear()
+            failures[client] = [*tries, now]
             return refused("that token is not one this console accepts", 401)
+        failures.pop(client, None)
         if len(sessions) >= MAX_SESSIONS:
             now = time.monotonic()
             for key in [k for k, s in sessions.items() if s.expires < now]:
@@ -206,6 +233,7 @@ def console_app(
         response.set_cookie(
             COOKIE, key, max_age=SESSION_SECONDS, httponly=True, samesite="strict", secure=secure
         )
+        response.delete_cookie(LOGIN_COOKIE)
         return response
 
     async def logout(request: Request) -> Response:
