@@ -573,3 +573,42 @@ def test_the_history_filters_by_state_and_is_bounded(tmp_path: Path) -> None:
     assert set(ids[2:]) == {r.id for r in queue.history(state="pending")}
     assert 2 == len(queue.history(limit=2))
     assert [] == queue.history(subject="bob")
+
+
+def test_calls_filed_together_wait_together(tmp_path: Path) -> None:
+    """Two calls of one batch, each filed: the second one's answer does not wait for the
+    first one's (each waits at once), and each runs once."""
+    import threading
+
+    paid: list[str] = []
+    base = _executor(_policy(tmp_path, ["group:finance"]), paid)
+    told: list[str] = []
+    executor = tw.Executor(
+        tools=[base.tool],
+        plugins=base.executor._host,
+        approval_wait=60,
+        on_approval_wait=lambda request, waited: told.append(request.id),
+    )
+    queue = ApprovalQueue(tmp_path / "approvals.sqlite")
+
+    def calls() -> list[tw.TypedCall[Any]]:
+        out = []
+        for i, amount in enumerate((1, 2)):
+            text = json.dumps({"amount": amount, "to": "bob"})
+            raw = tw.ToolCall(f"c{i}", "pay", text)
+            out.append(tw.TypedCall(raw, base.tool, base.tool.validate_json(text)))
+        return out
+
+    def approver() -> None:
+        while len(set(told)) < 2:  # both wait at once
+            time.sleep(0.02)
+        for request in reversed(queue.pending()):  # the second first
+            queue.answer(request.id, approve=True, by=FINANCE)
+
+    helper = threading.Thread(target=approver)
+    helper.start()
+    context = tw.HookContext(principal=tw.Principal("alice"))
+    results = executor.execute_all(calls(), context=context)
+    helper.join()
+    assert ["paid 1 to bob", "paid 2 to bob"] == [r.content for r in results]
+    assert ["1 to bob", "2 to bob"] == paid

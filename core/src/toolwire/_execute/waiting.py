@@ -5,12 +5,20 @@ runs it once and a denial's reason is what it answers."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from toolwire._approvals import PENDING, ApprovalRequest, queue_for, request_ids_in
+from toolwire._approvals import (
+    PENDING,
+    ApprovalError,
+    ApprovalRequest,
+    queue_for,
+    request_ids_in,
+)
 from toolwire._calls import HandledCall, RejectedCall, ToolResult
 from toolwire._decisions import arun_hooks
 from toolwire._exports import publish
@@ -21,6 +29,8 @@ __all__ = ["ApprovalWaiting", "wait_for_approvers", "wait_in_plan"]
 #: ``fn(request, seconds waited)``: called when a wait begins and every ``REPORT_EVERY``
 #: seconds after (a gateway's progress notification, a terminal's line); may be async.
 ApprovalWaiting = Callable[[ApprovalRequest, float], Any]
+
+logger = logging.getLogger("toolwire.approvals")
 
 #: Seconds between two reports of a wait.
 REPORT_EVERY = 5.0
@@ -37,11 +47,16 @@ async def wait_for_approvers(
     is answered, ``again(job)`` decides (and runs) the call anew; its result replaces the
     refusal. A request still waiting keeps the refusal (it names the request: the call
     can be made again later)."""
-    for job in jobs:
-        result = job.result
-        if result is None or job.error_type != "policy_rejected":
-            continue
-        if await _answered(result, job.raw.name, wait, report):
+    waiting = [j for j in jobs if j.result is not None and j.error_type == "policy_rejected"]
+    if not waiting:
+        return
+    # Each waits at once (an answer to the second is not held up by the first), then
+    # each answered call is decided again, in order.
+    answered = await asyncio.gather(
+        *(_answered(j.result, j.raw.name, wait, report) for j in waiting)
+    )
+    for job, was in zip(waiting, answered, strict=True):
+        if was:
             job.result = await again(job)
 
 
@@ -58,9 +73,17 @@ async def wait_in_plan(
     pending, handled = list(plan.pending), list(plan.handled)
     rejected: list[RejectedCall] = []
     changed = False
-    for refused in plan.rejected:
-        typed = next((c for c in round_.calls if c.id == refused.call.id), None)
-        if typed is None or not await _answered(refused.result, typed.name, wait, report):
+    typed_of = {c.id: c for c in round_.calls}
+
+    async def answered(refused: RejectedCall) -> bool:
+        typed = typed_of.get(refused.call.id)
+        return typed is not None and await _answered(refused.result, typed.name, wait, report)
+
+    # Each waits at once; then each answered call is decided again, in the round's order.
+    answers = await asyncio.gather(*(answered(r) for r in plan.rejected))
+    for refused, was in zip(plan.rejected, answers, strict=True):
+        typed = typed_of.get(refused.call.id)
+        if typed is None or not was:
             rejected.append(refused)
             continue
         changed = True
@@ -85,10 +108,14 @@ async def _answered(
     answered (approved or denied) within ``wait``."""
     for request_id in request_ids_in(result.content):
         queue = queue_for(request_id)
-        held = queue.get(request_id) if queue is not None else None
-        if held is None or held.tool != tool:
-            continue
-        answered = await _watch(queue, request_id, wait, report)
+        try:
+            held = queue.get(request_id) if queue is not None else None
+            if held is None or held.tool != tool:
+                continue
+            answered = await _watch(queue, request_id, wait, report)
+        except ApprovalError as exc:  # the queue cannot be read: the refusal stands
+            logger.error("waiting on approval request %s: %s", request_id, exc)
+            return False
         return answered is not None and answered.state() in ("approved", "denied")
     return False
 
