@@ -27,7 +27,7 @@ from typing import Any
 import attrs
 
 from toolwire._exports import publish
-from toolwire._files import owner_only
+from toolwire._files import NotPrivate, open_private_sqlite
 from toolwire._hooks import Principal
 
 __all__ = [
@@ -226,20 +226,9 @@ class ApprovalQueue:
 
         self.path = Path(path).expanduser() if path is not None else default_queue_path()
         try:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-            try:
-                problem = owner_only(os.fstat(fd), secret=True)
-            finally:
-                os.close(fd)
-            if problem is not None:
-                raise ApprovalError(f"the approval queue {self.path} is {problem}: `chmod 600` it")
-            self._db = sqlite3.connect(
-                str(self.path), timeout=timeout, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
+            self._db = open_private_sqlite(self.path, _SCHEMA, timeout=timeout)
+        except NotPrivate as exc:
+            raise ApprovalError(f"the approval queue {exc}") from None
         except (OSError, sqlite3.Error) as exc:
             raise ApprovalError(f"the approval queue {self.path} cannot be opened: {exc}") from None
         self._lock = threading.Lock()

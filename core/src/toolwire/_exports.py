@@ -171,6 +171,8 @@ ADAPTERS: Mapping[str, str] = {
     "ContinueSuggestion": "toolwire._round",
     "MAX_REVIEW_CHARS": "toolwire._display",
     "owner_only": "toolwire._files",
+    "open_private_sqlite": "toolwire._files",
+    "NotPrivate": "toolwire._files",
     "write_private": "toolwire._files",
     "ACCEPT_ENCODING": "toolwire._http.bounded",
     "Fetched": "toolwire._http.bounded",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Any
 
 from toolwire._exports import publish
 
@@ -86,6 +87,37 @@ def write_private(path: Path, text: str) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+class NotPrivate(OSError):
+    """A file that must be the user's alone is open to others (:func:`open_private_sqlite`)."""
+
+
+def open_private_sqlite(path: Path, schema: str, *, timeout: float) -> Any:
+    """An SQLite file the processes of one machine share, the user's alone: made 0600 (its
+    directory 0700) when missing, refused (:class:`NotPrivate`) when others may read or
+    write it (:func:`owner_only`, as a secret), opened for autocommit with WAL and
+    ``schema`` applied; every wait on it within ``timeout`` seconds. Raises OSError or
+    ``sqlite3.Error``. The one way a store of toolwire opens such a file."""
+    import sqlite3
+
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        problem = owner_only(os.fstat(fd), secret=True)
+    finally:
+        os.close(fd)
+    if problem is not None:
+        raise NotPrivate(f"{path} is {problem}: `chmod 600` it")
+    db = sqlite3.connect(str(path), timeout=timeout, isolation_level=None, check_same_thread=False)
+    try:
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.executescript(schema)
+    except BaseException:
+        db.close()
+        raise
+    return db
 
 
 publish(globals())

@@ -46,6 +46,8 @@ if _typing.TYPE_CHECKING:
         terminal_text,
     )
     from toolwire._files import (
+        NotPrivate,
+        open_private_sqlite,
         owner_only,
         write_private,
     )
@@ -148,6 +150,7 @@ __all__ = [
     "HandledCall",
     "HttpProvider",
     "Inflater",
+    "NotPrivate",
     "OutputSpec",
     "PluginRecord",
     "Provider",
@@ -181,6 +184,7 @@ __all__ = [
     "malformed",
     "map_settings",
     "metadata_from_mcp_hints",
+    "open_private_sqlite",
     "output_spec",
     "owner_only",
     "read_body",

@@ -31,7 +31,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from toolwire.adapters import owner_only
+from toolwire.adapters import NotPrivate, open_private_sqlite
 
 logger = logging.getLogger("toolwire.policy")
 
@@ -428,20 +428,9 @@ class SqliteStore:
 
         self.path = path
         try:
-            path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-            try:
-                problem = owner_only(os.fstat(fd), secret=True)
-            finally:
-                os.close(fd)
-            if problem is not None:
-                raise StoreError(f"the quota store {path} is {problem}: `chmod 600` it")
-            self._db = sqlite3.connect(
-                str(path), timeout=timeout, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.executescript(_SCHEMA)
+            self._db = open_private_sqlite(path, _SCHEMA, timeout=timeout)
+        except NotPrivate as exc:
+            raise StoreError(f"the quota store {exc}") from None
         except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"the quota store {path} cannot be opened: {exc}") from None
         self._lock = threading.Lock()
