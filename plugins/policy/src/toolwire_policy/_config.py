@@ -334,6 +334,15 @@ class PolicyConfig(_Table):
     approvals: ApprovalsConfig | None = None
 
 
+def env_secret(variable: str, source: Path, key: str) -> str:
+    """The secret the environment variable ``variable`` holds, which the policy file
+    ``source`` names at ``key`` (a password, a signing key): PolicyFileError when unset."""
+    value = os.environ.get(variable)
+    if not value:
+        raise PolicyFileError(source, [(key, f"the environment variable {variable} is not set")])
+    return value
+
+
 # -- errors ----------------------------------------------------------------------------
 
 

@@ -58,6 +58,7 @@ from toolwire_policy._config import (
     PolicyConfig,
     PolicyFileError,
     QuotaStoreConfig,
+    env_secret,
     parse_policy_text,
     read_policy_file,
 )
@@ -1126,17 +1127,7 @@ def _redis_store(config: QuotaStoreConfig, source: Path) -> QuotaStore:
     """The ``[quota_store]`` the file names (its password from the environment)."""
     password = None
     if config.password_env is not None:
-        password = os.environ.get(config.password_env)
-        if not password:
-            raise PolicyFileError(
-                source,
-                [
-                    (
-                        "quota_store.password_env",
-                        f"the environment variable {config.password_env} is not set",
-                    )
-                ],
-            )
+        password = env_secret(config.password_env, source, "quota_store.password_env")
     try:
         store = RedisStore(
             config.url,

@@ -14,7 +14,7 @@ from toolwire import HookContext, Principal, TypedCall
 from toolwire.adapters import review_arguments
 from toolwire.approvals import ApprovalError, ApprovalQueue, ApprovalRequest, default_queue_path
 from toolwire_policy._approval import Verdict, approval_key
-from toolwire_policy._config import ApprovalsConfig, PolicyFileError
+from toolwire_policy._config import ApprovalsConfig, PolicyFileError, env_secret
 from toolwire_policy._notify import Webhook
 
 if TYPE_CHECKING:
@@ -158,18 +158,8 @@ def open_webhook(config: ApprovalsConfig, source: Path) -> Webhook | None:
         return None
     secret = None
     if config.webhook_secret_env is not None:
-        value = os.environ.get(config.webhook_secret_env)
-        if not value:
-            raise PolicyFileError(
-                source,
-                [
-                    (
-                        "approvals.webhook_secret_env",
-                        f"the environment variable {config.webhook_secret_env} is not set",
-                    )
-                ],
-            )
-        secret = value.encode("utf-8")
+        where = "approvals.webhook_secret_env"
+        secret = env_secret(config.webhook_secret_env, source, where).encode("utf-8")
     return Webhook(config.webhook, secret=secret, link=config.console_url)
 
 
