@@ -355,3 +355,38 @@ def test_the_hint_check_sees_a_mapping_made_another_way(tmp_path: Path) -> None:
         "bad.py:2: effect reads MCP hints itself",
         "bad.py:5: from_dict reads MCP hints itself",
     ] == mcp_hints_read_another_way([bad])
+
+
+# -- a store's SQLite file, only its owner's, opened one way --------------------------------
+
+#: Where an SQLite file may be opened, and why.
+SQLITE_OPENERS = {
+    "core/src/toolwire/_files.py": "open_private_sqlite: 0600, owner_only as a secret, WAL",
+    "core/src/toolwire/cli/logs.py": "the conversation log: check_private before it is read",
+}
+
+
+def sqlite_opened_another_way(paths: list[Path]) -> list[str]:
+    """``sqlite3.connect`` outside the places allowed above (a store opens its file with
+    ``toolwire.adapters.open_private_sqlite``)."""
+    found = []
+    for path in paths:
+        rel = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
+        for node, callee, _ in _calls(path):
+            if (
+                callee.split(".")[-1] == "connect"
+                and "sqlite" in callee
+                and rel not in SQLITE_OPENERS
+            ):
+                found.append(f"{_where(path, node)}: {callee}")
+    return found
+
+
+def test_every_store_opens_its_sqlite_file_one_way() -> None:
+    assert [] == sqlite_opened_another_way(SOURCES)
+
+
+def test_the_sqlite_check_sees_a_file_opened_another_way(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("import sqlite3\ndb = sqlite3.connect(path)\n")
+    assert ["bad.py:2: sqlite3.connect"] == sqlite_opened_another_way([bad])
