@@ -23,6 +23,10 @@ every toolwire path finds them; ``TOOLWIRE_POLICY_REQUIRED`` and
   ``toolwire_approval``, the key); resume with ``Command(resume={"decisions": [{"type":
   "approve"}]})`` and the call runs once, or ``reject`` (with a ``message``). An ``edit``
   is refused: the approval was for the arguments shown;
+- waits for the people the policy names (its approval queue): the graph is interrupted the
+  same way, with ``toolwire_queue`` (the request's id) instead; resume once they have
+  answered (``toolwire.approvals.ApprovalQueue.wait``), and the call is decided again: it
+  runs once approved, else its refusal says why (a ``reject`` resume keeps the refusal);
 - a policy that rewrites arguments (a constraint, an approver's edit): the tool runs
   with the rewritten arguments (LangChain lets a middleware change them).
 
@@ -44,6 +48,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command, interrupt
 
 import toolwire as tw
+from toolwire.approvals import queue_for, request_ids_in
 from toolwire.bridges import Governed, Governor, principal_in, tools_of
 
 __version__ = "0.1.0"
@@ -54,6 +59,9 @@ __all__ = ["FRAMEWORK", "ToolwireMiddleware", "default_principal", "mcp_sources"
 FRAMEWORK = "langchain"
 #: The key of the interrupt's request that holds the approval key.
 APPROVAL_KEY = "toolwire_approval"
+#: The key of the interrupt's request that holds the approval queue's request id (a call
+#: the people the policy names answer: resume once they have).
+QUEUE_KEY = "toolwire_queue"
 #: What the model reads for a refused call (as every toolwire path words it).
 REFUSED = "The call was rejected and did not run: "
 
@@ -149,6 +157,8 @@ class ToolwireMiddleware(AgentMiddleware):
             if refused is not None:
                 return _refusal(request, refused)
             outcome = self.governor.run(tool, request.tool_call["args"], proceed, **options)
+        elif _queued(outcome, tool.name) is not None and not self._wait(request, outcome):
+            outcome = self.governor.run(tool, request.tool_call["args"], proceed, **options)
         return _answer(request, outcome, held)
 
     async def awrap_tool_call(self, request: ToolCallRequest, handler: _AsyncHandler) -> Any:
@@ -169,6 +179,8 @@ class ToolwireMiddleware(AgentMiddleware):
             refused = self._ask(request, outcome)
             if refused is not None:
                 return _refusal(request, refused)
+            outcome = await self.governor.arun(tool, request.tool_call["args"], proceed, **options)
+        elif _queued(outcome, tool.name) is not None and not self._wait(request, outcome):
             outcome = await self.governor.arun(tool, request.tool_call["args"], proceed, **options)
         return _answer(request, outcome, held)
 
@@ -243,6 +255,27 @@ class ToolwireMiddleware(AgentMiddleware):
             "session_id": str(thread or ""),
         }
 
+    def _wait(self, request: ToolCallRequest, outcome: Governed) -> bool:
+        """Pause while the call waits in the approval queue for the people the policy names
+        (a LangGraph interrupt, as for an approval, with ``toolwire_queue``: the request).
+        Resume once they answered: the call is decided again (an approval runs it once).
+        True when the resume said ``reject`` (the refusal stands)."""
+        name = request.tool_call["name"]
+        request_id = _queued(outcome, name)
+        action = {"name": name, "args": request.tool_call["args"], "description": outcome.content}
+        answer = interrupt(
+            {
+                "action_requests": [action],
+                "review_configs": [
+                    {"action_name": name, "allowed_decisions": ["approve", "reject"]}
+                ],
+                QUEUE_KEY: request_id,
+            }
+        )
+        decisions = answer.get("decisions") if isinstance(answer, Mapping) else None
+        decision = decisions[0] if isinstance(decisions, list) and decisions else None
+        return isinstance(decision, Mapping) and decision.get("type") == "reject"
+
     def _ask(self, request: ToolCallRequest, outcome: Governed) -> str | None:
         """Pause for a person (a LangGraph interrupt): None when they approved exactly this
         call (the governor then holds the approval), else why it is refused."""
@@ -304,6 +337,19 @@ def mcp_sources(
         return (held[1], held[2]) if held is not None and held[0] is tool else None
 
     return mcp_server_of
+
+
+def _queued(outcome: Governed, tool: str) -> str | None:
+    """The approval request a refusal names, when it waits in a queue this process filed
+    it in for this tool (the policy names who answers it)."""
+    if outcome.status != "refused":
+        return None
+    for request_id in request_ids_in(outcome.content):
+        queue = queue_for(request_id)
+        held = queue.get(request_id) if queue is not None else None
+        if held is not None and held.tool == tool and held.state() == "pending":
+            return request_id
+    return None
 
 
 def _with_args(request: ToolCallRequest, arguments: dict[str, Any]) -> ToolCallRequest:
