@@ -690,6 +690,22 @@ def principal_in(container: Any) -> Principal | None:
     return principal_of(getattr(container, "principal", None))
 
 
+def queued_request(outcome: Governed, tool: str) -> str | None:
+    """The approval request a refusal names when the call waits for the people the policy
+    names (the approval queue, filed by this process for ``tool``, still pending): the id a
+    bridge pauses its framework with, to resume once they answered. None otherwise."""
+    from toolwire._approvals import queue_for, request_ids_in
+
+    if outcome.status != "refused":
+        return None
+    for request_id in request_ids_in(outcome.content):
+        queue = queue_for(request_id)
+        held = queue.get(request_id) if queue is not None else None
+        if held is not None and held.tool == tool and held.state() == "pending":
+            return request_id
+    return None
+
+
 def approval_question(name: str, arguments: Mapping[str, Any], reason: str) -> str | None:
     """What a person is asked about a call a bridge pauses for: its tool, every argument
     (``review_arguments``) and why; None when the arguments are too long to show in full

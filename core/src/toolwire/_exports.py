@@ -269,6 +269,7 @@ BRIDGES: Mapping[str, str] = {
     "approval_question": "toolwire._bridge",
     "principal_in": "toolwire._bridge",
     "principal_of": "toolwire._bridge",
+    "queued_request": "toolwire._bridge",
     "tools_of": "toolwire._bridge",
 }
 """``toolwire.bridges``: what a bridge to another agent framework needs."""

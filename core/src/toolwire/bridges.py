@@ -22,6 +22,7 @@ if _typing.TYPE_CHECKING:
         approval_question,
         principal_in,
         principal_of,
+        queued_request,
         tools_of,
     )
 
@@ -35,6 +36,7 @@ __all__ = [
     "approval_question",
     "principal_in",
     "principal_of",
+    "queued_request",
     "tools_of",
 ]
 

@@ -48,8 +48,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command, interrupt
 
 import toolwire as tw
-from toolwire.approvals import queue_for, request_ids_in
-from toolwire.bridges import Governed, Governor, principal_in, tools_of
+from toolwire.bridges import Governed, Governor, principal_in, queued_request, tools_of
 
 __version__ = "0.1.0"
 
@@ -157,7 +156,7 @@ class ToolwireMiddleware(AgentMiddleware):
             if refused is not None:
                 return _refusal(request, refused)
             outcome = self.governor.run(tool, request.tool_call["args"], proceed, **options)
-        elif _queued(outcome, tool.name) is not None and not self._wait(request, outcome):
+        elif queued_request(outcome, tool.name) is not None and not self._wait(request, outcome):
             outcome = self.governor.run(tool, request.tool_call["args"], proceed, **options)
         return _answer(request, outcome, held)
 
@@ -180,7 +179,7 @@ class ToolwireMiddleware(AgentMiddleware):
             if refused is not None:
                 return _refusal(request, refused)
             outcome = await self.governor.arun(tool, request.tool_call["args"], proceed, **options)
-        elif _queued(outcome, tool.name) is not None and not self._wait(request, outcome):
+        elif queued_request(outcome, tool.name) is not None and not self._wait(request, outcome):
             outcome = await self.governor.arun(tool, request.tool_call["args"], proceed, **options)
         return _answer(request, outcome, held)
 
@@ -261,7 +260,7 @@ class ToolwireMiddleware(AgentMiddleware):
         Resume once they answered: the call is decided again (an approval runs it once).
         True when the resume said ``reject`` (the refusal stands)."""
         name = request.tool_call["name"]
-        request_id = _queued(outcome, name)
+        request_id = queued_request(outcome, name)
         action = {"name": name, "args": request.tool_call["args"], "description": outcome.content}
         answer = interrupt(
             {
@@ -337,19 +336,6 @@ def mcp_sources(
         return (held[1], held[2]) if held is not None and held[0] is tool else None
 
     return mcp_server_of
-
-
-def _queued(outcome: Governed, tool: str) -> str | None:
-    """The approval request a refusal names, when it waits in a queue this process filed
-    it in for this tool (the policy names who answers it)."""
-    if outcome.status != "refused":
-        return None
-    for request_id in request_ids_in(outcome.content):
-        queue = queue_for(request_id)
-        held = queue.get(request_id) if queue is not None else None
-        if held is not None and held.tool == tool and held.state() == "pending":
-            return request_id
-    return None
 
 
 def _with_args(request: ToolCallRequest, arguments: dict[str, Any]) -> ToolCallRequest:

@@ -46,7 +46,7 @@ from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import FunctionToolset
 
 import toolwire as tw
-from toolwire.bridges import Governed, Governor, principal_in, tools_of
+from toolwire.bridges import Governed, Governor, principal_in, queued_request, tools_of
 
 __version__ = "0.1.0"
 
@@ -56,6 +56,9 @@ __all__ = ["FRAMEWORK", "ToolwirePolicy", "default_principal", "toolset"]
 FRAMEWORK = "pydantic-ai"
 #: The key of a deferred call's metadata that holds its approval key.
 APPROVAL_KEY = "toolwire_approval"
+#: The key of a deferred call's metadata that holds its approval queue request (a call the
+#: people the policy names answer: resume it once they have).
+QUEUE_KEY = "toolwire_queue"
 #: What the model reads for a refused call (as every toolwire path words it).
 REFUSED = "The call was rejected and did not run: "
 #: The metadata key and this process's value marking the tools toolset() made, so the
@@ -148,6 +151,13 @@ class ToolwirePolicy(AbstractCapability[Any]):
         finally:
             if asked is not None:
                 governor.forget(asked)  # spent, or not for these arguments: never kept
+        waiting = queued_request(outcome, tool_def.name)
+        if waiting is not None:
+            # It waits for the people the policy names: deferred, to be resumed once they
+            # answered (a resume while it still waits is refused, naming the request).
+            meta = ctx.tool_call_metadata if ctx.tool_call_approved else None
+            if not (isinstance(meta, Mapping) and meta.get(QUEUE_KEY) == waiting):
+                raise ApprovalRequired(metadata={QUEUE_KEY: waiting, "reason": outcome.content})
         if outcome.status == "approval" and asked is None and call.tool_call_id:
             if len(self._pending) >= _MAX_PENDING:
                 self._pending.pop(next(iter(self._pending)))
