@@ -177,6 +177,24 @@ def queue_for(request_id: str) -> ApprovalQueue | None:
         return _FILED.get(request_id)
 
 
+def filed_request(text: str, tool: str) -> tuple[ApprovalQueue, ApprovalRequest] | None:
+    """The first approval request ``text`` (a refusal) names that this process filed for
+    ``tool``, with its queue; None when there is none, or its queue cannot be read (the
+    refusal then stands as it is)."""
+    for request_id in request_ids_in(text):
+        queue = queue_for(request_id)
+        if queue is None:
+            continue
+        try:
+            held = queue.get(request_id)
+        except ApprovalError as exc:
+            logger.error("reading approval request %s: %s", request_id, exc)
+            return None
+        if held is not None and held.tool == tool:
+            return queue, held
+    return None
+
+
 def _remember(request_id: str, queue: ApprovalQueue) -> None:
     with _FILED_LOCK:
         _FILED.pop(request_id, None)

@@ -694,16 +694,10 @@ def queued_request(outcome: Governed, tool: str) -> str | None:
     """The approval request a refusal names when the call waits for the people the policy
     names (the approval queue, filed by this process for ``tool``, still pending): the id a
     bridge pauses its framework with, to resume once they answered. None otherwise."""
-    from toolwire._approvals import queue_for, request_ids_in
+    from toolwire._approvals import PENDING, filed_request
 
-    if outcome.status != "refused":
-        return None
-    for request_id in request_ids_in(outcome.content):
-        queue = queue_for(request_id)
-        held = queue.get(request_id) if queue is not None else None
-        if held is not None and held.tool == tool and held.state() == "pending":
-            return request_id
-    return None
+    found = filed_request(outcome.content, tool) if outcome.status == "refused" else None
+    return found[1].id if found is not None and found[1].state() == PENDING else None
 
 
 def approval_question(name: str, arguments: Mapping[str, Any], reason: str) -> str | None:

@@ -12,13 +12,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from toolwire._approvals import (
-    PENDING,
-    ApprovalError,
-    ApprovalRequest,
-    queue_for,
-    request_ids_in,
-)
+from toolwire._approvals import PENDING, ApprovalError, ApprovalRequest, filed_request
 from toolwire._calls import HandledCall, RejectedCall, ToolResult
 from toolwire._decisions import arun_hooks
 from toolwire._exports import publish
@@ -106,18 +100,16 @@ async def _answered(
 ) -> bool:
     """Whether the request a refusal names (filed in this process, for this tool) was
     answered (approved or denied) within ``wait``."""
-    for request_id in request_ids_in(result.content):
-        queue = queue_for(request_id)
-        try:
-            held = queue.get(request_id) if queue is not None else None
-            if held is None or held.tool != tool:
-                continue
-            answered = await _watch(queue, request_id, wait, report)
-        except ApprovalError as exc:  # the queue cannot be read: the refusal stands
-            logger.error("waiting on approval request %s: %s", request_id, exc)
-            return False
-        return answered is not None and answered.state() in ("approved", "denied")
-    return False
+    found = filed_request(result.content, tool)
+    if found is None:
+        return False
+    queue, held = found
+    try:
+        answered = await _watch(queue, held.id, wait, report)
+    except ApprovalError as exc:  # the queue cannot be read: the refusal stands
+        logger.error("waiting on approval request %s: %s", held.id, exc)
+        return False
+    return answered is not None and answered.state() in ("approved", "denied")
 
 
 async def _watch(
