@@ -87,7 +87,6 @@ from toolwire._execute.plans import (
     _plan_calls,
 )
 from toolwire._execute.scheduling import _Scheduling
-from toolwire._execute.waiting import ApprovalWaiting, wait_for_approvers, wait_in_plan
 from toolwire._exports import publish
 from toolwire._hooks import _EMPTY_CONTEXT, AuditEvent, HookContext, HookSet, Principal
 from toolwire._metadata import Capability
@@ -186,7 +185,7 @@ class Executor(_Deciding, _Scheduling):
         backend: ToolBackend | str | None = None,
         principal: Principal | None = None,
         approval_wait: float = 0.0,
-        on_approval_wait: ApprovalWaiting | None = None,
+        on_approval_wait: Callable[[Any, float], Any] | None = None,
     ) -> None:
         if not isinstance(approval_wait, (int, float)) or not approval_wait >= 0:
             raise UsageError(f"approval_wait must be seconds >= 0, got {approval_wait!r}")
@@ -735,6 +734,8 @@ class Executor(_Deciding, _Scheduling):
                         span.record(job.result, job.error_type)
         await self._run_all(jobs)
         if self._approval_wait:
+            from toolwire._execute.waiting import wait_for_approvers  # only when asked for
+
             await wait_for_approvers(
                 jobs, self._approval_wait, self._on_approval_wait, lambda j: self._again(j, context)
             )
@@ -868,6 +869,8 @@ class Executor(_Deciding, _Scheduling):
         (plan.round if isinstance(plan, ToolRoundPlan) else plan)._check_writable()
         plan = await self._decided(plan)
         if self._approval_wait and isinstance(plan, ToolRoundPlan):
+            from toolwire._execute.waiting import wait_in_plan  # only when asked for
+
             plan = await wait_in_plan(plan, self._approval_wait, self._on_approval_wait)
         calls, context = _plan_calls(plan)
         jobs, pending = await self._process(calls, context, approvals, _guards_for(plan))
