@@ -205,7 +205,7 @@ class ToolwireRunner(Runner):
         for c in round_.calls:
             cid, name, arguments = c._call
             out = c._tool.fn(**c._input.__dict__)
-            results.append(new(result_class, (cid, name, arguments, out, False, ())))
+            results.append(new(result_class, (cid, name, arguments, out, False, (), None)))
         messages = round_.session._messages
         messages.extend((round_.message, tw.ToolResultsMessage(tuple(results))))
         return list(messages[-1].results)

@@ -138,6 +138,9 @@ if _typing.TYPE_CHECKING:
         ToolRound,
         ToolRoundPlan,
     )
+    from toolwire._structured import (
+        Structured,
+    )
     from toolwire._toolfile import (
         raw_tool_from_file,
     )
@@ -225,6 +228,7 @@ __all__ = [
     "RunNormally",
     "Selector",
     "Session",
+    "Structured",
     "SystemMessage",
     "TimeoutInterceptor",
     "Tool",

@@ -22,6 +22,7 @@ from toolwire import _media
 from toolwire._errors import MismatchedToolNameError, PolicyError, UsageError
 from toolwire._exports import publish
 from toolwire._metadata import ToolMetadata
+from toolwire._structured import Structured
 from toolwire._tools import Tool
 
 __all__ = [
@@ -149,6 +150,8 @@ class ToolCall(NamedTuple):
                 f"tool call `{self.id}` is for tool `{self.name}`, "
                 f"but the output was given for `{tool.name}`"
             )
+        if type(output) is Structured:
+            return _structured_result(output, self.id, self.name, self.arguments, tool.dump_output)
         if type(output) is not str and _media.is_rich(output):
             return _rich_result(self.id, self.name, self.arguments, output, tool.dump_output)
         return ToolResult(self.id, self.name, self.arguments, tool.dump_output(output), False)
@@ -175,6 +178,31 @@ def _rich_result(
     return ToolResult(cid, name, arguments, _media.render(parts), is_error, parts)
 
 
+def _structured_result(
+    out: Structured[Any], cid: str, name: str, arguments: str, dump: Callable[[Any], str] | None
+) -> ToolResult:
+    """The result a :class:`Structured` output makes (``dump`` serialises non-text parts)."""
+    import pydantic_core
+
+    try:
+        value = pydantic_core.to_jsonable_python(out.value)
+    except pydantic_core.PydanticSerializationError as exc:
+        why = f"tool `{name}` returned a structured value that is not JSON: {exc}"
+        return ToolResult(cid, name, arguments, why, True)
+    text = out.text
+    if text is None:
+        text = json.dumps(value, ensure_ascii=False)
+    if type(text) is str:
+        return ToolResult(cid, name, arguments, text, False, (), value)
+    if not _media.is_rich(text) and not (
+        isinstance(text, (list, tuple)) and all(isinstance(x, str) for x in text)
+    ):
+        why = f"tool `{name}` returned a Structured whose text is {type(text).__name__}"
+        return ToolResult(cid, name, arguments, f"{why}, not text or parts", True)
+    made = _rich_result(cid, name, arguments, text, dump)
+    return made if made.is_error else made._replace(structured=value)
+
+
 def _dump_any(value: Any) -> str:
     import pydantic_core
 
@@ -190,6 +218,12 @@ class ToolResult(NamedTuple):
     :attr:`parts` is the whole, in order, for any result.
     ``replace(content=...)`` makes a changed copy (for redaction, say): the parts follow
     the new content (a media part whose placeholder line was removed is left out).
+
+    ``structured`` is the result's structured value when the tool gave one
+    (:class:`Structured`, an MCP server's ``structuredContent``), as JSON values: what
+    applications, policies and an MCP gateway read; the model reads ``content``. A copy
+    whose content or parts change loses it unless it is given too: a hook that redacts
+    the text says what the structured value is now, or the unredacted value is not kept.
     """
 
     call_id: str
@@ -199,9 +233,18 @@ class ToolResult(NamedTuple):
     is_error: bool = False
     #: The parts of a result with media, in order (empty for a text result).
     rich: tuple[_media.Part, ...] = ()
+    #: The structured value (JSON values), or None when the tool gave none.
+    structured: Any = None
 
     def replace(self, **changes: Any) -> ToolResult:
-        """A copy with some fields changed."""
+        """A copy with some fields changed; a change of ``content`` or ``rich`` without
+        ``structured`` drops the structured value (see the class docstring)."""
+        if (
+            self.structured is not None
+            and "structured" not in changes
+            and ("content" in changes or "rich" in changes)
+        ):
+            changes["structured"] = None
         return self._replace(**changes)
 
     @property
@@ -224,6 +267,7 @@ class ToolResult(NamedTuple):
         checked as a tool's are: for a hook that edits the media itself (fetches a URL,
         scales an image). Media that cannot be carried gives an error result, as a tool's."""
         made = _rich_result(self.call_id, self.tool_name, self.arguments, list(parts), None)
+        # The parts changed: the structured value is not carried over (see replace()).
         return made if made.is_error else made._replace(is_error=self.is_error)
 
     def model_parts(self) -> tuple[tuple[_media.Part, ...], bool]:
@@ -437,12 +481,14 @@ class TypedCall(Generic[InT]):
         """The result of this call carrying ``output`` (text as is, anything else as JSON)."""
         # ToolResult(...) without the named tuple's Python-level __new__ (one per call).
         if type(output) is str:
-            return _new_tuple(ToolResult, (*self._call, output, False, ()))
+            return _new_tuple(ToolResult, (*self._call, output, False, (), None))
         cid, name, arguments = self._call
+        if type(output) is Structured:
+            return _structured_result(output, cid, name, arguments, self._tool.dump_output)
         if _media.is_rich(output):
             return _rich_result(cid, name, arguments, output, self._tool.dump_output)
         content = self._tool.dump_output(output)
-        return _new_tuple(ToolResult, (cid, name, arguments, content, False, ()))
+        return _new_tuple(ToolResult, (cid, name, arguments, content, False, (), None))
 
     def error(self, message: str) -> ToolResult:
         """An error result for this call (``is_error`` set)."""

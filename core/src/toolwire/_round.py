@@ -538,7 +538,7 @@ def _in_order(calls: tuple[ToolCall, ...], given: list[ToolResult]) -> bool:
         for call, r in zip(calls, given, strict=False):  # lengths compared above
             if type(r) is not ToolResult:
                 return False
-            cid, name, arguments, content, is_error, parts = r
+            cid, name, arguments, content, is_error, parts, _ = r
             # mismatch(call, r) is None, inlined: the same id, name and argument text.
             if (
                 cid != call[0]

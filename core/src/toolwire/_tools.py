@@ -41,6 +41,7 @@ from toolwire._strictjson import (
     _validation_error,
     _validation_error_many,
 )
+from toolwire._structured import Structured
 
 __all__ = [
     "Selector",
@@ -215,9 +216,11 @@ class Tool(Generic[InT, OutT]):
             # and 1e400 there. Inputs that cannot hold such a number skip the text scan.
             self._validate = _finite_guard(name, self._validate)
         self._output_adapter: TypeAdapter[Any] | None = None
-        if output_type is not None and output_type is not str and not mentions_parts(output_type):
+        # Structured[X]: the output schema is X's (the value's), the model reads the text.
+        value_type = _structured_value_type(output_type)
+        if value_type is not None and value_type is not str and not mentions_parts(value_type):
             try:
-                self._output_adapter = TypeAdapter(output_type)
+                self._output_adapter = TypeAdapter(value_type)
             except Exception as exc:
                 raise ToolDefinitionError(
                     f"tool `{name}`: output type {output_type!r} is not something pydantic "
@@ -893,3 +896,13 @@ class Selector(str):
 SelectorLike = Union[Selector, str, Tool[Any, Any], type, Callable[..., Any]]
 
 publish(globals())
+
+
+def _structured_value_type(output_type: Any) -> Any:
+    """The type whose schema describes a tool's output: ``X`` of ``Structured[X]``, none
+    for a bare ``Structured``, else the output type itself."""
+    if output_type is Structured:
+        return None
+    if get_origin(output_type) is Structured:
+        return get_args(output_type)[0]
+    return output_type

@@ -406,7 +406,7 @@ def _sendable_result(r: ToolResult, where: str) -> ToolResult:
     if _unchanged(parts, r[:4]) and rich is r.rich:
         return r
     cid, name, arguments, content = parts
-    return ToolResult(cid, name, arguments, content, r.is_error, rich)
+    return ToolResult(cid, name, arguments, content, r.is_error, rich, r.structured)
 
 
 def _settled(content: str, rich: tuple[_media.Part, ...]) -> tuple[_media.Part, ...]:
@@ -446,7 +446,8 @@ def _within_budget(held: int, results: tuple[ToolResult, ...]) -> tuple[ToolResu
             continue
         changed = True
         left = tuple(parts) if any(type(p) is not _media.Text for p in parts) else ()
-        out.append(r._replace(content=_media.render(parts), rich=left))
+        # replace(): a structured value (it may hold the same media) is not kept either.
+        out.append(r.replace(content=_media.render(parts), rich=left))
     return tuple(out) if changed else results
 
 
@@ -539,6 +540,7 @@ def _message_to_dict(m: Message) -> dict[str, Any]:
                 "content": r.content,
                 "is_error": r.is_error,
                 **({"parts": [_media.part_to_dict(p) for p in r.rich]} if r.rich else {}),
+                **({"structured": r.structured} if r.structured is not None else {}),
             }
             for r in m.results
         ],
@@ -579,6 +581,7 @@ def _message_from_dict(d: Any, where: str) -> Message:
                 field(r, "content", w, str),
                 field(r, "is_error", w, bool, False),
                 tuple(_media.part_from_dict(p, pw) for p, pw in objects(r, "parts", w, ())),
+                r.get("structured"),
             )
             for r, w in objects(d, "results", where)
         )

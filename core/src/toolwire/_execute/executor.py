@@ -94,6 +94,7 @@ from toolwire._round import (
     ToolRound,
     ToolRoundPlan,
 )
+from toolwire._structured import Structured
 from toolwire._tools import Tool
 from toolwire._toolset import Toolset
 
@@ -441,7 +442,10 @@ class Executor(_Deciding, _Scheduling):
                 out = await (out if timeout is None else _with_timeout(out, timeout))
         if plan.out_adapter is not None:
             try:
-                out = plan.out_adapter.validate_python(out)
+                if type(out) is Structured:  # Structured[X]: the value is checked as an X
+                    out = Structured(plan.out_adapter.validate_python(out.value), out.text)
+                else:
+                    out = plan.out_adapter.validate_python(out)
             except ValidationError as exc:
                 raise _OutputMismatch(
                     f"tool `{call.name}` returned output that does not match its output type "
