@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, SecretStr
 
+import toolwire as tw
 from toolwire import (
     HookContext,
     Reject,
@@ -387,6 +388,31 @@ def test_result_patterns_redact_result_content(make_policy: MakePolicy, call_of:
     assert ToolResult(
         "c1", "read_notes", call.arguments, f"key={REDACTED}; again {REDACTED}"
     ) == policy.on_result(call, result, CTX)
+
+
+def test_result_patterns_redact_the_structured_value_too(
+    make_policy: MakePolicy, call_of: CallOf
+) -> None:
+    # #44: the model reads the text, a gateway's client gets the structured value: the
+    # same patterns hold in both, in every string of the value (keys too).
+    policy = make_policy("[[redact]]\nresult_patterns = ['AKIA[0-9A-Z]{16}']\n")
+    call = call_of("read_notes", {"path": "creds"})
+    key = "AKIAABCDEFGHIJKLMNOP"
+    value = {"content": f"key={key}", "keys": [key, 7, None], key: True}
+    result = call.complete(tw.Structured(value, text=f"key={key}"))
+    redacted = policy.on_result(call, result, CTX)
+    assert redacted is not None
+    assert f"key={REDACTED}" == redacted.content
+    assert {
+        "content": f"key={REDACTED}",
+        "keys": [REDACTED, 7, None],
+        REDACTED: True,
+    } == redacted.structured
+    # A value holding a match beside clean text is still redacted (the text alone was).
+    hidden = call.complete(tw.Structured({"content": key}, text="nothing here"))
+    again = policy.on_result(call, hidden, CTX)
+    assert again is not None
+    assert ("nothing here", {"content": REDACTED}) == (again.content, again.structured)
 
 
 def test_a_result_without_matches_is_left_alone(make_policy: MakePolicy, call_of: CallOf) -> None:

@@ -794,6 +794,20 @@ class Policy:
             total += n
         return content, total
 
+    def redact_structured(
+        self, tool: Tool[Any, Any], value: Any, principal: Principal | None = None
+    ) -> tuple[Any, int]:
+        """A result's structured value for ``principal`` with the result patterns replaced
+        in every string it holds (keys too); and how many were. The same patterns as the
+        text's: a gateway's client never gets a value the model would have seen redacted."""
+        total = 0
+        for rx, whom in self._compiled(tool).redact_results:
+            if not _aimed_at(whom, principal):
+                continue
+            value, n = _redact_strings(value, rx)
+            total += n
+        return value, total
+
     # -- the hooks' work ----------------------------------------------------------------
 
     def decide(
@@ -921,9 +935,14 @@ class Policy:
         self, call: TypedCall[Any], result: ToolResult, context: HookContext
     ) -> ToolResult | None:
         content, count = self.redact_content(call.tool, result.content, context.principal)
-        if self.observing and count:
-            content = result.content  # shadow mode: counted ("would redact"), not redacted
-        final = result.replace(content=content) if count and not self.observing else result
+        structured = result.structured
+        if structured is not None:
+            structured, more = self.redact_structured(call.tool, structured, context.principal)
+            count += more
+        if count and not self.observing:
+            final = result.replace(content=content, structured=structured)
+        else:  # shadow mode: counted ("would redact"), not redacted
+            final = result
         withheld: list[str] = []
         if final.rich and not self.observing:
             final, withheld = self._media_allowed(final)
@@ -936,6 +955,13 @@ class Policy:
             record["fingerprint"] = digest
             record["content_sha256"] = hashlib.sha256(content.encode("utf-8")).hexdigest()
             record["content_length"] = len(content)
+            if final.structured is not None:  # what a gateway's client gets beside the text
+                canonical = json.dumps(
+                    final.structured, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+                )
+                record["structured_sha256"] = hashlib.sha256(
+                    canonical.encode("utf-8", "surrogatepass")
+                ).hexdigest()
             record["redactions"] = count
             if self.observing:
                 record["mode"] = "observe"  # the redactions counted were not made
@@ -1177,6 +1203,30 @@ def _walk(value: Any, where: str) -> Iterator[tuple[str, str]]:
     elif isinstance(value, list):
         for i, v in enumerate(value):
             yield from _walk(v, f"{where}[{i}]")
+
+
+def _redact_strings(value: Any, rx: re.Pattern[str]) -> tuple[Any, int]:
+    """``value`` (JSON values) with ``rx`` replaced in every string, keys included."""
+    if isinstance(value, str):
+        return rx.subn(REDACTED, value)
+    total = 0
+    if isinstance(value, dict):
+        out: dict[Any, Any] = {}
+        for k, v in value.items():
+            if isinstance(k, str):
+                k, n = rx.subn(REDACTED, k)
+                total += n
+            out[k], n = _redact_strings(v, rx)
+            total += n
+        return out, total
+    if isinstance(value, list):
+        items = []
+        for v in value:
+            item, n = _redact_strings(v, rx)
+            items.append(item)
+            total += n
+        return items, total
+    return value, 0
 
 
 def _redact(value: Any, rx: re.Pattern[str]) -> Any:
