@@ -57,10 +57,19 @@ def main() -> int:
         metavar="TOOL=TYPE",
         help="the tool's result must carry a media part of this type (an image the model sees)",
     )
+    ap.add_argument(
+        "--expect-text",
+        action="append",
+        default=[],
+        metavar="TOOL=START",
+        help="the model must read the server's text, starting so, and the application get "
+        "the structured content (not the structured content as escaped JSON text)",
+    )
     opts = ap.parse_args(argv[:cut])
     command = argv[cut + 1 :]
     given = dict(a.split("=", 1) for a in opts.args)
     expect_media = dict(a.split("=", 1) for a in opts.expect_media)
+    expect_text = dict(a.split("=", 1) for a in opts.expect_text)
     values = {k: json.loads(v) for k, v in (a.split("=", 1) for a in opts.value)}
     set_elicitation_handler(lambda request: True)
     # Sampling answered offline, under the (absent) policy; roots: the working directory.
@@ -95,11 +104,18 @@ def main() -> int:
         kinds = [getattr(p, "media_type", None) for p in result.media]
         wanted = expect_media.get(tool.name)
         missing = wanted is not None and wanted not in kinds
-        failed += ours or missing
+        start = expect_text.get(tool.name)
+        unread = start is not None and (
+            not result.content.startswith(start) or not isinstance(result.structured, dict)
+        )
+        failed += ours or missing or unread
         state = "FAILED" if ours else ("tool error" if result.is_error else "ok")
         if missing:
             state = f"FAILED (no {wanted} part)"
+        if unread:
+            state = f"FAILED (not the server's text starting {start!r} and a structured value)"
         media = f" + media {kinds}" if kinds else ""
+        media += " + structured" if result.structured is not None else ""
         print(f"  {tool.name}: {state}: {result.content[:120]!r}{media}")
     executor.close()
     close_all()

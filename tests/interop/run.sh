@@ -69,6 +69,7 @@ run filesystem --value path='"'"$WORK"'/files/notes.txt"' \
   --args directory_tree='{"path": "'"$WORK"'/files"}' \
   --args search_files='{"path": "'"$WORK"'/files", "pattern": "*.txt"}' \
   --args read_media_file='{"path": "'"$WORK"'/files/dot.png"}' --expect-media read_media_file=image/png \
+  --expect-text read_text_file='a note' --expect-text directory_tree='[' \
   -- node "$WORK/node_modules/.bin/mcp-server-filesystem" "$WORK/files"
 # Roots per server: two server-filesystem processes told roots of their own, one the
 # process's (server-filesystem replaces its directories with the client's roots).

@@ -277,8 +277,13 @@ def test_a_server_on_the_legacy_sse_transport_works(tmp_path: Path) -> None:
         result = tw.Executor(tools=ts, plugins=False).execute(
             tw.ToolCall("c1", "shout", '{"text": "hi"}')
         )
-        # MCPServer gives a str result an output schema: its structured content is the output.
-        assert (False, '{"result": "HI"}') == (result.is_error, result.content)
+        # MCPServer gives a str result an output schema: the model reads the server's text,
+        # the structured content is the call's typed output (#44).
+        assert (False, "HI", {"result": "HI"}) == (
+            result.is_error,
+            result.content,
+            result.structured,
+        )
     finally:
         close_all()  # before the server goes: no broken stream to report
         proc.terminate()

@@ -1632,3 +1632,71 @@ def test_a_files_uri_at_the_gateway_is_its_name_when_that_is_one() -> None:
         uri(tw.File(data, name="q3.pdf")),
         uri(tw.File(data, media_type="application/pdf")),
     ]
+
+
+# -- structured results (#44): the model reads the text, the client gets the value ------------
+
+
+class _Reading(BaseModel):
+    path: str
+    content: str
+
+
+@tw.tool_fn
+def read_secret(path: str) -> tw.Structured[_Reading]:
+    """Reads a file: its text for the model, a typed value for the application."""
+    text = "user=ada key=AKIAABCDEFGHIJKLMNOP"
+    return tw.Structured(_Reading(path=path, content=text), text=text)
+
+
+def test_a_served_structured_tool_gives_the_text_and_the_value_both_redacted(
+    tmp_path: Path,
+) -> None:
+    pytest.importorskip("toolwire_policy")
+    from toolwire_policy import Policy, PolicyPlugin
+
+    policy_file = tmp_path / "toolwire-policy.toml"
+    policy_file.write_text("[[redact]]\nresult_patterns = ['AKIA[0-9A-Z]{16}']\n")
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(PolicyPlugin(Policy.from_file(policy_file)), "corp", kind="policy")
+
+    async def call(client: Client) -> Any:
+        listed = {t.name: t for t in (await client.list_tools()).tools}
+        return listed, await client.call_tool("read_secret", {"path": "creds"})
+
+    listed, result = _in_process(build_server(tw.Toolset("files", [read_secret]), host=host), call)
+    assert ["content", "path"] == sorted(listed["read_secret"].output_schema["properties"])
+    assert not result.is_error
+    assert ["user=ada key=[REDACTED]"] == [b.text for b in result.content]
+    assert {"path": "creds", "content": "user=ada key=[REDACTED]"} == result.structured_content
+    # Without the policy the same call gives both in full (the redaction is the policy's).
+    _, plain = _in_process(build_server(tw.Toolset("files", [read_secret]), host=_host()), call)
+    assert {"path": "creds", "content": "user=ada key=AKIAABCDEFGHIJKLMNOP"} == (
+        plain.structured_content
+    )
+
+
+def test_an_upstream_tools_text_reaches_the_model_and_its_value_the_gateways_client(
+    stdio_spec: Any,
+) -> None:
+    # server-filesystem's tools answer with the text in a block and the same as
+    # structuredContent: the model read it as escaped JSON inside {"content": ...}.
+    from toolwire_mcp import mcp_toolset
+
+    toolset = mcp_toolset("srv", stdio_spec())
+    ex = tw.Executor(tools=toolset, plugins=False)  # no policy: what the server gives
+    try:
+        seen = ex.execute(tw.ToolCall("c1", "typed", "{}"))
+    finally:
+        ex.close()
+    assert ("5", {"result": 5}) == (seen.content, seen.structured)
+
+    async def call(client: Client) -> Any:
+        return await client.call_tool("typed", {})
+
+    through = _in_process(build_server(toolset, host=_host()), call)
+    assert (False, ["5"], {"result": 5}) == (
+        through.is_error,
+        [b.text for b in through.content],
+        through.structured_content,
+    )

@@ -12,8 +12,12 @@ carries (``ToolResult.parts``):
 - embedded ``resource``: a text resource's text under a ``[resource: uri]`` line, a
   blob resource as the image, audio or file it is.
 
-With no content blocks, a valid ``structuredContent`` is the result, as compact JSON.
-The text is capped at :data:`MAX_RESULT_CHARS`; a longer result is cut, and says so.
+A result with ``structuredContent`` (:func:`structured_output`) is a
+:class:`~toolwire.Structured`: the model reads the server's text blocks (the spec has
+servers put the serialised value there for exactly this), the value stays the call's
+typed output (``ToolResult.structured``) for applications, policies and a gateway; with
+no text block the model reads the value as JSON, once. The text is capped at
+:data:`MAX_RESULT_CHARS`; a longer result is cut, and says so.
 
 To a client (:func:`content_block`): each part as the MCP block for it.
 """
@@ -23,11 +27,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Sequence
 from typing import Any
 
 import mcp_types as types
 
+from toolwire import Structured
 from toolwire.media import Audio, File, Image, MediaError, Part, ResourceLink, Text, from_mcp_block
 
 __all__ = [
@@ -36,7 +40,6 @@ __all__ = [
     "content_block",
     "contents_output",
     "contents_text",
-    "restore_structured",
     "result_output",
     "result_text",
     "structured_output",
@@ -104,27 +107,24 @@ def result_output(result: types.CallToolResult) -> str | list[Part]:
     return [Text(_bounded(p.text)) if isinstance(p, Text) else p for p in parts]
 
 
-def structured_output(result: types.CallToolResult) -> str | list[Part]:
-    """A result with ``structuredContent`` (its tool has an output schema): the structured
-    content as JSON text and, when the blocks carry media, the media parts after it. In the
-    JSON, a string that is a media block's base64 data stands as that part's label line
-    (``[image: image/png, 70 bytes]``): the model and the policies see compact JSON and the
-    image itself, and :func:`restore_structured` puts the data back for a gateway's client.
+def structured_output(result: types.CallToolResult) -> Structured[dict[str, Any]]:
+    """A result with ``structuredContent``: the value, and what the model reads.
+
+    With text blocks, the model reads the blocks as :func:`result_output` gives them
+    (media too). Without, it reads the value as JSON, once; a string in it that is a media
+    block's base64 data stands as that part's label line (``[image: image/png, 70
+    bytes]``), and the media parts follow. The value itself is kept as the server sent
+    it (a gateway's client gets the data).
     """
     structured = result.structured_content
-    if not any(_carries_media(b) for b in result.content):
-        return json.dumps(structured, ensure_ascii=False)
+    if any(isinstance(b, types.TextContent) for b in result.content):
+        return Structured(structured, result_output(result))
     media = [p for p in (_part(b) for b in result.content) if not isinstance(p, Text)]
+    if not media:
+        return Structured(structured, _bounded(json.dumps(structured, ensure_ascii=False)))
     labels = {p.base64(): p.label() for p in media if isinstance(p, (Image, Audio, File))}
     text = json.dumps(_swap(structured, labels), ensure_ascii=False)
-    return [Text(_bounded(text)), *media]
-
-
-def restore_structured(value: Any, parts: Sequence[Part]) -> Any:
-    """``value`` with each media part's label line (as :func:`structured_output` left it)
-    replaced by the part's base64 data again."""
-    labels = {p.label(): p.base64() for p in parts if isinstance(p, (Image, Audio, File))}
-    return _swap(value, labels) if labels else value
+    return Structured(structured, [Text(_bounded(text)), *media])
 
 
 def _swap(value: Any, table: dict[str, str]) -> Any:

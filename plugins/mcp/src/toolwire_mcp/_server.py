@@ -81,7 +81,7 @@ from toolwire_mcp._auth import CURRENT_PRINCIPAL, guarded, load_tokens, principa
 from toolwire_mcp._catalogue import RESOURCE_NOT_FOUND, Announcer, Catalogue, connection_of
 from toolwire_mcp._client_features import relay_sampling
 from toolwire_mcp._connection import RESOURCE_LISTENERS, MCPCallError
-from toolwire_mcp._content import content_block, restore_structured
+from toolwire_mcp._content import content_block
 from toolwire_mcp._jwt import OAuthResource, load_oauth
 from toolwire_mcp._progress import CALL_ASKER, CALL_PROGRESS
 from toolwire_mcp._registry import close_all
@@ -604,16 +604,16 @@ def build_server(
         structured = None
         tool = tools.get(tool_name)
         if not result.is_error and tool is not None and _advertised_output(tool):
-            # With media, the structured content is the first part's JSON (media data in
-            # it stands as the parts' labels: put back) and the media the parts after it.
-            parts = result.parts
-            first = parts[0] if result.rich and parts else None
-            try:
-                value = json.loads(first.text if isinstance(first, Text) else result.content)
-            except ValueError:
-                value = None
-            if result.rich and isinstance(value, dict):
-                value = restore_structured(value, parts)
+            # The result's structured value (an upstream server's structuredContent, a
+            # tool's Structured output, as the policies left it); else the tool's output is
+            # its JSON text (a typed tool's output, serialised once).
+            value = result.structured
+            if value is None:
+                first = result.parts[0] if result.rich and result.parts else None
+                try:
+                    value = json.loads(first.text if isinstance(first, Text) else result.content)
+                except ValueError:
+                    value = None
             if not isinstance(value, dict):
                 # The schema was advertised: a result without conforming structured
                 # content is refused by every client, so it is an error result here.

@@ -21,7 +21,7 @@ from typing import Any, Literal
 import attrs
 import mcp_types as types
 
-from toolwire import Tool, ToolEffect, ToolMetadata, Toolset, raw_tool
+from toolwire import Structured, Tool, ToolEffect, ToolMetadata, Toolset, raw_tool
 from toolwire.adapters import metadata_from_mcp_hints
 from toolwire.exceptions import ToolDefinitionError, ToolwireError
 from toolwire.media import Part
@@ -101,16 +101,16 @@ def metadata_for(
     )
 
 
-def _body(conn: Connection, mcp_name: str, structured: bool = False) -> Callable[..., Any]:
-    async def call_mcp_tool(**arguments: Any) -> str | list[Part]:
+def _body(conn: Connection, mcp_name: str) -> Callable[..., Any]:
+    async def call_mcp_tool(**arguments: Any) -> str | list[Part] | Structured[dict[str, Any]]:
         result = await conn.call(mcp_name, arguments)
         if result.is_error:
             text = result_text(result)
             raise MCPToolError(text or f"MCP tool `{mcp_name}` failed (no message)")
-        if structured and isinstance(result.structured_content, dict):
-            # The tool has an output schema: its output is the structured content the SDK
-            # checked against it (the text blocks are a rendering of it), so a gateway
-            # serving it returns conforming structuredContent; media blocks come after it.
+        if isinstance(result.structured_content, dict):
+            # The model reads the server's text; the structured content (checked by the
+            # SDK against the tool's output schema, when it has one) is the call's typed
+            # output: a gateway serving the tool returns it as conforming structuredContent.
             return structured_output(result)
         return result_output(result)
 
@@ -152,7 +152,7 @@ def tools_from(conn: Connection, listed: Sequence[types.Tool]) -> list[Any]:
                 names[t.name],
                 description,
                 t.input_schema,
-                _body(conn, t.name, structured=bool(t.output_schema)),
+                _body(conn, t.name),
                 metadata=metadata_for(
                     t.annotations,
                     trust=spec.annotations == "trust",
