@@ -65,11 +65,19 @@ def main() -> int:
         help="the model must read the server's text, starting so, and the application get "
         "the structured content (not the structured content as escaped JSON text)",
     )
+    ap.add_argument(
+        "--expect-start",
+        action="append",
+        default=[],
+        metavar="TOOL=START",
+        help="the tool must answer without error, its text starting so (a task's result)",
+    )
     opts = ap.parse_args(argv[:cut])
     command = argv[cut + 1 :]
     given = dict(a.split("=", 1) for a in opts.args)
     expect_media = dict(a.split("=", 1) for a in opts.expect_media)
     expect_text = dict(a.split("=", 1) for a in opts.expect_text)
+    expect_start = dict(a.split("=", 1) for a in opts.expect_start)
     values = {k: json.loads(v) for k, v in (a.split("=", 1) for a in opts.value)}
     set_elicitation_handler(lambda request: True)
     # Sampling answered offline, under the (absent) policy; roots: the working directory.
@@ -108,6 +116,10 @@ def main() -> int:
         unread = start is not None and (
             not result.content.startswith(start) or not isinstance(result.structured, dict)
         )
+        begins = expect_start.get(tool.name)
+        if begins is not None and (result.is_error or not result.content.startswith(begins)):
+            unread = True
+            start = begins
         failed += ours or missing or unread
         state = "FAILED" if ours else ("tool error" if result.is_error else "ok")
         if missing:

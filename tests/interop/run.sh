@@ -47,7 +47,9 @@ git -C repo -c user.email=t@t -c user.name=t commit -q -m init
 status=0
 run() { "$PY" "$HERE/call_every_tool.py" "$@" || status=1; }
 # gzip-file-as-resource fetches a URL from the internet by default: not called offline.
-run everything --skip gzip-file-as-resource --expect-media get-tiny-image=image/png -- node "$WORK/node_modules/.bin/mcp-server-everything" stdio
+# simulate-research-query runs only as a task (2025-11-25): followed to its report.
+run everything --skip gzip-file-as-resource --expect-media get-tiny-image=image/png \
+  --expect-start simulate-research-query='# Research Report' -- node "$WORK/node_modules/.bin/mcp-server-everything" stdio
 # The same server over Streamable HTTP and over the legacy HTTP+SSE transport (it listens
 # on every interface: this namespace holds only loopback).
 over_http() {  # MODE PATH
@@ -56,7 +58,8 @@ over_http() {  # MODE PATH
   PORT=$port node "$WORK/node_modules/.bin/mcp-server-everything" "$1" >"$WORK/everything-$1.log" 2>&1 &
   pid=$!
   "$PY" "$HERE/../conformance/wait_port.py" "$port" server-everything over HTTP
-  run "everything-$1" --skip gzip-file-as-resource --expect-media get-tiny-image=image/png -- "http://127.0.0.1:$port$2"
+  run "everything-$1" --skip gzip-file-as-resource --expect-media get-tiny-image=image/png \
+    --expect-start simulate-research-query='# Research Report' -- "http://127.0.0.1:$port$2"
   kill "$pid" 2>/dev/null || true
 }
 over_http streamableHttp /mcp

@@ -638,9 +638,9 @@ def test_the_gateway_passes_an_upstream_tools_structured_content_and_errors_thro
     assert info.version[0].isdigit()
 
 
-def test_a_tool_that_must_run_as_a_task_is_not_offered(caplog: pytest.LogCaptureFixture) -> None:
-    # #26: a tool whose execution.taskSupport is "required" (a 2025-11-25 server) was
-    # offered, and every call failed.
+def test_a_tool_that_must_run_as_a_task_is_offered_and_known_as_one() -> None:
+    # #26 hid a tool whose execution.taskSupport is "required" (every call without a task
+    # failed); #44 calls it as a task (test_mcp_tasks.py), so it is offered.
     import mcp_types as types
 
     from toolwire_mcp import ServerSpec
@@ -648,6 +648,9 @@ def test_a_tool_that_must_run_as_a_task_is_not_offered(caplog: pytest.LogCapture
 
     class Conn:
         spec = ServerSpec("jobs", command="unused")
+
+        def __init__(self) -> None:
+            self.task_tools: dict[str, str] = {}
 
     obj = {"type": "object", "properties": {}}
     listed = [
@@ -659,9 +662,10 @@ def test_a_tool_that_must_run_as_a_task_is_not_offered(caplog: pytest.LogCapture
             name="either", input_schema=obj, execution=types.ToolExecution(task_support="optional")
         ),
     ]
-    made = tools_from(Conn(), listed)  # type: ignore[arg-type]
-    assert ["quick", "either"] == [t.name for t in made]
-    assert "tools that must run as tasks are not offered: batch" in caplog.text
+    conn = Conn()
+    made = tools_from(conn, listed)  # type: ignore[arg-type]
+    assert ["quick", "batch", "either"] == [t.name for t in made]
+    assert {"batch": "required", "either": "optional"} == conn.task_tools
 
 
 def test_a_configured_server_whose_tools_carry_its_name_is_not_prefixed_twice(

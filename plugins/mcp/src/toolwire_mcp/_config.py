@@ -119,6 +119,9 @@ class ServerSpec:
     connect_timeout: float = _DEFAULT_CONNECT_TIMEOUT
     annotations: Literal["trust", "ignore"] = "trust"
     max_call_time: float = _DEFAULT_MAX_CALL_TIME
+    #: ``"auto"``: the newest protocol both sides speak (2026-07-28, else the 2025-11-25
+    #: handshake); ``"legacy"``: the handshake (``initialize``) only.
+    protocol: Literal["auto", "legacy"] = "auto"
     #: The legacy HTTP+SSE transport (2024-11-05: a GET ``/sse`` stream and POSTed
     #: messages) instead of Streamable HTTP; None: when the URL's path ends in ``/sse``.
     sse: bool | None = None
@@ -252,6 +255,7 @@ class ServerSpec:
             self.auth,
             self.oauth_client_id,
             self.roots,  # told other roots: another server process
+            self.protocol,  # another handshake: another connection
         )
 
 
@@ -442,6 +446,7 @@ _KEYS = frozenset(
         "connectTimeout",
         "maxCallTime",
         "annotations",
+        "protocol",
         "auth",
         "oauthScope",
         "oauthClientId",
@@ -528,6 +533,10 @@ def spec_from_entry(name: str, entry: Any, source: str) -> ServerSpec | None:
         if entry["annotations"] not in ("trust", "ignore"):
             raise ConfigError(f"{where}.annotations must be 'trust' or 'ignore'")
         fields["annotations"] = entry["annotations"]
+    if "protocol" in entry:
+        if entry["protocol"] not in ("auto", "legacy"):
+            raise ConfigError(f"{where}.protocol must be 'auto' or 'legacy'")
+        fields["protocol"] = entry["protocol"]
     kind = entry.get("type", entry.get("transport"))
     if kind is not None and kind not in (
         "stdio",

@@ -41,6 +41,8 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, ResourceUpdated
 from mcp.shared.exceptions import MCPDeprecationWarning
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from toolwire.exceptions import ToolwireError
 from toolwire_mcp._bounded_http import BoundedTransport
@@ -50,6 +52,7 @@ from toolwire_mcp._elicit import ElicitationRequest, answer, approval_asked
 from toolwire_mcp._loop import LOOP, LinkOnLoop, on_this_loop
 from toolwire_mcp._progress import CALL_ASKER, CALL_PROGRESS, ProgressEvent, report
 from toolwire_mcp._stdio import MAX_STDERR_LINE, StderrPipe, bounded_stdio_client
+from toolwire_mcp._tasks import WATCH, TasksExtension, TaskWatch, call_as_task
 
 __all__ = ["RESOURCE_LISTENERS", "Connection", "MCPCallError", "MCPConnectError"]
 
@@ -143,6 +146,9 @@ class Connection:
         #: Tell the tools-changed listeners on each connect: a toolset made from a cached
         #: tool list reads the server's own list as soon as the server is up.
         self.refresh_on_connect = False
+        #: The tools the server's listing says must run as tasks (2025-11-25
+        #: ``execution.taskSupport``), by name: ``required``/``optional``; set by tools_from.
+        self.task_tools: dict[str, str] = {}
         # Set by connected(): the connection opened on the block's loop (``_home``), which
         # serves every call while the block lasts; ``_retired`` once the block has ended.
         self._local: Connection | None = None
@@ -383,10 +389,13 @@ class Connection:
                 offered["list_roots_callback"] = self._on_roots
             client = Client(
                 self._transport(),
+                mode=self.spec.protocol,
                 read_timeout_seconds=self.spec.timeout,
                 message_handler=self._on_message,
                 elicitation_callback=self._on_elicit,
                 logging_callback=self._on_log,
+                # A call a 2026-07-28 server answers with a task is followed to its result.
+                extensions=[TasksExtension()],
                 log_level="info",  # 2026-07-28 servers log only to requests that opt in
                 **offered,
             )
@@ -689,23 +698,39 @@ class Connection:
 
         scope: anyio.CancelScope | None = None
 
-        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        def alive() -> None:
             nonlocal heard
             heard = time.monotonic()  # a server that reports progress is working
             self._last_used = heard
             if scope is not None:  # the idle deadline moves on
                 scope.deadline = anyio.current_time() + min(timeout, started + limit - heard)
+
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+            alive()
             await report(ProgressEvent(server, name, progress, total, message), relay)
 
+        # A task's status reaches the caller as progress, and moves the deadline on too.
+        watch = TaskWatch(alive, lambda n, said: on_progress(n, None, said))
+        watched = WATCH.set(watch)
+        as_task = self.task_tools.get(name) == "required"
         # A progress token on every call (the SDK adds one with the callback). The SDK
         # holds the call to the overall limit; the idle deadline, moved on by each
         # progress notification, is an anyio cancel scope's (the SDK's own mechanism: an
         # asyncio.timeout around it is absorbed by its scopes, and a task per call costs).
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + min(timeout, limit)) as scope:
-                result = await client.call_tool(
-                    name, arguments, read_timeout_seconds=limit, progress_callback=on_progress
-                )
+                if as_task and client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+                    # 2025-11-25: the tool must run as a task (2026-07-28: the server
+                    # decides, and the SDK hands its task to the tasks extension).
+                    _require_tasks(client, server, name)
+                    result = await call_as_task(
+                        client.session, name, arguments, limit=limit, watch=watch,
+                        on_progress=on_progress,
+                    )  # fmt: skip
+                else:
+                    result = await client.call_tool(
+                        name, arguments, read_timeout_seconds=limit, progress_callback=on_progress
+                    )
             if scope.cancelled_caught:
                 if time.monotonic() >= started + limit:
                     raise MCPCallError(
@@ -735,6 +760,13 @@ class Connection:
             ) from None
         except MCPCallError:
             raise  # a deadline above: it says so already
+        except ValidationError as exc:  # an answer (a result, a task) no version allows
+            problem = exc.errors()[0]
+            where = ".".join(str(part) for part in problem["loc"][-2:]) or "the result"
+            raise MCPCallError(
+                f"MCP server `{server}` answered the call to `{name}` with a malformed "
+                f"result: {where}: {problem['msg']}"
+            ) from None
         except RuntimeError as exc:
             # The SDK checks structuredContent against the tool's outputSchema and raises this.
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
@@ -745,6 +777,8 @@ class Connection:
                 f"MCP server `{server}` failed during the call to `{name}` ({_describe(exc)}); "
                 f"it is reconnected on the next call"
             ) from None
+        finally:
+            WATCH.reset(watched)
 
     # -- the API for any thread or loop --------------------------------------------------------
 
@@ -893,3 +927,16 @@ def _result(future: concurrent.futures.Future[_T], deadline: float) -> _T:
     except concurrent.futures.TimeoutError:
         future.cancel()
         raise MCPCallError("the MCP connection did not answer in time") from None
+
+
+def _require_tasks(client: Client, server: str, name: str) -> None:
+    """A tool that must run as a task, on a 2025-11-25 server that runs no task-augmented
+    call: refused here, saying so, rather than sent to fail."""
+    tasks = getattr(client.server_capabilities, "tasks", None)
+    requests = getattr(tasks, "requests", None)
+    tools = getattr(requests, "tools", None)
+    if getattr(tools, "call", None) is None:
+        raise MCPCallError(
+            f"MCP server `{server}`: tool `{name}` must run as a task, and the server does "
+            f"not declare task-augmented tool calls (capabilities.tasks.requests.tools.call)"
+        )

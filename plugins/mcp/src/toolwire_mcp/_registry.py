@@ -85,6 +85,7 @@ async def connected(*servers: str) -> AsyncIterator[None]:
                 local = Connection(conn.spec)
                 local._home = loop
                 local._listeners = conn._listeners  # list_changed reaches the same toolsets
+                local.task_tools = conn.task_tools  # the listing says which run as tasks
                 local.refresh_on_connect = conn.refresh_on_connect
                 conn._local = local
                 bound.append(conn)

@@ -37,6 +37,7 @@ from toolwire_mcp._listcache import Listing, load_listing, store_listing
 from toolwire_mcp._loop import LOOP
 from toolwire_mcp._names import local_names
 from toolwire_mcp._registry import BEFORE_CLOSE, connection_for
+from toolwire_mcp._tasks import task_support
 
 __all__ = ["MCPToolError", "mcp_toolset", "metadata_for", "tools_from"]
 
@@ -119,30 +120,13 @@ def _body(conn: Connection, mcp_name: str) -> Callable[..., Any]:
     return call_mcp_tool
 
 
-def _task_required(tool: types.Tool) -> bool:
-    execution = getattr(tool, "execution", None)
-    return getattr(execution, "task_support", None) == "required"
-
-
-_WARNED_TASKS: dict[str, list[str]] = {}
-
-
 def tools_from(conn: Connection, listed: Sequence[types.Tool]) -> list[Any]:
     """The toolwire tools for a server's listed tools; a tool that cannot be used (a bad
-    name, an invalid schema) is skipped with a warning, as a tool pack that fails is."""
+    name, an invalid schema) is skipped with a warning, as a tool pack that fails is. A
+    tool that must run as a task is called as one (see toolwire_mcp._tasks)."""
     spec = conn.spec
     usable = [t for t in listed if isinstance(t.name, str) and t.name]
-    required = [t.name for t in usable if _task_required(t)]
-    if required and _WARNED_TASKS.get(spec.name) != required:
-        _WARNED_TASKS[spec.name] = required  # said once, not at every refresh
-        # A call without a task would fail every time: not offered (tasks: see docs/mcp.md).
-        logger.warning(
-            "MCP server `%s`: tools that must run as tasks are not offered: %s",
-            spec.name,
-            ", ".join(required),
-        )
-    if required:
-        usable = [t for t in usable if not _task_required(t)]
+    conn.task_tools = {t.name: mode for t in usable if (mode := task_support(t)) is not None}
     names = local_names(t.name for t in usable)
     tools = []
     for t in usable:

@@ -1,0 +1,221 @@
+"""MCP tasks as a client (#44): a call the server runs as a task is followed to its result.
+
+Against ``tasks_server.py``, written from the spec texts, on both wire versions: the
+2026-07-28 tasks extension (``protocol="auto"``: the server decides, per call) and the
+2025-11-25 experimental tasks (``protocol="legacy"``: a tool whose ``taskSupport`` is
+``required`` is called with ``task``). server-everything's ``simulate-research-query`` is
+called by the interop run (``tests/interop/run.sh``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import toolwire as tw
+from toolwire_mcp import (
+    ServerSpec,
+    close_all,
+    mcp_toolset,
+    set_elicitation_handler,
+    set_progress_handler,
+)
+
+TASKS_SERVER = str(Path(__file__).with_name("tasks_server.py"))
+PROTOCOLS = ["auto", "legacy"]  # 2026-07-28 (the extension), 2025-11-25 (experimental)
+
+
+@pytest.fixture(autouse=True)
+def heard() -> Iterator[list[Any]]:
+    heard: list[Any] = []
+    set_progress_handler(heard.append)
+    set_elicitation_handler(lambda request: {"colour": "blue"})
+    yield heard
+    set_progress_handler(None)
+    set_elicitation_handler(None)
+    close_all()
+
+
+def _spec(protocol: str, record: Path, **more: Any) -> ServerSpec:
+    return ServerSpec(
+        f"tasks_{protocol}",
+        command=sys.executable,
+        args=(TASKS_SERVER, "stdio"),
+        env={"MCP_RECORD": str(record)},
+        timeout=10,
+        protocol=protocol,  # type: ignore[arg-type]
+        **more,
+    )
+
+
+def _run(spec: ServerSpec, tool: str, arguments: str = '{"topic": "owls"}') -> tw.ToolResult:
+    executor = tw.Executor(tools=mcp_toolset(spec.name, spec), plugins=False)  # no policy
+    try:
+        return executor.execute(tw.ToolCall("c1", tool, arguments))
+    finally:
+        executor.close()
+
+
+def _ended(record: Path) -> list[dict[str, Any]]:
+    if not record.exists():
+        return []
+    return [json.loads(line) for line in record.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_task_call_gives_its_result_and_the_caller_hears_each_status(
+    protocol: str, tmp_path: Path, heard: list[Any]
+) -> None:
+    result = _run(_spec(protocol, tmp_path / "record.jsonl"), "research")
+    assert (False, "report on owls", {"topic": "owls"}) == (
+        result.is_error,
+        result.content,
+        result.structured,
+    )
+    said = [event.message for event in heard]
+    stages = [m.split(": ", 2)[-1] for m in said if ": working: " in m]
+    assert ["Gathering sources", "Analyzing content", "Writing the report"] == stages
+    if protocol == "auto":  # 2025-11-25: tasks/result may answer before a poll sees it end
+        assert said[-1].endswith(": completed: done")
+    assert all(m.startswith("task ") for m in said)
+    assert [event.progress for event in heard] == list(range(1, len(heard) + 1))
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_tasks_question_is_answered_by_the_elicitation_handler(
+    protocol: str, tmp_path: Path
+) -> None:
+    # 2026-07-28: an input request in tasks/get, answered with tasks/update; 2025-11-25:
+    # an elicitation/create while tasks/result waits. The same handler answers both.
+    result = _run(_spec(protocol, tmp_path / "record.jsonl"), "ask")
+    assert (False, "colour: blue") == (result.is_error, result.content)
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_failed_task_is_an_error_result_naming_the_failure(protocol: str, tmp_path: Path) -> None:
+    result = _run(_spec(protocol, tmp_path / "record.jsonl"), "broken")
+    assert result.is_error
+    assert "failed: the disk is on fire (code -32603)" in result.content
+    # The connection is not dropped for it: the next call runs on it.
+    assert "plain answer" == _run(_spec(protocol, tmp_path / "record.jsonl"), "plain").content
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_malformed_task_is_an_error_result_that_says_so(protocol: str, tmp_path: Path) -> None:
+    # An empty task id and a status no version has: the call ends with an error the
+    # model reads, nothing is polled, and the next call works.
+    result = _run(_spec(protocol, tmp_path / "record.jsonl"), "malformed")
+    assert result.is_error
+    assert "malformed" in result.content or "status" in result.content, result.content
+    assert "plain answer" == _run(_spec(protocol, tmp_path / "record.jsonl"), "plain").content
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_task_whose_caller_is_cancelled_is_cancelled_on_the_server(
+    protocol: str, tmp_path: Path, heard: list[Any]
+) -> None:
+    record = tmp_path / "record.jsonl"
+    spec = _spec(protocol, record)
+    executor = tw.Executor(tools=mcp_toolset(spec.name, spec), plugins=False)
+
+    async def cancelled() -> None:
+        call = asyncio.ensure_future(executor.aexecute(tw.ToolCall("c1", "slow", '{"topic": "x"}')))
+        while not any("taking its time" in (e.message or "") for e in heard):
+            await asyncio.sleep(0.02)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+
+    try:
+        asyncio.run(cancelled())
+    finally:
+        executor.close()
+    deadline = time.monotonic() + 10
+    while not _ended(record) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert [{"tool": "slow", "status": "cancelled"}] == [
+        {k: v for k, v in e.items() if k != "task"} for e in _ended(record)
+    ]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_task_past_its_call_time_is_cancelled_and_says_so(protocol: str, tmp_path: Path) -> None:
+    record = tmp_path / "record.jsonl"
+    started = time.monotonic()
+    result = _run(_spec(protocol, record, max_call_time=1.0), "slow")
+    assert result.is_error
+    assert "within 1 s (max_call_time)" in result.content
+    assert time.monotonic() - started < 8
+    deadline = time.monotonic() + 10
+    while not _ended(record) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert ["cancelled"] == [e["status"] for e in _ended(record)]
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_task_tools_over_streamable_http(protocol: str, tmp_path: Path) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, TASKS_SERVER, "http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.1)
+        spec = ServerSpec(
+            f"http_{protocol}",
+            url=f"http://127.0.0.1:{port}/mcp",
+            timeout=10,
+            protocol=protocol,  # type: ignore[arg-type]
+        )
+        result = _run(spec, "research")
+        asked = _run(spec, "ask")
+    finally:
+        close_all()
+        proc.terminate()
+        proc.wait(10)
+    assert (False, "report on owls") == (result.is_error, result.content)
+    assert (False, "colour: blue") == (asked.is_error, asked.content)
+
+
+def test_a_legacy_server_that_runs_no_task_calls_is_not_sent_one(tmp_path: Path) -> None:
+    record = tmp_path / "record.jsonl"
+    spec = _spec("legacy", record)
+    spec = ServerSpec(
+        "no_caps", command=spec.command, args=spec.args, timeout=10, protocol="legacy",
+        env={"MCP_RECORD": str(record), "MCP_NO_TASKS_CAPABILITY": "1"},
+    )  # fmt: skip
+    result = _run(spec, "research")
+    assert result.is_error
+    assert "must run as a task, and the server does not declare" in result.content
+    assert "plain answer" == _run(spec, "plain").content
+
+
+def test_an_agent_calls_a_task_tool_like_any_other(tmp_path: Path) -> None:
+    from toolwire.providers.test import TestProvider
+
+    spec = _spec("auto", tmp_path / "record.jsonl")
+    agent = tw.Agent(TestProvider(), mcp_toolset(spec.name, spec), plugins=False)
+    done = agent.run(tw.Session(), "use the research tool on owls")
+    results = [
+        r for m in done.session.messages if isinstance(m, tw.ToolResultsMessage) for r in m.results
+    ]
+    assert ["research"] == [r.tool_name for r in results]
+    assert "report on" in results[0].content
