@@ -111,3 +111,133 @@ def test_past_its_wait_the_refusal_names_the_request_and_a_later_call_runs(
     again, _ = _call(server, "logs")  # the same call, made again: runs once
     assert "wiped logs" == again.content[0].text
     assert ["logs"] == WIPED
+
+
+# -- #44: a client that takes tasks gets one, and polls it ----------------------------------
+
+
+def _as_task(server: Any, target: str, then: Any) -> Any:
+    """Call ``wipe`` declaring the tasks extension; ``then(client, created)`` goes on."""
+    from toolwire_mcp._tasks import TasksExtension
+
+    async def main() -> Any:
+        async with Client(server, extensions=[TasksExtension()]) as client:
+            created = await client.session.call_tool(
+                "wipe", {"target": target}, allow_claimed=True
+            )
+            return await then(client, created)
+
+    return anyio.run(main)
+
+
+async def _get(client: Any, task_id: str) -> dict[str, Any]:
+    from toolwire_mcp._tasks import _Any, _TaskRequest, _TaskRequestParams
+
+    request = _TaskRequest(method="tasks/get", params=_TaskRequestParams(taskId=task_id))
+    got = await client.session.send_request(request, _Any)
+    return got.model_dump(by_alias=True, exclude_none=True)
+
+
+def test_a_waiting_call_is_answered_as_a_task_that_completes_when_approved(
+    tmp_path: Path,
+) -> None:
+    WIPED.clear()
+    server, queue = _server(tmp_path, wait=60)
+    seen: list[dict[str, Any]] = []
+
+    async def poll(client: Any, created: Any) -> dict[str, Any]:
+        # The request was answered at once, with a task saying what it waits for.
+        assert "task" == created.result_type
+        assert created.status_message.startswith("waiting for approval: request apr_")
+        [request] = queue.pending()
+        assert request.id in created.status_message
+        first = await _get(client, created.task_id)
+        seen.append(first)
+        assert [] == WIPED  # nothing ran while it waits
+        queue.answer(request.id, approve=True, by=tw.Principal("oli", groups={"ops"}))
+        while True:
+            got = await _get(client, created.task_id)
+            if got["status"] != "working":
+                return got
+            await anyio.sleep(0.05)
+
+    done = _as_task(server, "cache", poll)
+    assert ("working", "completed") == (seen[0]["status"], done["status"])
+    assert "wiped cache" == done["result"]["content"][0]["text"]
+    assert ["cache"] == WIPED  # once
+
+
+def test_toolwires_own_client_follows_the_gateways_task_and_hears_its_status(
+    tmp_path: Path,
+) -> None:
+    # The client side of #44 against the gateway side: an ordinary result, the status
+    # heard as progress while the approver has not answered.
+    from toolwire_mcp._tasks import WATCH, TaskWatch
+
+    WIPED.clear()
+    server, queue = _server(tmp_path, wait=60)
+    said: list[str] = []
+
+    async def progress(n: float, message: str) -> None:
+        said.append(message)
+        if "waiting for approval" in message and queue.pending():
+            [request] = queue.pending()
+            queue.answer(request.id, approve=True, by=tw.Principal("oli", groups={"ops"}))
+
+    async def main() -> Any:
+        from toolwire_mcp._tasks import TasksExtension
+
+        token = WATCH.set(TaskWatch(lambda: None, progress))
+        try:
+            async with Client(server, extensions=[TasksExtension()]) as client:
+                return await client.call_tool("wipe", {"target": "tmp"})
+        finally:
+            WATCH.reset(token)
+
+    result = anyio.run(main)
+    assert (False, "wiped tmp") == (result.is_error, result.content[0].text)
+    assert ["tmp"] == WIPED
+    assert any("working: waiting for approval: request apr_" in m for m in said)
+
+
+def test_a_cancelled_task_never_runs_its_call(tmp_path: Path) -> None:
+    WIPED.clear()
+    server, queue = _server(tmp_path, wait=60)
+
+    async def cancel(client: Any, created: Any) -> dict[str, Any]:
+        from toolwire_mcp._tasks import _Any, _TaskRequest, _TaskRequestParams
+
+        request = _TaskRequest(
+            method="tasks/cancel", params=_TaskRequestParams(taskId=created.task_id)
+        )
+        await client.session.send_request(request, _Any)
+        got = await _get(client, created.task_id)
+        for _ in range(100):
+            if got["status"] != "working":
+                break
+            await anyio.sleep(0.02)
+            got = await _get(client, created.task_id)
+        [pending] = queue.pending()  # the request stays: answering it runs nothing now
+        queue.answer(pending.id, approve=True, by=tw.Principal("oli", groups={"ops"}))
+        await anyio.sleep(0.2)
+        return got
+
+    assert "cancelled" == _as_task(server, "prod", cancel)["status"]
+    assert [] == WIPED
+
+
+def test_another_principals_task_is_an_unknown_task() -> None:
+    from mcp import MCPError
+    from toolwire_mcp._served_tasks import TaskStore
+
+    store = TaskStore(per_principal=2)
+    alice = '{"subject": "alice"}'
+    task = store.add(alice, "wipe", 60.0, "waiting")
+    assert task is store.get(task.id, alice)
+    for who, which in (('{"subject": "bob"}', task.id), (alice, "nope"), (alice, 7)):
+        with pytest.raises(MCPError, match="unknown task"):
+            store.get(which, who)
+    # At most two waiting for alice: a third call is held, not a task.
+    store.add(alice, "wipe", 60.0, "waiting")
+    assert not store.room_for(alice)
+    assert store.room_for('{"subject": "bob"}')

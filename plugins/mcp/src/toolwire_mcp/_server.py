@@ -86,6 +86,7 @@ from toolwire_mcp._jwt import OAuthResource, load_oauth
 from toolwire_mcp._progress import CALL_ASKER, CALL_PROGRESS
 from toolwire_mcp._registry import close_all
 from toolwire_mcp._served import Prompt, Resource, check_served
+from toolwire_mcp._served_tasks import TASK_OFFER, install_tasks
 from toolwire_mcp._sessions import (
     MAX_SESSIONS,
     SESSION_IDLE,
@@ -563,14 +564,18 @@ def build_server(
         caller = MCPCallContext(ctx)
 
         async def waiting(request: Any, waited: float) -> None:
-            # The call waits for the approvers: the client hears it, and its request's
-            # timeout (which progress resets, in clients that allow it) need not pass.
-            await caller.progress(
-                waited,
-                None,
+            said = (
                 f"waiting for approval: request {request.id} ({request.tool}) waits for "
-                f"{', '.join(request.approvers)}",
+                f"{', '.join(request.approvers)}"
             )
+            # A client that takes tasks gets one: its request is answered now, and the
+            # task says what it waits for (_served_tasks).
+            offer = TASK_OFFER.get()
+            if offer is not None and offer.take(said):
+                return
+            # Else the client hears it, and its request's timeout (which progress
+            # resets, in clients that allow it) need not pass.
+            await caller.progress(waited, None, said)
 
         executor = Executor(
             approval=approver_for(ctx, params, asked),
@@ -752,6 +757,8 @@ def build_server(
             on_list_prompts=on_list_prompts,
             on_get_prompt=on_get_prompt,
         )
+        if approval_wait > 0:  # a call may wait for its approvers: as a task, if asked
+            install_tasks(server, approval_wait)
         on_toolsets_changed(announcer)  # held weakly: as long as this server's handlers
         RESOURCE_LISTENERS.add(catalogue.updated)  # the same
         return server
