@@ -4,6 +4,9 @@ tools, calling one with structured output, one the user approves through elicita
 (where the client can ask) and one the organisation's policy denies, and reading a
 resource and a prompt. The Python SDK's own Client is the gateway's test suite's.
 
+pydantic-ai's task client is also run against a gateway whose policy sends a call to an
+approver (#44): the call answered as a task, its result once approved.
+
 Usage: clients.py WORKDIR NODE_MODULES PAI_PYTHON; run by run.sh, offline.
 """
 
@@ -34,18 +37,24 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_gateway(work: Path) -> tuple[subprocess.Popen[bytes], str]:
-    config = work / "client-config"
+def start_gateway(
+    work: Path,
+    policy: str = 'deny = ["shred"]\n',
+    *more: str,
+    name: str = "clients",
+) -> tuple[subprocess.Popen[bytes], str]:
+    config = work / f"{name}-config"
     (config / "toolwire").mkdir(parents=True, exist_ok=True)
-    (config / "toolwire" / "policy.toml").write_text('deny = ["shred"]\n')
+    (config / "toolwire" / "policy.toml").write_text(policy)
+    (config / "toolwire" / "policy.toml").chmod(0o600)
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("TOOLWIRE_")}
     env.update(XDG_CONFIG_HOME=str(config), PYTHONPATH=str(HERE))
-    log = (work / "gateway-clients.log").open("wb")
+    log = (work / f"gateway-{name}.log").open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "toolwire", "mcp", "serve", "--transport", "http",
          "--port", str(port), "--app", "gateway_app:tools",
-         "--resources", "gateway_app:resources", "--prompts", "gateway_app:prompts"],
+         "--resources", "gateway_app:resources", "--prompts", "gateway_app:prompts", *more],
         cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     deadline = time.monotonic() + 60
@@ -172,8 +181,56 @@ def client_report(name: str, out: str) -> None:
     )
 
 
+def tasks_report(work: Path, pai_python: str) -> None:
+    """#44: pydantic-ai's task client (``use_task=True``) against a gateway whose policy
+    sends ``wipe`` to an approver: the call is answered as a task, and the result comes
+    once the approver (here, a thread using the queue) has answered."""
+    import threading
+
+    import toolwire as tw
+    from toolwire.approvals import ApprovalQueue
+
+    print("pydantic-ai MCPToolset, tasks on:")
+    queue = work / "approvals.sqlite"
+    policy = f'approve = ["wipe"]\n[approvals]\napprovers = ["user:oli"]\nqueue = "{queue}"\n'
+    gateway, url = start_gateway(work, policy, "--approve", name="tasks")
+    answered: list[str] = []
+
+    def approver() -> None:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if queue.exists():
+                pending = ApprovalQueue(queue).pending()
+                if pending:
+                    time.sleep(1.0)  # the client holds a task meanwhile, not its request
+                    ApprovalQueue(queue).answer(pending[0].id, approve=True, by=tw.Principal("oli"))
+                    answered.append(pending[0].id)
+                    return
+            time.sleep(0.1)
+
+    thread = threading.Thread(target=approver)
+    thread.start()
+    try:
+        out = run([pai_python, str(HERE / "pai_tasks_client.py"), url], work)
+    finally:
+        thread.join(70)
+        gateway.terminate()
+        try:
+            gateway.wait(15)
+        except subprocess.TimeoutExpired:
+            gateway.kill()
+    seen = as_json(out.strip().splitlines()[-1] if out.strip() else out)
+    check("an approver answered the request the call waited on", len(answered) == 1, answered)
+    check(
+        "the call, made as a task, ran once approved",
+        seen.get("wipe") == [False, "wiped db"],
+        seen,
+    )
+
+
 def main() -> int:
     work, modules, pai_python = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+    tasks_report(work, pai_python)
     gateway, url = start_gateway(work)
     try:
         inspector(modules, url)

@@ -27,7 +27,7 @@ if [ "${1:-}" != "--inside" ]; then
   "${UV[@]}" venv -q "$WORK/servers"
   "${UV[@]}" pip install -q -p "$WORK/servers/bin/python" mcp-server-time mcp-server-git
   "${UV[@]}" venv -q "$WORK/clients"
-  "${UV[@]}" pip install -q -p "$WORK/clients/bin/python" "pydantic-ai-slim[mcp]==2.68.0"
+  "${UV[@]}" pip install -q -p "$WORK/clients/bin/python" "pydantic-ai-slim[mcp,mcp-tasks]==2.68.0"
   unshare --net -- bash "$HERE/run.sh" --inside "$WORK"
   exit $?
 fi
