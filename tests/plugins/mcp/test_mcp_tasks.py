@@ -219,3 +219,87 @@ def test_an_agent_calls_a_task_tool_like_any_other(tmp_path: Path) -> None:
     ]
     assert ["research"] == [r.tool_name for r in results]
     assert "report on" in results[0].content
+
+
+# -- the gateway: a served tool that declares itself long-running is a task -----------------
+
+
+@tw.tool_fn(typical_duration=60, injected=["mcp"])
+async def crunch(rounds: int, mcp: Any = None) -> str:
+    """Crunches numbers for a while, saying how far it got."""
+    for n in range(rounds):
+        await mcp.progress(n + 1, rounds, f"round {n + 1} of {rounds}")
+        await asyncio.sleep(0.05)
+    return f"crunched {rounds}"
+
+
+def _gateway() -> Any:
+    from toolwire_mcp import build_server
+
+    return build_server(tw.Toolset("jobs", [crunch]), host=tw.PluginHost(autoload=False))
+
+
+def test_a_long_running_served_tool_is_a_task_to_a_client_that_takes_tasks() -> None:
+    import anyio
+    from mcp import Client
+
+    from toolwire_mcp._tasks import (
+        WATCH,
+        TasksExtension,
+        TaskWatch,
+        _Any,
+        _TaskRequest,
+        _TaskRequestParams,
+    )
+
+    said: list[str] = []
+
+    async def progress(n: float, message: str) -> None:
+        said.append(message)
+
+    async def main() -> tuple[Any, Any, Any]:
+        token = WATCH.set(TaskWatch(lambda: None, progress))
+        try:
+            async with Client(_gateway(), extensions=[TasksExtension()]) as client:
+                followed = await client.call_tool("crunch", {"rounds": 4})
+                created = await client.session.call_tool(
+                    "crunch", {"rounds": 20}, allow_claimed=True
+                )
+                request = _TaskRequest(
+                    method="tasks/get", params=_TaskRequestParams(taskId=created.task_id)
+                )
+                await anyio.sleep(0.3)
+                got = await client.session.send_request(request, _Any)
+        finally:
+            WATCH.reset(token)
+        async with Client(_gateway()) as plain:  # no tasks: an ordinary call
+            ordinary = await plain.call_tool("crunch", {"rounds": 2})
+        return followed, (created, got), ordinary
+
+    followed, (created, got), ordinary = anyio.run(main)
+    assert (False, "crunched 4") == (followed.is_error, followed.content[0].text)
+    assert said[0].endswith(": working: running `crunch`")  # followed as a task
+    assert ("task", "working") == (created.result_type, created.status)
+    seen = got.model_dump(by_alias=True)
+    assert seen["taskId"] == created.task_id
+    # The tool's progress is the task's status message (a task gets no notifications).
+    assert ("working", True) == (seen["status"], seen["statusMessage"].startswith("round "))
+    assert (False, "crunched 2") == (ordinary.is_error, ordinary.content[0].text)
+
+
+def test_tasks_methods_need_the_extension_declared() -> None:
+    import anyio
+    from mcp import Client, MCPError
+
+    from toolwire_mcp._tasks import _Any, _TaskRequest, _TaskRequestParams
+
+    async def main() -> int:
+        async with Client(_gateway()) as client:  # declares no extension
+            request = _TaskRequest(method="tasks/get", params=_TaskRequestParams(taskId="x"))
+            try:
+                await client.session.send_request(request, _Any)
+            except MCPError as exc:
+                return exc.error.code
+        return 0
+
+    assert -32021 == anyio.run(main)

@@ -1,4 +1,11 @@
-"""MCP tasks, as the gateway: a call that waits for an approver is answered as a task.
+"""MCP tasks, as the gateway: a long call, or one that waits for an approver, as a task.
+
+A served tool that declares itself long-running (its ``typical_duration`` is at least
+:data:`TASK_DURATION` seconds: ``@tool_fn(typical_duration=60)``) is answered as a task
+to every client that declares the 2026-07-28 tasks extension on its call: the request is
+answered at once with the task, the tool runs in the gateway, its progress becomes the
+task's status message, and the finished task carries its result (a tool's error as a
+completed task whose result says ``isError``; a protocol error as a failed task).
 
 A call a policy files for approval (``[approvals]``) may wait an hour for a person. A
 client that declares the 2026-07-28 tasks extension (``io.modelcontextprotocol/tasks``)
@@ -27,22 +34,34 @@ import json
 import logging
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 import attrs
 import mcp_types as types
 from mcp import MCPError
+from mcp.shared.inbound import decode_header_value
+from mcp_types.jsonrpc import HEADER_MISMATCH
 from pydantic import ConfigDict, Field
 
 from toolwire_mcp._auth import principal_of
 from toolwire_mcp._tasks import TASKS_EXTENSION
 
-__all__ = ["KEEP", "MAX_TASKS", "PER_PRINCIPAL", "TASK_OFFER", "TaskOffer", "install_tasks"]
+__all__ = [
+    "KEEP",
+    "MAX_TASKS",
+    "PER_PRINCIPAL",
+    "TASK_DURATION",
+    "TASK_OFFER",
+    "TaskOffer",
+    "install_tasks",
+]
 
 logger = logging.getLogger("toolwire.mcp")
 
+#: A served tool whose ``typical_duration`` is at least this (seconds) runs as a task.
+TASK_DURATION = 5.0
 #: Tasks waiting at once for one principal (past it, a call is held as before).
 PER_PRINCIPAL = 20
 #: Tasks kept in all (waiting or ended).
@@ -140,6 +159,15 @@ class TaskOffer:
     started: asyncio.Event = attrs.field(factory=asyncio.Event)
     task: ServedTask | None = None
 
+    def says(self, message: str) -> bool:
+        """A running task's status message is now ``message`` (its progress: a task gets
+        no progress notification); False when the call is no task."""
+        if self.task is None:
+            return False
+        self.task.message = message
+        self.task.updated = time.time()
+        return True
+
     def take(self, message: str) -> bool:
         """The call waits (``message`` says for whom): True when it is now a task (its
         status message is kept up to date; no progress notification is sent), False when
@@ -209,52 +237,81 @@ class _TaskParams(types.RequestParams):
     task_id: str = Field(alias="taskId", max_length=512)
 
 
-def install_tasks(server: Any, approval_wait: float, store: TaskStore | None = None) -> TaskStore:
+def _missing_extension() -> MCPError:
+    return MCPError(
+        -32021,
+        "Missing required client capability",
+        {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
+    )
+
+
+def install_tasks(
+    server: Any,
+    approval_wait: float,
+    is_task_tool: Callable[[str], bool],
+    store: TaskStore | None = None,
+) -> TaskStore:
     """Serve tasks on ``server`` (the module docstring): the extension is declared, a
-    middleware turns a waiting call into a task, and ``tasks/get``, ``tasks/update`` and
-    ``tasks/cancel`` are answered."""
+    middleware answers a task tool's call (``is_task_tool(name)``), or a call that starts
+    to wait for its approvers, with a task, and ``tasks/get``, ``tasks/update`` and
+    ``tasks/cancel`` are answered, each only to a request that declares the extension."""
     tasks = store if store is not None else TaskStore()
-    ttl = approval_wait + KEEP
+    ttl = max(approval_wait, 0.0) + KEEP
 
     async def middleware(ctx: Any, call_next: Any) -> Any:
         if ctx.method != "tools/call" or not _declares_tasks(ctx.params):
             return await call_next(ctx)
         tool = str((ctx.params or {}).get("name", ""))
+        now = is_task_tool(tool)
+        if not now and approval_wait <= 0:  # it cannot become a task: as it always was
+            return await call_next(ctx)
         offer = TaskOffer(tasks, _owner(ctx), tool, ttl)
+        if now:
+            offer.take(f"running `{tool}`")  # no room: run as an ordinary call
         token = TASK_OFFER.set(offer)
         try:
             run = asyncio.ensure_future(call_next(ctx))  # the call, with the offer in reach
         finally:
             TASK_OFFER.reset(token)
-        waited = asyncio.ensure_future(offer.started.wait())
-        try:
-            await asyncio.wait({run, waited}, return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:
-            run.cancel()
+        if offer.task is None:
+            waited = asyncio.ensure_future(offer.started.wait())
+            try:
+                await asyncio.wait({run, waited}, return_when=asyncio.FIRST_COMPLETED)
+            except asyncio.CancelledError:
+                run.cancel()
+                waited.cancel()
+                raise
             waited.cancel()
-            raise
-        if run.done() and offer.task is None:
-            waited.cancel()
-            return run.result()
-        waited.cancel()
+            if run.done() and offer.task is None:
+                return run.result()
         task = offer.task
         assert task is not None
         task.run = run
         run.add_done_callback(lambda done: _ended(task, done))
-        if run.done():  # ended in the same step it began to wait
-            _ended(task, run)
-        logger.info("MCP task %s: `%s` waits for its approvers", task.id, tool)
+        logger.info("MCP task %s: `%s` runs as a task (%s)", task.id, tool, task.message)
         return {"resultType": "task", **task.view()}
 
+    def _task_of(ctx: Any, params: _TaskParams) -> ServedTask:
+        if not _declares_tasks(ctx.params):
+            raise _missing_extension()
+        headers = getattr(getattr(ctx, "request", None), "headers", None)
+        named = headers.get("mcp-name") if headers is not None else None
+        if named is not None and decode_header_value(named) != params.task_id:
+            # Streamable HTTP: the routing header names the task (SEP-2663); one that
+            # names another is refused, as the SDK refuses a tools/call's (SEP-2243). One
+            # left out is taken (pydantic-ai's task client sends none): the body decides.
+            raise MCPError(HEADER_MISMATCH, "the Mcp-Name header does not name this task")
+        return tasks.get(params.task_id, _owner(ctx))
+
     async def tasks_get(ctx: Any, params: _TaskParams) -> dict[str, Any]:
-        return {"resultType": "complete", **tasks.get(params.task_id, _owner(ctx)).view()}
+        return {"resultType": "complete", **_task_of(ctx, params).view()}
 
     async def tasks_update(ctx: Any, params: _TaskParams) -> dict[str, Any]:
-        tasks.get(params.task_id, _owner(ctx))  # nothing is asked of clients: acknowledged
+        _task_of(ctx, params)  # nothing is asked of clients: acknowledged
         return {"resultType": "complete"}
 
     async def tasks_cancel(ctx: Any, params: _TaskParams) -> dict[str, Any]:
-        task = tasks.get(params.task_id, _owner(ctx))
+        task = _task_of(ctx, params)
         if task.run is not None and not task.run.done():
             task.run.cancel()
         return {"resultType": "complete"}

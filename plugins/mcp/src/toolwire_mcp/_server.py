@@ -86,7 +86,7 @@ from toolwire_mcp._jwt import OAuthResource, load_oauth
 from toolwire_mcp._progress import CALL_ASKER, CALL_PROGRESS
 from toolwire_mcp._registry import close_all
 from toolwire_mcp._served import Prompt, Resource, check_served
-from toolwire_mcp._served_tasks import TASK_OFFER, install_tasks
+from toolwire_mcp._served_tasks import TASK_DURATION, TASK_OFFER, install_tasks
 from toolwire_mcp._sessions import (
     MAX_SESSIONS,
     SESSION_IDLE,
@@ -161,7 +161,11 @@ class MCPCallContext:
     async def progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
-        """Report progress (``notifications/progress``), when the call asked for it."""
+        """Report progress (``notifications/progress``), when the call asked for it; a
+        call answered as a task says it in the task's status message instead."""
+        offer = TASK_OFFER.get()
+        if offer is not None and message is not None and offer.says(message):
+            return
         with contextlib.suppress(Exception):  # a no-op when the caller asked for none
             await self._ctx.session.report_progress(progress, total, message)
 
@@ -757,11 +761,18 @@ def build_server(
             on_list_prompts=on_list_prompts,
             on_get_prompt=on_get_prompt,
         )
-        if approval_wait > 0:  # a call may wait for its approvers: as a task, if asked
-            install_tasks(server, approval_wait)
+        # A long-running tool, or a call that waits for its approvers, as a task to a
+        # client that takes tasks.
+        install_tasks(server, approval_wait, lambda name: _is_task_tool(tools.get(name)))
         on_toolsets_changed(announcer)  # held weakly: as long as this server's handlers
         RESOURCE_LISTENERS.add(catalogue.updated)  # the same
         return server
+
+
+def _is_task_tool(tool: Any) -> bool:
+    """A served tool that declares itself long-running (``typical_duration``)."""
+    duration = getattr(getattr(tool, "metadata", None), "typical_duration", None)
+    return duration is not None and duration >= TASK_DURATION
 
 
 def _said(result: types.CallToolResult) -> str:

@@ -1,0 +1,43 @@
+"""The tools the conformance suite's tasks scenarios call (io.modelcontextprotocol/tasks,
+SEP-2663; the suite's 0.2 alphas), as a toolwire toolset.
+
+``toolwire mcp serve --transport http --app tasks_app:tools`` serves them. A tool that
+declares itself long-running (``typical_duration``) is answered as a task to a client
+that declares the extension; the others are ordinary calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import toolwire as tw
+
+
+@tw.tool_fn
+def greet(name: str = "World") -> str:
+    """Greets someone (an ordinary call)."""
+    return f"Hello, {name}!"
+
+
+@tw.tool_fn(typical_duration=60)
+async def slow_compute(seconds: float = 0, label: str = "") -> str:
+    """Sleeps ``seconds`` seconds, then answers (a task)."""
+    await asyncio.sleep(seconds)
+    return f"computed {label} after {seconds:g} s"
+
+
+@tw.tool_fn(typical_duration=60)
+async def failing_job() -> str:
+    """Fails after a second: a tool error (a task that completes with isError)."""
+    await asyncio.sleep(1)
+    raise RuntimeError("the job failed")
+
+
+@tw.tool_fn(typical_duration=60)
+async def protocol_error_job() -> str:
+    """Fails as protocol_error_job should; toolwire makes a tool's failure an error
+    result the model reads, never a JSON-RPC error (the baseline says so)."""
+    raise RuntimeError("a protocol error, as the suite asks")
+
+
+tools = tw.Toolset("tasks", [greet, slow_compute, failing_job, protocol_error_job])
