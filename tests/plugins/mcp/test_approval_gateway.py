@@ -122,9 +122,7 @@ def _as_task(server: Any, target: str, then: Any) -> Any:
 
     async def main() -> Any:
         async with Client(server, extensions=[TasksExtension()]) as client:
-            created = await client.session.call_tool(
-                "wipe", {"target": target}, allow_claimed=True
-            )
+            created = await client.session.call_tool("wipe", {"target": target}, allow_claimed=True)
             return await then(client, created)
 
     return anyio.run(main)
