@@ -303,3 +303,92 @@ def test_tasks_methods_need_the_extension_declared() -> None:
         return 0
 
     assert -32021 == anyio.run(main)
+
+
+_JOBS_APP = """
+import asyncio
+
+import toolwire as tw
+
+
+@tw.tool_fn(typical_duration=60)
+async def crunch(rounds: int) -> str:
+    '''Crunches numbers for a while.'''
+    await asyncio.sleep(0.05 * rounds)
+    return f"crunched {rounds}"
+
+
+tools = tw.Toolset("jobs", [crunch])
+"""
+
+
+def test_a_task_is_its_principals_alone_and_survives_a_reconnect(tmp_path: Path) -> None:
+    # Over Streamable HTTP with two tokens: alice's task is read by alice from a new
+    # connection; bob, asking for the same id, is told it is unknown.
+    import hashlib
+
+    import anyio
+    import httpx2
+    from _mcp_support import _env, _start_http_gateway, _stop_http_gateway
+    from mcp import Client, MCPError
+    from mcp.client.streamable_http import streamable_http_client
+
+    from toolwire_mcp._tasks import TasksExtension, _Any, _TaskRequest, _TaskRequestParams
+
+    (tmp_path / "app.py").write_text(_JOBS_APP)
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(
+        json.dumps(
+            {
+                "tokens": [
+                    {"sha256": "sha256:" + hashlib.sha256(f"{who}-token".encode()).hexdigest(),
+                     "subject": who}
+                    for who in ("alice", "bob")
+                ]
+            }
+        )
+    )  # fmt: skip
+    tokens.chmod(0o600)
+    env = _env(tmp_path, TOOLWIRE_AUTOLOAD_PLUGINS="0")
+    gateway = _start_http_gateway(tmp_path, env, ("--tokens", str(tokens), "--app", "app:tools"))
+    url = gateway[1]
+
+    async def as_(token: str, op: Any) -> Any:
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"})
+        transport = streamable_http_client(url, http_client=http)
+        async with http, Client(transport, extensions=[TasksExtension()]) as client:
+            return await op(client)
+
+    async def create(client: Any) -> str:
+        created = await client.session.call_tool("crunch", {"rounds": 4}, allow_claimed=True)
+        assert "task" == created.result_type
+        return str(created.task_id)
+
+    def reader(task_id: str) -> Any:
+        async def read(client: Any) -> Any:
+            request = _TaskRequest(method="tasks/get", params=_TaskRequestParams(taskId=task_id))
+            for _ in range(100):
+                got = (await client.session.send_request(request, _Any)).model_dump(by_alias=True)
+                if got["status"] != "working":
+                    return got
+                await anyio.sleep(0.05)
+            return got
+
+        return read
+
+    async def denied(client: Any, task_id: str) -> str:
+        try:
+            await reader(task_id)(client)
+        except MCPError as exc:
+            return exc.error.message
+        return "read it"
+
+    try:
+        task_id = anyio.run(as_, "alice-token", create)
+        bobs = anyio.run(as_, "bob-token", lambda c: denied(c, task_id))
+        alices = anyio.run(as_, "alice-token", reader(task_id))  # a new connection
+    finally:
+        _stop_http_gateway(gateway)
+    assert "unknown task" == bobs
+    assert "completed" == alices["status"]
+    assert "crunched 4" == alices["result"]["content"][0]["text"]
