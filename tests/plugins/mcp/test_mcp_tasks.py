@@ -392,3 +392,35 @@ def test_a_task_is_its_principals_alone_and_survives_a_reconnect(tmp_path: Path)
     assert "unknown task" == bobs
     assert "completed" == alices["status"]
     assert "crunched 4" == alices["result"]["content"][0]["text"]
+
+
+def test_the_gateway_serves_an_upstream_task_only_tool_as_a_task(tmp_path: Path) -> None:
+    # An upstream 2025-11-25 server's task-only tool, through the gateway to a 2026-07-28
+    # client that takes tasks: a task on both sides, the upstream's statuses in the
+    # gateway task's status, the result at the end.
+    import anyio
+    from mcp import Client
+
+    from toolwire_mcp import build_server
+    from toolwire_mcp._tasks import WATCH, TasksExtension, TaskWatch
+
+    spec = _spec("legacy", tmp_path / "record.jsonl")
+    upstream = mcp_toolset(spec.name, spec)
+    assert upstream.get("research").metadata.typical_duration == spec.max_call_time
+    server = build_server(upstream, host=tw.PluginHost(autoload=False), approve=True)
+    said: list[str] = []
+
+    async def progress(n: float, message: str) -> None:
+        said.append(message)
+
+    async def main() -> Any:
+        token = WATCH.set(TaskWatch(lambda: None, progress))
+        try:
+            async with Client(server, extensions=[TasksExtension()]) as client:
+                return await client.call_tool("research", {"topic": "owls"})
+        finally:
+            WATCH.reset(token)
+
+    result = anyio.run(main)
+    assert (False, "report on owls") == (result.is_error, result.content[0].text)
+    assert said[0].endswith(": working: running `research`")

@@ -120,6 +120,12 @@ def _body(conn: Connection, mcp_name: str) -> Callable[..., Any]:
     return call_mcp_tool
 
 
+def _long_running(metadata: ToolMetadata, task_only: bool, limit: float) -> ToolMetadata:
+    """A tool the server runs only as a task is long-running by its own word: a gateway
+    serving it answers its clients with a task too (see toolwire_mcp._served_tasks)."""
+    return attrs.evolve(metadata, typical_duration=limit) if task_only else metadata
+
+
 def tools_from(conn: Connection, listed: Sequence[types.Tool]) -> list[Any]:
     """The toolwire tools for a server's listed tools; a tool that cannot be used (a bad
     name, an invalid schema) is skipped with a warning, as a tool pack that fails is. A
@@ -137,12 +143,16 @@ def tools_from(conn: Connection, listed: Sequence[types.Tool]) -> list[Any]:
                 description,
                 t.input_schema,
                 _body(conn, t.name),
-                metadata=metadata_for(
-                    t.annotations,
-                    trust=spec.annotations == "trust",
-                    # The connection's own deadlines answer first (idle, then the whole).
-                    timeout=spec.max_call_time,
-                    server=spec.name,
+                metadata=_long_running(
+                    metadata_for(
+                        t.annotations,
+                        trust=spec.annotations == "trust",
+                        # The connection's own deadlines answer first (idle, then the whole).
+                        timeout=spec.max_call_time,
+                        server=spec.name,
+                    ),
+                    conn.task_tools.get(t.name) == "required",
+                    spec.max_call_time,
                 ),
                 output_schema=t.output_schema,
             )
