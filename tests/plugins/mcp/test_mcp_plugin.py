@@ -316,3 +316,20 @@ def test_no_server_starts_once_the_process_is_exiting(record: Path, tmp_path: Pa
     finally:
         _EXITING[0] = False
     assert 0 == _starts(starts)
+
+
+def test_toolwire_call_follows_a_task_and_shows_its_status(here: Path, record: Path) -> None:
+    # #44: a tool a 2025-11-25 server runs only as a task (server-everything's
+    # simulate-research-query was left out): called, each status printed as it comes.
+    tasks = str(Path(SERVER).with_name("tasks_server.py"))
+    _configure(
+        here,
+        record,
+        jobs={"command": sys.executable, "args": [tasks, "stdio"], "protocol": "legacy",
+              "env": {"MCP_RECORD": str(record)}, "timeout": 20},
+    )  # fmt: skip
+    done = _run(here, "call", "jobs_research", '{"topic": "owls"}', "--approve")
+    assert 0 == done.returncode, done.stdout + done.stderr
+    assert "report on owls" in done.stdout
+    assert ": working: Gathering sources" in done.stderr
+    assert "[jobs] research: " in done.stderr
