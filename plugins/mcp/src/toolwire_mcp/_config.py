@@ -76,7 +76,10 @@ class ServerSpec:
     ``annotations``: ``"trust"`` maps the server's tool annotations to effect,
     idempotency and the network capability; ``"ignore"`` treats every tool as a
     destructive, non-idempotent, open-world tool (what the spec says to assume of a
-    server you do not trust).
+    server you do not trust). ``protocol``: ``"auto"`` (2026-07-28 where the server
+    speaks it, else the 2025-11-25 handshake) or ``"legacy"`` (the handshake only). A
+    task the server runs (either version's tasks) is followed to its result, its status
+    reported as progress, which moves the call's silence deadline on.
 
     Authorization, for an HTTP server (each field's ``mcpServers`` JSON name after it):
 
