@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, get_args, get_origin
 
 import attrs
 
 from toolwire._exports import publish
 
-__all__ = ["Structured"]
+__all__ = ["Structured", "structured_value_type"]
 
 OutT = TypeVar("OutT")
 
@@ -32,6 +32,16 @@ class Structured(Generic[OutT]):
 
     value: OutT
     text: str | Sequence[Any] | None = None
+
+
+def structured_value_type(output_type: Any) -> Any:
+    """The type whose schema describes a tool's output: ``X`` of ``Structured[X]``, none
+    for a bare ``Structured``, else the output type itself."""
+    if output_type is Structured:
+        return None
+    if get_origin(output_type) is Structured:
+        return get_args(output_type)[0]
+    return output_type
 
 
 publish(globals())

@@ -41,7 +41,7 @@ from toolwire._strictjson import (
     _validation_error,
     _validation_error_many,
 )
-from toolwire._structured import Structured
+from toolwire._structured import structured_value_type
 
 __all__ = [
     "Selector",
@@ -217,7 +217,7 @@ class Tool(Generic[InT, OutT]):
             self._validate = _finite_guard(name, self._validate)
         self._output_adapter: TypeAdapter[Any] | None = None
         # Structured[X]: the output schema is X's (the value's), the model reads the text.
-        value_type = _structured_value_type(output_type)
+        value_type = structured_value_type(output_type)
         if value_type is not None and value_type is not str and not mentions_parts(value_type):
             try:
                 self._output_adapter = TypeAdapter(value_type)
@@ -896,13 +896,3 @@ class Selector(str):
 SelectorLike = Union[Selector, str, Tool[Any, Any], type, Callable[..., Any]]
 
 publish(globals())
-
-
-def _structured_value_type(output_type: Any) -> Any:
-    """The type whose schema describes a tool's output: ``X`` of ``Structured[X]``, none
-    for a bare ``Structured``, else the output type itself."""
-    if output_type is Structured:
-        return None
-    if get_origin(output_type) is Structured:
-        return get_args(output_type)[0]
-    return output_type

@@ -41,7 +41,6 @@ from mcp import Client, MCPError, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError, ResourceUpdated
 from mcp.shared.exceptions import MCPDeprecationWarning
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from toolwire.exceptions import ToolwireError
@@ -52,7 +51,7 @@ from toolwire_mcp._elicit import ElicitationRequest, answer, approval_asked
 from toolwire_mcp._loop import LOOP, LinkOnLoop, on_this_loop
 from toolwire_mcp._progress import CALL_ASKER, CALL_PROGRESS, ProgressEvent, report
 from toolwire_mcp._stdio import MAX_STDERR_LINE, StderrPipe, bounded_stdio_client
-from toolwire_mcp._tasks import WATCH, TasksExtension, TaskWatch, call_as_task
+from toolwire_mcp._tasks import WATCH, TasksExtension, TaskWatch, call_tool
 
 __all__ = ["RESOURCE_LISTENERS", "Connection", "MCPCallError", "MCPConnectError"]
 
@@ -712,25 +711,15 @@ class Connection:
         # A task's status reaches the caller as progress, and moves the deadline on too.
         watch = TaskWatch(alive, lambda n, said: on_progress(n, None, said))
         watched = WATCH.set(watch)
-        as_task = self.task_tools.get(name) == "required"
         # A progress token on every call (the SDK adds one with the callback). The SDK
         # holds the call to the overall limit; the idle deadline, moved on by each
         # progress notification, is an anyio cancel scope's (the SDK's own mechanism: an
         # asyncio.timeout around it is absorbed by its scopes, and a task per call costs).
         try:
             with anyio.CancelScope(deadline=anyio.current_time() + min(timeout, limit)) as scope:
-                if as_task and client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
-                    # 2025-11-25: the tool must run as a task (2026-07-28: the server
-                    # decides, and the SDK hands its task to the tasks extension).
-                    _require_tasks(client, server, name)
-                    result = await call_as_task(
-                        client.session, name, arguments, limit=limit, watch=watch,
-                        on_progress=on_progress,
-                    )  # fmt: skip
-                else:
-                    result = await client.call_tool(
-                        name, arguments, read_timeout_seconds=limit, progress_callback=on_progress
-                    )
+                result = await call_tool(
+                    client, name, arguments, limit, on_progress, self.task_tools.get(name)
+                )
             if scope.cancelled_caught:
                 if time.monotonic() >= started + limit:
                     raise MCPCallError(
@@ -927,16 +916,3 @@ def _result(future: concurrent.futures.Future[_T], deadline: float) -> _T:
     except concurrent.futures.TimeoutError:
         future.cancel()
         raise MCPCallError("the MCP connection did not answer in time") from None
-
-
-def _require_tasks(client: Client, server: str, name: str) -> None:
-    """A tool that must run as a task, on a 2025-11-25 server that runs no task-augmented
-    call: refused here, saying so, rather than sent to fail."""
-    tasks = getattr(client.server_capabilities, "tasks", None)
-    requests = getattr(tasks, "requests", None)
-    tools = getattr(requests, "tools", None)
-    if getattr(tools, "call", None) is None:
-        raise MCPCallError(
-            f"MCP server `{server}`: tool `{name}` must run as a task, and the server does "
-            f"not declare task-augmented tool calls (capabilities.tasks.requests.tools.call)"
-        )

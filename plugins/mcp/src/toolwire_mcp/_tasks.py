@@ -45,6 +45,8 @@ __all__ = [
     "TaskWatch",
     "WATCH",
     "call_as_task",
+    "call_tool",
+    "require_task_calls",
     "task_support",
 ]
 
@@ -221,7 +223,42 @@ class _Follow:
             await self.watch.progress(self.count, _said(task))
 
 
+async def call_tool(
+    client: Any,
+    name: str,
+    arguments: dict[str, Any],
+    limit: float,
+    on_progress: Any,
+    support: str | None,
+) -> types.CallToolResult:
+    """One tool call on ``client`` (the SDK's ``Client``): as a 2025-11-25 task when the
+    tool's listing says it must be (``support``: ``required``), else as an ordinary call,
+    whose task, if a 2026-07-28 server answers with one, :class:`TasksExtension` follows."""
+    if support == "required" and client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        require_task_calls(client.server_capabilities)
+        return await call_as_task(
+            client.session, name, arguments, limit=limit, watch=WATCH.get(),
+            on_progress=on_progress,
+        )  # fmt: skip
+    result: types.CallToolResult = await client.call_tool(
+        name, arguments, read_timeout_seconds=limit, progress_callback=on_progress
+    )
+    return result
+
+
 # -- 2025-11-25: experimental tasks ---------------------------------------------------------
+
+
+def require_task_calls(capabilities: Any) -> None:
+    """A tool that must run as a task, on a 2025-11-25 server that declares no
+    task-augmented tool calls: refused here, saying so, rather than sent to fail."""
+    tasks = getattr(capabilities, "tasks", None)
+    tools = getattr(getattr(tasks, "requests", None), "tools", None)
+    if getattr(tools, "call", None) is None:
+        raise TaskError(
+            "it must run as a task, and the server does not declare task-augmented tool "
+            "calls (capabilities.tasks.requests.tools.call)"
+        )
 
 
 async def call_as_task(
