@@ -11,6 +11,14 @@ from __future__ import annotations
 import asyncio
 
 import toolwire as tw
+from toolwire_mcp import MCPCallContext
+
+CONFIRM = {
+    "type": "object",
+    "properties": {"confirm": {"type": "boolean"}},
+    "required": ["confirm"],
+}
+NAME = {"type": "object", "properties": {"name": {"type": "string"}}}
 
 
 @tw.tool_fn
@@ -40,4 +48,26 @@ async def protocol_error_job() -> str:
     raise RuntimeError("a protocol error, as the suite asks")
 
 
-tools = tw.Toolset("tasks", [greet, slow_compute, failing_job, protocol_error_job])
+@tw.tool_fn(typical_duration=60, injected=["mcp"])
+async def confirm_delete(filename: str, mcp: MCPCallContext | None = None) -> str:
+    """Asks before it deletes: one question inside the task (an input request)."""
+    assert mcp is not None
+    answer = await mcp.elicit(f"Delete {filename}?", CONFIRM)
+    confirmed = answer.accepted and (answer.content or {}).get("confirm") is True
+    return f"deleted {filename}" if confirmed else f"kept {filename}"
+
+
+@tw.tool_fn(typical_duration=60, injected=["mcp"])
+async def multi_input(mcp: MCPCallContext | None = None) -> str:
+    """Asks two questions at once: two input requests waiting together."""
+    assert mcp is not None
+    first, second = await asyncio.gather(
+        mcp.elicit("Your name?", NAME), mcp.elicit("Confirm?", CONFIRM)
+    )
+    return f"answered: {first.action}, {second.action}"
+
+
+tools = tw.Toolset(
+    "tasks",
+    [greet, slow_compute, failing_job, protocol_error_job, confirm_delete, multi_input],
+)

@@ -424,3 +424,64 @@ def test_the_gateway_serves_an_upstream_task_only_tool_as_a_task(tmp_path: Path)
     result = anyio.run(main)
     assert (False, "report on owls") == (result.is_error, result.content[0].text)
     assert said[0].endswith(": working: running `research`")
+
+
+@tw.tool_fn(typical_duration=60, injected=["mcp"])
+async def tidy(folder: str, mcp: Any = None) -> str:
+    """Tidies a folder, asking first."""
+    answer = await mcp.elicit(f"Tidy {folder}?", {"type": "object", "properties": {
+        "ok": {"type": "boolean"}}, "required": ["ok"]})  # fmt: skip
+    return f"tidied {folder}" if answer.accepted and answer.content["ok"] else "left alone"
+
+
+def test_a_served_tasks_question_is_an_input_request_its_client_answers() -> None:
+    # The gateway's tool asks inside a task (inputRequests, answered with tasks/update);
+    # toolwire's client answers through its elicitation handler, as for a direct question.
+    import anyio
+    import mcp_types as types
+    from mcp import Client
+
+    from toolwire_mcp import build_server
+    from toolwire_mcp._tasks import TasksExtension
+
+    server = build_server(tw.Toolset("jobs", [tidy]), host=tw.PluginHost(autoload=False))
+    asked: list[str] = []
+
+    async def answer(ctx: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"ok": True})
+
+    async def main() -> Any:
+        async with Client(
+            server, extensions=[TasksExtension()], elicitation_callback=answer
+        ) as client:
+            return await client.call_tool("tidy", {"folder": "attic"})
+
+    result = anyio.run(main)
+    assert (False, "tidied attic") == (result.is_error, result.content[0].text)
+    assert ["Tidy attic?"] == asked
+
+
+def test_a_tasks_questions_take_only_answers_to_what_waits() -> None:
+    # tasks/update is outside input: a key never asked, one answered already, and an
+    # answer that is no object are ignored; the question waits for its own answer.
+    from toolwire_mcp._served_tasks import TaskStore
+
+    async def main() -> tuple[Any, Any, list[str]]:
+        task = TaskStore().add("", "tidy", 60.0, "running")
+        asking = asyncio.ensure_future(task.ask({"method": "elicitation/create"}, 5.0))
+        await asyncio.sleep(0)
+        seen = [task.status, *task.view()["inputRequests"]]
+        task.answer({"input-9": {"action": "accept"}, "input-1": "yes", 7: {}})
+        await asyncio.sleep(0)
+        assert not asking.done()
+        task.answer({"input-1": {"action": "decline"}})
+        got = await asking
+        task.answer({"input-1": {"action": "accept"}})  # answered already: ignored
+        late = await task.ask({"method": "elicitation/create"}, 0.01)  # nobody answers
+        return got, late, [*seen, task.status]
+
+    got, late, seen = asyncio.run(main())
+    assert {"action": "decline"} == got
+    assert late is None
+    assert ["input_required", "input-1", "working"] == seen

@@ -69,8 +69,10 @@ MAX_TASKS = 1000
 #: Seconds an ended task is kept for its client to read.
 KEEP = 3600.0
 CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+#: Questions one task may have waiting at once.
+MAX_INPUTS = 16
 #: The poll interval asked of clients (milliseconds).
-POLL_MS = 2000
+POLL_MS = 1000
 
 
 def _stamp(at: float) -> str:
@@ -90,6 +92,10 @@ class ServedTask:
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     run: asyncio.Future[Any] | None = None
+    #: The questions the task's call waits on (``inputRequests``), by key, and their answers.
+    inputs: dict[str, dict[str, Any]] = attrs.field(factory=dict)
+    answers: dict[str, asyncio.Future[dict[str, Any]]] = attrs.field(factory=dict)
+    asked: int = 0
 
     def view(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -106,7 +112,38 @@ class ServedTask:
             out["result"] = self.result
         elif self.status == "failed" and self.error is not None:
             out["error"] = self.error
+        elif self.status == "input_required":
+            out["inputRequests"] = dict(self.inputs)
         return out
+
+    async def ask(self, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+        """Put a question to the client as an input request of this task (the task is
+        ``input_required`` while any waits) and wait up to ``timeout`` seconds for the
+        answer ``tasks/update`` brings; None when none came."""
+        if len(self.inputs) >= MAX_INPUTS:
+            return None
+        self.asked += 1
+        key = f"input-{self.asked}"  # never used twice in a task
+        answer: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self.inputs[key], self.answers[key] = request, answer
+        self.status, self.updated = "input_required", time.time()
+        try:
+            return await asyncio.wait_for(answer, timeout)
+        except TimeoutError:
+            return None
+        finally:
+            self.inputs.pop(key, None)
+            self.answers.pop(key, None)
+            if not self.inputs and self.status == "input_required":
+                self.status, self.updated = "working", time.time()
+
+    def answer(self, responses: Mapping[str, Any]) -> None:
+        """``tasks/update``: each response to a question still waiting resolves it; a key
+        never asked, or answered already, is ignored (the spec's SHOULD)."""
+        for key, response in responses.items():
+            waiting = self.answers.get(key) if isinstance(key, str) else None
+            if waiting is not None and not waiting.done() and isinstance(response, Mapping):
+                waiting.set_result(dict(response))
 
 
 class TaskStore:
@@ -158,6 +195,12 @@ class TaskOffer:
     ttl: float
     started: asyncio.Event = attrs.field(factory=asyncio.Event)
     task: ServedTask | None = None
+
+    async def ask(self, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+        """The call's question to its client, as an input request of its task (see
+        :meth:`ServedTask.ask`); only when the call is a task."""
+        assert self.task is not None
+        return await self.task.ask(request, timeout)
 
     def says(self, message: str) -> bool:
         """A running task's status message is now ``message`` (its progress: a task gets
@@ -307,7 +350,8 @@ def install_tasks(
         return {"resultType": "complete", **_task_of(ctx, params).view()}
 
     async def tasks_update(ctx: Any, params: _TaskParams) -> dict[str, Any]:
-        _task_of(ctx, params)  # nothing is asked of clients: acknowledged
+        given = (params.model_extra or {}).get("inputResponses")
+        _task_of(ctx, params).answer(given if isinstance(given, Mapping) else {})
         return {"resultType": "complete"}
 
     async def tasks_cancel(ctx: Any, params: _TaskParams) -> dict[str, Any]:

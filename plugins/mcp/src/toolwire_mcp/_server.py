@@ -192,11 +192,17 @@ class MCPCallContext:
             raise TypeError("elicit(message, schema): a string and a JSON Schema mapping")
         if not can_elicit(self._ctx):
             raise _cannot("ask its user for input (it declared no elicitation capability)")
-        if not self._ctx.session.can_send_request:
-            raise _cannot("ask its user during a call over this connection")
         request = types.ElicitRequest(
             params=types.ElicitRequestFormParams(message=message, requested_schema=dict(schema))
         )
+        offer = TASK_OFFER.get()
+        if offer is not None and offer.task is not None:
+            # A call answered as a task asks through the task: an input request its
+            # client answers with tasks/update (SEP-2663).
+            got = await offer.ask(request.model_dump(by_alias=True, mode="json"), timeout)
+            return _elicited(got)
+        if not self._ctx.session.can_send_request:
+            raise _cannot("ask its user during a call over this connection")
         try:
             with anyio.fail_after(timeout):
                 answer = await self._ctx.session.send_request(
@@ -767,6 +773,17 @@ def build_server(
         on_toolsets_changed(announcer)  # held weakly: as long as this server's handlers
         RESOURCE_LISTENERS.add(catalogue.updated)  # the same
         return server
+
+
+def _elicited(answer: Any) -> Elicited:
+    """A client's answer to a question asked through a task (a JSON object, unchecked):
+    what ``elicit`` returns; anything else is ``cancel``."""
+    if not isinstance(answer, Mapping) or answer.get("action") not in ("accept", "decline"):
+        return Elicited("cancel")
+    content = answer.get("content")
+    if answer["action"] == "accept" and isinstance(content, Mapping):
+        return Elicited("accept", dict(content))
+    return Elicited(answer["action"])
 
 
 def _is_task_tool(tool: Any) -> bool:
