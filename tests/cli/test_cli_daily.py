@@ -698,3 +698,30 @@ def test_completion_offers_the_users_aliases_and_key_names(
     assert ["work"] == candidates(["chat", "--key", ""], 2)
     (tmp_path / "toolwire" / "aliases.json").write_text("{broken")
     assert "o3" in candidates(["chat", "--model", "o"], 2)  # a broken file offers the rest
+
+
+def test_the_log_keeps_what_the_model_read_not_a_structured_value(tmp_path: Path) -> None:
+    # #44: a result's structured value is for applications; the saved conversation keeps
+    # what can be sent again (the text), not a copy of the value as large again.
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "app.py").write_text(
+        textwrap.dedent(
+            """
+            import toolwire as tw
+
+            def read_notes(path: str) -> tw.Structured:
+                '''Read the notes.'''
+                return tw.Structured({"content": "buy milk"}, text="buy milk")
+
+            tools = tw.Toolset("app", [tw.tool_fn(read_notes)])
+            """
+        )
+    )
+    done = _toolwire(tmp_path, "chat", "read_notes please", "--app", "app:tools")
+    assert 0 == done.returncode, done.stderr
+    with sqlite3.connect(tmp_path / "data" / "toolwire" / "logs.db") as db:
+        (saved,) = db.execute("SELECT session FROM conversations").fetchone()
+    results = [r for m in json.loads(saved)["messages"] for r in m.get("results", ())]
+    assert ["buy milk"] == [r["content"] for r in results]
+    assert all("structured" not in r for r in results)

@@ -340,6 +340,9 @@ class _Chat:
                 result["arguments"] = self._kept_arguments(
                     result["call_id"], result["tool_name"], result["arguments"]
                 )
+                # What the model read is kept; a structured value beside it (as large
+                # again, and never sent to a model) is not.
+                result.pop("structured", None)
         return data
 
     def _kept_arguments(self, call_id: str, name: str, text: str) -> str:
