@@ -485,3 +485,16 @@ def test_a_tasks_questions_take_only_answers_to_what_waits() -> None:
     assert {"action": "decline"} == got
     assert late is None
     assert ["input_required", "input-1", "working"] == seen
+
+
+def test_a_task_waiting_on_a_question_counts_as_live_and_is_not_swept() -> None:
+    from toolwire_mcp._served_tasks import TaskStore
+
+    store = TaskStore(per_principal=1)
+    task = store.add("", "tidy", 0.0, "asking")  # its time to live is over at once
+    task.status = "input_required"
+    assert not store.room_for("")  # it counts against its principal's limit
+    assert task is store.get(task.id, "")  # and is kept while its call still runs
+    task.status = "completed"
+    assert store.room_for("")
+    assert 0 == len(store)  # ended and past its time: gone

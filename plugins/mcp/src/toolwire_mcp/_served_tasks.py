@@ -69,6 +69,7 @@ MAX_TASKS = 1000
 #: Seconds an ended task is kept for its client to read.
 KEEP = 3600.0
 CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
+ENDED = frozenset({"completed", "failed", "cancelled"})
 #: Questions one task may have waiting at once.
 MAX_INPUTS = 16
 #: The poll interval asked of clients (milliseconds).
@@ -157,12 +158,12 @@ class TaskStore:
     def _sweep(self) -> None:
         now = time.time()
         for task in list(self._tasks.values()):
-            if task.status != "working" and now > task.created + task.ttl:
+            if task.status in ENDED and now > task.created + task.ttl:
                 del self._tasks[task.id]
 
     def room_for(self, owner: str) -> bool:
         self._sweep()
-        working = sum(1 for t in self._tasks.values() if t.owner == owner and t.status == "working")
+        working = sum(1 for t in self._tasks.values() if t.owner == owner and t.status not in ENDED)
         return working < self.per_principal and len(self._tasks) < self.most
 
     def add(self, owner: str, tool: str, ttl: float, message: str | None) -> ServedTask:
