@@ -15,7 +15,8 @@ Both wire versions, on the official SDK's low-level ``Server``:
   ``tasks/update``; ``tasks/cancel``.
 
 Tools: ``research`` (three stages, a status message each), ``ask`` (asks a colour),
-``slow`` (runs until cancelled), ``broken`` (fails with a JSON-RPC error), ``malformed``
+``slow`` (runs until cancelled), ``miscounted`` (structured content its output schema
+refuses), ``broken`` (fails with a JSON-RPC error), ``malformed``
 (answers with a task no client can follow) and ``plain`` (no task). ``MCP_RECORD`` (a
 file): every task's end is appended as a JSON line, so a test sees a cancellation reach
 the server. ``MCP_NO_TASKS_CAPABILITY=1`` leaves ``capabilities.tasks`` out. Run as
@@ -128,6 +129,12 @@ async def _work(task: Task, ctx: Any) -> None:
             elif task.tool == "slow":
                 task.set("working", "taking its time")
                 await anyio.sleep(600)
+            elif task.tool == "miscounted":  # structured content its schema refuses
+                result = types.CallToolResult(
+                    content=_text("many"), structured_content={"n": "many"}
+                )
+                task.result = result.model_dump(by_alias=True, mode="json", exclude_none=True)
+                task.set("completed")
             elif task.tool == "broken":
                 await anyio.sleep(0.05)
                 task.error = {"code": -32603, "message": "the disk is on fire"}
@@ -173,7 +180,14 @@ def _tools() -> list[types.Tool]:
             name=name, description=f"The {name} tool.", input_schema=TEXT_IN, execution=execution
         )
 
+    counted = tool("miscounted", "required")
+    counted.output_schema = {
+        "type": "object",
+        "properties": {"n": {"type": "integer"}},
+        "required": ["n"],
+    }
     return [
+        counted,
         tool("research", "required"),
         tool("ask", "required"),
         tool("slow", "required"),

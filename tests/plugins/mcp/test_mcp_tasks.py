@@ -110,6 +110,15 @@ def test_a_failed_task_is_an_error_result_naming_the_failure(protocol: str, tmp_
 
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_a_tasks_result_is_checked_against_the_tools_output_schema(
+    protocol: str, tmp_path: Path
+) -> None:
+    result = _run(_spec(protocol, tmp_path / "record.jsonl"), "miscounted")
+    assert result.is_error
+    assert "integer" in result.content, result.content
+
+
+@pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_a_malformed_task_is_an_error_result_that_says_so(protocol: str, tmp_path: Path) -> None:
     # An empty task id and a status no version has: the call ends with an error the
     # model reads, nothing is polled, and the next call works.

@@ -236,10 +236,13 @@ async def call_tool(
     whose task, if a 2026-07-28 server answers with one, :class:`TasksExtension` follows."""
     if support == "required" and client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
         require_task_calls(client.server_capabilities)
-        return await call_as_task(
+        final = await call_as_task(
             client.session, name, arguments, limit=limit, watch=WATCH.get(),
             on_progress=on_progress,
         )  # fmt: skip
+        if not final.is_error:  # checked against the tool's output schema, as call_tool does
+            await client.session.validate_tool_result(name, final)
+        return final
     result: types.CallToolResult = await client.call_tool(
         name, arguments, read_timeout_seconds=limit, progress_callback=on_progress
     )
