@@ -111,6 +111,7 @@ if _typing.TYPE_CHECKING:
         Audio,
         File,
         Image,
+        Structured,
     )
     from toolwire._metadata import (
         Capability,
@@ -137,9 +138,6 @@ if _typing.TYPE_CHECKING:
         NeedsTools,
         ToolRound,
         ToolRoundPlan,
-    )
-    from toolwire._structured import (
-        Structured,
     )
     from toolwire._toolfile import (
         raw_tool_from_file,

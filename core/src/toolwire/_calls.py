@@ -21,8 +21,8 @@ import attrs
 from toolwire import _media
 from toolwire._errors import MismatchedToolNameError, PolicyError, UsageError
 from toolwire._exports import publish
+from toolwire._media import Structured
 from toolwire._metadata import ToolMetadata
-from toolwire._structured import Structured
 from toolwire._tools import Tool
 
 __all__ = [

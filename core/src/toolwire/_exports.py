@@ -89,7 +89,7 @@ TOPLEVEL: Mapping[str, str] = {
     "ToolMetadata": "toolwire._metadata",
     "ToolRequest": "toolwire._execute.interceptors",
     "ToolResult": "toolwire._calls",
-    "Structured": "toolwire._structured",
+    "Structured": "toolwire._media",
     "ToolResultReady": "toolwire._agent",
     "ToolResultsMessage": "toolwire._transcript",
     "ToolRound": "toolwire._round",

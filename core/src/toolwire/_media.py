@@ -21,7 +21,7 @@ import hashlib
 import os
 import stat
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, ClassVar, Union, get_args
+from typing import Any, ClassVar, Generic, TypeVar, Union, get_args, get_origin
 
 import attrs
 
@@ -30,6 +30,8 @@ from toolwire._exports import publish
 from toolwire._jsondata import field, optional
 
 __all__ = [
+    "Structured",
+    "structured_value_type",
     "COMMON_IMAGES",
     "TEXT_ONLY",
     "Audio",
@@ -625,6 +627,56 @@ def part_from_dict(d: Mapping[str, Any], where: str) -> Part:
         return cls(data=data, media_type=media_type, name=name)
     except MediaError as exc:
         raise TranscriptError(f"{where}: {exc}") from None
+
+
+# -- a structured value beside what the model reads (#44) -------------------------------
+
+OutT = TypeVar("OutT")
+
+
+class Structured(Generic[OutT]):
+    """A tool's output with a structured value beside what the model reads.
+
+    ``value`` is the call's typed output for applications, policies and an MCP gateway
+    (:attr:`ToolResult.structured`, as JSON values: a pydantic model becomes its dict);
+    ``text`` is what the model reads (text, or parts: text and media, as a tool may
+    return). With no ``text`` the model reads the value as JSON, once. An MCP server's
+    result with both text blocks and ``structuredContent`` reaches a toolwire tool so:
+    the model reads the server's text, the application gets the value::
+
+        @tool_fn
+        def forecast(city: str) -> Structured[Forecast]:  # the output schema: Forecast's
+            return Structured(Forecast(city=city, celsius=21.5), text=f"21.5 °C in {city}")
+    """
+
+    # A plain slotted class, not attrs, and in this module, not one of its own: it is
+    # made at import, where each costs the cold start (an attrs class and a module, about
+    # 0.4 ms between them).
+    __slots__ = ("text", "value")
+
+    def __init__(self, value: OutT, text: str | Sequence[Any] | None = None) -> None:
+        self.value = value
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"Structured(value={self.value!r}, text={self.text!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Structured:
+            return NotImplemented
+        return (self.value, self.text) == (other.value, other.text)
+
+    __hash__ = None  # type: ignore[assignment]  # its value may be a dict
+
+
+def structured_value_type(output_type: Any) -> Any:
+    """The type whose schema describes a tool's output: ``X`` of ``Structured[X]``, none
+    for a bare ``Structured``, else the output type itself."""
+    if output_type is Structured:
+        return None
+    if get_origin(output_type) is Structured:
+        return get_args(output_type)[0]
+    return output_type
 
 
 publish(globals())

@@ -26,7 +26,7 @@ from pydantic.fields import FieldInfo
 
 from toolwire._errors import ToolDefinitionError, UsageError
 from toolwire._exports import publish
-from toolwire._media import is_rich, mentions_parts, render, to_parts
+from toolwire._media import is_rich, mentions_parts, render, structured_value_type, to_parts
 from toolwire._metadata import (
     ToolMetadata,
 )
@@ -41,7 +41,6 @@ from toolwire._strictjson import (
     _validation_error,
     _validation_error_many,
 )
-from toolwire._structured import structured_value_type
 
 __all__ = [
     "Selector",

@@ -89,12 +89,12 @@ from toolwire._execute.plans import (
 from toolwire._execute.scheduling import _Scheduling
 from toolwire._exports import publish
 from toolwire._hooks import _EMPTY_CONTEXT, AuditEvent, HookContext, HookSet, Principal
+from toolwire._media import Structured
 from toolwire._metadata import Capability
 from toolwire._round import (
     ToolRound,
     ToolRoundPlan,
 )
-from toolwire._structured import Structured
 from toolwire._tools import Tool
 from toolwire._toolset import Toolset
 
