@@ -2,16 +2,45 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
 SERVER = str(Path(__file__).with_name("mcp_server.py"))
+
+
+def wait_for_port(port: int, timeout: float = 30.0) -> None:
+    """Until a server accepts connections on 127.0.0.1:``port`` (or ``timeout`` passes)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+
+
+@contextlib.contextmanager
+def task_statuses(said: list[str]) -> Iterator[None]:
+    """Within the block, each status of a task toolwire's client follows is appended to
+    ``said`` (as the connection's progress would report it)."""
+    from toolwire_mcp._tasks import WATCH, TaskWatch
+
+    async def progress(n: float, message: str) -> None:
+        said.append(message)
+
+    token = WATCH.set(TaskWatch(lambda: None, progress))
+    try:
+        yield
+    finally:
+        WATCH.reset(token)
 
 
 def calls_in(path: Path) -> list[dict[str, Any]]:

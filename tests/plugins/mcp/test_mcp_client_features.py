@@ -247,30 +247,22 @@ server.run("sse", host="127.0.0.1", port=int(sys.argv[1]))
 
 
 def test_a_server_on_the_legacy_sse_transport_works(tmp_path: Path) -> None:
-    import socket
     import subprocess
     import sys
-    import time
+
+    from _mcp_support import free_port, wait_for_port
 
     from toolwire_mcp import load_config
 
     (tmp_path / "old_server.py").write_text(SSE_SERVER)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, str(tmp_path / "old_server.py"), str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_for_port(port)
         url = f"http://127.0.0.1:{port}/sse"
         assert "sse" == ServerSpec("old", url=url).transport  # told by the path
         ts = mcp_toolset("old", url)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _mcp_support import free_port, task_statuses, wait_for_port
 
 import toolwire as tw
 from toolwire_mcp import (
@@ -172,22 +172,14 @@ def test_a_task_past_its_call_time_is_cancelled_and_says_so(protocol: str, tmp_p
 
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_task_tools_over_streamable_http(protocol: str, tmp_path: Path) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     proc = subprocess.Popen(
         [sys.executable, TASKS_SERVER, "http", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.1)
+        wait_for_port(port)
         spec = ServerSpec(
             f"http_{protocol}",
             url=f"http://127.0.0.1:{port}/mcp",
@@ -253,9 +245,7 @@ def test_a_long_running_served_tool_is_a_task_to_a_client_that_takes_tasks() -> 
     from mcp import Client
 
     from toolwire_mcp._tasks import (
-        WATCH,
         TasksExtension,
-        TaskWatch,
         _Any,
         _TaskRequest,
         _TaskRequestParams,
@@ -263,29 +253,21 @@ def test_a_long_running_served_tool_is_a_task_to_a_client_that_takes_tasks() -> 
 
     said: list[str] = []
 
-    async def progress(n: float, message: str) -> None:
-        said.append(message)
-
     async def main() -> tuple[Any, Any, Any]:
-        token = WATCH.set(TaskWatch(lambda: None, progress))
-        try:
-            async with Client(_gateway(), extensions=[TasksExtension()]) as client:
-                followed = await client.call_tool("crunch", {"rounds": 4})
-                created = await client.session.call_tool(
-                    "crunch", {"rounds": 20}, allow_claimed=True
-                )
-                request = _TaskRequest(
-                    method="tasks/get", params=_TaskRequestParams(taskId=created.task_id)
-                )
-                await anyio.sleep(0.3)
-                got = await client.session.send_request(request, _Any)
-        finally:
-            WATCH.reset(token)
+        async with Client(_gateway(), extensions=[TasksExtension()]) as client:
+            followed = await client.call_tool("crunch", {"rounds": 4})
+            created = await client.session.call_tool("crunch", {"rounds": 20}, allow_claimed=True)
+            request = _TaskRequest(
+                method="tasks/get", params=_TaskRequestParams(taskId=created.task_id)
+            )
+            await anyio.sleep(0.3)
+            got = await client.session.send_request(request, _Any)
         async with Client(_gateway()) as plain:  # no tasks: an ordinary call
             ordinary = await plain.call_tool("crunch", {"rounds": 2})
         return followed, (created, got), ordinary
 
-    followed, (created, got), ordinary = anyio.run(main)
+    with task_statuses(said):
+        followed, (created, got), ordinary = anyio.run(main)
     assert (False, "crunched 4") == (followed.is_error, followed.content[0].text)
     assert said[0].endswith(": working: running `crunch`")  # followed as a task
     assert ("task", "working") == (created.result_type, created.status)
@@ -411,7 +393,7 @@ def test_the_gateway_serves_an_upstream_task_only_tool_as_a_task(tmp_path: Path)
     from mcp import Client
 
     from toolwire_mcp import build_server
-    from toolwire_mcp._tasks import WATCH, TasksExtension, TaskWatch
+    from toolwire_mcp._tasks import TasksExtension
 
     spec = _spec("legacy", tmp_path / "record.jsonl")
     upstream = mcp_toolset(spec.name, spec)
@@ -419,18 +401,12 @@ def test_the_gateway_serves_an_upstream_task_only_tool_as_a_task(tmp_path: Path)
     server = build_server(upstream, host=tw.PluginHost(autoload=False), approve=True)
     said: list[str] = []
 
-    async def progress(n: float, message: str) -> None:
-        said.append(message)
-
     async def main() -> Any:
-        token = WATCH.set(TaskWatch(lambda: None, progress))
-        try:
-            async with Client(server, extensions=[TasksExtension()]) as client:
-                return await client.call_tool("research", {"topic": "owls"})
-        finally:
-            WATCH.reset(token)
+        async with Client(server, extensions=[TasksExtension()]) as client:
+            return await client.call_tool("research", {"topic": "owls"})
 
-    result = anyio.run(main)
+    with task_statuses(said):
+        result = anyio.run(main)
     assert (False, "report on owls") == (result.is_error, result.content[0].text)
     assert said[0].endswith(": working: running `research`")
 
