@@ -43,6 +43,13 @@ def principal_of(ctx: Any) -> Principal | None:
     return principal_of_scope(getattr(getattr(ctx, "request", None), "scope", None))
 
 
+def principal_key(ctx: Any) -> str:
+    """The principal behind ``ctx`` as one comparable text ("" for none): what binds
+    something to whoever asked for it (an approval answered across two requests, a task)."""
+    principal = principal_of(ctx)
+    return "" if principal is None else json.dumps(principal.to_dict(), sort_keys=True)
+
+
 def principal_of_scope(scope: Any) -> Principal | None:
     """The principal an ASGI request ``scope`` was authenticated as (None: none)."""
     state = scope.get("state") if isinstance(scope, Mapping) else None

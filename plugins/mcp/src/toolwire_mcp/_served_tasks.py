@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import json
 import logging
 import secrets
 import time
@@ -45,7 +44,7 @@ from mcp.shared.inbound import decode_header_value
 from mcp_types.jsonrpc import HEADER_MISMATCH
 from pydantic import ConfigDict, Field
 
-from toolwire_mcp._auth import principal_of
+from toolwire_mcp._auth import principal_key
 from toolwire_mcp._tasks import TASKS_EXTENSION
 
 __all__ = [
@@ -233,11 +232,6 @@ TASK_OFFER: contextvars.ContextVar[TaskOffer | None] = contextvars.ContextVar(
 )
 
 
-def _owner(ctx: Any) -> str:
-    principal = principal_of(ctx)
-    return "" if principal is None else json.dumps(principal.to_dict(), sort_keys=True)
-
-
 def _declares_tasks(params: Mapping[str, Any] | None) -> bool:
     meta = (params or {}).get("_meta")
     caps = (
@@ -309,7 +303,7 @@ def install_tasks(
         now = is_task_tool(tool)
         if not now and approval_wait <= 0:  # it cannot become a task: as it always was
             return await call_next(ctx)
-        offer = TaskOffer(tasks, _owner(ctx), tool, ttl)
+        offer = TaskOffer(tasks, principal_key(ctx), tool, ttl)
         if now:
             offer.take(f"running `{tool}`")  # no room: run as an ordinary call
         token = TASK_OFFER.set(offer)
@@ -345,7 +339,7 @@ def install_tasks(
             # names another is refused, as the SDK refuses a tools/call's (SEP-2243). One
             # left out is taken (pydantic-ai's task client sends none): the body decides.
             raise MCPError(HEADER_MISMATCH, "the Mcp-Name header does not name this task")
-        return tasks.get(params.task_id, _owner(ctx))
+        return tasks.get(params.task_id, principal_key(ctx))
 
     async def tasks_get(ctx: Any, params: _TaskParams) -> dict[str, Any]:
         return {"resultType": "complete", **_task_of(ctx, params).view()}

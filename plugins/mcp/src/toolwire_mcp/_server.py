@@ -77,7 +77,13 @@ from toolwire_mcp._approve import (
     can_elicit,
     too_long_to_ask,
 )
-from toolwire_mcp._auth import CURRENT_PRINCIPAL, guarded, load_tokens, principal_of
+from toolwire_mcp._auth import (
+    CURRENT_PRINCIPAL,
+    guarded,
+    load_tokens,
+    principal_key,
+    principal_of,
+)
 from toolwire_mcp._catalogue import RESOURCE_NOT_FOUND, Announcer, Catalogue, connection_of
 from toolwire_mcp._client_features import relay_sampling
 from toolwire_mcp._connection import RESOURCE_LISTENERS, MCPCallError
@@ -434,9 +440,7 @@ def build_server(
     def state_of(request: ApprovalRequest, ctx: Any) -> str:
         # The principal too: an answer asked of alice's client cannot be replayed by bob's
         # request for the same call.
-        principal = principal_of(ctx)
-        whom = json.dumps(principal.to_dict(), sort_keys=True) if principal is not None else ""
-        text = f"{request.tool_name}\0{request.arguments_json}\0{whom}"
+        text = f"{request.tool_name}\0{request.arguments_json}\0{principal_key(ctx)}"
         return hmac.new(key, text.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
 
     def approver_for(
