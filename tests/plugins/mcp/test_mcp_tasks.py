@@ -124,7 +124,8 @@ def test_a_malformed_task_is_an_error_result_that_says_so(protocol: str, tmp_pat
     # model reads, nothing is polled, and the next call works.
     result = _run(_spec(protocol, tmp_path / "record.jsonl"), "malformed")
     assert result.is_error
-    assert "malformed" in result.content or "status" in result.content, result.content
+    assert "malformed" in result.content, result.content
+    assert "at least 1 character" in result.content  # the empty task id, named
     assert "plain answer" == _run(_spec(protocol, tmp_path / "record.jsonl"), "plain").content
 
 
