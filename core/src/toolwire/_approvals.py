@@ -26,6 +26,8 @@ from typing import Any
 
 import attrs
 
+from toolwire._calls import TypedCall
+from toolwire._execute.approval import _vouch, call_fingerprint
 from toolwire._exports import publish
 from toolwire._files import NotPrivate, open_private_sqlite
 from toolwire._hooks import Principal
@@ -415,6 +417,26 @@ class ApprovalQueue:
 
         result: ApprovalRequest | None = self._write(change)
         return result
+
+    def vouch(self, request: ApprovalRequest, call: TypedCall[Any]) -> None:
+        """Say to this process's executors that ``call`` runs by the approval ``request``
+        gave (spent by :meth:`spend` for it): the executor's own approval gate takes it as
+        approved, once, instead of asking the caller's approver, who counts for nothing
+        where a policy names who answers. ``call``: the call as it runs (with the
+        arguments the approver approved, when they edited them). Raises ApprovalError
+        when the queue does not hold ``request`` spent for exactly this call."""
+        held = self.get(request.id)
+        fingerprint = call_fingerprint(call)
+        if (
+            held is None
+            or held.status != SPENT
+            or held.principal != request.principal
+            or held.key != request.key
+            or (held.edited is None and held.key != "sha256:" + fingerprint)
+        ):
+            raise ApprovalError(f"approval request {request.id} was not spent for this call")
+        principal = Principal(**held.principal) if held.principal else None
+        _vouch(fingerprint, principal)
 
     # -- answering -----------------------------------------------------------------------
 

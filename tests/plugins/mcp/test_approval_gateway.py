@@ -31,14 +31,14 @@ def wipe(target: str) -> str:
     return f"wiped {target}"
 
 
-def _server(tmp_path: Path, wait: float) -> tuple[Any, ApprovalQueue]:
+def _server(tmp_path: Path, wait: float, approve: bool = True) -> tuple[Any, ApprovalQueue]:
     queue = tmp_path / "approvals.sqlite"
     (tmp_path / "p.toml").write_text(
         f'approve = ["wipe"]\n[approvals]\napprovers = ["group:ops"]\nqueue = "{queue}"\n'
     )
     host = tw.PluginHost(autoload=False, disable_policies=False)
     host.register(PolicyPlugin(Policy.from_file(tmp_path / "p.toml")), "corp", kind="policy")
-    server = build_server(tw.Toolset("app", [wipe]), host=host, approve=True, approval_wait=wait)
+    server = build_server(tw.Toolset("app", [wipe]), host=host, approve=approve, approval_wait=wait)
     return server, ApprovalQueue(queue)
 
 
@@ -111,6 +111,29 @@ def test_past_its_wait_the_refusal_names_the_request_and_a_later_call_runs(
     again, _ = _call(server, "logs")  # the same call, made again: runs once
     assert "wiped logs" == again.content[0].text
     assert ["logs"] == WIPED
+
+
+def test_the_named_approvers_answer_is_the_approval_without_approve(tmp_path: Path) -> None:
+    """Without --approve, a client that cannot be asked (no elicitation) would be denied
+    a destructive call; where the policy names who approves, their answer is the approval
+    (the caller's own approver counts for nothing either way). It was denied after the
+    named approver approved."""
+    WIPED.clear()
+    server, queue = _server(tmp_path, wait=60, approve=False)
+    approver = _answer(queue, approve=True)
+    result, _ = _call(server, "cache")
+    approver.join()
+    assert not result.is_error, result.content[0].text
+    assert ["cache"] == WIPED
+    # Not approved by the policy's approvers: the gateway's own gate still holds.
+    unruled = build_server(tw.Toolset("app", [wipe]), host=_no_policy(), approve=False)
+    denied, _ = _call(unruled, "db")
+    assert denied.is_error
+    assert ["cache"] == WIPED
+
+
+def _no_policy() -> tw.PluginHost:
+    return tw.PluginHost(autoload=False, disable_policies=False)
 
 
 # -- #44: a client that takes tasks gets one, and polls it ----------------------------------

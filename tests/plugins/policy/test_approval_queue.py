@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import attrs
 import pytest
 
 import toolwire as tw
@@ -39,7 +40,7 @@ def _policy(tmp_path: Path, approvers: list[str], expires: float = 3600) -> Path
     return path
 
 
-def _executor(path: Path, paid: list[str]) -> Payer:
+def _executor(path: Path, paid: list[str], own: Any = None) -> Payer:
     host = tw.PluginHost(autoload=False, disable_policies=False)
     host.register(PolicyPlugin(Policy.from_file(path)), "corp", kind="policy")
 
@@ -50,7 +51,7 @@ def _executor(path: Path, paid: list[str]) -> Payer:
         return f"paid {amount} to {to}"
 
     # The caller's own approver says yes to everything: with a queue it counts for nothing.
-    executor = tw.Executor(tools=[pay], plugins=host, approval=lambda request: tw.Allow())
+    executor = tw.Executor(tools=[pay], plugins=host, approval=own or (lambda request: tw.Allow()))
     return Payer(executor, pay)
 
 
@@ -488,6 +489,59 @@ def test_an_approver_edits_the_arguments_checked_and_decided_again(tmp_path: Pat
     assert "the arguments fran approved are refused" in refused
     assert "mallory" in refused
     assert ["50 to bob"] == paid
+
+
+def test_the_named_approvers_answer_stands_where_the_callers_approver_says_no(
+    tmp_path: Path,
+) -> None:
+    """The caller's own approver counts for nothing either way: an approval a person the
+    policy names gave runs the call (edited too) though the caller's approver refuses
+    every call it is asked about (it refused them after the queue's approval)."""
+    paid: list[str] = []
+    asked: list[str] = []
+
+    def no(request: tw.ApprovalRequest) -> tw.Deny:
+        asked.append(request.call.name)
+        return tw.Deny("the caller says no")
+
+    payer = _executor(_policy(tmp_path, ["group:finance"]), paid, own=no)
+    queue = ApprovalQueue(tmp_path / "approvals.sqlite")
+    [rid] = request_ids_in(_pay(payer, "alice"))
+    queue.answer(rid, approve=True, by=FINANCE)
+    assert "paid 5 to bob" == _pay(payer, "alice")
+    [rid] = request_ids_in(_pay(payer, "alice", amount=900))
+    queue.answer(rid, approve=True, by=FINANCE, arguments={"amount": 90, "to": "bob"})
+    assert "paid 90 to bob" == _pay(payer, "alice", amount=900)
+    assert (["5 to bob", "90 to bob"], []) == (paid, asked)
+    # Spent once: the same call again is filed again, not run on the first approval.
+    assert "waits for group:finance" in _pay(payer, "alice")
+    assert 2 == len(paid)
+
+
+def test_a_queue_vouches_only_for_a_request_it_spent_for_that_call(tmp_path: Path) -> None:
+    paid: list[str] = []
+    payer = _executor(_policy(tmp_path, ["group:finance"]), paid)
+    queue = ApprovalQueue(tmp_path / "approvals.sqlite")
+    [rid] = request_ids_in(_pay(payer, "alice"))
+    pending = queue.get(rid)
+    assert pending is not None
+    text = json.dumps({"amount": 5, "to": "bob"})
+    call = tw.TypedCall(tw.ToolCall("c1", "pay", text), payer.tool, payer.tool.validate_json(text))
+    with pytest.raises(ApprovalError, match="was not spent for this call"):
+        queue.vouch(pending, call)  # pending, not spent
+    forged = attrs.evolve(pending, id="apr_" + "x" * 22, status="spent")
+    with pytest.raises(ApprovalError, match="was not spent for this call"):
+        queue.vouch(forged, call)  # the queue holds no such request
+    queue.answer(rid, approve=True, by=FINANCE)
+    assert "paid 5 to bob" == _pay(payer, "alice")  # spent by the policy, for this call
+    spent = queue.get(rid)
+    assert spent is not None
+    other = json.dumps({"amount": 6, "to": "bob"})
+    with pytest.raises(ApprovalError, match="was not spent for this call"):
+        queue.vouch(
+            spent, tw.TypedCall(tw.ToolCall("c2", "pay", other), payer.tool,
+                                payer.tool.validate_json(other))
+        )  # fmt: skip
 
 
 def test_an_edit_cannot_keep_a_value_the_approver_never_saw(tmp_path: Path) -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Union
 
@@ -18,7 +20,7 @@ from toolwire._calls import (
     TypedCall,
 )
 from toolwire._exports import publish
-from toolwire._hooks import HookContext
+from toolwire._hooks import HookContext, Principal
 from toolwire._metadata import ToolEffect
 
 if TYPE_CHECKING:
@@ -87,6 +89,51 @@ def call_fingerprint(call: TypedCall[Any]) -> str:
     """
     text = _canonical_json({"tool": call.name, "input": _bound(call.input)})
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+# -- approvals a policy's named approvers gave ----------------------------------------------
+
+#: Calls a person the policy names approved through the approval queue, as the policy that
+#: spent the approval lets them run: fingerprint -> [(principal, until)]. The executor's
+#: own approval gate takes such a call as approved, once: where the policy names who
+#: answers, the caller's approver counts for nothing (it once refused what they approved).
+#: Filled only by :meth:`toolwire.approvals.ApprovalQueue.vouch`, which reads in the queue
+#: that the request was spent, for this principal.
+_VOUCHED: dict[str, list[tuple[Principal | None, float]]] = {}
+_VOUCH_LOCK = threading.Lock()
+#: Seconds a vouched call has to reach the gate (it comes within the same decision).
+VOUCH_FOR = 60.0
+_VOUCH_MAX = 1024
+
+
+def _vouch(fingerprint: str, principal: Principal | None) -> None:
+    now = time.monotonic()
+    with _VOUCH_LOCK:
+        if len(_VOUCHED) >= _VOUCH_MAX:  # the stale first; never more than the bound
+            for key in [k for k, held in _VOUCHED.items() if held[-1][1] <= now]:
+                del _VOUCHED[key]
+            while len(_VOUCHED) >= _VOUCH_MAX:
+                del _VOUCHED[next(iter(_VOUCHED))]
+        _VOUCHED.setdefault(fingerprint, []).append((principal, now + VOUCH_FOR))
+
+
+def _take_vouched(fingerprint: str, principal: Principal | None) -> bool:
+    """Whether the call with ``fingerprint`` for ``principal`` was approved by a person the
+    policy names (spending that, once)."""
+    if not _VOUCHED:
+        return False
+    now = time.monotonic()
+    with _VOUCH_LOCK:
+        held = _VOUCHED.get(fingerprint)
+        if held is None:
+            return False
+        for i, (whom, until) in enumerate(held):
+            if whom == principal and until > now:
+                del held[i]
+                if not held:
+                    del _VOUCHED[fingerprint]
+                return True
+        return False
 
 
 def _bound(value: Any) -> Any:

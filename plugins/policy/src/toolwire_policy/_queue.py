@@ -88,7 +88,7 @@ def file_or_spend(
     try:
         spent = queue.spend(key, context.principal)
         if spent is not None:
-            return _approved(call, spent, again)
+            return _approved(queue, call, spent, again)
         text = review_arguments(shown)
         if text is None:
             return Verdict(
@@ -123,14 +123,17 @@ def file_or_spend(
 
 
 def _approved(
+    queue: ApprovalQueue,
     call: TypedCall[Any],
     spent: ApprovalRequest,
     again: Callable[[TypedCall[Any]], str | None],
 ) -> Verdict:
     """The verdict of an approval spent: the call as it is, or with the arguments the
-    approver approved instead, checked against the tool and decided again."""
+    approver approved instead, checked against the tool and decided again. Either way the
+    executor's own approval gate hears that the call is approved (the queue vouches)."""
     how = f"queue:{spent.id} by {spent.answered_by}"
     if spent.edited is None:
+        queue.vouch(spent, call)
         return Verdict(True, approval=how)
     from toolwire_policy._policy import REDACTED
 
@@ -146,9 +149,11 @@ def _approved(
         return Verdict(
             False, f"the arguments {spent.answered_by} approved do not fit `{call.name}`: {exc}"
         )
-    broken = again(call.with_input(edited_input))
+    edited = call.with_input(edited_input)
+    broken = again(edited)
     if broken is not None:
         return Verdict(False, f"the arguments {spent.answered_by} approved are refused: {broken}")
+    queue.vouch(spent, edited)
     return Verdict(True, approval=how + " (arguments edited)", input=edited_input)
 
 
