@@ -37,6 +37,12 @@ from toolwire._plugins.discovery import (
     _CORE_DISTRIBUTION,
     _KIND_RANK,
     _PROVIDER_NAME,
+    PluginRecord,
+    _Candidate,
+    _dist_of,
+    _version,
+)
+from toolwire._plugins.entrypoints import (
     DEFAULT_IMPORT_TIMEOUT,
     DISABLE_POLICIES_ENV,
     ENTRY_POINT_GROUPS,
@@ -44,16 +50,12 @@ from toolwire._plugins.discovery import (
     POLICY_REQUIRED_ENV,
     ImportTimeout,
     PluginKind,
-    PluginRecord,
-    _Candidate,
     _describe,
-    _dist_of,
     _entry_points,
     _env_flag,
     _env_names,
     _env_timeout,
     _policies_off,
-    _version,
 )
 from toolwire._plugins.wrappers import (
     _ASYNC_OK,

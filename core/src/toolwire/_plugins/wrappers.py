@@ -17,7 +17,7 @@ from toolwire._tools import Tool
 if TYPE_CHECKING:
     from toolwire._hooks import ToolDecision
 
-from toolwire._plugins.discovery import _describe
+from toolwire._plugins.entrypoints import _describe
 
 logger = logging.getLogger("toolwire.plugins")
 
