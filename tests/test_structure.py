@@ -21,6 +21,7 @@ PUBLIC = {
     "toolwire.exceptions",
     "toolwire.hookspecs",
     "toolwire.approvals",
+    "toolwire.cli.extend",  # what a distribution's own commands use
 }
 
 
@@ -48,6 +49,51 @@ def test_distribution_imports_only_public_core_modules(dist: Path) -> None:
         if module.split(".")[0] == "toolwire" and module not in PUBLIC
     ]
     assert [] == private
+
+
+def _packages() -> set[str]:
+    """The import names of every distribution but core (``toolwire_mcp``, ...)."""
+    found = set()
+    for folder in ("providers", "plugins", "integrations"):
+        for src in ROOT.glob(f"{folder}/*/src/*/__init__.py"):
+            found.add(src.parent.name)
+    return found
+
+
+def reaches_up(source: Path, packages: set[str]) -> list[tuple[int, str]]:
+    """Where ``source`` imports one of ``packages``: an import statement, or a call that
+    imports a module named by a string (``importlib.import_module("toolwire_mcp")``)."""
+    tree = ast.parse(source.read_text(encoding="utf-8"), filename=str(source))
+    out = [(line, m) for line, m in imported_modules(source) if m.split(".")[0] in packages]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and node.args:
+            arg = node.args[0]
+            name = arg.value if isinstance(arg, ast.Constant) else None
+            if isinstance(name, str) and name.split(".")[0] in packages:
+                out.append((node.lineno, name))
+    return out
+
+
+def test_core_imports_no_other_distribution() -> None:
+    """Core never reaches up into a plugin: a distribution adds its commands through
+    the hook ``toolwire_cli_commands`` (the command line imported toolwire_mcp by name)."""
+    packages = _packages()
+    assert {"toolwire_mcp", "toolwire_policy", "toolwire_openai"} <= packages
+    up = [
+        f"{src.relative_to(ROOT)}:{line} imports {module}"
+        for src in sorted((ROOT / "core" / "src").rglob("*.py"))
+        for line, module in reaches_up(src, packages)
+    ]
+    assert [] == up
+
+
+def test_the_reach_up_check_sees_both_ways(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "import importlib\nimport toolwire_mcp._server\n"
+        "m = importlib.import_module('toolwire_mcp')\n"
+    )
+    assert [(2, "toolwire_mcp._server"), (3, "toolwire_mcp")] == reaches_up(bad, {"toolwire_mcp"})
 
 
 def test_the_check_sees_a_private_import(tmp_path: Path) -> None:

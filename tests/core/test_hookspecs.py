@@ -26,6 +26,8 @@ def test_the_hooks_are_the_documented_set() -> None:
         "toolwire_tool_result",
         "toolwire_audit",
         "toolwire_redact_arguments",
+        "toolwire_cli_commands",
+        "toolwire_cli_terminal",
     ] == NAMES
 
 
@@ -54,7 +56,9 @@ def test_every_hook_is_in_the_reference() -> None:
 
 
 def test_every_hook_has_its_own_test() -> None:
-    tests = (Path(__file__).parent / "test_plugins.py").read_text()
+    # (the command line's hooks are tried through installed distributions)
+    here = Path(__file__).parent
+    tests = (here / "test_plugins.py").read_text() + (here / "test_plugins_dist.py").read_text()
     missing = [name for name in NAMES if f"def test_{name}(" not in tests]
     assert [] == missing
 

@@ -248,3 +248,51 @@ def test_switching_policies_off_is_refused_where_a_policy_is_required(venv: Any)
         "toolwire.PolicyError: policies cannot be turned off (every policy) while the "
         "organisation requires a policy (TOOLWIRE_POLICY_REQUIRED=1)"
     ) in done.stderr
+
+
+# -- the command line's hooks: commands a distribution adds (#46) ---------------------------
+
+
+def _cli(venv: Any, *args: str, **switches: str) -> Any:
+    return venv.cli(*args, **{**EVERYTHING_BUT_THE_BROKEN_POLICY, **switches})
+
+
+def test_toolwire_cli_commands(venv: Any) -> None:
+    helped = _cli(venv, "--help")
+    assert 0 == helped.returncode, helped.stderr
+    assert "say hello" in helped.stdout
+    assert "greet" not in helped.stdout  # two distributions add it: neither does
+    said = helped.stderr
+    assert "commands `brokencommand` (tw_broken_command) left out: RuntimeError: this " in said
+    assert "commands `hello`: `chat` is a built-in command; left out" in said
+    assert "commands `hello`: registered a str, not a toolwire.cli.Command" in said
+    assert "`toolwire greet` is added by hello, twin; left out for both" in said
+
+    ran = _cli(venv, "hello", "--name", "ada")
+    assert (0, "hello, ada (3 tools)") == (ran.returncode, ran.stdout.strip()), ran.stderr
+    failed = _cli(venv, "hello", "--fail")
+    assert (2, "toolwire: error: hello: asked to fail") == (
+        failed.returncode,
+        failed.stderr.splitlines()[-1],
+    )
+    assert 2 == _cli(venv, "hello", "--bogus").returncode  # argparse's own usage error
+    # A built-in command reads no command module (and the built-in `chat` is the real one).
+    plain = _cli(venv, "plugins")
+    assert (0, False) == (plain.returncode, "left out" in plain.stderr)
+    # Completion offers the added command, and the values it names for an option.
+    assert "hello" in _cli(venv, "__complete", "0", "he").stdout.split()
+    assert ["ada", "bob"] == _cli(venv, "__complete", "2", "hello", "--name", "").stdout.split()
+    # A distribution switched off adds nothing.
+    off = _cli(venv, "hello", TOOLWIRE_DISABLE_PLUGINS="hello")
+    assert (2, True) == (off.returncode, "invalid choice: 'hello'" in off.stderr)
+    # toolwire's own commands name what to install when it is not.
+    missing = _cli(venv, "mcp", "serve")
+    assert 2 == missing.returncode
+    assert "`toolwire mcp` needs toolwire-mcp: pip install toolwire-mcp" in missing.stderr
+
+
+def test_toolwire_cli_terminal(venv: Any) -> None:
+    done = _cli(venv, "call", "echo", '{"text": "hi"}', TW_HELLO_TERMINAL="1")
+    assert 0 == done.returncode, done.stderr
+    assert "[hello] t: 1/2 halfway" in done.stderr
+    assert "hi" in done.stdout

@@ -4,7 +4,9 @@ A plugin is a module (or any object) with functions named after these hooks,
 marked with ``@toolwire.hookimpl``. It is found through one of four
 entry-point groups: ``toolwire.toolsets`` (tool packs), ``toolwire.policies``
 (organisation policies), ``toolwire.providers`` (provider adapters) and
-``toolwire.backends`` (executor backends)::
+``toolwire.backends`` (executor backends); a fifth, ``toolwire.commands``, names
+the modules that add commands to the ``toolwire`` command line (the two
+``toolwire_cli_*`` hooks, and only those)::
 
     # pyproject.toml
     [project.entry-points."toolwire.toolsets"]
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
 
     from toolwire._backends import ToolBackend
     from toolwire._calls import ToolResult, TypedCall
+    from toolwire._command import Command, Terminal
     from toolwire._compile import SchemaCompiler
     from toolwire._hooks import AuditEvent, Hidden, HookContext, ToolDecision
     from toolwire._provider import Provider
@@ -48,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PROJECT",
     "RegisterBackend",
+    "RegisterCommand",
     "RegisterProvider",
     "RegisterToolset",
     "hookimpl",
@@ -86,6 +90,12 @@ class RegisterBackend(Protocol):
     """The ``register`` callback passed to ``toolwire_register_backends``."""
 
     def __call__(self, name: str, factory: Callable[..., ToolBackend]) -> None: ...
+
+
+class RegisterCommand(Protocol):
+    """The ``register`` callback passed to ``toolwire_cli_commands``."""
+
+    def __call__(self, command: Command) -> None: ...
 
 
 # -- registration ------------------------------------------------------------------
@@ -306,6 +316,53 @@ def toolwire_redact_arguments(
     :param arguments: the call's arguments (JSON data) as the previous hook left them.
     :param context: the turn's context.
     :returns: the arguments with values replaced (``"[REDACTED]"``), or None.
+
+    Added in 0.2.
+    """
+
+
+# -- the command line ------------------------------------------------------------
+
+
+@hookspec
+def toolwire_cli_commands(register: RegisterCommand) -> None:
+    """Contribute commands to the ``toolwire`` command line (``toolwire mcp ...``).
+
+    Calling rule: implemented by the modules of the entry-point group
+    ``toolwire.commands`` (only those: a tool pack's module is not asked). Called
+    once per process, when the command line lists its commands (``toolwire
+    --help``, completion, a word that is not a built-in command) or runs one of
+    theirs; never for a built-in command. The modules are imported then, so they
+    must be light: import the distribution's machinery inside ``Command.run``.
+    The return value is ignored.
+
+    A module that fails to import, an implementation that raises, a command that
+    is not a :class:`toolwire.cli.Command`, or one whose name a built-in command
+    has, is left out with a warning naming it; a name two distributions give is
+    left out for both. Every other command works.
+
+    :param register: ``register(command)``: a :class:`toolwire.cli.Command`
+        (its name, its one-line help, a function adding its arguments to its
+        ``argparse`` parser, the function that runs it, and where completion
+        finds an option's values).
+
+    Added in 0.2.
+    """
+
+
+@hookspec
+def toolwire_cli_terminal(terminal: Terminal) -> bool | None:
+    """Take what the command line offers before ``toolwire call`` or ``toolwire chat``
+    runs tools: a printer for progress and, at a terminal, a way to ask its user.
+
+    Calling rule: implemented by the modules of ``toolwire.commands``; called once
+    per run of those commands, before any tool runs. toolwire-mcp installs them
+    as its progress and elicitation handlers.
+
+    :param terminal: a :class:`toolwire.cli.Terminal`: ``progress(event)`` prints
+        one line on stderr; ``ask(request)`` (None when stdin is not a terminal)
+        asks for each field of a form.
+    :returns: True when questions will be asked at the terminal.
 
     Added in 0.2.
     """

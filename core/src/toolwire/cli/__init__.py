@@ -24,7 +24,10 @@ from toolwire.cli.parser import (
     EXIT_TOOL,
     EXIT_USAGE,
     CliError,
+    _command_word,
     _parser,
+    _subparsers,
+    add_commands,
 )
 
 __all__ = ["main"]
@@ -37,7 +40,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         from toolwire.cli.completion import complete
 
         return complete(words[1:])
-    args = _parser().parse_args(words)
+    parser = _parser()
+    word = _command_word(words)
+    listing = word is None and ("-h" in words or "--help" in words)
+    builtin = _subparsers(parser)
+    if listing or (word is not None and word not in builtin):
+        # --help, or not a built-in command: the installed distributions' commands too
+        # (their modules are imported only now, never for a built-in command).
+        from toolwire.cli.extend import ELSEWHERE, plugin_commands
+
+        added = plugin_commands(builtin)
+        if word in ELSEWHERE and word not in added:
+            print(
+                f"toolwire: error: `toolwire {word}` needs {ELSEWHERE[word]}: "
+                f"pip install {ELSEWHERE[word]}",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+        add_commands(parser, added, only=word or "")
+    args = parser.parse_args(words)
     # After parsing: --help, --version and argument errors need none of the machinery
     # (pydantic, the plugin host, the agent), which takes a fifth of a second to import.
     from toolwire.cli.chat import COMMANDS
@@ -53,6 +74,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 use_mcp_config()  # the MCP servers the user's toolwire.toml names
             except ToolwireError as exc:
                 raise CliError(str(exc), EXIT_USAGE) from None
+        added_command = getattr(args, "_added", None)
+        if added_command is not None:
+            from toolwire.cli.extend import CommandContext
+
+            status = added_command.run(args, CommandContext())
+            if not isinstance(status, int) or isinstance(status, bool):
+                raise CliError(
+                    f"`toolwire {args.command}` returned {type(status).__name__}, not an "
+                    "exit status",
+                    EXIT_PLUGIN,
+                )
+            return status
         return {**_COMMANDS, **COMMANDS}[args.command](args)
     except Exception as exc:
         if args.debug:

@@ -1,14 +1,14 @@
 """Asking the person at the terminal what an MCP server wants to know (elicitation),
 and showing them what it reports of its progress.
 
-``toolwire call`` and ``toolwire chat`` install :func:`terminal_handler` when toolwire-mcp
-is installed and stdin is a terminal; a run that is not interactive keeps no handler,
-so every request is declined. Progress goes to stderr either way (one line each).
+``toolwire call`` and ``toolwire chat`` offer :func:`terminal_handler` (when stdin is a
+terminal) and :func:`progress_printer` to the installed distributions (the hook
+``toolwire_cli_terminal``: toolwire-mcp takes them); a run that is not interactive offers
+no handler, so every request is declined. Progress goes to stderr either way.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
@@ -111,20 +111,15 @@ def progress_printer(write: TextIO | None = None) -> Callable[[Any], None]:
 
 
 def install_terminal_handler(stdin: TextIO | None = None) -> bool:
-    """Show MCP servers' progress on stderr, and answer their elicitation on this
-    terminal when stdin is one (toolwire-mcp installed); True when the questions are
-    asked here."""
-    try:
-        toolwire_mcp = importlib.import_module("toolwire_mcp")
-    except ImportError:
-        return False
-    toolwire_mcp.set_progress_handler(progress_printer())
+    """Offer the installed distributions (``toolwire_cli_terminal``: toolwire-mcp's servers'
+    progress and elicitation) a progress printer on stderr and, when stdin is a terminal,
+    :func:`terminal_handler`; True when the questions are asked here."""
+    from toolwire.cli.extend import Terminal, offer_terminal
+
     stream = stdin if stdin is not None else sys.stdin
     try:
         interactive = stream.isatty()
     except (AttributeError, ValueError):
         interactive = False
-    if not interactive:
-        return False
-    toolwire_mcp.set_elicitation_handler(terminal_handler())
-    return True
+    ask = terminal_handler() if interactive else None
+    return offer_terminal(Terminal(progress_printer(), ask)) and interactive

@@ -781,94 +781,12 @@ def _cmd_new(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _cmd_mcp(args: argparse.Namespace) -> int:
-    try:
-        toolwire_mcp = importlib.import_module("toolwire_mcp")
-    except ImportError as exc:
-        raise CliError(
-            f"`toolwire mcp` needs toolwire-mcp: pip install toolwire-mcp ({exc})", EXIT_USAGE
-        ) from exc
-    if args.mcp_command == "trust":
-        return _mcp_trust(toolwire_mcp, args)
-    if args.mcp_command == "console":
-        try:
-            toolwire_mcp.serve_console(
-                tokens_file=args.tokens, queue=args.queue, host=args.host, port=args.port
-            )
-        except UsageError as exc:
-            raise CliError(str(exc), EXIT_USAGE) from None
-        return EXIT_OK
-    host = _host()
-    toolset = _app_toolset(args.app)
-    served = {
-        kind: _imported(spec, f"--{kind}") if spec else ()
-        for kind, spec in (("resources", args.resources), ("prompts", args.prompts))
-    }
-    for kind, value in served.items():
-        if not isinstance(value, (list, tuple)):
-            raise CliError(
-                f"--{kind} names a {type(value).__name__}; expected a list of toolwire_mcp "
-                f"{kind[:-1]} definitions",
-                EXIT_USAGE,
-            )
-    _warn_blocked(host, host.assemble(toolset))
-    try:
-        toolwire_mcp.serve_mcp(
-            toolset,
-            transport=args.transport,
-            host=args.host,
-            port=args.port,
-            token_env=args.token_env,
-            **({"tokens_file": args.tokens} if args.tokens else {}),
-            **({"oauth": args.oauth} if args.oauth else {}),
-            approve=args.approve,
-            plugins=host,
-            elicit=not args.no_elicit,
-            **({"approval_wait": args.approval_wait} if args.approval_wait is not None else {}),
-            console=args.console,
-            console_queue=args.console_queue,
-            resources=served["resources"],
-            prompts=served["prompts"],
-            **{
-                key: value
-                for key, value in (
-                    ("session_idle", args.session_idle),
-                    ("max_sessions", args.max_sessions),
-                    ("sessions_per_client", args.sessions_per_client),
-                )
-                if value is not None
-            },
-        )
-    except UsageError as exc:
-        raise CliError(str(exc), EXIT_USAGE) from None
-    return EXIT_OK
-
-
-def _mcp_trust(toolwire_mcp: Any, args: argparse.Namespace) -> int:
-    """``toolwire mcp trust [PATH] [--remove]``: record (or forget) a project's MCP
-    config as trusted, showing the command of every server it will start."""
-    try:
-        if args.remove:
-            removed = toolwire_mcp.untrust_file(args.path)
-            _out(sys.stdout, "forgotten" if removed else "it was not trusted")
-            return EXIT_OK
-        specs = toolwire_mcp.trust_file(args.path)
-    except toolwire_mcp.ConfigError as exc:
-        raise CliError(str(exc), EXIT_USAGE) from None
-    _out(sys.stdout, f"trusted, with {len(specs)} server(s); each starts as:")
-    for name, spec in specs.items():
-        what = " ".join([spec.command, *spec.args]) if spec.command else spec.url
-        _out(sys.stdout, f"  {name}: {what}")
-    return EXIT_OK
-
-
 _COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "plugins": _cmd_plugins,
     "tools": _cmd_tools,
     "call": _cmd_call,
     "check": _cmd_check,
     "models": _cmd_models,
-    "mcp": _cmd_mcp,
     "new": _cmd_new,
     "keys": _cmd_keys,
     "aliases": _cmd_aliases,

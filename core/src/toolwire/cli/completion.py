@@ -14,7 +14,9 @@ import argparse
 import contextlib
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+
+from toolwire.cli.parser import _subparsers
 
 __all__ = ["complete", "script"]
 
@@ -61,13 +63,6 @@ _SCRIPTS = {"bash": _BASH, "zsh": _ZSH, "fish": _FISH}
 
 def script(shell: str) -> str:
     return _SCRIPTS[shell]
-
-
-def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            return dict(action.choices)
-    return {}
 
 
 def _options(parser: argparse.ArgumentParser) -> dict[str, argparse.Action]:
@@ -119,7 +114,7 @@ _DATED = re.compile(r"-\d{4}$")
 
 
 #: Option -> where its values come from.
-_VALUES: dict[str, Callable[[], list[str]]] = {
+_VALUES: dict[str, Callable[[], Iterable[str]]] = {
     "--provider": _providers,
     "--key": _keys,
     "--model": _models,
@@ -128,12 +123,16 @@ _VALUES: dict[str, Callable[[], list[str]]] = {
 
 def candidates(words: Sequence[str], index: int) -> list[str]:
     """The completions of ``words[index]`` (the words after ``toolwire``)."""
-    from toolwire.cli.parser import _parser
+    from toolwire.cli.extend import plugin_commands
+    from toolwire.cli.parser import _parser, add_commands
 
     words = list(words)
     current = words[index] if 0 <= index < len(words) else ""
     before = words[:index] if index >= 0 else words
     parser = _parser()
+    added = plugin_commands(_subparsers(parser))
+    add_commands(parser, added)
+    values = dict(_VALUES)
     positional: list[str] = []
     skip = False
     for word in before:
@@ -146,6 +145,8 @@ def candidates(words: Sequence[str], index: int) -> list[str]:
             continue
         sub = _subparsers(parser)
         if word in sub:
+            if parser.prog == "toolwire" and word in added:  # where its values come from
+                values.update(added[word].values)
             parser = sub[word]
             positional = []
             continue
@@ -155,8 +156,8 @@ def candidates(words: Sequence[str], index: int) -> list[str]:
         last = before[-1]
         action = _options(parser).get(last)
         if action is not None and action.nargs != 0:
-            if last in _VALUES:
-                found = _VALUES[last]()
+            if last in values:
+                found = list(values[last]())
             elif action.choices:
                 found = [str(c) for c in action.choices]
             else:

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from toolwire.cli.extend import Command
 
 EXIT_OK = 0
 EXIT_TOOL = 1
@@ -70,6 +74,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
+    """The parser of the built-in commands (:func:`add_commands` adds the others)."""
     from toolwire._version import __version__
 
     p = _Parser(
@@ -92,12 +97,7 @@ def _parser() -> argparse.ArgumentParser:
     sub.required = True
 
     def command(name: str, about: str) -> argparse.ArgumentParser:
-        sp = sub.add_parser(name, help=about, description=about)
-        _app_option(sp)
-        sp.add_argument(
-            "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks"
-        )
-        return sp
+        return _command(sub, name, about)
 
     sp = command("plugins", "discovered plugins, versions and failures")
     sp.add_argument("--json", action="store_true", help="print JSON")
@@ -300,105 +300,52 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("name", help="its name (`weather` makes toolwire-weather, toolwire_weather)")
     sp.add_argument("--dir", default=".", metavar="PATH", help="where to write it (default: here)")
 
-    sp = command("mcp", "MCP: serve the assembled toolset (needs toolwire-mcp)")
-    msub = sp.add_subparsers(
-        dest="mcp_command",
-        metavar="MCP_COMMAND",
-        parser_class=_Parser,
-        help="serve, trust, console",
-    )
-    msub.required = True
-    about = (
-        "serve the approval console: the calls waiting for the approvers a policy names, "
-        "answered in a browser (sign-in by the tokens file)"
-    )
-    console = msub.add_parser("console", help=about, description=about)
-    console.add_argument(
-        "--tokens", metavar="FILE", required=True, help="who may sign in (as serve --tokens)"
-    )
-    console.add_argument(
-        "--queue",
-        metavar="FILE",
-        help="the approval queue (default: $XDG_DATA_HOME/toolwire/approvals.sqlite)",
-    )
-    console.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
-    console.add_argument("--port", type=int, default=8765, help="port (8765)")
-    about = "serve the assembled toolset over MCP (policies and hooks apply)"
-    serve = msub.add_parser("serve", help=about, description=about)
-    _app_option(serve)
-    serve.add_argument(
-        "--transport",
-        choices=("stdio", "http"),
-        default="stdio",
-        help="stdio (the default: the client starts this command) or streamable HTTP",
-    )
-    serve.add_argument("--host", default="127.0.0.1", help="HTTP: address to bind (127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="HTTP: port (8000)")
-    serve.add_argument(
-        "--token-env", metavar="VAR", help="HTTP: environment variable with the bearer token"
-    )
-    serve.add_argument(
-        "--tokens",
-        metavar="FILE",
-        help="HTTP: the tokens clients may send, by SHA-256, each naming a principal "
-        "(JSON; policies then decide by who calls)",
-    )
-    serve.add_argument(
-        "--oauth",
-        metavar="FILE",
-        help="HTTP: accept bearer JWTs from an OAuth authorization server, as its TOML "
-        "file says (issuer, this gateway's resource URL, scopes, claims)",
-    )
-    serve.add_argument(
-        "--resources",
-        metavar="MODULE:ATTR",
-        help="also serve these resources (a list of toolwire_mcp.resource definitions)",
-    )
-    serve.add_argument(
-        "--prompts",
-        metavar="MODULE:ATTR",
-        help="also serve these prompts (a list of toolwire_mcp.prompt definitions)",
-    )
-    _approve_switch(serve)
-    serve.add_argument(
-        "--console",
-        action="store_true",
-        help="HTTP, with --tokens: also serve the approval console at /console",
-    )
-    serve.add_argument(
-        "--console-queue",
-        metavar="FILE",
-        help="the console's approval queue (default: $XDG_DATA_HOME/toolwire/approvals.sqlite)",
-    )
-    serve.add_argument(
-        "--no-elicit",
-        action="store_true",
-        help="never ask the client's user to approve a call (MCP elicitation); deny instead",
-    )
-    serve.add_argument(
-        "--session-idle",
-        type=float,
-        metavar="SECONDS",
-        help="HTTP: close a session that sent nothing for this long (300)",
-    )
-    serve.add_argument(
-        "--max-sessions", type=int, metavar="N", help="HTTP: sessions open at once, in all (1000)"
-    )
-    serve.add_argument(
-        "--sessions-per-client",
-        type=int,
-        metavar="N",
-        help="HTTP: sessions open at once for one principal, or one address when the "
-        "request names nobody (64)",
-    )
-    about = (
-        "trust this project's ./.toolwire/mcp.json as it is now, so its servers start "
-        "(read it first: each server is a command that runs)"
-    )
-    trust = msub.add_parser("trust", help=about, description=about)
-    trust.add_argument("path", nargs="?", help="the file (default: ./.toolwire/mcp.json)")
-    trust.add_argument("--remove", action="store_true", help="forget the file instead")
     return p
+
+
+def _command(sub: Any, name: str, about: str) -> argparse.ArgumentParser:
+    sp: argparse.ArgumentParser = sub.add_parser(name, help=about, description=about)
+    _app_option(sp)
+    sp.add_argument(
+        "--debug", action="store_true", default=argparse.SUPPRESS, help="show tracebacks"
+    )
+    return sp
+
+
+def add_commands(
+    parser: argparse.ArgumentParser, added: Mapping[str, Command], only: str | None = None
+) -> None:
+    """The installed distributions' commands (:mod:`toolwire.cli.extend`) on ``parser``;
+    with ``only``, the arguments of that one alone (the others are listed by name and
+    help: ``--help`` needs no more)."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, command in added.items():
+        sp = _command(sub, name, command.about)
+        if only is None or only == name:
+            command.arguments(sp)
+        sp.set_defaults(_added=command)
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """A parser's subcommands, by name."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def _command_word(words: list[str]) -> str | None:
+    """The command a command line names: its first word that is not an option (nor
+    ``--app``'s value); None when it names none (``--help``, ``--version``)."""
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word == "--app":
+            skip = True
+        elif not word.startswith("-"):
+            return word
+    return None
 
 
 def _app_option(p: argparse.ArgumentParser, default: object = argparse.SUPPRESS) -> None:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from toolwire.adapters import terminal_text
+from toolwire_policy._cli import ABOUT, arguments
 
 __all__ = ["main"]
 
@@ -44,135 +45,8 @@ class _Usage(Exception):
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="toolwire-policy",
-        description="toolwire-policy: the audit log's chain and records, and why a tool is "
-        "allowed or denied for a principal",
-    )
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    about = (
-        "trust this project's ./toolwire-policy.toml as it is now, so it applies to commands "
-        "run here (a changed file blocks every tool until trusted again)"
-    )
-    trust = sub.add_parser("trust", help=about, description=about)
-    trust.add_argument(
-        "file", nargs="?", type=Path, help="the file (default: ./toolwire-policy.toml)"
-    )
-    trust.add_argument("--remove", action="store_true", help="forget the file instead")
-    audit = sub.add_parser("audit", help="verify or read an audit log")
-    asub = audit.add_subparsers(dest="action", metavar="ACTION", required=True)
-    verify = asub.add_parser("verify", help="check the hash chain; name the first broken record")
-    verify.add_argument("file", type=Path)
-    verify.add_argument(
-        "--accept-break",
-        dest="accept_breaks",
-        type=int,
-        action="append",
-        default=[],
-        metavar="LINE",
-        help="the record cut short at LINE (a crash, a full disk) is a known break: verify "
-        "the chain that starts after it",
-    )
-    verify.add_argument(
-        "--head",
-        dest="heads",
-        action="append",
-        default=[],
-        metavar="DIGEST",
-        help="a head digest verify printed before and kept elsewhere: it must still be a "
-        "record of the log (a chain rewritten from an earlier record fails)",
-    )
-    show = asub.add_parser("show", help="the records, filtered")
-    show.add_argument("file", type=Path)
-    show.add_argument("--as", dest="subject", metavar="SUBJECT", help="only this principal's")
-    show.add_argument("--since", metavar="DURATION", help="only the last 30m, 1h, 2d ...")
-    show.add_argument("--tool", metavar="GLOB", help="only these tools'")
-    show.add_argument("--json", action="store_true", help="the records as JSON lines")
-    explain = sub.add_parser("explain", help="what the policy decides for a tool and a principal")
-    explain.add_argument("tool", help="the tool's name, as the assembled toolset has it")
-    explain.add_argument("--as", dest="subject", metavar="SUBJECT", help="the principal")
-    explain.add_argument("--group", dest="groups", action="append", default=[], metavar="G")
-    explain.add_argument("--method", default="app", help="how the principal was established")
-    explain.add_argument("--policy", type=Path, help="this policy file (default: the one in force)")
-    explain.add_argument(
-        "--app",
-        metavar="MODULE:ATTR",
-        help="the application's Toolset, the installed packs' tools assembled into it",
-    )
-    explain.add_argument("--json", action="store_true", help="print JSON")
-    about = (
-        "load the policy and report every rule that names no tool or server in the assembled "
-        "catalogue (a renamed tool silently stops matching the rules that named it)"
-    )
-    check = sub.add_parser("check", help=about, description=about)
-    check.add_argument("--policy", type=Path, help="this policy file (default: the one in force)")
-    check.add_argument(
-        "--app",
-        metavar="MODULE:ATTR",
-        help="the application's Toolset, the installed packs' tools assembled into it",
-    )
-    check.add_argument("--strict", action="store_true", help="a rule that names nothing fails")
-    check.add_argument("--json", action="store_true", help="print JSON")
-    about = "decide each case of a test file (principal, tool, arguments, expected decision)"
-    test = sub.add_parser("test", help=about, description=about)
-    test.add_argument("cases", type=Path, help="the cases file (TOML, [[cases]] tables)")
-    test.add_argument("--policy", type=Path, help="this policy file (default: the one in force)")
-    test.add_argument(
-        "--app",
-        metavar="MODULE:ATTR",
-        help="the application's Toolset, the installed packs' tools assembled into it",
-    )
-    test.add_argument("--json", action="store_true", help="print JSON")
-    about = "re-decide every call an audit log records under a candidate policy file"
-    replay = sub.add_parser("replay", help=about, description=about)
-    replay.add_argument("log", type=Path, help="the audit log")
-    replay.add_argument("--candidate", type=Path, required=True, help="the policy file to try")
-    replay.add_argument(
-        "--app",
-        metavar="MODULE:ATTR",
-        help="the application's Toolset, the installed packs' tools assembled into it",
-    )
-    replay.add_argument("--json", action="store_true", help="print JSON")
-    about = (
-        "the approval queue: the requests waiting, their history, and answering one (as this "
-        "machine's user, with their groups)"
-    )
-    approvals = sub.add_parser("approvals", help=about, description=about)
-    qsub = approvals.add_subparsers(dest="action", metavar="ACTION", required=True)
-    for action, text in (
-        ("list", "the requests waiting for an answer"),
-        ("history", "every request, newest first"),
-        ("show", "one request, its arguments in full"),
-        ("approve", "approve a request: its call runs once, when it is made again"),
-        ("deny", "deny a request, saying why"),
-        ("wait", "wait until a request is answered or expires"),
-    ):
-        one = qsub.add_parser(action, help=text, description=text)
-        if action not in ("list", "history"):
-            one.add_argument("id", help="the request's id (apr_...)")
-        where = one.add_mutually_exclusive_group()
-        where.add_argument("--queue", type=Path, help="the queue's file")
-        where.add_argument(
-            "--policy",
-            type=Path,
-            help="the queue this policy file names (default: the one in force)",
-        )
-        if action in ("approve", "deny"):
-            one.add_argument("--reason", default="", help="why (the model reads a denial's)")
-        if action == "approve":
-            one.add_argument(
-                "--arguments",
-                metavar="JSON",
-                help="approve the call with these arguments instead (a JSON object, checked "
-                "against the tool's schema; the policy decides the edited call again)",
-            )
-        if action == "wait":
-            one.add_argument("--timeout", type=float, default=3600.0, help="seconds (3600)")
-        if action == "history":
-            one.add_argument("--as", dest="subject", help="only requests of this subject")
-            one.add_argument("--tool", help="only requests for this tool")
-            one.add_argument("--state", help="pending, approved, denied, spent, expired")
-        one.add_argument("--json", action="store_true", help="print JSON")
+    p = argparse.ArgumentParser(prog="toolwire-policy", description=f"toolwire-policy: {ABOUT}")
+    arguments(p)
     return p
 
 
@@ -498,36 +372,41 @@ def _approvals(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    return run(_parser().parse_args(argv))
+
+
+def run(args: argparse.Namespace, prog: str = "toolwire-policy") -> int:
+    """Run the command ``args`` name (parsed by a parser :func:`arguments` filled)."""
+    command = args.policy_command
     try:
-        if args.command == "trust":
+        if command == "trust":
             return _trust(args)
-        if args.command == "audit":
+        if command == "audit":
             if not args.file.is_file():
                 raise _Usage(f"{args.file}: no such audit log")
             if args.action == "verify":
                 return _verify(args.file, args.accept_breaks, args.heads)
             return _show(args)
-        if args.command == "check":
+        if command == "check":
             return _check(args)
-        if args.command == "test":
+        if command == "test":
             return _test(args)
-        if args.command == "replay":
+        if command == "replay":
             return _replay(args)
-        if args.command == "approvals":
+        if command == "approvals":
             return _approvals(args)
         return _explain(args)
     except _Usage as exc:
-        print(f"toolwire-policy: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     except OSError as exc:
-        print(f"toolwire-policy: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
     except Exception as exc:  # a policy file that does not load: said, not a traceback
         from toolwire.exceptions import ToolwireError
 
         if isinstance(exc, ToolwireError):
-            print(f"toolwire-policy: error: {exc}", file=sys.stderr)
+            print(f"{prog}: error: {exc}", file=sys.stderr)
             return 2
         raise
 
