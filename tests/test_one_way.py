@@ -97,8 +97,8 @@ CLIENT_MAKERS = {
     "aread_body",
     "plugins/http/src/toolwire_http/_fetch.py": "pins each hop to an address its policy "
     "allowed (SSRF): read_body",
-    "plugins/mcp/src/toolwire_mcp/_connection.py": "the MCP SDK's client, whose transport is "
-    "BoundedTransport (Inflater)",
+    "plugins/mcp/src/toolwire_mcp/client/_transport.py": "the MCP SDK's client, whose "
+    "transport is BoundedTransport (Inflater)",
 }
 _CLIENTS = {"Client", "AsyncClient"}
 _ONE_SHOT = {"get", "post", "put", "patch", "delete", "head", "options", "request", "stream"}
@@ -172,12 +172,16 @@ ASKERS = {
     "_approval_prompt, review_arguments",
     ("core/src/toolwire/cli/chat.py", "input", '"> "'): "the user's prompt, no call",
     ("core/src/toolwire/cli/chat.py", "input", '"... "'): "the user's prompt, no call",
-    ("plugins/mcp/src/toolwire_mcp/_approve.py", "types.ElicitRequestFormParams", "question"): (
-        "the gateway's approval question: approval_question, review_arguments"
-    ),
-    ("plugins/mcp/src/toolwire_mcp/_server.py", "types.ElicitRequestFormParams", "message"): (
-        "MCPCallContext.elicit: a tool asks its own question, no call's arguments"
-    ),
+    (
+        "plugins/mcp/src/toolwire_mcp/gateway/_approve.py",
+        "types.ElicitRequestFormParams",
+        "question",
+    ): ("the gateway's approval question: approval_question, review_arguments"),
+    (
+        "plugins/mcp/src/toolwire_mcp/gateway/_context.py",
+        "types.ElicitRequestFormParams",
+        "message",
+    ): ("MCPCallContext.elicit: a tool asks its own question, no call's arguments"),
     (
         "integrations/crewai/src/toolwire_crewai/__init__.py",
         "context.request_human_input",
@@ -193,7 +197,7 @@ ASKERS = {
 #: The functions the approval questions are built by: each must call review_arguments.
 QUESTION_BUILDERS = {
     "core/src/toolwire/cli/chat.py": "_approval_prompt",
-    "plugins/mcp/src/toolwire_mcp/_elicit.py": "approval_question",
+    "plugins/mcp/src/toolwire_mcp/client/_elicit.py": "approval_question",
     "core/src/toolwire/_bridge.py": "approval_question",
 }
 
@@ -425,7 +429,7 @@ def test_the_replace_check_sees_a_named_tuple_replace(tmp_path: Path) -> None:
 
 #: The one module that may use the SDK session's private pieces, and why.
 SDK_PRIVATE = {
-    "plugins/mcp/src/toolwire_mcp/_tasks.py": (
+    "plugins/mcp/src/toolwire_mcp/client/_tasks.py": (
         "a task-augmented tools/call (2025-11-25): its answer is no CallToolResult, which "
         "the SDK's public send checks every tools/call answer against"
     ),

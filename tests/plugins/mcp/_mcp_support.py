@@ -31,7 +31,7 @@ def wait_for_port(port: int, timeout: float = 30.0) -> None:
 def task_statuses(said: list[str]) -> Iterator[None]:
     """Within the block, each status of a task toolwire's client follows is appended to
     ``said`` (as the connection's progress would report it)."""
-    from toolwire_mcp._tasks import WATCH, TaskWatch
+    from toolwire_mcp.client._tasks import WATCH, TaskWatch
 
     async def progress(n: float, message: str) -> None:
         said.append(message)

@@ -24,7 +24,7 @@ from toolwire_mcp import ServerSpec, close_all
 def _close_connections() -> Iterator[None]:
     yield
     close_all()
-    from toolwire_mcp._client_features import relay_sampling
+    from toolwire_mcp.client._client_features import relay_sampling
 
     relay_sampling(False)  # a gateway built by the test turned it on
 

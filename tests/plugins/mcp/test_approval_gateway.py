@@ -141,7 +141,7 @@ def _no_policy() -> tw.PluginHost:
 
 def _as_task(server: Any, target: str, then: Any) -> Any:
     """Call ``wipe`` declaring the tasks extension; ``then(client, created)`` goes on."""
-    from toolwire_mcp._tasks import TasksExtension
+    from toolwire_mcp.client._tasks import TasksExtension
 
     async def main() -> Any:
         async with Client(server, extensions=[TasksExtension()]) as client:
@@ -152,7 +152,7 @@ def _as_task(server: Any, target: str, then: Any) -> Any:
 
 
 async def _get(client: Any, task_id: str) -> dict[str, Any]:
-    from toolwire_mcp._tasks import _Any, _TaskRequest, _TaskRequestParams
+    from toolwire_mcp.client._tasks import _Any, _TaskRequest, _TaskRequestParams
 
     request = _TaskRequest(method="tasks/get", params=_TaskRequestParams(taskId=task_id))
     got = await client.session.send_request(request, _Any)
@@ -193,7 +193,7 @@ def test_toolwires_own_client_follows_the_gateways_task_and_hears_its_status(
 ) -> None:
     # The client side of #44 against the gateway side: an ordinary result, the status
     # heard as progress while the approver has not answered.
-    from toolwire_mcp._tasks import WATCH, TaskWatch
+    from toolwire_mcp.client._tasks import WATCH, TaskWatch
 
     WIPED.clear()
     server, queue = _server(tmp_path, wait=60)
@@ -206,7 +206,7 @@ def test_toolwires_own_client_follows_the_gateways_task_and_hears_its_status(
             queue.answer(request.id, approve=True, by=tw.Principal("oli", groups={"ops"}))
 
     async def main() -> Any:
-        from toolwire_mcp._tasks import TasksExtension
+        from toolwire_mcp.client._tasks import TasksExtension
 
         token = WATCH.set(TaskWatch(lambda: None, progress))
         try:
@@ -226,7 +226,7 @@ def test_a_cancelled_task_never_runs_its_call(tmp_path: Path) -> None:
     server, queue = _server(tmp_path, wait=60)
 
     async def cancel(client: Any, created: Any) -> dict[str, Any]:
-        from toolwire_mcp._tasks import _Any, _TaskRequest, _TaskRequestParams
+        from toolwire_mcp.client._tasks import _Any, _TaskRequest, _TaskRequestParams
 
         request = _TaskRequest(
             method="tasks/cancel", params=_TaskRequestParams(taskId=created.task_id)
@@ -250,7 +250,7 @@ def test_a_cancelled_task_never_runs_its_call(tmp_path: Path) -> None:
 def test_another_principals_task_is_an_unknown_task() -> None:
     from mcp import MCPError
 
-    from toolwire_mcp._served_tasks import TaskStore
+    from toolwire_mcp.gateway._served_tasks import TaskStore
 
     store = TaskStore(per_principal=2)
     alice = '{"subject": "alice"}'

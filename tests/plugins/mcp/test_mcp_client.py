@@ -214,7 +214,7 @@ def test_the_same_tool_name_on_two_servers_under_prefixes(stdio_spec: Any, tmp_p
 
 
 def test_one_connection_per_server_is_shared(stdio_spec: Any, tmp_path: Path) -> None:
-    from toolwire_mcp._registry import connection_for
+    from toolwire_mcp.client._registry import connection_for
 
     spec = stdio_spec()
     first = mcp_toolset("srv", spec)
@@ -279,7 +279,7 @@ def _aexecutor(ts: tw.Toolset) -> tw.Executor:
 def test_connected_serves_calls_on_the_callers_loop_and_closes_at_the_end(
     stdio_spec: Any, tmp_path: Path
 ) -> None:
-    from toolwire_mcp._registry import connection_for
+    from toolwire_mcp.client._registry import connection_for
 
     pidfile = tmp_path / "pid"
     spec = stdio_spec(MCP_PIDFILE=str(pidfile))
@@ -315,7 +315,7 @@ def test_connected_serves_calls_on_the_callers_loop_and_closes_at_the_end(
 
 
 def test_connected_blocks_nest_and_name_their_servers(stdio_spec: Any) -> None:
-    from toolwire_mcp._registry import connection_for
+    from toolwire_mcp.client._registry import connection_for
 
     spec = stdio_spec()
     ts = mcp_toolset("srv", spec)
@@ -480,7 +480,7 @@ def test_a_server_that_died_while_idle_is_reconnected_before_the_next_call(
 ) -> None:
     import signal
 
-    import toolwire_mcp._connection as connection
+    import toolwire_mcp.client._connection as connection
 
     monkeypatch.setattr(connection, "_IDLE_CHECK", 0.2)
     pidfile = tmp_path / "pid"
@@ -496,7 +496,7 @@ def test_a_message_over_the_limit_is_refused_while_it_arrives(stdio_spec: Any) -
     # reader rebuilt the line on every chunk: quadratic time, all of it in memory).
     import tracemalloc
 
-    from toolwire_mcp._stdio import MAX_MESSAGE_BYTES
+    from toolwire_mcp.client._stdio import MAX_MESSAGE_BYTES
 
     ts = mcp_toolset("srv", stdio_spec())
     tracemalloc.start()
@@ -518,7 +518,7 @@ def test_an_oversized_answer_over_http_is_cut_without_being_read_whole(
     # read whole by httpx and the SDK, whatever its size.
     import tracemalloc
 
-    from toolwire_mcp._bounded_http import MAX_MESSAGE
+    from toolwire_mcp.client._bounded_http import MAX_MESSAGE
 
     ts = mcp_toolset("big", http_server(), timeout=60)
     tracemalloc.start()
@@ -533,7 +533,7 @@ def test_an_oversized_answer_over_http_is_cut_without_being_read_whole(
 
 
 async def test_the_http_bound_cuts_a_long_event_and_a_long_body() -> None:
-    from toolwire_mcp._bounded_http import BoundedTransport, MessageTooLarge
+    from toolwire_mcp.client._bounded_http import BoundedTransport, MessageTooLarge
 
     def serve(request: httpx2.Request) -> httpx2.Response:
         if request.url.path == "/events":
@@ -572,7 +572,7 @@ async def test_the_http_bound_counts_a_compressed_message_as_it_decodes() -> Non
     import tracemalloc
     import zlib
 
-    from toolwire_mcp._bounded_http import BoundedTransport, MessageTooLarge
+    from toolwire_mcp.client._bounded_http import BoundedTransport, MessageTooLarge
 
     seen: list[str] = []
     z = zlib.compressobj(9, zlib.DEFLATED, 31)
@@ -622,7 +622,7 @@ def test_an_idle_2026_server_is_not_restarted_and_a_long_call_is_not_killed(
     # connection down and restarted the process, killing a call in flight.
     import concurrent.futures
 
-    from toolwire_mcp import _connection
+    from toolwire_mcp.client import _connection
 
     monkeypatch.setattr(_connection, "_IDLE_CHECK", 0.3)
     ts = mcp_toolset("srv", stdio_spec())
@@ -690,7 +690,7 @@ def test_a_toolwire_client_answers_a_toolwire_gateways_approval_question(
 
 async def test_an_elicitation_answer_takes_the_schemas_defaults() -> None:
     from toolwire_mcp import ElicitationRequest, set_elicitation_handler
-    from toolwire_mcp._elicit import answer
+    from toolwire_mcp.client._elicit import answer
 
     schema = {
         "type": "object",
@@ -898,7 +898,7 @@ def test_an_elicitation_answer_that_does_not_fit_the_form_is_not_sent(
 def test_an_answer_is_checked_against_the_form_subset(
     content: dict[str, Any], schema: dict[str, Any], problem: str | None
 ) -> None:
-    from toolwire_mcp._elicit import answer_problem
+    from toolwire_mcp.client._elicit import answer_problem
 
     found = answer_problem(content, schema)
     assert (found is None) == (problem is None), found

@@ -159,7 +159,7 @@ def test_a_policy_decides_each_sampling_request(stdio_spec: Callable[..., Server
 def test_malformed_sampling_requests_are_refused(
     params: types.CreateMessageRequestParams, said: str
 ) -> None:
-    from toolwire_mcp._client_features import answer_sampling
+    from toolwire_mcp.client._client_features import answer_sampling
 
     provider = TestProvider(script=[{"text": "no"}])
     enable_sampling(provider, plugins=_quiet_host())
@@ -185,7 +185,7 @@ def test_bad_settings_are_refused(call: Callable[[], Any], said: str) -> None:
 
 
 def test_roots_are_offered_as_the_application_sets_them(tmp_path: Path) -> None:
-    from toolwire_mcp._connection import Connection
+    from toolwire_mcp.client._connection import Connection
 
     assert () == roots()  # none by default
     set_roots([tmp_path, "file:///srv/data/"])

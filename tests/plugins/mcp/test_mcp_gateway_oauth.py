@@ -18,7 +18,7 @@ from _mcp_support import _env, _start_http_gateway, _stop_http_gateway, free_por
 from toolwire import Principal
 from toolwire.exceptions import UsageError
 from toolwire_mcp import OAuthResource, load_oauth
-from toolwire_mcp._jwt import JwtVerifier, TokenRefused
+from toolwire_mcp.gateway._jwt import JwtVerifier, TokenRefused
 
 RESOURCE = "http://127.0.0.1:8931/mcp"
 

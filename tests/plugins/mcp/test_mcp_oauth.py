@@ -21,7 +21,7 @@ import pytest
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from toolwire_mcp import ConfigError, ServerSpec, load_config, set_login_handler, token_path
-from toolwire_mcp._oauth import FileTokenStorage, _login, browser_login
+from toolwire_mcp.client._oauth import FileTokenStorage, _login, browser_login
 
 URL = "https://mcp.example.com/mcp"
 
@@ -170,7 +170,7 @@ def test_oauth_is_configured_in_the_mcp_servers_file(tmp_path: Path) -> None:
 
 
 def test_a_missing_client_secret_or_a_bad_metadata_url_is_said_at_connect() -> None:
-    from toolwire_mcp._oauth import auth_for
+    from toolwire_mcp.client._oauth import auth_for
 
     os.environ.pop("NO_SUCH_SECRET", None)
     spec = ServerSpec(
@@ -203,7 +203,7 @@ def test_a_service_logs_in_with_its_secret_or_its_key(monkeypatch: pytest.Monkey
         PrivateKeyJWTOAuthProvider,
     )
 
-    from toolwire_mcp._oauth import auth_for
+    from toolwire_mcp.client._oauth import auth_for
 
     base = {"url": URL, "auth": "client_credentials", "oauth_client_id": "svc"}
     monkeypatch.setenv("SVC_SECRET", "s")
@@ -293,7 +293,7 @@ class _IdP:
 
 
 def _exchange(idp: _IdP, monkeypatch: pytest.MonkeyPatch, **extra: Any) -> str:
-    from toolwire_mcp._oauth import exchange_for_id_jag
+    from toolwire_mcp.client._oauth import exchange_for_id_jag
 
     monkeypatch.setenv("USER_ID_TOKEN", "the-users-id-token")
     spec = ServerSpec(
@@ -363,7 +363,7 @@ def test_an_identity_provider_that_refuses_or_misbehaves_is_said(
 def test_an_identity_provider_that_does_not_answer_meets_the_deadline(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from toolwire_mcp import _oauth
+    from toolwire_mcp.client import _oauth
 
     monkeypatch.setattr(_oauth, "IDP_TIMEOUT", 0.5)
     idp = _IdP(200, b"{}", delay=3.0)

@@ -304,7 +304,7 @@ def test_no_server_starts_once_the_process_is_exiting(record: Path, tmp_path: Pa
     # Reproducer (CI): a one-shot command's refresh of a cached list, still running at
     # exit, found its connection closed by close_all and started the server again.
     from toolwire_mcp import ServerSpec
-    from toolwire_mcp._connection import _EXITING, Connection, MCPConnectError
+    from toolwire_mcp.client._connection import _EXITING, Connection, MCPConnectError
 
     starts = tmp_path / "starts"
     entry = _counted(record, starts)

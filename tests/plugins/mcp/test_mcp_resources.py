@@ -414,7 +414,7 @@ def test_the_cli_serves_resources_and_prompts_and_refuses_a_wrong_attribute(
 
 def test_a_server_with_the_capability_and_no_resource_gets_no_read_tool() -> None:
     # The SDK's MCPServer declares resources always (mcp-server-time, mcp-server-git).
-    from toolwire_mcp._toolset import _known, _with_resources
+    from toolwire_mcp.client._toolset import _known, _with_resources
 
     conn = object()
     assert [] == _with_resources(conn, [], [], [])  # type: ignore[arg-type]

@@ -545,7 +545,7 @@ def test_the_approval_question_shows_every_argument_sorted() -> None:
 def test_sync_policy_hooks_are_named_for_a_server_to_warn_about() -> None:
     # #25 (known limits): a sync policy hook stalls every client's calls while it runs;
     # `toolwire mcp serve` warns at start.
-    from toolwire_mcp._server import _warn_sync_policies
+    from toolwire_mcp.gateway._server import _warn_sync_policies
 
     class SyncPolicy:
         @tw.hookimpl
@@ -644,7 +644,7 @@ def test_a_tool_that_must_run_as_a_task_is_offered_and_known_as_one() -> None:
     import mcp_types as types
 
     from toolwire_mcp import ServerSpec
-    from toolwire_mcp._toolset import tools_from
+    from toolwire_mcp.client._toolset import tools_from
 
     class Conn:
         spec = ServerSpec("jobs", command="unused")
@@ -942,8 +942,8 @@ def test_a_toolwire_client_answers_its_gateways_approval_with_its_own_decision(
 
 def test_only_an_approval_of_a_call_in_flight_is_answered_by_the_client() -> None:
     from toolwire_mcp import ServerSpec
-    from toolwire_mcp._connection import Connection
-    from toolwire_mcp._elicit import APPROVAL_META, APPROVE_SCHEMA, approval_question
+    from toolwire_mcp.client._connection import Connection
+    from toolwire_mcp.client._elicit import APPROVAL_META, APPROVE_SCHEMA, approval_question
 
     conn = Connection(ServerSpec("s", command="true"))
     conn._calls[object()] = ("wipe", {"a": 1, "b": [2]})
@@ -1043,7 +1043,7 @@ def test_a_dropped_stream_is_resumed_and_the_result_arrives(tmp_path: Path) -> N
 async def test_the_event_store_replays_only_what_was_missed_and_stays_bounded() -> None:
     import mcp_types as t
 
-    from toolwire_mcp._events import BoundedEventStore
+    from toolwire_mcp.gateway._events import BoundedEventStore
 
     def note(n: int) -> Any:
         return t.JSONRPCNotification(jsonrpc="2.0", method="n", params={"i": n})
@@ -1506,7 +1506,7 @@ def _headed_toolset() -> tw.Toolset:
 def test_the_header_schema_lookup_lists_nothing_and_hides_what_the_caller_cannot_see() -> None:
     # The SDK asks for a tool's input schema on every 2026-07-28 tools/call (to check its
     # Mcp-Param-* headers); without a lookup it runs the whole tools/list handler for it.
-    from toolwire_mcp._auth import CURRENT_PRINCIPAL
+    from toolwire_mcp.gateway._auth import CURRENT_PRINCIPAL
 
     asked: list[str] = []
     only_ops = _recorded_availability(

@@ -245,7 +245,7 @@ def test_a_long_running_served_tool_is_a_task_to_a_client_that_takes_tasks() -> 
     import anyio
     from mcp import Client
 
-    from toolwire_mcp._tasks import (
+    from toolwire_mcp.client._tasks import (
         TasksExtension,
         _Any,
         _TaskRequest,
@@ -283,7 +283,7 @@ def test_tasks_methods_need_the_extension_declared() -> None:
     import anyio
     from mcp import Client, MCPError
 
-    from toolwire_mcp._tasks import _Any, _TaskRequest, _TaskRequestParams
+    from toolwire_mcp.client._tasks import _Any, _TaskRequest, _TaskRequestParams
 
     async def main() -> int:
         async with Client(_gateway()) as client:  # declares no extension
@@ -325,7 +325,7 @@ def test_a_task_is_its_principals_alone_and_survives_a_reconnect(tmp_path: Path)
     from mcp import Client, MCPError
     from mcp.client.streamable_http import streamable_http_client
 
-    from toolwire_mcp._tasks import TasksExtension, _Any, _TaskRequest, _TaskRequestParams
+    from toolwire_mcp.client._tasks import TasksExtension, _Any, _TaskRequest, _TaskRequestParams
 
     (tmp_path / "app.py").write_text(_JOBS_APP)
     tokens = tmp_path / "tokens.json"
@@ -394,7 +394,7 @@ def test_the_gateway_serves_an_upstream_task_only_tool_as_a_task(tmp_path: Path)
     from mcp import Client
 
     from toolwire_mcp import build_server
-    from toolwire_mcp._tasks import TasksExtension
+    from toolwire_mcp.client._tasks import TasksExtension
 
     spec = _spec("legacy", tmp_path / "record.jsonl")
     upstream = mcp_toolset(spec.name, spec)
@@ -428,7 +428,7 @@ def test_a_served_tasks_question_is_an_input_request_its_client_answers() -> Non
     from mcp import Client
 
     from toolwire_mcp import build_server
-    from toolwire_mcp._tasks import TasksExtension
+    from toolwire_mcp.client._tasks import TasksExtension
 
     server = build_server(tw.Toolset("jobs", [tidy]), host=tw.PluginHost(autoload=False))
     asked: list[str] = []
@@ -451,7 +451,7 @@ def test_a_served_tasks_question_is_an_input_request_its_client_answers() -> Non
 def test_a_tasks_questions_take_only_answers_to_what_waits() -> None:
     # tasks/update is outside input: a key never asked, one answered already, and an
     # answer that is no object are ignored; the question waits for its own answer.
-    from toolwire_mcp._served_tasks import TaskStore
+    from toolwire_mcp.gateway._served_tasks import TaskStore
 
     async def main() -> tuple[Any, Any, list[str]]:
         task = TaskStore().add("", "tidy", 60.0, "running")
@@ -474,7 +474,7 @@ def test_a_tasks_questions_take_only_answers_to_what_waits() -> None:
 
 
 def test_a_task_waiting_on_a_question_counts_as_live_and_is_not_swept() -> None:
-    from toolwire_mcp._served_tasks import TaskStore
+    from toolwire_mcp.gateway._served_tasks import TaskStore
 
     store = TaskStore(per_principal=1)
     task = store.add("", "tidy", 0.0, "asking")  # its time to live is over at once

@@ -17,18 +17,9 @@ Built on the official ``mcp`` SDK, imported only when a server is used. See docs
 from typing import TYPE_CHECKING
 
 from toolwire.adapters import lazy_exports as _lazy_exports
-
-__version__ = "0.1.0"
+from toolwire_mcp._version import __version__ as __version__
 
 if TYPE_CHECKING:
-    from toolwire_mcp._auth import load_tokens
-    from toolwire_mcp._client_features import (
-        disable_sampling,
-        enable_sampling,
-        roots,
-        sampling_enabled,
-        set_roots,
-    )
     from toolwire_mcp._config import (
         CONFIG_ENV,
         ConfigError,
@@ -39,16 +30,21 @@ if TYPE_CHECKING:
         trust_file,
         untrust_file,
     )
-    from toolwire_mcp._connection import MCPCallError, MCPConnectError
-    from toolwire_mcp._console import console_app, serve_console
-    from toolwire_mcp._elicit import (
+    from toolwire_mcp.client._client_features import (
+        disable_sampling,
+        enable_sampling,
+        roots,
+        sampling_enabled,
+        set_roots,
+    )
+    from toolwire_mcp.client._elicit import (
         ElicitationRequest,
         elicitation_handler,
         set_elicitation_handler,
     )
-    from toolwire_mcp._handle import MCPServerHandle, mcp_server
-    from toolwire_mcp._jwt import OAuthResource, load_oauth
-    from toolwire_mcp._oauth import (
+    from toolwire_mcp.client._errors import MCPCallError, MCPConnectError
+    from toolwire_mcp.client._handle import MCPServerHandle, mcp_server
+    from toolwire_mcp.client._oauth import (
         IdTokenProvider,
         LoginAnswer,
         LoginHandler,
@@ -59,66 +55,70 @@ if TYPE_CHECKING:
         set_login_handler,
         token_path,
     )
-    from toolwire_mcp._progress import ProgressEvent, progress_handler, set_progress_handler
-    from toolwire_mcp._registry import close_all, connected
-    from toolwire_mcp._served import Prompt, Resource, prompt, resource, resource_updated
-    from toolwire_mcp._server import Elicited, MCPCallContext, build_server, serve_mcp
-    from toolwire_mcp._toolset import MCPToolError, mcp_toolset, metadata_for
+    from toolwire_mcp.client._progress import ProgressEvent, progress_handler, set_progress_handler
+    from toolwire_mcp.client._registry import close_all, connected
+    from toolwire_mcp.client._toolset import MCPToolError, mcp_toolset, metadata_for
+    from toolwire_mcp.gateway._auth import load_tokens
+    from toolwire_mcp.gateway._console import console_app, serve_console
+    from toolwire_mcp.gateway._context import Elicited, MCPCallContext
+    from toolwire_mcp.gateway._jwt import OAuthResource, load_oauth
+    from toolwire_mcp.gateway._served import Prompt, Resource, prompt, resource, resource_updated
+    from toolwire_mcp.gateway._server import build_server, serve_mcp
 
 # The plugin module (imported at discovery) must stay cheap: nothing here imports the SDK
 # until one of these names is read.
 _LAZY = {
-    "disable_sampling": "toolwire_mcp._client_features",
-    "enable_sampling": "toolwire_mcp._client_features",
-    "roots": "toolwire_mcp._client_features",
-    "sampling_enabled": "toolwire_mcp._client_features",
-    "set_roots": "toolwire_mcp._client_features",
+    "disable_sampling": "toolwire_mcp.client._client_features",
+    "enable_sampling": "toolwire_mcp.client._client_features",
+    "roots": "toolwire_mcp.client._client_features",
+    "sampling_enabled": "toolwire_mcp.client._client_features",
+    "set_roots": "toolwire_mcp.client._client_features",
     "CONFIG_ENV": "toolwire_mcp._config",
     "ConfigError": "toolwire_mcp._config",
-    "ElicitationRequest": "toolwire_mcp._elicit",
-    "Elicited": "toolwire_mcp._server",
-    "elicitation_handler": "toolwire_mcp._elicit",
-    "set_elicitation_handler": "toolwire_mcp._elicit",
-    "MCPCallContext": "toolwire_mcp._server",
-    "MCPCallError": "toolwire_mcp._connection",
-    "MCPConnectError": "toolwire_mcp._connection",
-    "MCPToolError": "toolwire_mcp._toolset",
-    "MCPServerHandle": "toolwire_mcp._handle",
-    "IdTokenProvider": "toolwire_mcp._oauth",
-    "LoginAnswer": "toolwire_mcp._oauth",
-    "LoginHandler": "toolwire_mcp._oauth",
-    "adiscover_authorization_server": "toolwire_mcp._oauth",
-    "discover_authorization_server": "toolwire_mcp._oauth",
-    "login_handler": "toolwire_mcp._oauth",
-    "set_id_token_provider": "toolwire_mcp._oauth",
-    "set_login_handler": "toolwire_mcp._oauth",
-    "token_path": "toolwire_mcp._oauth",
-    "ProgressEvent": "toolwire_mcp._progress",
-    "progress_handler": "toolwire_mcp._progress",
-    "set_progress_handler": "toolwire_mcp._progress",
-    "mcp_server": "toolwire_mcp._handle",
+    "ElicitationRequest": "toolwire_mcp.client._elicit",
+    "Elicited": "toolwire_mcp.gateway._context",
+    "elicitation_handler": "toolwire_mcp.client._elicit",
+    "set_elicitation_handler": "toolwire_mcp.client._elicit",
+    "MCPCallContext": "toolwire_mcp.gateway._context",
+    "MCPCallError": "toolwire_mcp.client._errors",
+    "MCPConnectError": "toolwire_mcp.client._errors",
+    "MCPToolError": "toolwire_mcp.client._toolset",
+    "MCPServerHandle": "toolwire_mcp.client._handle",
+    "IdTokenProvider": "toolwire_mcp.client._oauth",
+    "LoginAnswer": "toolwire_mcp.client._oauth",
+    "LoginHandler": "toolwire_mcp.client._oauth",
+    "adiscover_authorization_server": "toolwire_mcp.client._oauth",
+    "discover_authorization_server": "toolwire_mcp.client._oauth",
+    "login_handler": "toolwire_mcp.client._oauth",
+    "set_id_token_provider": "toolwire_mcp.client._oauth",
+    "set_login_handler": "toolwire_mcp.client._oauth",
+    "token_path": "toolwire_mcp.client._oauth",
+    "ProgressEvent": "toolwire_mcp.client._progress",
+    "progress_handler": "toolwire_mcp.client._progress",
+    "set_progress_handler": "toolwire_mcp.client._progress",
+    "mcp_server": "toolwire_mcp.client._handle",
     "ServerSpec": "toolwire_mcp._config",
-    "Prompt": "toolwire_mcp._served",
-    "Resource": "toolwire_mcp._served",
-    "prompt": "toolwire_mcp._served",
-    "resource": "toolwire_mcp._served",
-    "resource_updated": "toolwire_mcp._served",
-    "build_server": "toolwire_mcp._server",
-    "close_all": "toolwire_mcp._registry",
-    "connected": "toolwire_mcp._registry",
+    "Prompt": "toolwire_mcp.gateway._served",
+    "Resource": "toolwire_mcp.gateway._served",
+    "prompt": "toolwire_mcp.gateway._served",
+    "resource": "toolwire_mcp.gateway._served",
+    "resource_updated": "toolwire_mcp.gateway._served",
+    "build_server": "toolwire_mcp.gateway._server",
+    "close_all": "toolwire_mcp.client._registry",
+    "connected": "toolwire_mcp.client._registry",
     "config_paths": "toolwire_mcp._config",
     "load_config": "toolwire_mcp._config",
     "load_config_report": "toolwire_mcp._config",
     "trust_file": "toolwire_mcp._config",
     "untrust_file": "toolwire_mcp._config",
-    "mcp_toolset": "toolwire_mcp._toolset",
-    "metadata_for": "toolwire_mcp._toolset",
-    "serve_mcp": "toolwire_mcp._server",
-    "console_app": "toolwire_mcp._console",
-    "serve_console": "toolwire_mcp._console",
-    "load_tokens": "toolwire_mcp._auth",
-    "OAuthResource": "toolwire_mcp._jwt",
-    "load_oauth": "toolwire_mcp._jwt",
+    "mcp_toolset": "toolwire_mcp.client._toolset",
+    "metadata_for": "toolwire_mcp.client._toolset",
+    "serve_mcp": "toolwire_mcp.gateway._server",
+    "console_app": "toolwire_mcp.gateway._console",
+    "serve_console": "toolwire_mcp.gateway._console",
+    "load_tokens": "toolwire_mcp.gateway._auth",
+    "OAuthResource": "toolwire_mcp.gateway._jwt",
+    "load_oauth": "toolwire_mcp.gateway._jwt",
 }
 
 __getattr__, __dir__ = _lazy_exports("toolwire_mcp", _LAZY, globals())

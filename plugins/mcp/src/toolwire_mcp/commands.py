@@ -49,8 +49,8 @@ def toolwire_cli_commands(register: RegisterCommand) -> None:
 @hookimpl
 def toolwire_cli_terminal(terminal: Terminal) -> bool:
     """The MCP servers' progress on the terminal, and their questions asked there."""
-    from toolwire_mcp._elicit import set_elicitation_handler
-    from toolwire_mcp._progress import set_progress_handler
+    from toolwire_mcp.client._elicit import set_elicitation_handler
+    from toolwire_mcp.client._progress import set_progress_handler
 
     set_progress_handler(terminal.progress)
     if terminal.ask is None:
@@ -174,7 +174,7 @@ def _run_mcp(args: argparse.Namespace, context: CommandContext) -> int:
 
 def _run_console(args: argparse.Namespace, context: CommandContext) -> int:
     from toolwire.exceptions import UsageError
-    from toolwire_mcp._console import serve_console
+    from toolwire_mcp.gateway._console import serve_console
 
     try:
         serve_console(tokens_file=args.tokens, queue=args.queue, host=args.host, port=args.port)
@@ -185,7 +185,7 @@ def _run_console(args: argparse.Namespace, context: CommandContext) -> int:
 
 def _serve(args: argparse.Namespace, context: CommandContext) -> int:
     from toolwire.exceptions import UsageError
-    from toolwire_mcp._server import serve_mcp
+    from toolwire_mcp.gateway._server import serve_mcp
 
     host = context.host()
     toolset = context.app_toolset(args.app)

@@ -3,7 +3,7 @@ server's tools in every toolwire application.
 
 Importing this module is cheap; the servers are read from the config files when the
 host first assembles toolsets (or ``toolwire plugins`` asks for the status). A server
-whose tool list is cached (``toolwire_mcp._listcache``) starts on its first call; the
+whose tool list is cached (``toolwire_mcp.client._listcache``) starts on its first call; the
 others are started then, all at once, and their lists cached. Each server is mounted
 under its name as a prefix (``git_status`` for the ``status`` tool of the server
 ``git``). A server that fails to start is skipped and
@@ -75,7 +75,9 @@ def _load() -> None:
                 item.name if item.name != "*" else where, "config", "skipped", reason=item.reason
             )
         if specs:
-            from toolwire_mcp._toolset import made_toolset  # imports the SDK: only when needed
+            from toolwire_mcp.client._toolset import (
+                made_toolset,
+            )  # imports the SDK: only when needed
 
             # Servers whose tool list is cached start on their first call; the others
             # are started together, not one after the other.

@@ -27,31 +27,28 @@ import contextlib
 import contextvars
 import json
 import logging
-import os
 import time
 import warnings
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 import anyio
-import httpx2
 import mcp_types as types
-from mcp import Client, MCPError, StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
+from mcp import Client, MCPError
 from mcp.client.subscriptions import ListenNotSupportedError, ResourceUpdated
 from mcp.shared.exceptions import MCPDeprecationWarning
 from pydantic import ValidationError
 
-from toolwire.exceptions import ToolwireError
-from toolwire_mcp._bounded_http import BoundedTransport
-from toolwire_mcp._client_features import answer_sampling, offers_sampling, roots
 from toolwire_mcp._config import ServerSpec
-from toolwire_mcp._elicit import ElicitationRequest, answer, approval_asked
-from toolwire_mcp._loop import LOOP, LinkOnLoop, on_this_loop
-from toolwire_mcp._progress import CALL_ASKER, CALL_PROGRESS, ProgressEvent, report
-from toolwire_mcp._stdio import MAX_STDERR_LINE, StderrPipe, bounded_stdio_client
-from toolwire_mcp._tasks import WATCH, TasksExtension, TaskWatch, call_tool
+from toolwire_mcp.client._client_features import answer_sampling, offers_sampling, roots
+from toolwire_mcp.client._elicit import ElicitationRequest, answer, approval_asked
+from toolwire_mcp.client._errors import MCPCallError, MCPConnectError, _describe
+from toolwire_mcp.client._loop import LOOP, LinkOnLoop, on_this_loop
+from toolwire_mcp.client._progress import CALL_ASKER, CALL_PROGRESS, ProgressEvent, report
+from toolwire_mcp.client._stdio import MAX_STDERR_LINE
+from toolwire_mcp.client._tasks import WATCH, TasksExtension, TaskWatch, call_tool
+from toolwire_mcp.client._transport import open_transport
 
 __all__ = ["RESOURCE_LISTENERS", "Connection", "MCPCallError", "MCPConnectError"]
 
@@ -79,32 +76,6 @@ _LOG_LEVELS = {
     "alert": logging.CRITICAL,
     "emergency": logging.CRITICAL,
 }
-
-
-class MCPConnectError(ToolwireError, ConnectionError):
-    """The MCP server could not be started or reached, or did not answer ``initialize``."""
-
-
-class MCPCallError(ToolwireError, RuntimeError):
-    """A call to the MCP server failed: no answer in time, the connection broke, or the
-    server answered with a protocol error (the message says which)."""
-
-    #: The message names the server and says what happened: an error result shows it
-    #: alone, not the class name.
-    toolwire_plain = True
-
-
-def _leaf(exc: BaseException) -> BaseException:
-    """The first real exception inside anyio's exception groups."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
-    return exc
-
-
-def _describe(exc: BaseException) -> str:
-    leaf = _leaf(exc)
-    text = str(leaf)
-    return f"{type(leaf).__name__}: {text}" if text else type(leaf).__name__
 
 
 #: Set once the process exits: no connection opens after that.
@@ -167,82 +138,6 @@ class Connection:
         self._listeners.append(listener)
 
     # -- opening ---------------------------------------------------------------------------
-
-    @contextlib.asynccontextmanager
-    async def _transport(self) -> AsyncIterator[Any]:
-        spec = self.spec
-        if spec.command is not None:
-            # Only ``env`` over the SDK's short list of safe variables (PATH, HOME, ...):
-            # this process's secrets (API keys) are not handed to every server it starts.
-            params = StdioServerParameters(
-                command=spec.command,
-                args=list(spec.args),
-                env=dict(spec.env) or None,
-                cwd=spec.cwd,
-            )
-            pipe = StderrPipe(spec.name)
-            try:
-                closing = self._closing  # this connection's: a later one has its own
-                async with bounded_stdio_client(
-                    params,
-                    pipe.writer,
-                    name=spec.name,
-                    on_close=closing.set if closing is not None else None,
-                ) as streams:
-                    yield streams
-            finally:
-                pipe.close()
-            return
-        assert spec.url is not None
-        headers = dict(spec.headers)
-        if spec.bearer_token_env:
-            token = os.environ.get(spec.bearer_token_env)
-            if not token:
-                raise MCPConnectError(
-                    f"MCP server `{spec.name}`: the environment variable "
-                    f"{spec.bearer_token_env} (its bearer token) is not set"
-                )
-            headers["Authorization"] = f"Bearer {token}"
-        auth = None
-        if spec.auth is not None:
-            from toolwire_mcp._oauth import auth_for
-
-            auth = auth_for(spec)  # logs in when the server first answers 401
-        if spec.transport == "sse":
-            from mcp.client.sse import sse_client
-
-            def bounded_client(
-                headers: dict[str, str] | None = None,
-                timeout: httpx2.Timeout | None = None,
-                auth: httpx2.Auth | None = None,
-            ) -> httpx2.AsyncClient:
-                return httpx2.AsyncClient(
-                    headers=headers, timeout=timeout, auth=auth, transport=BoundedTransport()
-                )
-
-            # The legacy transport's own client; the same headers, token, deadlines and
-            # message bound.
-            async with sse_client(
-                spec.url,
-                headers=headers,
-                timeout=spec.connect_timeout,
-                sse_read_timeout=max(spec.max_call_time, 300.0),
-                httpx_client_factory=bounded_client,
-                auth=auth,
-            ) as streams:
-                yield streams
-            return
-        http = httpx2.AsyncClient(
-            headers=headers,
-            timeout=httpx2.Timeout(spec.connect_timeout, read=max(spec.timeout, 30.0)),
-            auth=auth,
-            transport=BoundedTransport(),  # every message read within 16 MiB
-        )
-        try:
-            async with streamable_http_client(spec.url, http_client=http) as streams:
-                yield streams
-        finally:
-            await http.aclose()
 
     def _tools_changed(self) -> None:
         for listener in list(self._listeners):
@@ -387,7 +282,7 @@ class Connection:
             if self._roots:
                 offered["list_roots_callback"] = self._on_roots
             client = Client(
-                self._transport(),
+                open_transport(self.spec, closing),  # closing: this connection's own
                 mode=self.spec.protocol,
                 read_timeout_seconds=self.spec.timeout,
                 message_handler=self._on_message,

@@ -19,7 +19,7 @@ from typing import Any, Literal, Union
 import attrs
 
 from toolwire.adapters import review_arguments, terminal_text
-from toolwire_mcp._slot import Slot
+from toolwire_mcp.client._slot import Slot
 
 __all__ = [
     "ElicitationHandler",

@@ -17,9 +17,9 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourceUpdated, ToolsListChanged
 
 from toolwire import HookContext, PluginHost, Toolset, resolve_turn
-from toolwire_mcp._connection import Connection, MCPCallError
-from toolwire_mcp._served import _SERVING, Prompt, Resource
-from toolwire_mcp._toolset import connection_named
+from toolwire_mcp.client._connection import Connection, MCPCallError
+from toolwire_mcp.client._toolset import connection_named
+from toolwire_mcp.gateway._served import _SERVING, Prompt, Resource
 
 __all__ = ["RESOURCE_NOT_FOUND", "Announcer", "Catalogue", "Upstream", "connection_of"]
 

@@ -2,7 +2,7 @@
 
 Three ways in, any of them configured: one shared bearer token (``--token-env``), a file
 of tokens by SHA-256 each naming a principal (``--tokens``), and bearer JWTs from an
-OAuth 2.1 authorization server (``--oauth``, :mod:`toolwire_mcp._jwt`). A request the
+OAuth 2.1 authorization server (``--oauth``, :mod:`toolwire_mcp.gateway._jwt`). A request the
 guard accepts carries its principal to the policies (the request's state) and to the
 SDK's session binding (``scope["user"]``: a session is usable only with the credential of
 the principal that opened it); one it refuses never reaches the MCP app.
@@ -22,7 +22,7 @@ from typing import Any
 
 from toolwire import Principal
 from toolwire.exceptions import UsageError
-from toolwire_mcp._jwt import JwtVerifier, OAuthResource, TokenRefused
+from toolwire_mcp.gateway._jwt import JwtVerifier, OAuthResource, TokenRefused
 
 __all__ = ["PRINCIPAL_STATE", "guarded", "load_tokens", "principal_of", "principal_of_scope"]
 

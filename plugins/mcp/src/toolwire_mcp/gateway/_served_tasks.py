@@ -44,8 +44,8 @@ from mcp.shared.inbound import decode_header_value
 from mcp_types.jsonrpc import HEADER_MISMATCH
 from pydantic import ConfigDict, Field
 
-from toolwire_mcp._auth import principal_key
-from toolwire_mcp._tasks import TASKS_EXTENSION
+from toolwire_mcp.client._tasks import TASKS_EXTENSION
+from toolwire_mcp.gateway._auth import principal_key
 
 __all__ = [
     "KEEP",

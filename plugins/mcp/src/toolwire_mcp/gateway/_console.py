@@ -420,7 +420,7 @@ def serve_console(
     tokens ``tokens_file`` lists (as ``toolwire mcp serve --tokens`` reads it)."""
     import uvicorn
 
-    from toolwire_mcp._auth import load_tokens
+    from toolwire_mcp.gateway._auth import load_tokens
 
     app = open_console(queue, load_tokens(tokens_file), host=host)
     uvicorn.run(app, host=host, port=port, log_level="warning")

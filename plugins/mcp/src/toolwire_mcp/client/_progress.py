@@ -17,7 +17,7 @@ from typing import Any, Union
 
 import attrs
 
-from toolwire_mcp._slot import Slot
+from toolwire_mcp.client._slot import Slot
 
 __all__ = ["ProgressEvent", "progress_handler", "set_progress_handler"]
 

@@ -78,7 +78,7 @@ def _stamp(path: str | None) -> list[Any] | None:
 
 
 def cache_key(spec: ServerSpec) -> str:
-    from toolwire_mcp import __version__
+    from toolwire_mcp._version import __version__
 
     executable = None
     if spec.command:

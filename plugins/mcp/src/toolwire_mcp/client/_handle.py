@@ -15,10 +15,10 @@ import mcp_types as types
 from toolwire import Session, Toolset
 from toolwire.exceptions import UsageError
 from toolwire_mcp._config import ServerSpec
-from toolwire_mcp._connection import Connection
 from toolwire_mcp._content import block_text
-from toolwire_mcp._registry import connection_for
-from toolwire_mcp._toolset import connection_named
+from toolwire_mcp.client._connection import Connection
+from toolwire_mcp.client._registry import connection_for
+from toolwire_mcp.client._toolset import connection_named
 
 __all__ = ["MCPServerHandle", "mcp_server"]
 

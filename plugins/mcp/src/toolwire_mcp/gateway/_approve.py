@@ -12,8 +12,8 @@ import mcp_types as types
 
 from toolwire import Allow, ApprovalRequest, Deny
 from toolwire.adapters import MAX_REVIEW_CHARS
-from toolwire_mcp._elicit import APPROVAL_META, approval_question
-from toolwire_mcp._elicit import APPROVE_SCHEMA as _APPROVE_SCHEMA
+from toolwire_mcp.client._elicit import APPROVAL_META, approval_question
+from toolwire_mcp.client._elicit import APPROVE_SCHEMA as _APPROVE_SCHEMA
 
 __all__ = [
     "APPROVE_KEY",

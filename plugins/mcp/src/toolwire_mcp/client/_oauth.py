@@ -37,7 +37,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from toolwire.adapters import afetch_bounded, write_private
 from toolwire.exceptions import FetchError
 from toolwire_mcp._config import ConfigError, ServerSpec, _user_dir, private_bytes
-from toolwire_mcp._slot import Slot
+from toolwire_mcp.client._slot import Slot
 
 __all__ = [
     "IdTokenProvider",

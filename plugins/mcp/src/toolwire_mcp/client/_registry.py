@@ -13,8 +13,8 @@ from typing import Any
 
 from toolwire.exceptions import UsageError
 from toolwire_mcp._config import ServerSpec
-from toolwire_mcp._connection import _EXITING, Connection
-from toolwire_mcp._loop import LOOP
+from toolwire_mcp.client._connection import _EXITING, Connection
+from toolwire_mcp.client._loop import LOOP
 
 __all__ = ["BEFORE_CLOSE", "close_all", "connected", "connection_for"]
 

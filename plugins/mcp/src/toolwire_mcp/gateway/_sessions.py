@@ -21,7 +21,7 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
-from toolwire_mcp._auth import principal_of_scope
+from toolwire_mcp.gateway._auth import principal_of_scope
 
 __all__ = ["MAX_SESSIONS", "SESSIONS_PER_CLIENT", "SESSION_IDLE", "session_limits"]
 

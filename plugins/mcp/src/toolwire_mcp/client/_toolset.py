@@ -3,7 +3,7 @@
 Each MCP tool becomes a raw-schema tool: its ``inputSchema`` is the input schema, its
 ``outputSchema`` the output schema, its annotations its metadata (treated as untrusted,
 with the spec's defaults), and its body a call to the server through the process's one
-:class:`~toolwire_mcp._connection.Connection` to it. The toolset nests, takes a prefix,
+:class:`~toolwire_mcp.client._connection.Connection` to it. The toolset nests, takes a prefix,
 hooks, availability and requirements like any other, so an installed policy's hooks see
 MCP tools exactly as they see local ones: a call they reject never reaches the server.
 """
@@ -26,18 +26,18 @@ from toolwire.adapters import metadata_from_mcp_hints
 from toolwire.exceptions import ToolDefinitionError, ToolwireError
 from toolwire.media import Part
 from toolwire_mcp._config import ServerSpec, spec_from_entry
-from toolwire_mcp._connection import _EXITING, Connection, MCPCallError
 from toolwire_mcp._content import (
     contents_output,
     result_output,
     result_text,
     structured_output,
 )
-from toolwire_mcp._listcache import Listing, load_listing, store_listing
-from toolwire_mcp._loop import LOOP
 from toolwire_mcp._names import local_names
-from toolwire_mcp._registry import BEFORE_CLOSE, connection_for
-from toolwire_mcp._tasks import task_support
+from toolwire_mcp.client._connection import _EXITING, Connection, MCPCallError
+from toolwire_mcp.client._listcache import Listing, load_listing, store_listing
+from toolwire_mcp.client._loop import LOOP
+from toolwire_mcp.client._registry import BEFORE_CLOSE, connection_for
+from toolwire_mcp.client._tasks import task_support
 
 __all__ = ["MCPToolError", "mcp_toolset", "metadata_for", "tools_from"]
 
@@ -122,14 +122,14 @@ def _body(conn: Connection, mcp_name: str) -> Callable[..., Any]:
 
 def _long_running(metadata: ToolMetadata, task_only: bool, limit: float) -> ToolMetadata:
     """A tool the server runs only as a task is long-running by its own word: a gateway
-    serving it answers its clients with a task too (see toolwire_mcp._served_tasks)."""
+    serving it answers its clients with a task too (see toolwire_mcp.gateway._served_tasks)."""
     return attrs.evolve(metadata, typical_duration=limit) if task_only else metadata
 
 
 def tools_from(conn: Connection, listed: Sequence[types.Tool]) -> list[Any]:
     """The toolwire tools for a server's listed tools; a tool that cannot be used (a bad
     name, an invalid schema) is skipped with a warning, as a tool pack that fails is. A
-    tool that must run as a task is called as one (see toolwire_mcp._tasks)."""
+    tool that must run as a task is called as one (see toolwire_mcp.client._tasks)."""
     spec = conn.spec
     usable = [t for t in listed if isinstance(t.name, str) and t.name]
     conn.task_tools = {t.name: mode for t in usable if (mode := task_support(t)) is not None}
@@ -369,7 +369,7 @@ def mcp_toolset(
     servers' names apart: ``app.add(mcp_toolset("git", ...), prefix="git_")``.
 
     ``cache=True``: take the tool list from the cache when it holds a fresh one for this
-    server (see ``toolwire_mcp._listcache``), and start the server on its first call,
+    server (see ``toolwire_mcp.client._listcache``), and start the server on its first call,
     not now; the list is read again each time the server connects, and cached.
     """
     spec = _spec(
