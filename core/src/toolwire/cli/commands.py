@@ -115,7 +115,7 @@ def _provider(
     the key stored under the provider's name, else the provider's own variable."""
     known = sorted(host.providers())
     if name not in known:
-        from toolwire._plugins.host import OFFICIAL_NAMES
+        from toolwire._plugins.registries import OFFICIAL_NAMES
 
         official = OFFICIAL_NAMES.get(name)
         install = f"; it comes with {official}: pip install {official}" if official else ""
