@@ -1,18 +1,21 @@
-"""How an executor decides a call before it runs: approval (an approver's Allow, Deny,
-Modify or Defer, or an approval given back on resume, spent once and bound to the
-input's fingerprint), the policies on input they have not seen, and a bare round's hooks.
+"""How an executor decides a call before it runs: the lookup and checks (an unknown tool,
+a sandbox violation, availability, the schema, custom validators), approval (an
+approver's Allow, Deny, Modify or Defer, or an approval given back on resume, spent once
+and bound to the input's fingerprint), the policies on input they have not seen, and a
+bare round's hooks.
 
 The :class:`_Deciding` methods are the Executor's (it inherits them).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from toolwire._calls import HandledCall, RejectedCall, TypedCall
+from toolwire._calls import HandledCall, RejectedCall, ToolCall, TypedCall
 from toolwire._decisions import _async_pass, _guards_only, _hooks_cached, _reason_text, chain_cache
 from toolwire._execute.approval import (
     Allow,
@@ -27,18 +30,90 @@ from toolwire._execute.approval import (
 from toolwire._execute.jobs import _errors_text, _Job, _maybe_await, _PreparedTool
 from toolwire._hooks import _EMPTY_CONTEXT, HookContext, HookSet
 from toolwire._round import ToolRound, ToolRoundPlan
+from toolwire._tools import Tool
+from toolwire._toolset import Toolset
+
+logger = logging.getLogger("toolwire.execute")
 
 
 class _Deciding:
-    """The executor's approval and policy-check methods (a mixin of Executor)."""
+    """The executor's checks, approval and policy-check methods (a mixin of Executor)."""
 
     if TYPE_CHECKING:
         _host: Any
         _approver: Any
+        _tools: dict[str, Tool[Any, Any]]
+        _toolset: Toolset | None
 
-        async def _run_validators(
-            self, job: _Job, plan: _PreparedTool, call: TypedCall[Any]
-        ) -> None: ...
+        def _prepare(self, tool: Tool[Any, Any]) -> _PreparedTool: ...
+
+    # -- lookup and checks ------------------------------------------------------------------
+
+    def _lookup(self, name: str) -> Tool[Any, Any] | None:
+        tool = self._tools.get(name)
+        if tool is None and self._toolset is not None:
+            tool = self._toolset.get(name)
+        return tool
+
+    def _check(self, job: _Job, call: TypedCall[Any] | ToolCall) -> bool:
+        """Lookup, capability, availability and schema validation.
+
+        A refusal sets ``job.result``. Returns True when custom validators
+        are left to run (they may be async).
+        """
+        if isinstance(call, TypedCall):
+            tool = call.tool
+            typed: TypedCall[Any] | None = call
+        else:
+            found = self._lookup(call.name)
+            if found is None:
+                job.refuse(f"unknown tool `{call.name}`", "unknown_tool")
+                return False
+            tool, typed = found, None
+        plan = job.plan = self._prepare(tool)
+        if plan.violation is not None:
+            job.refuse(plan.violation, "sandbox_violation")
+            return False
+        if plan.available and not self._is_tool_available(plan, tool):
+            job.refuse(f"tool `{tool.name}` is currently unavailable", "unavailable")
+            return False
+        if typed is None:
+            try:
+                value = tool.validate_json(job.raw.arguments)
+            except ValidationError as exc:
+                job.refuse(
+                    f"tool `{tool.name}` arguments did not match the expected schema:\n"
+                    + _errors_text(exc),
+                    "invalid_arguments",
+                )
+                return False
+            typed = TypedCall(job.raw, tool, value)
+        job.call = typed
+        return bool(plan.validate)
+
+    def _is_tool_available(self, plan: _PreparedTool, tool: Tool[Any, Any]) -> bool:
+        for check in plan.available:
+            try:
+                if not check(tool):
+                    return False
+            except Exception as exc:
+                logger.warning("availability check for tool %s failed: %r", tool.name, exc)
+                return False
+        return True
+
+    async def _run_validators(self, job: _Job, plan: _PreparedTool, call: TypedCall[Any]) -> None:
+        for check in plan.validate:
+            try:
+                verdict = await _maybe_await(check(call))
+            except (ValueError, TypeError) as exc:
+                verdict = str(exc) or type(exc).__name__
+            except Exception as exc:
+                verdict = f"validator failed: {type(exc).__name__}: {exc}"
+            if verdict is None or verdict is True:
+                continue
+            reason = verdict if isinstance(verdict, str) else "validation failed"
+            job.refuse(f"tool `{call.name}` arguments were refused: {reason}", "validation_failed")
+            return
 
     async def _approve(
         self, jobs: Sequence[_Job], approvals: Mapping[str, Approval]

@@ -319,73 +319,7 @@ class Executor(_Deciding, _Scheduling):
             chain = _link(icpt, chain)
         return chain
 
-    # -- stage 1: lookup and checks -------------------------------------------------------
-
-    def _lookup(self, name: str) -> Tool[Any, Any] | None:
-        tool = self._tools.get(name)
-        if tool is None and self._toolset is not None:
-            tool = self._toolset.get(name)
-        return tool
-
-    def _check(self, job: _Job, call: TypedCall[Any] | ToolCall) -> bool:
-        """Lookup, capability, availability and schema validation.
-
-        A refusal sets ``job.result``. Returns True when custom validators
-        are left to run (they may be async).
-        """
-        if isinstance(call, TypedCall):
-            tool = call.tool
-            typed: TypedCall[Any] | None = call
-        else:
-            found = self._lookup(call.name)
-            if found is None:
-                job.refuse(f"unknown tool `{call.name}`", "unknown_tool")
-                return False
-            tool, typed = found, None
-        plan = job.plan = self._prepare(tool)
-        if plan.violation is not None:
-            job.refuse(plan.violation, "sandbox_violation")
-            return False
-        if plan.available and not self._is_tool_available(plan, tool):
-            job.refuse(f"tool `{tool.name}` is currently unavailable", "unavailable")
-            return False
-        if typed is None:
-            try:
-                value = tool.validate_json(job.raw.arguments)
-            except ValidationError as exc:
-                job.refuse(
-                    f"tool `{tool.name}` arguments did not match the expected schema:\n"
-                    + _errors_text(exc),
-                    "invalid_arguments",
-                )
-                return False
-            typed = TypedCall(job.raw, tool, value)
-        job.call = typed
-        return bool(plan.validate)
-
-    def _is_tool_available(self, plan: _PreparedTool, tool: Tool[Any, Any]) -> bool:
-        for check in plan.available:
-            try:
-                if not check(tool):
-                    return False
-            except Exception as exc:
-                logger.warning("availability check for tool %s failed: %r", tool.name, exc)
-                return False
-        return True
-
-    async def _run_validators(self, job: _Job, plan: _PreparedTool, call: TypedCall[Any]) -> None:
-        for check in plan.validate:
-            try:
-                verdict = await _maybe_await(check(call))
-            except (ValueError, TypeError) as exc:
-                verdict = str(exc) or type(exc).__name__
-            except Exception as exc:
-                verdict = f"validator failed: {type(exc).__name__}: {exc}"
-            if verdict is None or verdict is True:
-                continue
-            reason = verdict if isinstance(verdict, str) else "validation failed"
-            job.refuse(f"tool `{call.name}` arguments were refused: {reason}", "validation_failed")
-            return
+    # -- stage 1: lookup and checks (deciding.py) ------------------------------------------
 
     # -- stage 2: approval ----------------------------------------------------------------
 
