@@ -90,10 +90,12 @@ def test_core_imports_no_other_distribution() -> None:
 def test_the_reach_up_check_sees_both_ways(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text(
-        "import importlib\nimport toolwire_mcp._server\n"
+        "import importlib\nimport toolwire_mcp.gateway._server\n"
         "m = importlib.import_module('toolwire_mcp')\n"
     )
-    assert [(2, "toolwire_mcp._server"), (3, "toolwire_mcp")] == reaches_up(bad, {"toolwire_mcp"})
+    assert [(2, "toolwire_mcp.gateway._server"), (3, "toolwire_mcp")] == reaches_up(
+        bad, {"toolwire_mcp"}
+    )
 
 
 def test_the_check_sees_a_private_import(tmp_path: Path) -> None:
@@ -148,3 +150,38 @@ def test_the_circle_check_sees_a_circle(tmp_path: Path) -> None:
     (tmp_path / "bench" / "b.py").write_text("def f():\n    from bench import a\n")
     (tmp_path / "bench" / "c.py").write_text("import bench.a\n")
     assert [["bench.a", "bench.b", "bench.a"]] == _cycles(_bench_graph(tmp_path / "bench"))
+
+
+#: The most lines a module of the project's code may have: past it, a module does more than
+#: one job (the plugin host had grown to 1,318, and was split by job).
+MAX_MODULE_LINES = 900
+
+
+def long_modules(paths: list[Path], limit: int = MAX_MODULE_LINES) -> list[str]:
+    """The modules of ``paths`` over ``limit`` lines, each with its count."""
+    out = []
+    for path in paths:
+        count = len(path.read_text(encoding="utf-8").splitlines())
+        if count > limit:
+            out.append(f"{path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: {count}")
+    return out
+
+
+def test_no_module_is_over_900_lines() -> None:
+    code = [
+        *ROOT.glob("core/src/**/*.py"),
+        *ROOT.glob("providers/*/src/**/*.py"),
+        *ROOT.glob("plugins/*/src/**/*.py"),
+        *ROOT.glob("integrations/*/src/**/*.py"),
+        *ROOT.glob("bench/**/*.py"),
+        *ROOT.glob("tools/*.py"),
+    ]
+    assert len(code) > 100
+    assert [] == long_modules(sorted(code))
+
+
+def test_the_length_check_sees_a_long_module(tmp_path: Path) -> None:
+    long = tmp_path / "long.py"
+    long.write_text("x = 1\n" * 901)
+    (tmp_path / "short.py").write_text("x = 1\n" * 900)
+    assert [f"{long}: 901"] == long_modules(sorted(tmp_path.glob("*.py")))

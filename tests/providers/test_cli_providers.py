@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 from fakes import Call, FakeOpenAI, openai_chat
 
-from toolwire.cli.parser import _parser
+from toolwire.cli.extend import plugin_commands
+from toolwire.cli.parser import _parser, _subparsers, add_commands
 
 TOOLWIRE = Path(sys.executable).with_name("toolwire")  # the console script
 
@@ -294,7 +295,9 @@ def test_every_command_has_a_description_and_every_argument_help(tmp_path: Path)
                 for name, sub in choices.items():
                     walk(sub, f"{path} {name}")
 
-    walk(_parser(), "toolwire")
+    parser = _parser()
+    add_commands(parser, plugin_commands(_subparsers(parser)))  # the installed ones' too
+    walk(parser, "toolwire")
     done = _cli(tmp_path, "--help")
     lines = done.stdout.splitlines()
     block = lines[lines.index("positional arguments:") + 2 : lines.index("options:")]
@@ -312,7 +315,9 @@ def test_every_command_has_a_description_and_every_argument_help(tmp_path: Path)
         "keys",
         "aliases",
         "new",
-        "mcp",
+        "mcp",  # toolwire-mcp's, through toolwire.commands
+        "console",
+        "policy",  # toolwire-policy's
     ] == [row[0] for row in listed]
     assert all(len(row) == 2 for row in listed)  # each with its one-line description
 

@@ -16,7 +16,9 @@ ABOUT = (
 
 def arguments(p: argparse.ArgumentParser) -> None:
     """The commands (``toolwire-policy COMMAND``, ``toolwire policy COMMAND``) on ``p``."""
-    sub = p.add_subparsers(dest="policy_command", metavar="COMMAND", required=True)
+    sub = p.add_subparsers(
+        dest="policy_command", metavar="COMMAND", required=True, help="one of the commands below"
+    )
     about = (
         "trust this project's ./toolwire-policy.toml as it is now, so it applies to commands "
         "run here (a changed file blocks every tool until trusted again)"
@@ -26,10 +28,12 @@ def arguments(p: argparse.ArgumentParser) -> None:
         "file", nargs="?", type=Path, help="the file (default: ./toolwire-policy.toml)"
     )
     trust.add_argument("--remove", action="store_true", help="forget the file instead")
-    audit = sub.add_parser("audit", help="verify or read an audit log")
-    asub = audit.add_subparsers(dest="action", metavar="ACTION", required=True)
-    verify = asub.add_parser("verify", help="check the hash chain; name the first broken record")
-    verify.add_argument("file", type=Path)
+    about = "verify or read an audit log"
+    audit = sub.add_parser("audit", help=about, description=about)
+    asub = audit.add_subparsers(dest="action", metavar="ACTION", required=True, help="verify, show")
+    about = "check the hash chain; name the first broken record"
+    verify = asub.add_parser("verify", help=about, description=about)
+    verify.add_argument("file", type=Path, help="the audit log (JSON lines)")
     verify.add_argument(
         "--accept-break",
         dest="accept_breaks",
@@ -49,16 +53,25 @@ def arguments(p: argparse.ArgumentParser) -> None:
         help="a head digest verify printed before and kept elsewhere: it must still be a "
         "record of the log (a chain rewritten from an earlier record fails)",
     )
-    show = asub.add_parser("show", help="the records, filtered")
-    show.add_argument("file", type=Path)
+    about = "the records, filtered"
+    show = asub.add_parser("show", help=about, description=about)
+    show.add_argument("file", type=Path, help="the audit log (JSON lines)")
     show.add_argument("--as", dest="subject", metavar="SUBJECT", help="only this principal's")
     show.add_argument("--since", metavar="DURATION", help="only the last 30m, 1h, 2d ...")
     show.add_argument("--tool", metavar="GLOB", help="only these tools'")
     show.add_argument("--json", action="store_true", help="the records as JSON lines")
-    explain = sub.add_parser("explain", help="what the policy decides for a tool and a principal")
+    about = "what the policy decides for a tool and a principal"
+    explain = sub.add_parser("explain", help=about, description=about)
     explain.add_argument("tool", help="the tool's name, as the assembled toolset has it")
     explain.add_argument("--as", dest="subject", metavar="SUBJECT", help="the principal")
-    explain.add_argument("--group", dest="groups", action="append", default=[], metavar="G")
+    explain.add_argument(
+        "--group",
+        dest="groups",
+        action="append",
+        default=[],
+        metavar="G",
+        help="a group of the principal (repeatable)",
+    )
     explain.add_argument("--method", default="app", help="how the principal was established")
     explain.add_argument("--policy", type=Path, help="this policy file (default: the one in force)")
     explain.add_argument(
@@ -105,7 +118,9 @@ def arguments(p: argparse.ArgumentParser) -> None:
         "machine's user, with their groups)"
     )
     approvals = sub.add_parser("approvals", help=about, description=about)
-    qsub = approvals.add_subparsers(dest="action", metavar="ACTION", required=True)
+    qsub = approvals.add_subparsers(
+        dest="action", metavar="ACTION", required=True, help="one of the actions below"
+    )
     for action, text in (
         ("list", "the requests waiting for an answer"),
         ("history", "every request, newest first"),
