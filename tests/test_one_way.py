@@ -465,3 +465,49 @@ def test_the_sdk_private_check_sees_an_attribute_and_a_getattr(tmp_path: Path) -
     bad = tmp_path / "bad.py"
     bad.write_text("d = session._dispatcher\ns = getattr(session, '_stamp')\n")
     assert ["bad.py:1: _dispatcher", "bad.py:2: _stamp"] == sdk_private_used_another_way([bad])
+
+
+# -- installed entry points: read one way, never from the working directory ------------------
+
+#: The one module that reads installed distributions' entry points (they decide what code
+#: is imported): ``_entry_points`` and ``command_entry_points``, both without the working
+#: directory (principle 9: a checkout's planted ``*.dist-info`` was imported by
+#: ``python -m toolwire --help``).
+ENTRY_POINT_READERS = {"core/src/toolwire/_plugins/entrypoints.py"}
+_METADATA_READS = {"entry_points", "distributions", "distribution"}
+
+
+def entry_points_read_another_way(paths: list[Path]) -> list[str]:
+    """Calls of ``importlib.metadata`` / ``importlib_metadata`` readers (or pluggy's
+    ``load_setuptools_entrypoints``) outside the one module that reads entry points."""
+    found = []
+    for path in paths:
+        rel = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
+        if rel in ENTRY_POINT_READERS:
+            continue
+        for node, callee, _ in _calls(path):
+            last = callee.split(".")[-1]
+            if (last in _METADATA_READS and "metadata" in callee) or (
+                last == "load_setuptools_entrypoints"
+            ):
+                found.append(f"{_where(path, node)}: {callee}")
+    return found
+
+
+def test_every_entry_point_is_read_one_way() -> None:
+    assert [] == entry_points_read_another_way(SOURCES)
+
+
+def test_the_entry_point_check_sees_a_read_made_another_way(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "import importlib_metadata, importlib.metadata\n"
+        "a = importlib_metadata.entry_points(group='x')\n"
+        "b = importlib.metadata.distributions()\n"
+        "pm.load_setuptools_entrypoints('toolwire')\n"
+    )
+    assert [
+        "bad.py:2: importlib_metadata.entry_points",
+        "bad.py:3: importlib.metadata.distributions",
+        "bad.py:4: pm.load_setuptools_entrypoints",
+    ] == entry_points_read_another_way([bad])

@@ -296,3 +296,22 @@ def test_toolwire_cli_terminal(venv: Any) -> None:
     assert 0 == done.returncode, done.stderr
     assert "[hello] t: 1/2 halfway" in done.stderr
     assert "hi" in done.stdout
+
+
+def test_a_working_directory_brings_no_plugin_and_no_command(venv: Any, tmp_path: Path) -> None:
+    """Principle 9: `python -m toolwire` puts the working directory on sys.path, and a
+    checkout that holds a `*.dist-info` naming a module beside it had that module imported
+    (by `--help` for a command, by discovery for a tool pack). Reproducer kept."""
+    here = tmp_path / "checkout"
+    info = here / "planted-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: planted\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[toolwire.commands]\nplanted = planted_mod\n\n[toolwire.toolsets]\nplanted = planted_mod\n"
+    )
+    (here / "planted_mod.py").write_text("print('PLANTED CODE RAN')\n")
+    env = venv.env(**EVERYTHING_BUT_THE_BROKEN_POLICY)
+    for args in (("--help",), ("tools",), ("plugins",)):
+        done = venv.run(str(venv.python), "-m", "toolwire", *args, env=env, cwd=here)
+        assert "PLANTED CODE RAN" not in done.stdout + done.stderr, args
+        assert "planted" not in done.stdout, args

@@ -776,7 +776,10 @@ def test_profiles_from_entry_points_and_a_broken_one_is_skipped(
             importlib_metadata.EntryPoint("c-missing", "no_such_module_xyz:P", "toolwire.profiles"),
         ]
     )
-    monkeypatch.setattr(importlib_metadata, "entry_points", lambda group=None: points)
+    from toolwire._plugins import entrypoints  # the one reader of installed entry points
+
+    cache = {**entrypoints._entry_points(), "toolwire.profiles": tuple(points)}
+    monkeypatch.setattr(entrypoints, "_EP_CACHE", cache)
     _profiles._reset_for_tests()
     assert profiles.profile_for("acme", "acme-1-large").family == "Acme 1"
     assert "model profiles `b-wrong`" in caplog.text

@@ -34,6 +34,7 @@ import attrs
 from toolwire._errors import ProfileError, UnsupportedSettingError, UsageError
 from toolwire._exports import publish
 from toolwire._files import read_capped
+from toolwire._plugins.entrypoints import PROFILES_GROUP
 
 __all__ = [
     "FORMAT",
@@ -261,17 +262,17 @@ def _config_file(environ: Mapping[str, str] | None = None) -> Path | None:
 _MAX_CONFIG = 1024 * 1024
 
 
-ENTRY_POINT_GROUP = "toolwire.profiles"
+ENTRY_POINT_GROUP = PROFILES_GROUP
 
 
 def _entry_point_profiles() -> list[ModelProfile]:
     """The profiles installed distributions ship (entry-point group ``toolwire.profiles``:
     a list of ModelProfile, or a function returning one), in name order. One that cannot
     be loaded is skipped with an error logged: the shipped profiles still hold."""
-    import importlib_metadata
+    from toolwire._plugins.entrypoints import _entry_points
 
     out: list[ModelProfile] = []
-    points = importlib_metadata.entry_points(group=ENTRY_POINT_GROUP)
+    points = _entry_points()[ENTRY_POINT_GROUP]
     for ep in sorted(points, key=lambda e: e.name):
         try:
             value = ep.load()

@@ -25,6 +25,8 @@ ENTRY_POINT_GROUPS: Mapping[PluginKind, str] = {
 
 #: The entry-point group of the modules that add commands to ``toolwire``.
 COMMANDS_GROUP = "toolwire.commands"
+#: The entry-point group of the model profiles distributions ship.
+PROFILES_GROUP = "toolwire.profiles"
 
 DISABLE_POLICIES_ENV = "TOOLWIRE_DISABLE_POLICIES"
 POLICY_REQUIRED_ENV = "TOOLWIRE_POLICY_REQUIRED"
@@ -156,17 +158,54 @@ _EP_CACHE: dict[str, tuple[Any, ...]] | None = None
 
 
 def _entry_points() -> Mapping[str, tuple[Any, ...]]:
-    """Every toolwire entry point, by group; metadata is read once per process."""
+    """Every toolwire entry point (the plugins' groups and the profiles'), by group;
+    metadata is read once per process, never from the working directory
+    (:func:`search_path`). The one reader of installed entry points: it decides what code
+    is imported (``command_entry_points`` reads the commands' group the same way)."""
     global _EP_CACHE
     with _EP_LOCK:
         if _EP_CACHE is None:
             import importlib_metadata  # only when discovery runs (import time matters)
 
-            eps = importlib_metadata.entry_points()
-            _EP_CACHE = {
-                group: tuple(eps.select(group=group)) for group in ENTRY_POINT_GROUPS.values()
-            }
+            groups = (*ENTRY_POINT_GROUPS.values(), PROFILES_GROUP)
+            path = search_path()
+            if path is None:  # the usual case (the `toolwire` script): the fast scan
+                eps = importlib_metadata.entry_points()
+                _EP_CACHE = {group: tuple(eps.select(group=group)) for group in groups}
+            else:
+                _EP_CACHE = dict.fromkeys(groups, ())
+                seen: set[str] = set()
+                for dist in importlib_metadata.distributions(path=path):
+                    key = _normal(str(dist.name or ""))
+                    if not key or key in seen:  # the first of a name wins, as on sys.path
+                        continue
+                    seen.add(key)
+                    for ep in dist.entry_points:
+                        if ep.group in _EP_CACHE:
+                            _EP_CACHE[ep.group] += (ep,)
         return _EP_CACHE
+
+
+def search_path() -> list[str] | None:
+    """``sys.path`` without the working directory, or None when it is not on it.
+
+    ``python -m toolwire`` (and ``python -c``) put the working directory first on
+    ``sys.path``: a checkout holding a ``*.dist-info`` that names a module beside it would
+    have that module imported as a plugin or a command. Where a command is run decides
+    nothing (DESIGN.md, principle 9): distributions are read from the rest of the path.
+    """
+    import sys
+
+    try:
+        here = os.getcwd()
+    except OSError:  # the working directory was removed: nothing can be read from it
+        return None
+    kept = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    return kept if len(kept) != len(sys.path) else None
+
+
+def _normal(name: str) -> str:
+    return name.replace("-", "_").replace(".", "_").lower()
 
 
 class CommandEntryPoint:
@@ -190,14 +229,16 @@ class CommandEntryPoint:
 def command_entry_points() -> list[CommandEntryPoint]:
     """The entry points of ``toolwire.commands`` of the distributions installed on
     ``sys.path`` (``*.dist-info`` / ``*.egg-info`` directories, as pip and uv install
-    them; the first of a distribution's name wins, as for importlib.metadata), read
+    them; the first of a distribution's name wins, as for importlib.metadata; never the
+    working directory's: :func:`search_path`), read
     straight from their ``entry_points.txt``: the command line's ``--help`` reads them,
     and importlib.metadata's scan of every distribution costs it 30 ms."""
     import sys
 
     found: list[CommandEntryPoint] = []
     seen: set[str] = set()
-    for where in sys.path:
+    clean = search_path()
+    for where in sys.path if clean is None else clean:
         try:
             listing = os.scandir(where or ".")
         except OSError:
@@ -206,7 +247,7 @@ def command_entry_points() -> list[CommandEntryPoint]:
             names = sorted(e.name for e in listing if e.name.endswith((".dist-info", ".egg-info")))
         for entry in names:
             dist = entry.rpartition(".")[0].split("-")[0]
-            key = dist.replace("-", "_").replace(".", "_").lower()
+            key = _normal(dist)
             if key in seen:
                 continue
             seen.add(key)
