@@ -490,13 +490,15 @@ def discovery(bench: Bench) -> list[Row]:
                         env["TOOLWIRE_DISABLE_PLUGINS"] = WORKSPACE_PLUGINS
                     src = _snippet(st.runner, n_plugins)
 
-                    def lib_run(src: str = src, site: Path = site, env: dict = env) -> float:
-                        res = _timing.run_child([sys.executable, "-c", src], cwd=site, env=env)
+                    # Run beside the sites, not in them: toolwire reads no entry point
+                    # from the working directory (a planted *.dist-info decides nothing).
+                    def lib_run(src: str = src, env: dict = env) -> float:
+                        res = _timing.run_child([sys.executable, "-c", src], cwd=Path(tmp), env=env)
                         return float(res["stdout"].split()[-1])
 
                     def floor_run() -> float:
                         res = _timing.run_child(
-                            [sys.executable, "-c", floor_src], cwd=floor_site, env=floor_env
+                            [sys.executable, "-c", floor_src], cwd=Path(tmp), env=floor_env
                         )
                         return float(res["stdout"].split()[-1])
 
