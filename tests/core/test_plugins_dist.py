@@ -310,8 +310,18 @@ def test_a_working_directory_brings_no_plugin_and_no_command(venv: Any, tmp_path
         "[toolwire.commands]\nplanted = planted_mod\n\n[toolwire.toolsets]\nplanted = planted_mod\n"
     )
     (here / "planted_mod.py").write_text("print('PLANTED CODE RAN')\n")
+    # A namesake of an installed policy's distribution, with no entry point: first on the
+    # path, it hid the real one, and the policy was not loaded at all.
+    shadow = here / "tw_raising_policy-9.9.dist-info"
+    shadow.mkdir()
+    (shadow / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: tw-raising-policy\nVersion: 9.9\n"
+    )
     env = venv.env(**EVERYTHING_BUT_THE_BROKEN_POLICY)
     for args in (("--help",), ("tools",), ("plugins",)):
         done = venv.run(str(venv.python), "-m", "toolwire", *args, env=env, cwd=here)
         assert "PLANTED CODE RAN" not in done.stdout + done.stderr, args
         assert "planted" not in done.stdout, args
+    listed = venv.run(str(venv.python), "-m", "toolwire", "plugins", env=env, cwd=here).stdout
+    assert "raisingpolicy" in listed
+    assert "9.9" not in listed

@@ -165,24 +165,25 @@ def _entry_points() -> Mapping[str, tuple[Any, ...]]:
     global _EP_CACHE
     with _EP_LOCK:
         if _EP_CACHE is None:
+            import sys
+
             import importlib_metadata  # only when discovery runs (import time matters)
 
             groups = (*ENTRY_POINT_GROUPS.values(), PROFILES_GROUP)
-            path = search_path()
-            if path is None:  # the usual case (the `toolwire` script): the fast scan
-                eps = importlib_metadata.entry_points()
-                _EP_CACHE = {group: tuple(eps.select(group=group)) for group in groups}
-            else:
-                _EP_CACHE = dict.fromkeys(groups, ())
-                seen: set[str] = set()
-                for dist in importlib_metadata.distributions(path=path):
-                    key = _normal(str(dist.name or ""))
-                    if not key or key in seen:  # the first of a name wins, as on sys.path
-                        continue
-                    seen.add(key)
-                    for ep in dist.entry_points:
-                        if ep.group in _EP_CACHE:
-                            _EP_CACHE[ep.group] += (ep,)
+            found: dict[str, tuple[Any, ...]] = dict.fromkeys(groups, ())
+            clean = search_path()
+            seen: set[str] = set()
+            for dist in importlib_metadata.distributions(path=sys.path if clean is None else clean):
+                # The first of a name on the path wins, as importlib.metadata's own scan
+                # decides (its name from the directory, else from its METADATA).
+                key = getattr(dist, "_normalized_name", None) or _normal(str(dist.name or ""))
+                if not key or key in seen:
+                    continue
+                seen.add(key)
+                for ep in dist.entry_points:
+                    if ep.group in found:
+                        found[ep.group] += (ep,)
+            _EP_CACHE = found
         return _EP_CACHE
 
 
