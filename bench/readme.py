@@ -46,13 +46,14 @@ SOAK_END = "<!-- soak:end -->"
 TARGETS: dict[str, float] = {
     "S1 cold build+render": 1.15,
     "S1 re-render": 1.0,
-    "S2 decode": 1.6,
-    "S3 round": 1.75,
+    "S2 decode": 1.8,
+    "S3 round": 1.9,
     "hooks: S3 + 3 plugin hooks": 2.4,
     "hooks: S3 + 10 plugin hooks": 3.5,
     "streaming:": 1.3,
     "executor: 8 parallel async tools": 1.5,
-    "mcp: tools/call via toolwire toolset": 1.1,
+    "mcp: tools/call via toolwire toolset in connected()": 1.1,
+    "mcp: tools/call via toolwire toolset": 1.3,
 }
 
 
