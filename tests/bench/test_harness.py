@@ -165,8 +165,8 @@ def test_the_readme_results_are_written_from_a_run(
     results = json.loads(out.read_text())
     s2 = next(r for r in results["rows"] if r["label"].startswith("S2"))
     ratio = s2["libs"]["toolwire"]["ratio"]
-    status = "met" if ratio <= 1.6 else "**missed**"
-    assert f"| S2 decode <= 1.60x | {ratio:.2f}x | {status} |" in text
+    status = "met" if ratio <= 1.8 else "**missed**"
+    assert f"| S2 decode <= 1.80x | {ratio:.2f}x | {status} |" in text
     assert 0 == subprocess.run([*args, "--check"], cwd=REPO_ROOT, check=False).returncode
 
 
