@@ -262,6 +262,12 @@ def test_toolwire_cli_commands(venv: Any) -> None:
     assert 0 == helped.returncode, helped.stderr
     assert "say hello" in helped.stdout
     assert "greet" not in helped.stdout  # two distributions add it: neither does
+    # toolwire-mcp is not installed here: no `mcp` (the workspace's --help lists it:
+    # tests/providers/test_cli_providers.py)
+    rows = [row for row in helped.stdout.splitlines() if row.startswith("    ") and row[4] != " "]
+    listed = [row.split()[0] for row in rows]
+    assert "hello" in listed
+    assert [] == [name for name in ("mcp", "console", "policy") if name in listed]
     said = helped.stderr
     assert "commands `brokencommand` (tw_broken_command) left out: RuntimeError: this " in said
     assert "commands `hello`: `chat` is a built-in command; left out" in said
