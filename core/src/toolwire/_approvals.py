@@ -22,15 +22,16 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from toolwire._calls import TypedCall
-from toolwire._execute.approval import _vouch, call_fingerprint
 from toolwire._exports import publish
 from toolwire._files import NotPrivate, open_private_sqlite
 from toolwire._hooks import Principal
+
+if TYPE_CHECKING:
+    from toolwire._calls import TypedCall
 
 __all__ = [
     "PENDING",
@@ -425,6 +426,8 @@ class ApprovalQueue:
         where a policy names who answers. ``call``: the call as it runs (with the
         arguments the approver approved, when they edited them). Raises ApprovalError
         when the queue does not hold ``request`` spent for exactly this call."""
+        from toolwire._execute.approval import _vouch, call_fingerprint  # (the queue is light)
+
         held = self.get(request.id)
         fingerprint = call_fingerprint(call)
         if (
