@@ -74,11 +74,7 @@ def arguments(p: argparse.ArgumentParser) -> None:
     )
     explain.add_argument("--method", default="app", help="how the principal was established")
     explain.add_argument("--policy", type=Path, help="this policy file (default: the one in force)")
-    explain.add_argument(
-        "--app",
-        metavar="MODULE:ATTR",
-        help="the application's Toolset, the installed packs' tools assembled into it",
-    )
+    _app_option(explain)
     explain.add_argument("--json", action="store_true", help="print JSON")
     about = (
         "load the policy and report every rule that names no tool or server in the assembled "
@@ -86,32 +82,20 @@ def arguments(p: argparse.ArgumentParser) -> None:
     )
     check = sub.add_parser("check", help=about, description=about)
     check.add_argument("--policy", type=Path, help="this policy file (default: the one in force)")
-    check.add_argument(
-        "--app",
-        metavar="MODULE:ATTR",
-        help="the application's Toolset, the installed packs' tools assembled into it",
-    )
+    _app_option(check)
     check.add_argument("--strict", action="store_true", help="a rule that names nothing fails")
     check.add_argument("--json", action="store_true", help="print JSON")
     about = "decide each case of a test file (principal, tool, arguments, expected decision)"
     test = sub.add_parser("test", help=about, description=about)
     test.add_argument("cases", type=Path, help="the cases file (TOML, [[cases]] tables)")
     test.add_argument("--policy", type=Path, help="this policy file (default: the one in force)")
-    test.add_argument(
-        "--app",
-        metavar="MODULE:ATTR",
-        help="the application's Toolset, the installed packs' tools assembled into it",
-    )
+    _app_option(test)
     test.add_argument("--json", action="store_true", help="print JSON")
     about = "re-decide every call an audit log records under a candidate policy file"
     replay = sub.add_parser("replay", help=about, description=about)
     replay.add_argument("log", type=Path, help="the audit log")
     replay.add_argument("--candidate", type=Path, required=True, help="the policy file to try")
-    replay.add_argument(
-        "--app",
-        metavar="MODULE:ATTR",
-        help="the application's Toolset, the installed packs' tools assembled into it",
-    )
+    _app_option(replay)
     replay.add_argument("--json", action="store_true", help="print JSON")
     about = (
         "the approval queue: the requests waiting, their history, and answering one (as this "
@@ -155,3 +139,12 @@ def arguments(p: argparse.ArgumentParser) -> None:
             one.add_argument("--tool", help="only requests for this tool")
             one.add_argument("--state", help="pending, approved, denied, spent, expired")
         one.add_argument("--json", action="store_true", help="print JSON")
+
+
+def _app_option(parser: argparse.ArgumentParser) -> None:
+    """``--app MODULE:ATTR``, as every command that assembles the catalogue takes it."""
+    parser.add_argument(
+        "--app",
+        metavar="MODULE:ATTR",
+        help="the application's Toolset, the installed packs' tools assembled into it",
+    )
