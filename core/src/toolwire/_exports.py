@@ -399,12 +399,15 @@ APPROVALS: Mapping[str, str] = {
     "ApprovalError": "toolwire._approvals",
     "ApprovalQueue": "toolwire._approvals",
     "ApprovalRequest": "toolwire._approvals",
+    "AuditTrail": "toolwire._audit_trail",
+    "ChainCheck": "toolwire._audit_trail",
     "default_queue_path": "toolwire._approvals",
     "may_answer": "toolwire._approvals",
     "queue_for": "toolwire._approvals",
     "request_ids_in": "toolwire._approvals",
 }
-"""``toolwire.approvals``: the approval queue (requests a person answers, spent once)."""
+"""``toolwire.approvals``: the approval queue (requests a person answers, spent once), and
+the audit trails policies offer to the people who answer them."""
 
 SUBMODULES = frozenset(
     {"adapters", "approvals", "bridges", "exceptions", "hookspecs", "media", "profiles", "schema"}

@@ -22,12 +22,18 @@ if _typing.TYPE_CHECKING:
         queue_for,
         request_ids_in,
     )
+    from toolwire._audit_trail import (
+        AuditTrail,
+        ChainCheck,
+    )
 
 __all__ = [
     "PENDING",
     "ApprovalError",
     "ApprovalQueue",
     "ApprovalRequest",
+    "AuditTrail",
+    "ChainCheck",
     "default_queue_path",
     "may_answer",
     "queue_for",

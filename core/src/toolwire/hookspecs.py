@@ -39,6 +39,7 @@ import pluggy
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
+    from toolwire._audit_trail import AuditTrail
     from toolwire._backends import ToolBackend
     from toolwire._calls import ToolResult, TypedCall
     from toolwire._command import Command, Terminal
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PROJECT",
+    "RegisterAuditTrail",
     "RegisterBackend",
     "RegisterCommand",
     "RegisterProvider",
@@ -90,6 +92,12 @@ class RegisterBackend(Protocol):
     """The ``register`` callback passed to ``toolwire_register_backends``."""
 
     def __call__(self, name: str, factory: Callable[..., ToolBackend]) -> None: ...
+
+
+class RegisterAuditTrail(Protocol):
+    """The ``register`` callback passed to ``toolwire_audit_trails``."""
+
+    def __call__(self, trail: AuditTrail) -> None: ...
 
 
 class RegisterCommand(Protocol):
@@ -292,6 +300,25 @@ def toolwire_audit(event: AuditEvent, context: HookContext) -> None:
         text (hash it; it may hold secrets), the reason and who decided.
     :param context: the turn's context (empty for ``policies_off``).
     :returns: None.
+
+    Added in 0.2.
+    """
+
+
+@hookspec
+def toolwire_audit_trails(register: RegisterAuditTrail) -> None:
+    """Offer the audit logs this policy writes to be read (the approval console's
+    audit page, with its chain verified).
+
+    Calling rule: asked of policy plugins only (those of ``toolwire.policies``; a
+    tool pack's implementation is never called), when something that shows audit
+    logs asks :meth:`PluginHost.audit_trails`; sync only. An implementation that
+    raises, or registers something that is not a
+    :class:`toolwire.approvals.AuditTrail`, is logged and its trails left out.
+    The return value is ignored.
+
+    :param register: ``register(trail)``: a :class:`toolwire.approvals.AuditTrail`
+        (its name, who may read it, its newest records, and its chain checked).
 
     Added in 0.2.
     """

@@ -9,7 +9,7 @@ import inspect
 import logging
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from toolwire._calls import ToolResult, TypedCall
 from toolwire._errors import UsageError
@@ -29,6 +29,9 @@ from toolwire._plugins.wrappers import (
     _withheld,
 )
 from toolwire._tools import Tool
+
+if TYPE_CHECKING:
+    from toolwire._audit_trail import AuditTrail
 
 logger = logging.getLogger("toolwire.plugins")
 
@@ -233,6 +236,48 @@ class _Calling(_Registries):
                     impl.plugin_name,
                     type(out).__name__,
                 )
+
+    def audit_trails(self) -> list[AuditTrail]:
+        """The audit trails the loaded policies offer to be read (``toolwire_audit_trails``):
+        what the approval console shows. Only policy plugins are asked (a tool pack cannot
+        pass a log of its own off as the organisation's). One that fails, is async, or
+        registers something that is not an :class:`toolwire.approvals.AuditTrail` is
+        logged and left out; the others are returned."""
+        from toolwire._audit_trail import AuditTrail
+
+        with self._lock:
+            self.discover()
+            impls = [
+                i
+                for i in self._impls("toolwire_audit_trails")
+                if self._kind.get(i.plugin_name) == "policy" and not _inert(i.plugin)
+            ]
+        found: list[AuditTrail] = []
+        for impl in impls:
+            mine: list[AuditTrail] = []
+
+            def register(trail: AuditTrail, _mine: list[AuditTrail] = mine) -> None:
+                if not isinstance(trail, AuditTrail):
+                    raise UsageError(
+                        f"register() takes a toolwire.approvals.AuditTrail, "
+                        f"got {type(trail).__name__}"
+                    )
+                _mine.append(trail)
+
+            try:
+                out = impl.function(**dict.fromkeys(impl.argnames, register))
+                if inspect.isawaitable(out):
+                    _close(out)
+                    raise UsageError("toolwire_audit_trails must be sync")
+            except Exception as exc:
+                logger.error(
+                    "plugin `%s` failed to offer its audit trails: %s",
+                    impl.plugin_name,
+                    _describe(exc),
+                )
+                continue
+            found.extend(mine)
+        return found
 
     # -- records kept outside the policies' audit ------------------------------------
 

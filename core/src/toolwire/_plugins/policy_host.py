@@ -17,6 +17,7 @@ from toolwire._tools import Tool
 from toolwire._toolset import Toolset
 
 if TYPE_CHECKING:
+    from toolwire._audit_trail import AuditTrail
     from toolwire._plugins.host import PluginHost
 
 _NO_PACKS = HookSet("plugins:toolsets")
@@ -78,6 +79,10 @@ class PolicyHost:
 
     def audit(self, event: AuditEvent, context: HookContext | None = None) -> None:
         self.host.audit(event, context)
+
+    def audit_trails(self) -> list[AuditTrail]:
+        """The policies' audit trails (see :meth:`PluginHost.audit_trails`)."""
+        return self.host.audit_trails()
 
     def redact_arguments(
         self, tool: Tool[Any, Any], arguments: Mapping[str, Any], context: HookContext | None = None
