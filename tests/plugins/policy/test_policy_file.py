@@ -130,7 +130,8 @@ def test_an_unknown_key_in_the_audit_table() -> None:
     assert [
         (
             "audit.file",
-            "unknown key in table audit; allowed keys: path, results, arguments, context_keys",
+            "unknown key in table audit; allowed keys: path, results, arguments, context_keys, "
+            "readers",
         )
     ] == problems("[audit]\npath = 'a.jsonl'\nfile = 'x'\n")
 

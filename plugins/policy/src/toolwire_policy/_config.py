@@ -152,6 +152,9 @@ class AuditConfig(_Table):
     """Write the (redacted) arguments in decision records, not only their fingerprint."""
     context_keys: list[Glob] = []
     """Keys of ``HookContext.extra`` to copy into each record (``user``, ``tenant``)."""
+    readers: list[Annotated[str, StringConstraints(min_length=1)]] | None = None
+    """Who may read the log in the approval console: ``group:NAME``, ``user:NAME``.
+    Default: the approvers ``[approvals]`` names (nobody, without that table)."""
 
 
 class PrincipalRule(_Table):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Awaitable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -230,3 +230,17 @@ class PolicyPlugin:
             self.policy.audit_event(event, context)
         except OSError as exc:
             logger.error("cannot write the audit log %s: %s", self.policy.audit_log, exc)
+
+    @hookimpl
+    def toolwire_audit_trails(self, register: Callable[[Any], None]) -> None:
+        """Offer the policy's audit log to the people it names as readers (``[audit]
+        readers``, else its approvers): the approval console's audit page."""
+        if self.policy is None or self.policy.audit_log is None:
+            return
+        config = self.policy.config
+        readers = config.audit.readers if config.audit is not None else None
+        if readers is None:
+            readers = config.approvals.approvers if config.approvals is not None else []
+        from toolwire_policy._trail import PolicyTrail
+
+        register(PolicyTrail(self.policy.audit_log.path, readers))

@@ -12,7 +12,7 @@ file at all the plugin is inert (see :func:`status`), unless
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from toolwire import Hidden, HookContext, Tool, ToolDecision, ToolResult, TypedCall
@@ -24,6 +24,7 @@ __all__ = [
     "lint",
     "status",
     "toolwire_audit",
+    "toolwire_audit_trails",
     "toolwire_redact_arguments",
     "toolwire_tool_availability",
     "toolwire_tool_decision",
@@ -85,3 +86,9 @@ def toolwire_redact_arguments(tool: Tool[Any, Any], arguments: dict[str, Any]) -
 def toolwire_audit(event: AuditEvent, context: HookContext) -> None:
     """Audit the attempts no decision hook saw, and a policy switched off."""
     PLUGIN.toolwire_audit(event, context)
+
+
+@hookimpl
+def toolwire_audit_trails(register: Callable[[Any], None]) -> None:
+    """Offer the policy's audit log to the readers it names (the approval console)."""
+    PLUGIN.toolwire_audit_trails(register)
