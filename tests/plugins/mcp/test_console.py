@@ -96,6 +96,7 @@ def site(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Site]:
     queue = tmp_path / "data" / "approvals.sqlite"
     (config / "policy.toml").write_text(
         f'approve = ["pay"]\n\n[approvals]\napprovers = ["group:finance"]\nqueue = "{queue}"\n'
+        f'\n[audit]\npath = "{tmp_path / "data" / "audit.jsonl"}"\n'
     )
     (tmp_path / "app.py").write_text(APP)
     tokens = tmp_path / "tokens.json"
@@ -303,6 +304,52 @@ def test_refused_without_the_csrf_token_by_a_non_approver_and_when_expired(
         # (the right token too, from there, until the window passes)
         late = guesser.post("/login", data={"token": "fran-secret", "csrf": nonce})
         assert 429 == late.status_code
+
+
+def test_an_approver_reads_the_audit_log_with_its_chain_verified(site: Site, browser: Any) -> None:
+    caller = site.call("alice", "<script>alert(2)</script>")
+    try:
+        request_id = site.waiting_id(caller)
+        fran = _signed_in(browser, site, "fran-secret")
+        fran.locator(f"tr[id='{request_id}'] button[value=approve]").click()
+        out, err = caller.communicate(timeout=120)
+    finally:
+        caller.kill()
+        caller.communicate(timeout=30)
+    assert 0 == caller.returncode, out + err
+    fran.click("nav >> text=Audit log")
+    assert fran.url == site.url + "/audit"
+    chain = fran.locator("#chain").inner_text()
+    assert "The chain is whole: 3 records" in chain, chain  # filed, allowed once approved, result
+    rows = fran.locator("tbody tr")
+    assert 3 == rows.count()
+    assert "result" in rows.nth(0).inner_text()
+    assert "ok" in rows.nth(0).inner_text()
+    assert "alice" in rows.nth(1).inner_text()
+    assert f"allow (approval: queue:{request_id} by fran)" in rows.nth(1).inner_text()
+    # The arguments as the policy keeps them, shown as text: nothing in them runs.
+    assert '"to": "<script>alert(2)</script>"' in rows.nth(1).locator("pre").inner_text()
+    assert [] == fran.alerts
+    _screenshot(fran, site, "console-audit")
+    fran.goto(site.url + "/audit?decision=reject")
+    assert 1 == fran.locator("tbody tr").count()
+    assert request_id in fran.locator("tbody tr").inner_text()  # the refusal naming the request
+
+    # Someone edits a record: the page says the chain is broken, and where.
+    log = site.root / "data" / "audit.jsonl"
+    lines = log.read_text().splitlines()
+    lines[0] = lines[0].replace('"alice"', '"mallory"')
+    log.write_text("\n".join(lines) + "\n")
+    fran.goto(site.url + "/audit")
+    assert "The chain is BROKEN: line 2 (record 2)" in fran.locator("#chain").inner_text()
+
+    # Who is no reader (the policy names finance as approvers, so as readers) sees none.
+    eve = _signed_in(browser, site, "eve-secret")
+    assert 0 == eve.locator("nav >> text=Audit log").count()
+    refused = eve.goto(site.url + "/audit")
+    assert refused is not None
+    assert 403 == refused.status
+    assert "names you as one of its readers" in eve.locator(".error").inner_text()
 
 
 def test_a_request_outlives_the_gateway_killed_while_it_waits(tmp_path: Path) -> None:

@@ -21,12 +21,12 @@ import re
 import secrets
 import time
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from toolwire import Principal
-from toolwire.approvals import ApprovalError, ApprovalQueue, ApprovalRequest
+from toolwire.approvals import ApprovalError, ApprovalQueue, ApprovalRequest, AuditTrail
 
 __all__ = ["console_app", "serve_console"]
 
@@ -39,6 +39,8 @@ COOKIE = "toolwire_console"
 LOGIN_COOKIE = "toolwire_console_login"
 #: Failed sign-ins from one address within FAILURE_WINDOW seconds before it must wait.
 MAX_FAILURES, FAILURE_WINDOW = 10, 300.0
+#: The newest audit records one page shows.
+AUDIT_PAGE = 200
 
 _HEADERS = {
     "content-security-policy": (
@@ -105,13 +107,16 @@ def console_app(
     *,
     base: str = "",
     allowed_hosts: list[str] | None = None,
+    trails: Sequence[AuditTrail] = (),
 ) -> Any:
     """The console as an ASGI app (Starlette): the queue's pending requests, its history,
     and answering one, for the principals the tokens (``sha256:...`` -> Principal, as
     ``load_tokens`` reads a tokens file) name. ``base``: the path it is served under
     (``/console`` beside a gateway), so its links and forms lead back to it.
     ``allowed_hosts``: the Host headers it answers (a console on 127.0.0.1 answers only
-    its loopback names, so a page elsewhere cannot reach it by DNS rebinding)."""
+    its loopback names, so a page elsewhere cannot reach it by DNS rebinding).
+    ``trails``: the audit logs the policies offer (``PluginHost.audit_trails()``), each
+    shown, its chain verified, to the principals it names as readers."""
     if base and not re.fullmatch(r"(/[A-Za-z0-9_-]+)+", base):
         raise ValueError(f"base must be a path like /console, got {base!r}")
     from starlette.applications import Starlette
@@ -126,8 +131,9 @@ def console_app(
     def page(title: str, body: str, status: int = 200, who: _Session | None = None) -> Response:
         nav = ""
         if who is not None:
+            audit = f'<a href="{base}/audit">Audit log</a>' if readable(who) else ""
             nav = (
-                f'<nav><a href="{base}/">Waiting</a><a href="{base}/history">History</a>'
+                f'<nav><a href="{base}/">Waiting</a><a href="{base}/history">History</a>{audit}'
                 f"<span>signed in as {_esc(who.principal.subject)}</span> "
                 f'<form class="inline" method="post" action="{base}/logout">{_csrf(who)}'
                 '<button type="submit">Sign out</button></form></nav>'
@@ -139,6 +145,17 @@ def console_app(
             f"<body>{nav}<h1>{_esc(title)}</h1>{body}</body></html>"
         )
         return HTMLResponse(text, status, headers=_HEADERS)
+
+    def readable(who: _Session) -> list[AuditTrail]:
+        """The trails ``who`` may read (a trail that fails to say is not shown)."""
+        mine = []
+        for trail in trails:
+            try:
+                if trail.readable_by(who.principal) is True:
+                    mine.append(trail)
+            except Exception:  # a plugin's trail: it shows nothing it cannot vouch for
+                continue
+        return mine
 
     def _csrf(who: _Session) -> str:
         return f'<input type="hidden" name="csrf" value="{_esc(who.csrf)}">'
@@ -314,6 +331,81 @@ def console_app(
         )
         return page("History", filters + table(found, who, False), who=who)
 
+    async def audit(request: Request) -> Response:
+        who = session_of(request)
+        if who is None:
+            return RedirectResponse(f"{base}/login", 303, headers=_HEADERS)
+        mine = readable(who)
+        if not mine:
+            return refused("no audit log here names you as one of its readers", 403, who)
+        q = request.query_params
+        subject, tool = q.get("subject") or None, q.get("tool") or None
+        decision = q.get("decision") or None
+        fields = "".join(
+            f'<input type="text" name="{name}" placeholder="{label}" value="{_esc(value or "")}">'
+            for name, label, value in (
+                ("subject", "principal", subject),
+                ("tool", "tool (glob)", tool),
+                ("decision", "decision", decision),
+            )
+        )
+        body = [
+            f'<form method="get" action="{base}/audit">{fields}'
+            '<button type="submit">Filter</button></form>'
+        ]
+        for trail in mine:
+            body.append(f"<h2>{_esc(trail.name)}</h2>")
+            try:
+                check = trail.verify()
+                found = trail.records(
+                    limit=AUDIT_PAGE, subject=subject, tool=tool, decision=decision
+                )
+            except Exception as exc:  # a plugin's trail: say so, show the others
+                body.append(f'<p class="error">cannot read it: {_esc(type(exc).__name__)}</p>')
+                continue
+            if check.whole:
+                body.append(
+                    f'<p class="flash" id="chain">The chain is whole: {_esc(check.records)} '
+                    f"records; head <code>{_esc(check.head)}</code></p>"
+                )
+            else:
+                body.append(
+                    f'<p class="error" id="chain">The chain is BROKEN: {_esc(check.problem)} '
+                    f"({_esc(check.records)} records before it are whole)</p>"
+                )
+            body.append(audit_table(found))
+        return page("Audit log", "".join(body), who=who)
+
+    def audit_table(found: Sequence[Mapping[str, Any]]) -> str:
+        if not found:
+            return "<p>No records.</p>"
+        head = "".join(
+            f"<th>{_esc(h)}</th>"
+            for h in ("#", "Time", "Principal", "Event", "Tool", "Decision", "Arguments")
+        )
+        rows = []
+        for r in found:
+            principal = r.get("principal")
+            who = principal.get("subject") if isinstance(principal, Mapping) else None
+            shown = r.get("arguments")
+            args = (
+                json.dumps(shown, ensure_ascii=False, indent=1, default=str)
+                if shown is not None
+                else (r.get("fingerprint") or "")
+            )
+            reason, approval = r.get("reason"), r.get("approval")
+            decided = f"{r.get('decision') or ''}" + (f": {reason}" if reason else "")
+            if approval:  # which approval let it run (queue:apr_... by fran)
+                decided += f" (approval: {approval})"
+            rows.append(
+                "<tr>"
+                f"<td>{_esc(r.get('seq', ''))}</td><td>{_esc(r.get('time', ''))}</td>"
+                f"<td>{_esc(who or '(anonymous)')}</td><td>{_esc(r.get('event', ''))}</td>"
+                f"<td>{_esc(r.get('tool') or '')}</td><td>{_esc(decided)}</td>"
+                f"<td><pre>{_esc(args)}</pre></td></tr>"
+            )
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
     async def answer(request: Request) -> Response:
         done = await checked(request)
         if isinstance(done, Response):
@@ -362,6 +454,7 @@ def console_app(
         routes=[
             Route("/", waiting),
             Route("/history", history),
+            Route("/audit", audit),
             Route("/login", login_page, methods=["GET"]),
             Route("/login", login, methods=["POST"]),
             Route("/logout", logout, methods=["POST"]),
@@ -377,10 +470,12 @@ def open_console(
     *,
     base: str = "",
     host: str = "127.0.0.1",
+    trails: Sequence[AuditTrail] | None = None,
 ) -> Any:
     """:func:`console_app` over the queue file ``queue`` (None: the default one), served on
     ``host`` (a loopback address: only loopback Host headers are answered); a queue that
-    cannot be opened is a UsageError."""
+    cannot be opened is a UsageError. ``trails``: the audit logs to show (None: those
+    the installed policies offer)."""
     try:
         opened = ApprovalQueue(queue)
     except ApprovalError as exc:
@@ -389,7 +484,11 @@ def open_console(
         raise UsageError(str(exc)) from None
     loopback = host in ("127.0.0.1", "::1", "localhost")
     allowed = ["127.0.0.1", "localhost", "[::1]", "::1"] if loopback else None
-    return console_app(opened, tokens, base=base, allowed_hosts=allowed)
+    if trails is None:
+        from toolwire import get_host
+
+        trails = get_host().audit_trails()
+    return console_app(opened, tokens, base=base, allowed_hosts=allowed, trails=trails)
 
 
 def beside(gateway: Any, panel: Any, prefix: str = "/console") -> Any:

@@ -729,7 +729,8 @@ def serve_mcp(
         from toolwire_mcp.gateway._console import beside, open_console
 
         assert principals is not None
-        panel = open_console(console_queue, principals, base="/console", host=host)
+        shown = (plugins if plugins is not None else get_host()).audit_trails()
+        panel = open_console(console_queue, principals, base="/console", host=host, trails=shown)
         served = beside(served, panel)
     config = uvicorn.Config(
         served,
