@@ -467,3 +467,43 @@ def test_a_cedar_policy_names_who_approves_through_the_queue(tmp_path: Path) -> 
     assert "reset soft" == ran.content  # the approver's arguments, decided by Cedar again
     again = executor.execute(call, context=context)
     assert "apr_" in again.content  # spent
+
+
+def test_the_cedar_log_is_offered_to_its_approvers_or_named_readers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """#43: the approval console reads Cedar's audit log too (toolwire_audit_trails):
+    whole, newest first, for the people its `@approvers` name (or READERS_ENV)."""
+    from toolwire_cedar._plugin import READERS_ENV
+
+    text = CEDAR.replace(
+        '@approval("resetting needs a second pair of eyes")',
+        '@approval("resetting needs a second pair of eyes")\n@approvers("group:ops, user:carol")',
+    )
+    monkeypatch.delenv(READERS_ENV, raising=False)
+    plugin = CedarPlugin(CedarPolicy(text, source="t.cedar"), AuditLog(tmp_path / "c.jsonl"))
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(plugin, "cedar-log", kind="policy")
+    executor = tw.Executor(tools=TOOLS, plugins=host)
+    context = tw.HookContext(principal=tw.Principal("alice"))
+    executor.execute(tw.ToolCall("c1", "git_status", "{}"), context=context)
+    executor.execute(tw.ToolCall("c2", "drop_table", '{"name": "t"}'), context=context)
+    (trail,) = host.audit_trails()
+    assert trail.name == f"cedar: {tmp_path / 'c.jsonl'}"
+    assert trail.readable_by(tw.Principal("carol"))
+    assert trail.readable_by(tw.Principal("olga", groups={"ops"}))
+    assert not trail.readable_by(tw.Principal("alice"))
+    check = trail.verify()
+    assert check.whole
+    assert check.records == 2
+    assert [r["tool"] for r in trail.records()] == ["drop_table", "git_status"]
+    assert [r["tool"] for r in trail.records(decision="reject")] == ["drop_table"]
+
+    monkeypatch.setenv(READERS_ENV, "group:security, user:sam")
+    (trail,) = host.audit_trails()
+    assert trail.readable_by(tw.Principal("sam"))
+    assert not trail.readable_by(tw.Principal("carol"))
+    # Without a log, nothing is offered.
+    bare = tw.PluginHost(autoload=False, disable_policies=False)
+    bare.register(CedarPlugin(CedarPolicy(text, source="t.cedar")), "cedar-bare", kind="policy")
+    assert [] == bare.audit_trails()

@@ -13,7 +13,7 @@ import pytest
 import toolwire as tw
 from toolwire.approvals import AuditTrail, ChainCheck
 from toolwire_policy import Policy, PolicyPlugin
-from toolwire_policy._trail import PolicyTrail, newest_records
+from toolwire_policy._trail import AuditLogTrail, newest_records
 
 FRAN = tw.Principal("fran", groups={"finance"})
 EVE = tw.Principal("eve", groups={"staff"})
@@ -130,7 +130,7 @@ def test_only_policies_are_asked_and_a_broken_trail_is_left_out(
     class Pack:
         @tw.hookimpl
         def toolwire_audit_trails(self, register: Any) -> None:
-            register(PolicyTrail(tmp_path / "fake.jsonl", ["group:staff"]))
+            register(AuditLogTrail(tmp_path / "fake.jsonl", ["group:staff"]))
 
     class Broken:
         @tw.hookimpl
@@ -183,8 +183,8 @@ def test_newest_records_skip_what_is_not_a_record(tmp_path: Path) -> None:
 
 
 def test_a_trail_before_its_first_record(tmp_path: Path) -> None:
-    trail = PolicyTrail(tmp_path / "later.jsonl", ["group:finance"])
+    trail = AuditLogTrail(tmp_path / "later.jsonl", ["group:finance"])
     assert trail.verify().whole
     assert trail.verify().records == 0
     assert trail.records() == []
-    assert not PolicyTrail(tmp_path / "x", []).readable_by(FRAN)
+    assert not AuditLogTrail(tmp_path / "x", []).readable_by(FRAN)

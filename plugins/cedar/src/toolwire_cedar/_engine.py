@@ -138,6 +138,10 @@ class CedarPolicy:
                 raise CedarPolicyError(f"Cedar schema {schema}: not JSON: {exc}") from None
         return cls(text, source=str(policy), schema=parsed)
 
+    def approvers(self) -> list[str]:
+        """Everyone an ``@approvers`` annotation of the set names."""
+        return _approvers(self._annotations.values())
+
     def ids(self, policy: str) -> str:
         """A policy's name: its ``@id``, else Cedar's own."""
         return self._annotations.get(policy, {}).get("id", policy)
@@ -198,12 +202,17 @@ class CedarPolicy:
             for p in result.diagnostics.reasons
             if "approval" in self._annotations.get(p, {})
         ]
-        approvers = sorted(
-            {name.strip() for a in asking for name in a.get("approvers", "").split(",")} - {""}
-        )
+        approvers = _approvers(asking)
         lives = [_seconds(a["expires"]) for a in asking if "expires" in a]
         expires = min(lives) if lives else 3600.0
         return CedarDecision(True, decided, approval, tuple(approvers), expires)
+
+
+def _approvers(annotations: Iterable[Mapping[str, str]]) -> list[str]:
+    """The people ``@approvers`` annotations name, each once, sorted."""
+    return sorted(
+        {name.strip() for a in annotations for name in a.get("approvers", "").split(",")} - {""}
+    )
 
 
 def _seconds(text: str) -> float:

@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from toolwire import HookContext, Reject, RunNormally, Tool, ToolDecision, TypedCall
 from toolwire.hookspecs import hookimpl
 from toolwire_cedar._engine import CedarDecision, CedarPolicy, CedarPolicyError
-from toolwire_policy import AuditLog, Verdict, fingerprint
+from toolwire_policy import AuditLog, AuditLogTrail, Verdict, fingerprint
 from toolwire_policy._approval import Deferred, ask_approval
 from toolwire_policy._audit import utc_now
 
-__all__ = ["AUDIT_ENV", "MODE_ENV", "POLICY_ENV", "SCHEMA_ENV", "CedarPlugin"]
+__all__ = ["AUDIT_ENV", "MODE_ENV", "POLICY_ENV", "READERS_ENV", "SCHEMA_ENV", "CedarPlugin"]
 
 logger = logging.getLogger("toolwire.cedar")
 
@@ -29,6 +29,9 @@ SCHEMA_ENV = "TOOLWIRE_CEDAR_SCHEMA"
 AUDIT_ENV = "TOOLWIRE_CEDAR_AUDIT"
 #: ``observe`` (shadow mode): decide and record every call, enforce nothing.
 MODE_ENV = "TOOLWIRE_CEDAR_MODE"
+#: Who may read the audit log in the approval console (``group:NAME``, ``user:NAME``, comma
+#: separated); unset: everyone an ``@approvers`` annotation names.
+READERS_ENV = "TOOLWIRE_CEDAR_AUDIT_READERS"
 
 
 class CedarPlugin:
@@ -140,6 +143,19 @@ class CedarPlugin:
             again=again,
             version=f"cedar:{policy.source}",
         )
+
+    @hookimpl
+    def toolwire_audit_trails(self, register: Callable[[Any], None]) -> None:
+        """Offer the Cedar audit log to the approval console's readers (``READERS_ENV``,
+        else the people the policies' ``@approvers`` name)."""
+        if self.policy is None or self.audit is None:
+            return
+        given = os.environ.get(READERS_ENV)
+        if given is not None:
+            readers = [r.strip() for r in given.split(",") if r.strip()]
+        else:
+            readers = self.policy.approvers()
+        register(AuditLogTrail(self.audit.path, readers, plugin="cedar"))
 
     def _conclude(
         self, call: TypedCall[Any], context: HookContext, decision: CedarDecision, verdict: Verdict

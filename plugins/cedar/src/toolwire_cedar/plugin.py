@@ -13,7 +13,7 @@ from typing import Any
 from toolwire import Tool
 from toolwire_cedar._plugin import CedarPlugin
 
-__all__ = ["lint", "status", "toolwire_tool_decision"]
+__all__ = ["lint", "status", "toolwire_audit_trails", "toolwire_tool_decision"]
 
 PLUGIN: CedarPlugin = CedarPlugin.from_env()
 
@@ -25,6 +25,7 @@ toolwire_inert: bool = PLUGIN.toolwire_inert
 #: server need not warn that they stall it.
 toolwire_nonblocking: bool = True
 toolwire_tool_decision = PLUGIN.toolwire_tool_decision
+toolwire_audit_trails = PLUGIN.toolwire_audit_trails
 
 
 def status() -> str:

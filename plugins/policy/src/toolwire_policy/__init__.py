@@ -50,6 +50,7 @@ if _typing.TYPE_CHECKING:
     from toolwire_policy._notify import Webhook, verify_webhook
     from toolwire_policy._plugin import PolicyPlugin
     from toolwire_policy._policy import REDACTED, Policy, call_arguments
+    from toolwire_policy._trail import AuditLogTrail
 
 # Lazy: the command module (read by `toolwire --help`) and the plugin module import only
 # what they use.
@@ -66,6 +67,7 @@ _LAZY = {
     "fingerprint": "toolwire_policy._audit",
     "read_records": "toolwire_policy._audit",
     "verify_log": "toolwire_policy._audit",
+    "AuditLogTrail": "toolwire_policy._trail",
     "POLICY_ENV": "toolwire_policy._config",
     "REQUIRED_ENV": "toolwire_policy._config",
     "ApprovalsConfig": "toolwire_policy._config",
@@ -107,6 +109,7 @@ __all__ = [
     "ApprovalsConfig",
     "AuditConfig",
     "AuditLog",
+    "AuditLogTrail",
     "ChainReport",
     "ConstraintRule",
     "Policy",

@@ -241,6 +241,6 @@ class PolicyPlugin:
         readers = config.audit.readers if config.audit is not None else None
         if readers is None:
             readers = config.approvals.approvers if config.approvals is not None else []
-        from toolwire_policy._trail import PolicyTrail
+        from toolwire_policy._trail import AuditLogTrail
 
-        register(PolicyTrail(self.policy.audit_log.path, readers))
+        register(AuditLogTrail(self.policy.audit_log.path, readers))

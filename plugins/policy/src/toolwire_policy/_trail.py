@@ -21,7 +21,7 @@ from toolwire import Principal
 from toolwire.approvals import ChainCheck, may_answer
 from toolwire_policy._audit import _MAX_LINE, verify_log
 
-__all__ = ["MAX_SCAN", "PolicyTrail", "newest_records"]
+__all__ = ["MAX_SCAN", "AuditLogTrail", "newest_records"]
 
 #: The most bytes read back from a log's end for one page of records.
 MAX_SCAN = 64 * 1024 * 1024
@@ -101,7 +101,7 @@ def newest_records(
     return found
 
 
-class PolicyTrail:
+class AuditLogTrail:
     """One policy's audit log, offered to readers the policy names."""
 
     __slots__ = ("_checked", "_lock", "name", "path", "readers")
@@ -114,7 +114,7 @@ class PolicyTrail:
         self._checked: tuple[tuple[int, int, int], ChainCheck] | None = None
 
     def __repr__(self) -> str:
-        return f"<PolicyTrail {self.name}>"
+        return f"<AuditLogTrail {self.name}>"
 
     def readable_by(self, principal: Principal) -> bool:
         return bool(self.readers) and may_answer(self.readers, principal)
