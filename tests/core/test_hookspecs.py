@@ -25,6 +25,7 @@ def test_the_hooks_are_the_documented_set() -> None:
         "toolwire_tool_availability",
         "toolwire_tool_result",
         "toolwire_audit",
+        "toolwire_audit_trails",
         "toolwire_redact_arguments",
         "toolwire_cli_commands",
         "toolwire_cli_terminal",

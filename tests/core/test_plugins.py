@@ -16,6 +16,7 @@ import pytest
 import toolwire as tw
 from toolwire import hookimpl
 from toolwire._plugins import PluginHost
+from toolwire._plugins.policy_host import PolicyHost
 from toolwire.exceptions import PluginError
 
 
@@ -1019,6 +1020,73 @@ def test_toolwire_audit(host: PluginHost) -> None:
         ("not_offered", "c3", "toolwire", "billing"),
         ("invalid_arguments", "c4", "toolwire", "billing"),
     ] == policy.events
+
+
+class _Trail:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def readable_by(self, principal: tw.Principal) -> bool:
+        return principal.subject == "sam"
+
+    def records(self, **filters: Any) -> list[dict[str, Any]]:
+        return []
+
+    def verify(self) -> tw.approvals.ChainCheck:
+        return tw.approvals.ChainCheck(whole=True, records=0, head="")
+
+
+def test_toolwire_audit_trails(host: PluginHost, caplog: pytest.LogCaptureFixture) -> None:
+    # Only policies are asked: a tool pack cannot pass a log off as the organisation's.
+    class Corp:
+        @hookimpl
+        def toolwire_audit_trails(self, register: Any) -> None:
+            register(_Trail("corp: audit.jsonl"))
+
+    class Pack:
+        @hookimpl
+        def toolwire_audit_trails(self, register: Any) -> None:
+            register(_Trail("pack: fake.jsonl"))
+
+    class Raises:
+        @hookimpl
+        def toolwire_audit_trails(self, register: Any) -> None:
+            register(_Trail("half: a.jsonl"))
+            raise RuntimeError("boom")
+
+    class Wrong:
+        @hookimpl
+        def toolwire_audit_trails(self, register: Any) -> None:
+            register("audit.jsonl")
+
+    class Async:
+        @hookimpl
+        async def toolwire_audit_trails(self, register: Any) -> None:
+            register(_Trail("async: a.jsonl"))
+
+    class Inert:
+        toolwire_inert = True
+
+        @hookimpl
+        def toolwire_audit_trails(self, register: Any) -> None:
+            register(_Trail("inert: a.jsonl"))
+
+    host.register(Corp(), "corp", kind="policy")
+    host.register(Pack(), "pack")
+    host.register(Raises(), "raises", kind="policy")
+    host.register(Wrong(), "wrong", kind="policy")
+    host.register(Async(), "async", kind="policy")
+    host.register(Inert(), "inert", kind="policy")
+    with caplog.at_level(logging.WARNING, "toolwire.plugins"):
+        trails = host.audit_trails()
+    assert ["corp: audit.jsonl"] == [t.name for t in trails]  # (one that raised: none of its)
+    assert isinstance(trails[0], tw.approvals.AuditTrail)
+    assert "plugin `raises` failed to offer its audit trails: RuntimeError: boom" in caplog.text
+    assert "plugin `wrong` failed" in caplog.text
+    assert "got str" in caplog.text
+    # (an async one is refused when it registers: the hook is sync)
+    assert "skipped policy `async` `toolwire_audit_trails` must be sync" in caplog.text
+    assert ["corp: audit.jsonl"] == [t.name for t in PolicyHost(host).audit_trails()]
 
 
 def test_toolwire_redact_arguments(host: PluginHost) -> None:
