@@ -12,6 +12,7 @@ says so (the queue checks both).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import html
@@ -120,6 +121,7 @@ def console_app(
     if base and not re.fullmatch(r"(/[A-Za-z0-9_-]+)+", base):
         raise ValueError(f"base must be a path like /console, got {base!r}")
     from starlette.applications import Starlette
+    from starlette.concurrency import run_in_threadpool
     from starlette.requests import Request
     from starlette.responses import HTMLResponse, RedirectResponse, Response
     from starlette.routing import Route
@@ -356,9 +358,17 @@ def console_app(
         for trail in mine:
             body.append(f"<h2>{_esc(trail.name)}</h2>")
             try:
-                check = trail.verify()
-                found = trail.records(
-                    limit=AUDIT_PAGE, subject=subject, tool=tool, decision=decision
+                # Off the event loop: a gateway beside the console keeps serving while a
+                # large log is read and its chain checked.
+                check = await run_in_threadpool(trail.verify)
+                found = await run_in_threadpool(
+                    functools.partial(
+                        trail.records,
+                        limit=AUDIT_PAGE,
+                        subject=subject,
+                        tool=tool,
+                        decision=decision,
+                    )
                 )
             except Exception as exc:  # a plugin's trail: say so, show the others
                 body.append(f'<p class="error">cannot read it: {_esc(type(exc).__name__)}</p>')
