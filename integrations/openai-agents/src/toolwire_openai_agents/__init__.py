@@ -20,6 +20,13 @@ Every call of the agent's function tools then goes through the installed toolwir
 - needs a person's approval: the tool's ``needs_approval`` says so, and the run stops with
   the SDK's own interruption (``result.interruptions``); ``state = result.to_state()``,
   ``state.approve(item)`` (or ``reject``), ``Runner.run(agent, state)``: the call runs once;
+- waits for the people the policy names (the approval queue): the run stops with the same
+  interruption, and ``waiting_request(item)`` names the request they answer (in the
+  console, ``toolwire policy approvals``); once they answered, ``state.approve(item)`` and
+  ``Runner.run(agent, state)`` decide the call again: approved, it runs once; denied, the
+  model reads who denied it and why; resumed before they answered, it reads where the
+  request waits. The SDK's own approval never stands in for theirs (its ``reject`` ends
+  the call as the SDK does);
 - a policy that rewrites arguments (a constraint, an approver's edit): the tool runs with
   the rewritten arguments.
 
@@ -45,11 +52,11 @@ from agents import Agent, FunctionTool, RunContextWrapper
 from agents.tool_context import ToolContext
 
 import toolwire as tw
-from toolwire.bridges import Governed, Governor, principal_in, tools_of
+from toolwire.bridges import Governed, Governor, principal_in, queued_request, tools_of
 
 __version__ = "0.1.0"
 
-__all__ = ["FRAMEWORK", "default_principal", "govern", "tools"]
+__all__ = ["FRAMEWORK", "default_principal", "govern", "tools", "waiting_request"]
 
 #: How the audit records name calls made through this bridge.
 FRAMEWORK = "openai-agents"
@@ -96,6 +103,8 @@ class _Governed:
         self.hold = hold
         self.held: dict[str, _Held] = {}
         self.asked: dict[str, str] = {}
+        #: Calls paused while they wait in the approval queue: the request, by call id.
+        self.queued: dict[str, str] = {}
 
     def who(self, context: Any) -> tw.Principal | None:
         return self.principal_from(context) or self.principal
@@ -127,6 +136,7 @@ class _Governed:
             needs_approval=self._needs_approval(tool, base.needs_approval),
         )
         made._toolwire_governed = True  # type: ignore[attr-defined]
+        made._toolwire_state = self  # type: ignore[attr-defined]
         return made
 
     def _needs_approval(self, tool: tw.Tool[Any, Any], already: Any) -> Any:
@@ -138,6 +148,10 @@ class _Governed:
             outcome = await self._decide(tool, params, call_id, ctx.context)
             if outcome is not None and outcome.status == "approval" and outcome.approval:
                 self._remember(self.asked, call_id, outcome.approval)
+                return True
+            request_id = queued_request(outcome, tool.name) if outcome is not None else None
+            if request_id is not None:  # waits for the people the policy names: pause
+                self._remember(self.queued, call_id, request_id)
                 return True
             if callable(already):
                 answer = already(ctx, params, call_id)
@@ -187,7 +201,7 @@ class _Governed:
         if held.task.done():
             reached.cancel()
             outcome = held.task.result()
-            if outcome.status == "approval":
+            if outcome.status == "approval" or queued_request(outcome, tool.name) is not None:
                 return outcome
         self._remember(self.held, call_id, held)
         return None
@@ -211,8 +225,10 @@ class _Governed:
                 held.invoke.set_result(run)
             outcome = await held.task
             return _answer(outcome, native)
-        # Not decided before: a call a person approved (its key remembered), or one the
-        # SDK invokes without asking (its needs_approval was not asked).
+        # Not decided before: a call a person approved (its key remembered), one paused
+        # for the approval queue (decided again now: its approvers' answer decides), or
+        # one the SDK invokes without asking (its needs_approval was not asked).
+        self.queued.pop(call_id, None)
         asked = self.asked.pop(call_id, None)
         if asked is not None:
             self.governor.approve(asked)
@@ -234,6 +250,25 @@ class _Governed:
             if isinstance(old, _Held) and old.task is not None:
                 old.task.cancel()
         where[call_id] = value
+
+
+def waiting_request(item: Any) -> str | None:
+    """The approval request an interruption of a governed agent waits on: the id the
+    people the policy names answer (``toolwire policy approvals approve ID``, the
+    console), or None when the interruption is an ordinary approval (the application's
+    person answers it with ``state.approve``/``reject``). Known in the process that ran
+    the agent; after a resume elsewhere the call is decided again all the same."""
+    raw = getattr(item, "raw_item", None)
+    call_id = raw.get("call_id") if isinstance(raw, dict) else getattr(raw, "call_id", None)
+    agent = getattr(item, "agent", None)
+    if not isinstance(call_id, str) or agent is None:
+        return None
+    states = [agent.__dict__.get(_STATE)] if hasattr(agent, "__dict__") else []
+    states += [getattr(t, "_toolwire_state", None) for t in getattr(agent, "tools", ())]
+    for state in states:
+        if isinstance(state, _Governed) and call_id in state.queued:
+            return state.queued[call_id]
+    return None
 
 
 def _answer(outcome: Governed, native: bool) -> Any:
@@ -360,4 +395,5 @@ def _sdk_tool(state: _Governed, tool: tw.Tool[Any, Any]) -> FunctionTool:
         needs_approval=state._needs_approval(foreign, False),
     )
     made._toolwire_governed = True  # type: ignore[attr-defined]
+    made._toolwire_state = state  # type: ignore[attr-defined]
     return made
