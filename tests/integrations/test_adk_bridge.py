@@ -173,3 +173,54 @@ def test_an_mcp_tools_annotations_are_believed_only_of_a_trusted_server(tmp_path
     (tmp_path / "p.toml").write_text('deny = ["mcp:files/echo"]\ntrusted_mcp_servers = ["files"]\n')
     host.register(PolicyPlugin(Policy.from_file(tmp_path / "p.toml")), "corp2", kind="policy")
     assert "rejected" in str(decide("files", prefixed, "c5"))
+
+
+@pytest.mark.parametrize("answer", ["approve", "deny", "not yet"])
+def test_a_call_waiting_for_the_named_approvers_pauses_until_they_answer(
+    tmp_path: Path, answer: str
+) -> None:
+    """#43: a call the policy files in the approval queue pauses with ADK's own tool
+    confirmation naming the request; confirmed once they answered, it is decided again."""
+    from _row_adk import CONFIRM, AdkRow
+    from google.genai import types
+
+    from toolwire.approvals import ApprovalQueue
+    from toolwire_policy import Policy, PolicyPlugin
+
+    queue_path = tmp_path / "approvals.sqlite"
+    (tmp_path / "p.toml").write_text(
+        'approve = ["send_mail"]\n[approvals]\napprovers = ["group:finance"]\n'
+        f'queue = "{queue_path}"\n'
+    )
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(PolicyPlugin(Policy.from_file(tmp_path / "p.toml")), "corp", kind="policy")
+    row = AdkRow(host, Runs(), tmp_path)
+    seen = row.call("send_mail", {"to": "bob@example.com"}, ALICE)
+    runner, principal, session, ask = seen.paused
+    confirmation = ask.args["toolConfirmation"]
+    request_id = confirmation["payload"][bridge.QUEUE_KEY]
+    assert f"as approval request {request_id}" in confirmation["hint"]
+    assert [] == row.runs.ran
+    if answer != "not yet":
+        ApprovalQueue(queue_path).answer(
+            request_id, approve=answer == "approve", by=tw.Principal("fran", groups={"finance"}),
+            reason="checked",
+        )  # fmt: skip
+    yes = types.FunctionResponse(name=CONFIRM, id=ask.id, response={"confirmed": True})
+    after = row._drive(
+        runner,
+        principal,
+        session,
+        types.Content(role="user", parts=[types.Part(function_response=yes)]),
+    )
+    assert after.paused is None
+    assert after.text is not None
+    if answer == "approve":
+        assert "sent to bob@example.com" in after.text
+        assert [("send_mail", {"to": "bob@example.com"})] == row.runs.ran  # once
+    elif answer == "deny":
+        assert "fran denied it: checked" in after.text
+        assert [] == row.runs.ran
+    else:  # confirmed before they answered: the model reads where it waits
+        assert f"as approval request {request_id}" in after.text
+        assert [] == row.runs.ran

@@ -20,6 +20,11 @@ after, under the installed toolwire policies (found as every toolwire path finds
 - needs a person's approval: ADK's own tool confirmation (``request_confirmation``, the
   ``adk_request_confirmation`` call a client answers with ``{"confirmed": true}``), with
   every argument in the hint; the confirmed call runs once, a rejected one is refused;
+- waits for the people the policy names (the approval queue): the same confirmation,
+  its payload naming the request (``toolwire_queue``) and its hint saying who answers it;
+  a client confirms once they answered, and the call is decided again: approved, it runs
+  once; denied, the model reads who denied it and why; confirmed too early, it reads where
+  the request waits. The confirmation never stands in for their answer;
 - a policy that rewrites arguments: ADK runs the tool with them (the callback changes the
   call's arguments in place).
 
@@ -42,11 +47,18 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_context import ToolContext
 
 import toolwire as tw
-from toolwire.bridges import Governed, Governor, approval_question, principal_of, tools_of
+from toolwire.bridges import (
+    Governed,
+    Governor,
+    approval_question,
+    principal_of,
+    queued_request,
+    tools_of,
+)
 
 __version__ = "0.1.0"
 
-__all__ = ["FRAMEWORK", "ToolwirePlugin", "default_principal", "tools"]
+__all__ = ["FRAMEWORK", "QUEUE_KEY", "ToolwirePlugin", "default_principal", "tools"]
 
 logger = logging.getLogger("toolwire.adk")
 
@@ -56,6 +68,8 @@ FRAMEWORK = "google-adk"
 REFUSED = "The call was rejected and did not run: "
 #: The key of a confirmation's payload that holds the approval key.
 APPROVAL_KEY = "toolwire_approval"
+#: The key of a confirmation's payload that names the approval request it waits on.
+QUEUE_KEY = "toolwire_queue"
 #: Seconds a decided call waits for ADK to report its result before it is cancelled.
 HOLD = 300.0
 _MAX_PENDING = 10_000
@@ -206,7 +220,11 @@ class ToolwirePlugin(BasePlugin):
                 return _refusal("a person did not approve it")
             payload = confirmation.payload
             key = payload.get(APPROVAL_KEY) if isinstance(payload, Mapping) else None
-            asked = key if isinstance(key, str) else self._asked.pop(call_id, None)
+            # A confirmation of a call waiting in the queue approves nothing: the call is
+            # decided again, and its approvers' answer decides it.
+            queued = isinstance(payload, Mapping) and QUEUE_KEY in payload
+            if not queued:
+                asked = key if isinstance(key, str) else self._asked.pop(call_id, None)
             if asked is not None:
                 self.governor.approve(asked)
         try:
@@ -223,6 +241,16 @@ class ToolwirePlugin(BasePlugin):
             self._remember(self._asked, call_id, outcome.approval)
             context.request_confirmation(hint=hint, payload={APPROVAL_KEY: outcome.approval})
             return {"error": "This call needs a person's approval; it was not run. " + hint}
+        request_id = queued_request(outcome, tool.name) if outcome is not None else None
+        if outcome is not None and request_id is not None and confirmation is None:
+            # Waits for the people the policy names: ADK's pause, naming the request; a
+            # client confirms once they answered (the console, `toolwire policy approvals`).
+            hint = (
+                f"{outcome.content}. Confirm once it is answered; the call is then decided "
+                "again (the confirmation approves nothing)."
+            )
+            context.request_confirmation(hint=hint, payload={QUEUE_KEY: request_id})
+            return {"error": "This call waits for its approvers; it was not run. " + hint}
         if outcome is not None:
             return _refusal(outcome.content)
         assert held is not None
