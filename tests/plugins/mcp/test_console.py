@@ -431,3 +431,107 @@ def test_a_request_outlives_the_gateway_killed_while_it_waits(tmp_path: Path) ->
         gateway.kill()
         gateway.wait(timeout=30)
     assert ["5 to bob"] == site.paid()
+
+
+def test_an_approver_signs_in_with_the_identity_provider(tmp_path: Path, browser: Any) -> None:
+    """The console beside a gateway, sign-in with the organisation's identity provider: a
+    real authorization server (the MCP SDK's routes) on 127.0.0.1, the browser sent there
+    and back with a code (PKCE), the token it issues for the gateway's resource checked as
+    a bearer token is; the principal its claims name answers a waiting call."""
+    import httpx
+    from _authserver import AuthServer
+
+    auth = AuthServer(subject="fran", groups=("finance",))
+    try:
+        port = _free_port()
+        resource = f"http://127.0.0.1:{port}/mcp"
+        callback = f"http://127.0.0.1:{port}/console/oauth/callback"
+        registered = httpx.post(
+            auth.url + "register",
+            json={"redirect_uris": [callback], "token_endpoint_auth_method": "none",
+                  "grant_types": ["authorization_code"], "response_types": ["code"],
+                  "scope": "mcp:tools"},
+            timeout=30,
+        ).json()  # fmt: skip
+        oauth = tmp_path / "oauth.toml"
+        oauth.write_text(
+            f'issuer = "{auth.url}"\nresource = "{resource}"\nscopes = ["mcp:tools"]\n'
+            f'jwks_uri = "{auth.url}jwks"\n\n[console]\nclient_id = "{registered["client_id"]}"\n'
+        )
+        oauth.chmod(0o600)
+        config = tmp_path / "config" / "toolwire"
+        config.mkdir(parents=True)
+        queue = tmp_path / "data" / "approvals.sqlite"
+        (config / "policy.toml").write_text(
+            f'approve = ["pay"]\n\n[approvals]\napprovers = ["group:finance"]\nqueue = "{queue}"\n'
+        )
+        (tmp_path / "app.py").write_text(APP)
+        ApprovalQueue(queue).close()
+        site = Site(tmp_path, f"http://127.0.0.1:{port}/console", queue)
+        gateway = subprocess.Popen(
+            [sys.executable, "-m", "toolwire", "mcp", "serve", "--app", "app:tools",
+             "--transport", "http", "--port", str(port), "--oauth", str(oauth), "--console",
+             "--console-queue", str(queue)],
+            cwd=tmp_path, env=site.env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    if gateway.poll() is not None or time.monotonic() > deadline:
+                        raise AssertionError(gateway.communicate()[1]) from None
+                    time.sleep(0.1)
+            caller = site.call("alice", "bob")
+            try:
+                request_id = site.waiting_id(caller)
+                page = browser.new_context().new_page()
+                page.goto(site.url + "/")
+                assert page.url == site.url + "/login"
+                assert 0 == page.locator("input[name=token]").count()  # no tokens: no form
+                page.click("a#oauth")  # to the identity provider and back
+                error = page.locator(".error")
+                assert 0 == error.count(), error.inner_text()
+                assert page.url == site.url + "/"
+                assert "signed in as fran" in page.locator("nav").inner_text()
+                page.locator(f"tr[id='{request_id}'] button[value=approve]").click()
+                assert f"{request_id} approved" in page.locator(".flash").inner_text()
+                out, err = caller.communicate(timeout=120)
+            finally:
+                caller.kill()
+                caller.communicate(timeout=30)
+            assert 0 == caller.returncode, out + err
+            assert ["5 to bob"] == site.paid()
+            assert resource in auth.resources  # the token was asked for the gateway (RFC 8707)
+
+            # A code brought back to another browser (no state cookie) signs nobody in; nor
+            # does a state this console never started, or an error from the provider.
+            with httpx.Client(base_url=site.url, timeout=30) as other:
+                start = other.get("/oauth/start")
+                assert 303 == start.status_code
+                back = httpx.get(start.headers["location"], timeout=30).headers["location"]
+                assert back.startswith(callback)
+                stolen = httpx.get(back, timeout=30)  # without the cookie `other` holds
+                assert 401 == stolen.status_code
+                assert "not started in this browser" in stolen.text
+                forged = other.get("/oauth/callback", params={"code": "x", "state": "forged"})
+                assert 401 == forged.status_code
+                said = other.get("/oauth/callback", params={"error": "<b>access_denied</b>"})
+                assert 401 == said.status_code
+                assert "&lt;b&gt;access_denied&lt;/b&gt;" in said.text
+                # The real flow once more, the code used twice: the second is refused.
+                again = other.get("/oauth/start")
+                code_url = httpx.get(again.headers["location"], timeout=30).headers["location"]
+                assert 303 == other.get(code_url).status_code
+                state = dict(httpx.URL(code_url).params)["state"]
+                other.cookies.set("toolwire_console_oauth", state)  # as the browser held it
+                replayed = other.get(code_url)
+                assert 401 == replayed.status_code
+                assert "unknown or took too long" in replayed.text
+        finally:
+            gateway.terminate()
+            gateway.communicate(timeout=30)
+    finally:
+        auth.close()

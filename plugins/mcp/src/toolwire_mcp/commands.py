@@ -81,7 +81,12 @@ def _mcp_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _console_arguments(console: argparse.ArgumentParser) -> None:
     console.add_argument(
-        "--tokens", metavar="FILE", required=True, help="who may sign in (as serve --tokens)"
+        "--tokens", metavar="FILE", help="who may sign in by a token (as serve --tokens)"
+    )
+    console.add_argument(
+        "--oauth",
+        metavar="FILE",
+        help="sign in with the identity provider this OAuth file names (its [console] table)",
     )
     console.add_argument(
         "--queue",
@@ -131,7 +136,7 @@ def _serve_arguments(serve: argparse.ArgumentParser) -> None:
     serve.add_argument(
         "--console",
         action="store_true",
-        help="HTTP, with --tokens: also serve the approval console at /console",
+        help="HTTP, with --tokens or --oauth: also serve the approval console at /console",
     )
     serve.add_argument(
         "--console-queue",
@@ -177,7 +182,13 @@ def _run_console(args: argparse.Namespace, context: CommandContext) -> int:
     from toolwire_mcp.gateway._console import serve_console
 
     try:
-        serve_console(tokens_file=args.tokens, queue=args.queue, host=args.host, port=args.port)
+        serve_console(
+            tokens_file=args.tokens,
+            oauth_file=args.oauth,
+            queue=args.queue,
+            host=args.host,
+            port=args.port,
+        )
     except UsageError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
     return EXIT_OK

@@ -28,6 +28,7 @@ from typing import Any
 
 from toolwire import Principal
 from toolwire.approvals import ApprovalError, ApprovalQueue, ApprovalRequest, AuditTrail
+from toolwire_mcp.gateway._signin import FLOW_SECONDS, SignIn, SignInError
 
 __all__ = ["console_app", "serve_console"]
 
@@ -38,6 +39,8 @@ MAX_FORM_BYTES = 96 * 1024
 COOKIE = "toolwire_console"
 #: The sign-in form's CSRF cookie.
 LOGIN_COOKIE = "toolwire_console_login"
+#: The cookie binding an OAuth sign-in's ``state`` to the browser that started it.
+OAUTH_COOKIE = "toolwire_console_oauth"
 #: Failed sign-ins from one address within FAILURE_WINDOW seconds before it must wait.
 MAX_FAILURES, FAILURE_WINDOW = 10, 300.0
 #: The newest audit records one page shows.
@@ -109,6 +112,7 @@ def console_app(
     base: str = "",
     allowed_hosts: list[str] | None = None,
     trails: Sequence[AuditTrail] = (),
+    signin: SignIn | None = None,
 ) -> Any:
     """The console as an ASGI app (Starlette): the queue's pending requests, its history,
     and answering one, for the principals the tokens (``sha256:...`` -> Principal, as
@@ -117,7 +121,9 @@ def console_app(
     ``allowed_hosts``: the Host headers it answers (a console on 127.0.0.1 answers only
     its loopback names, so a page elsewhere cannot reach it by DNS rebinding).
     ``trails``: the audit logs the policies offer (``PluginHost.audit_trails()``), each
-    shown, its chain verified, to the principals it names as readers."""
+    shown, its chain verified, to the principals it names as readers. ``signin``: sign-in
+    with the organisation's identity provider (the OAuth file's ``[console]``), beside
+    or instead of the tokens."""
     if base and not re.fullmatch(r"(/[A-Za-z0-9_-]+)+", base):
         raise ValueError(f"base must be a path like /console, got {base!r}")
     from starlette.applications import Starlette
@@ -206,13 +212,20 @@ def console_app(
         # The sign-in form's own CSRF token, in a SameSite=Strict cookie and the form: a
         # page elsewhere cannot sign a browser in as someone else.
         nonce = secrets.token_urlsafe(24)
-        body = (
-            "<p>Sign in with your token (the gateway's tokens file names who it is).</p>"
-            f'<form method="post" action="{base}/login">'
-            f'<input type="hidden" name="csrf" value="{_esc(nonce)}">'
-            '<label>Token <input type="password" name="token" autocomplete="off"></label> '
-            '<button type="submit">Sign in</button></form>'
-        )
+        body = ""
+        if signin is not None:
+            body += (
+                f'<p><a id="oauth" href="{base}/oauth/start">Sign in with '
+                f"{_esc(signin.issuer)}</a></p>"
+            )
+        if tokens:
+            body += (
+                "<p>Sign in with your token (the gateway's tokens file names who it is).</p>"
+                f'<form method="post" action="{base}/login">'
+                f'<input type="hidden" name="csrf" value="{_esc(nonce)}">'
+                '<label>Token <input type="password" name="token" autocomplete="off"></label> '
+                '<button type="submit">Sign in</button></form>'
+            )
         response = page("Sign in", body)
         response.set_cookie(
             LOGIN_COOKIE, nonce, max_age=3600, httponly=True, samesite="strict",
@@ -239,6 +252,12 @@ def console_app(
             failures[client] = [*tries, now]
             return refused("that token is not one this console accepts", 401)
         failures.pop(client, None)
+        response = signed_in(request, principal)
+        response.delete_cookie(LOGIN_COOKIE)
+        return response
+
+    def signed_in(request: Request, principal: Principal) -> Response:
+        """A new session for ``principal``, and the way to the waiting page."""
         if len(sessions) >= MAX_SESSIONS:
             now = time.monotonic()
             for key in [k for k, s in sessions.items() if s.expires < now]:
@@ -252,7 +271,39 @@ def console_app(
         response.set_cookie(
             COOKIE, key, max_age=SESSION_SECONDS, httponly=True, samesite="strict", secure=secure
         )
-        response.delete_cookie(LOGIN_COOKIE)
+        return response
+
+    async def oauth_start(request: Request) -> Response:
+        if signin is None:
+            return refused("this console has no sign-in with an identity provider", 404)
+        try:
+            url, state = await signin.start(base)
+        except SignInError as exc:
+            return refused(str(exc), 502)
+        response = RedirectResponse(url, 303, headers=_HEADERS)
+        # Lax, not Strict: the issuer's redirect back is a navigation from another site,
+        # and the state must come with it (it binds the code to this browser).
+        response.set_cookie(
+            OAUTH_COOKIE, state, max_age=int(FLOW_SECONDS), httponly=True, samesite="lax",
+            secure=request.url.scheme == "https", path=base or "/",
+        )  # fmt: skip
+        return response
+
+    async def oauth_callback(request: Request) -> Response:
+        if signin is None:
+            return refused("this console has no sign-in with an identity provider", 404)
+        q = request.query_params
+        said = q.get("error")
+        if said:
+            return refused(f"the identity provider did not sign you in: {said[:200]}", 401)
+        try:
+            principal = await signin.finish(
+                base, q.get("code", ""), q.get("state", ""), request.cookies.get(OAUTH_COOKIE, "")
+            )
+        except SignInError as exc:
+            return refused(str(exc), 401)
+        response = signed_in(request, principal)
+        response.delete_cookie(OAUTH_COOKIE, path=base or "/")
         return response
 
     async def logout(request: Request) -> Response:
@@ -468,6 +519,8 @@ def console_app(
             Route("/login", login_page, methods=["GET"]),
             Route("/login", login, methods=["POST"]),
             Route("/logout", logout, methods=["POST"]),
+            Route("/oauth/start", oauth_start),
+            Route("/oauth/callback", oauth_callback),
             Route("/requests/{request_id}/answer", answer, methods=["POST"]),
             Route("/console.css", css),
         ],
@@ -481,6 +534,7 @@ def open_console(
     base: str = "",
     host: str = "127.0.0.1",
     trails: Sequence[AuditTrail] | None = None,
+    signin: SignIn | None = None,
 ) -> Any:
     """:func:`console_app` over the queue file ``queue`` (None: the default one), served on
     ``host`` (a loopback address: only loopback Host headers are answered); a queue that
@@ -498,7 +552,9 @@ def open_console(
         from toolwire import get_host
 
         trails = get_host().audit_trails()
-    return console_app(opened, tokens, base=base, allowed_hosts=allowed, trails=trails)
+    return console_app(
+        opened, tokens, base=base, allowed_hosts=allowed, trails=trails, signin=signin
+    )
 
 
 def beside(gateway: Any, panel: Any, prefix: str = "/console") -> Any:
@@ -519,17 +575,30 @@ def beside(gateway: Any, panel: Any, prefix: str = "/console") -> Any:
 
 def serve_console(
     *,
-    tokens_file: str,
+    tokens_file: str | None = None,
+    oauth_file: str | None = None,
     queue: str | os.PathLike[str] | None = None,
     host: str = "127.0.0.1",
     port: int = 8765,
 ) -> None:
     """Serve the approval console (``toolwire mcp console``) until interrupted: the queue
     in ``queue`` (default: ``$XDG_DATA_HOME/toolwire/approvals.sqlite``), sign-in by the
-    tokens ``tokens_file`` lists (as ``toolwire mcp serve --tokens`` reads it)."""
+    tokens ``tokens_file`` lists (as ``toolwire mcp serve --tokens`` reads it), or with
+    the identity provider of ``oauth_file`` (its ``[console]`` table; the browser comes
+    back to ``http://HOST:PORT/oauth/callback`` unless it names a ``redirect_uri``)."""
     import uvicorn
 
+    from toolwire.exceptions import UsageError
     from toolwire_mcp.gateway._auth import load_tokens
+    from toolwire_mcp.gateway._jwt import load_oauth
 
-    app = open_console(queue, load_tokens(tokens_file), host=host)
+    if tokens_file is None and oauth_file is None:
+        raise UsageError("the console needs --tokens or --oauth (how people sign in)")
+    signin = None
+    if oauth_file is not None:
+        resource = load_oauth(oauth_file)
+        shown = f"[{host}]" if ":" in host else host
+        signin = SignIn(resource, origin=f"http://{shown}:{port}")
+    tokens = load_tokens(tokens_file) if tokens_file is not None else {}
+    app = open_console(queue, tokens, host=host, signin=signin)
     uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -89,6 +89,66 @@ def _optional_https(_self: Any, attribute: Any, value: str | None) -> None:
         _https(value, attribute.name)
 
 
+def _client_id(_self: Any, _attribute: Any, value: str) -> None:
+    if not isinstance(value, str) or not value or len(value) > 512 or not value.isprintable():
+        raise UsageError(f"console: client_id must be the client's id, got {value!r}")
+
+
+def _tuple_or_none(value: Any) -> tuple[str, ...] | None:
+    return None if value is None else tuple(value)
+
+
+@attrs.frozen
+class ConsoleClient:
+    """The approval console as a client of the issuer (the ``[console]`` table): people
+    sign in with the organisation's identity provider (authorization code with PKCE), and
+    the access token it issues for the gateway's resource names the principal, as a
+    bearer token does. ``client_id``: the console's registration at the issuer;
+    ``client_secret_env``: the environment variable holding its secret (a confidential
+    client; none: a public client, PKCE alone); ``redirect_uri``: where the issuer sends
+    the browser back (default: the resource's origin and ``/console/oauth/callback``; it
+    must be registered with the issuer); ``scopes``: asked for (default: the resource's)."""
+
+    client_id: str = attrs.field(validator=_client_id)
+    client_secret_env: str | None = None
+    redirect_uri: str | None = attrs.field(default=None, validator=_optional_https)
+    scopes: tuple[str, ...] | None = attrs.field(default=None, converter=_tuple_or_none)
+
+    def secret(self) -> str | None:
+        """The client's secret, read from its variable now; UsageError when unset."""
+        if self.client_secret_env is None:
+            return None
+        found = os.environ.get(self.client_secret_env)
+        if not found:
+            raise UsageError(
+                f"console: the environment variable {self.client_secret_env} (the console's "
+                "client secret) is not set"
+            )
+        return found
+
+
+def _console(value: Any) -> ConsoleClient | None:
+    if value is None or isinstance(value, ConsoleClient):
+        return value
+    if not isinstance(value, Mapping):
+        raise UsageError("[console] is a table: client_id, client_secret_env, redirect_uri, scopes")
+    known = {f.name for f in attrs.fields(ConsoleClient)}
+    unknown = sorted(set(value) - known)
+    if unknown:
+        raise UsageError(f"[console]: unknown key(s) {', '.join(unknown)}")
+    if not isinstance(value.get("client_id"), str):
+        raise UsageError("[console]: `client_id` (the console's id at the issuer) is required")
+    env = value.get("client_secret_env")
+    if env is not None and (not isinstance(env, str) or not env):
+        raise UsageError("[console]: `client_secret_env` names an environment variable")
+    scopes = value.get("scopes")
+    if scopes is not None and (
+        not isinstance(scopes, list) or not all(isinstance(v, str) and v for v in scopes)
+    ):
+        raise UsageError("[console]: `scopes` must be a list of strings")
+    return ConsoleClient(**value)
+
+
 @attrs.frozen
 class OAuthResource:
     """How the gateway checks bearer JWTs (see :func:`load_oauth` for the file).
@@ -122,6 +182,7 @@ class OAuthResource:
     cache_seconds: float = 300.0
     refresh_seconds: float = 30.0
     require_at_jwt: bool = False
+    console: ConsoleClient | None = attrs.field(default=None, converter=_console)
 
     def __attrs_post_init__(self) -> None:
         if not isinstance(self.require_at_jwt, bool):
@@ -473,34 +534,38 @@ class JwtVerifier:
         return keys
 
     async def _discover(self) -> str:
-        """The issuer's ``jwks_uri`` from its metadata: RFC 8414's well-known URL, then
-        OpenID Connect's; the document must name the configured issuer exactly."""
-        r = self.resource
-        parts = urlsplit(r.issuer)
-        path = parts.path.rstrip("/")
-        base = f"{parts.scheme}://{parts.netloc}"
-        tried: list[str] = []
-        for url in (
-            f"{base}/.well-known/oauth-authorization-server{path}",
-            f"{base}{path}/.well-known/openid-configuration",
-        ):
-            try:
-                doc = await _get_json(url, r.max_bytes, r.timeout)
-            except (OSError, ValueError) as exc:
-                tried.append(f"{url}: {exc}")
-                continue
-            if not isinstance(doc, dict) or doc.get("issuer") != r.issuer:
-                tried.append(f"{url}: names another issuer")
-                continue
-            uri = doc.get("jwks_uri")
-            if not isinstance(uri, str):
-                tried.append(f"{url}: no jwks_uri")
-                continue
-            try:
-                return _https(uri, "the issuer's jwks_uri")
-            except UsageError as exc:
-                raise ValueError(str(exc)) from None
-        raise ValueError("no usable issuer metadata (" + "; ".join(tried) + ")")
+        """The issuer's ``jwks_uri`` from its metadata (:func:`issuer_metadata`)."""
+        doc = await issuer_metadata(self.resource)
+        uri = doc.get("jwks_uri")
+        if not isinstance(uri, str):
+            raise ValueError("the issuer's metadata names no jwks_uri")
+        try:
+            return _https(uri, "the issuer's jwks_uri")
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
+
+
+async def issuer_metadata(resource: OAuthResource) -> dict[str, Any]:
+    """The issuer's metadata: RFC 8414's well-known URL, then OpenID Connect's; the
+    document must name the configured issuer exactly. ValueError saying what was tried."""
+    parts = urlsplit(resource.issuer)
+    path = parts.path.rstrip("/")
+    base = f"{parts.scheme}://{parts.netloc}"
+    tried: list[str] = []
+    for url in (
+        f"{base}/.well-known/oauth-authorization-server{path}",
+        f"{base}{path}/.well-known/openid-configuration",
+    ):
+        try:
+            doc = await _get_json(url, resource.max_bytes, resource.timeout)
+        except (OSError, ValueError) as exc:
+            tried.append(f"{url}: {exc}")
+            continue
+        if not isinstance(doc, dict) or doc.get("issuer") != resource.issuer:
+            tried.append(f"{url}: names another issuer")
+            continue
+        return doc
+    raise ValueError("no usable issuer metadata (" + "; ".join(tried) + ")")
 
 
 async def _get_json(url: str, limit: int, timeout: float) -> Any:

@@ -635,8 +635,9 @@ def serve_mcp(
     ``sessions_per_client`` for one principal (or one address, for requests that name
     nobody); a client over either is answered 503 with ``Retry-After``.
     ``approval_wait``: as :func:`build_server`'s. ``console`` (HTTP, with
-    ``tokens_file``): serve the approval console at ``/console`` beside the gateway
-    (sign-in by the same tokens; the queue ``console_queue``, else the default one).
+    ``tokens_file`` or an ``oauth`` file with a ``[console]`` table): serve the approval
+    console at ``/console`` beside the gateway (sign-in by the same tokens, or with the
+    identity provider; the queue ``console_queue``, else the default one).
 
     The upstream MCP servers (the configured ones, and any in ``toolset``) are served
     from the serving event loop while it runs (:func:`connected`): a proxied call goes
@@ -647,8 +648,8 @@ def serve_mcp(
 
     from toolwire_mcp.client._registry import connected
 
-    if console and (transport != "http" or tokens_file is None):
-        raise UsageError("the console is served over HTTP, with --tokens (its sign-in)")
+    if console and (transport != "http" or (tokens_file is None and oauth is None)):
+        raise UsageError("the console is served over HTTP, with --tokens or --oauth (its sign-in)")
     if transport == "stdio" and (tokens_file is not None or oauth is not None or token_env):
         # The client that starts a stdio server is its only caller: there is no request
         # to carry a credential, and a principal the operator meant to require would be
@@ -727,10 +728,21 @@ def serve_mcp(
     )
     if console:
         from toolwire_mcp.gateway._console import beside, open_console
+        from toolwire_mcp.gateway._signin import SignIn
 
-        assert principals is not None
+        signin = None
+        if oauth is not None and oauth.console is not None:
+            signin = SignIn(oauth)
+        elif principals is None:
+            raise UsageError(
+                "the console signs people in with --tokens, or with the identity provider "
+                "of an --oauth file that has a [console] table (the console's client_id)"
+            )
         shown = (plugins if plugins is not None else get_host()).audit_trails()
-        panel = open_console(console_queue, principals, base="/console", host=host, trails=shown)
+        panel = open_console(
+            console_queue, principals or {}, base="/console", host=host, trails=shown,
+            signin=signin,
+        )  # fmt: skip
         served = beside(served, panel)
     config = uvicorn.Config(
         served,
