@@ -7,12 +7,14 @@ time alone) and derandomized, so a run is the same run every time; the fuzz job
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import socket
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -131,3 +133,78 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     yield f"redis://127.0.0.1:{port}/0"
     proc.terminate()
     proc.wait(10)
+
+
+def _postgres_bin(name: str) -> str | None:
+    """A PostgreSQL server program: on PATH, else in Debian's versioned directory."""
+    found = shutil.which(name)
+    if found is not None:
+        return found
+    versions = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"))
+    return str(versions[-1]) if versions else None
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """A real PostgreSQL server (Debian's) on 127.0.0.1 for the session, in a cluster of
+    its own (fsync off), with the database ``toolwire`` (each test uses a database of its
+    own through :func:`fresh_database`). As root the server runs as the ``postgres``
+    user, which PostgreSQL asks for."""
+    pytest.importorskip("psycopg")
+    initdb, pg_ctl = _postgres_bin("initdb"), _postgres_bin("pg_ctl")
+    if initdb is None or pg_ctl is None:
+        if os.environ.get("CI"):
+            pytest.fail("PostgreSQL is missing under CI (.ci/run installs it from Debian)")
+        pytest.skip("PostgreSQL (initdb, pg_ctl) is not installed")
+    import tempfile
+
+    # Not under pytest's base directory: as root it is the root user's alone (0700), and
+    # the server runs as another user.
+    where = Path(tempfile.mkdtemp(prefix="toolwire-postgres-"))
+    as_user: list[str] = []
+    if os.geteuid() == 0:
+        import pwd
+
+        owner = pwd.getpwnam("postgres")
+        os.chown(where, owner.pw_uid, owner.pw_gid)
+        as_user = ["runuser", "-u", "postgres", "--"]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    data = where / "data"
+    subprocess.run(
+        [*as_user, initdb, "-D", str(data), "-U", "toolwire", "--auth=trust", "-E", "UTF8"],
+        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120,
+    )  # fmt: skip
+    options = f"-p {port} -h 127.0.0.1 -k {where} -c fsync=off -c max_connections=200"
+    subprocess.run(
+        [*as_user, pg_ctl, "-D", str(data), "-o", options, "-l", str(where / "log"), "-w",
+         "-t", "60", "start"],
+        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120,
+    )  # fmt: skip
+    try:
+        import psycopg
+
+        with psycopg.connect(
+            f"postgresql://toolwire@127.0.0.1:{port}/postgres", autocommit=True
+        ) as conn:
+            conn.execute("CREATE DATABASE toolwire")
+        yield f"postgresql://toolwire@127.0.0.1:{port}/toolwire"
+    finally:
+        subprocess.run(
+            [*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "stop"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60,
+        )  # fmt: skip
+        shutil.rmtree(where, ignore_errors=True)
+
+
+@pytest.fixture
+def fresh_database(postgres_url: str, request: pytest.FixtureRequest) -> str:
+    """A database of this test's own on the session's PostgreSQL server."""
+    import psycopg
+
+    name = "t_" + hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:20]
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {name}")
+    return postgres_url.rsplit("/", 1)[0] + "/" + name

@@ -5,9 +5,10 @@ answered once by someone the policy names, and expiring to a refusal (DESIGN.md,
 for now; once the request is approved, the same call made again (by a caller that
 waited, or one that resumes later) spends the approval and runs, once.
 
-The store is an SQLite file the processes of one machine share (the user's alone, 0600):
+The store is an SQLite file the processes of one machine share (the user's alone, 0600),
+or a PostgreSQL database the gateways of several machines share (``postgresql://``):
 each answer and each spend is one transaction that locks out the other writers, so an
-approval runs one call however many processes ask at once.
+approval runs one call however many processes ask at once (:mod:`toolwire._approval_store`).
 """
 
 from __future__ import annotations
@@ -22,12 +23,18 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
 
+from toolwire._approval_store import (
+    ApprovalStore,
+    SqliteStore,
+    StoreError,
+    Transaction,
+    open_store,
+)
 from toolwire._exports import publish
-from toolwire._files import NotPrivate, open_private_sqlite
 from toolwire._hooks import Principal
 
 if TYPE_CHECKING:
@@ -45,6 +52,8 @@ __all__ = [
 ]
 
 logger = logging.getLogger("toolwire.approvals")
+
+T = TypeVar("T")
 
 #: A request's states: waiting for an answer, approved (not yet run), denied, spent (the
 #: approved call ran), expired (nobody answered in time, or the approval was not used).
@@ -213,21 +222,6 @@ def default_queue_path(environ: Mapping[str, str] | None = None) -> Path:
     return Path(home) / "toolwire" / "approvals.sqlite"
 
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS requests (
-    id TEXT PRIMARY KEY,
-    key TEXT NOT NULL,
-    subject TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    status TEXT NOT NULL,
-    created REAL NOT NULL,
-    expires REAL NOT NULL,
-    body TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS requests_key ON requests (key, subject, status);
-CREATE INDEX IF NOT EXISTS requests_status ON requests (status, created);
-"""
-
 _FIELDS = {f.name for f in attrs.fields(ApprovalRequest)}
 
 
@@ -238,63 +232,56 @@ def _request(body: str) -> ApprovalRequest:
 
 
 class ApprovalQueue:
-    """The approval requests in an SQLite file (``path``; default
-    ``$XDG_DATA_HOME/toolwire/approvals.sqlite``). Every wait on the file has a deadline
+    """The approval requests in a store: an SQLite file (``where``; default
+    ``$XDG_DATA_HOME/toolwire/approvals.sqlite``) the processes of one machine share, a
+    ``postgresql://`` database the gateways of several machines share, or any
+    :class:`ApprovalStore` given as ``store``. Every wait on it has a deadline
     (``timeout``); past it, ApprovalError."""
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, timeout: float = 2.0) -> None:
-        import sqlite3
-
-        self.path = Path(path).expanduser() if path is not None else default_queue_path()
-        try:
-            self._db = open_private_sqlite(self.path, _SCHEMA, timeout=timeout)
-        except NotPrivate as exc:
-            raise ApprovalError(f"the approval queue {exc}") from None
-        except (OSError, sqlite3.Error) as exc:
-            raise ApprovalError(f"the approval queue {self.path} cannot be opened: {exc}") from None
-        self._lock = threading.Lock()
+    def __init__(
+        self,
+        where: str | os.PathLike[str] | None = None,
+        *,
+        timeout: float = 2.0,
+        store: ApprovalStore | None = None,
+    ) -> None:
+        if store is None:
+            try:
+                store = open_store(
+                    where if where is not None else default_queue_path(), timeout=timeout
+                )
+            except StoreError as exc:
+                raise ApprovalError(f"the approval queue {exc}") from None
+        elif where is not None:
+            raise ApprovalError("give the queue a place or a store, not both")
+        self.store = store
+        #: The SQLite file, for a queue kept in one (None: a database server's).
+        self.path: Path | None = store.path if isinstance(store, SqliteStore) else None
 
     def __repr__(self) -> str:
-        return f"<ApprovalQueue {str(self.path)!r}>"
+        return f"<ApprovalQueue {self.store.where!r}>"
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self.store.close()
 
     # -- the one transaction every change is ----------------------------------------------
 
-    def _write(self, change: Any) -> Any:
-        import sqlite3
-
-        with self._lock:
-            db = self._db
-            try:
-                db.execute("BEGIN IMMEDIATE")  # one writer at a time, across processes
-                try:
-                    out = change(db)
-                    db.execute("COMMIT")
-                    return out
-                except BaseException:
-                    if db.in_transaction:
-                        db.execute("ROLLBACK")
-                    raise
-            except sqlite3.Error as exc:
-                raise ApprovalError(f"the approval queue cannot be written: {exc}") from None
+    def _write(self, change: Callable[[Transaction], T]) -> T:
+        try:
+            return self.store.write(change)
+        except StoreError as exc:
+            raise ApprovalError(f"the approval queue {exc}") from None
 
     def _read(self, sql: str, args: Sequence[Any]) -> list[ApprovalRequest]:
-        import sqlite3
-
-        with self._lock:
-            try:
-                rows = self._db.execute(sql, args).fetchall()
-            except sqlite3.Error as exc:
-                raise ApprovalError(f"the approval queue cannot be read: {exc}") from None
+        try:
+            rows = self.store.read(sql, args)
+        except StoreError as exc:
+            raise ApprovalError(f"the approval queue {exc}") from None
         return [_request(body) for (body,) in rows]
 
     @staticmethod
-    def _put(db: Any, request: ApprovalRequest) -> None:
-        db.execute(
-            "INSERT OR REPLACE INTO requests VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    def _put(db: Transaction, request: ApprovalRequest) -> None:
+        db.put(
             (
                 request.id,
                 request.key,
@@ -304,7 +291,7 @@ class ApprovalQueue:
                 request.created,
                 request.expires,
                 json.dumps(attrs.asdict(request)),
-            ),
+            )
         )
 
     # -- asking --------------------------------------------------------------------------
@@ -337,14 +324,14 @@ class ApprovalQueue:
         subject = principal.subject if principal is not None else ""
         made: list[ApprovalRequest] = []  # the request this call stored, when it is new
 
-        def change(db: Any) -> ApprovalRequest:
+        def change(db: Transaction) -> ApprovalRequest:
             made.clear()  # (a retried transaction starts again)
             now = time.time()
-            db.execute(
+            db.rows(
                 "UPDATE requests SET status = ? WHERE status = ? AND expires <= ?",
                 (EXPIRED, PENDING, now),
             )
-            for (body,) in db.execute(
+            for (body,) in db.rows(
                 "SELECT body FROM requests WHERE key = ? AND subject = ? AND status IN (?, ?) "
                 "ORDER BY created DESC",
                 (key, subject, PENDING, DENIED),
@@ -357,10 +344,10 @@ class ApprovalQueue:
                 answered = held.answered_at or 0.0
                 if held.status == DENIED and now < answered + (held.expires - held.created):
                     return held  # denied: not asked again until as long as it lived
-            (waiting,) = db.execute(
+            [(waiting,)] = db.rows(
                 "SELECT COUNT(*) FROM requests WHERE subject = ? AND status = ?",
                 (subject, PENDING),
-            ).fetchone()
+            )
             if waiting >= MAX_PENDING_PER_PRINCIPAL:
                 raise ApprovalError(
                     f"{subject or 'anonymous'} has {waiting} requests waiting for approval "
@@ -401,9 +388,9 @@ class ApprovalQueue:
         who = principal.to_dict() if principal is not None else {}
         subject = principal.subject if principal is not None else ""
 
-        def change(db: Any) -> ApprovalRequest | None:
+        def change(db: Transaction) -> ApprovalRequest | None:
             now = time.time()
-            for (body,) in db.execute(
+            for (body,) in db.rows(
                 "SELECT body FROM requests WHERE key = ? AND subject = ? AND status = ? "
                 "ORDER BY created",
                 (key, subject, APPROVED),
@@ -465,11 +452,11 @@ class ApprovalQueue:
             raise ApprovalError("arguments edit an approval; a denial takes none")
         edited = _edited_text(arguments) if arguments is not None else None
 
-        def change(db: Any) -> ApprovalRequest:
-            row = db.execute("SELECT body FROM requests WHERE id = ?", (request_id,)).fetchone()
-            if row is None:
+        def change(db: Transaction) -> ApprovalRequest:
+            rows = db.rows("SELECT body FROM requests WHERE id = ?", (request_id,))
+            if not rows:
                 raise ApprovalError(f"there is no approval request {request_id!r}")
-            held = _request(row[0])
+            held = _request(rows[0][0])
             now = time.time()
             state = held.state(now)
             if state != PENDING:
@@ -524,7 +511,7 @@ class ApprovalQueue:
         limit: int = 200,
     ) -> list[ApprovalRequest]:
         """Every request, newest first, filtered by who asked, the tool, or its state."""
-        sql, args = "SELECT body FROM requests WHERE 1", list[Any]()
+        sql, args = "SELECT body FROM requests WHERE 1 = 1", list[Any]()
         if subject is not None:
             sql, args = sql + " AND subject = ?", [*args, subject]
         if tool is not None:

@@ -19,7 +19,7 @@ import pytest
 
 import toolwire as tw
 from toolwire.approvals import ApprovalError, ApprovalQueue, may_answer, request_ids_in
-from toolwire_policy import Policy, PolicyPlugin, read_records
+from toolwire_policy import Policy, PolicyFileError, PolicyPlugin, read_records
 
 POLICY = """
 approve = ["pay"]
@@ -103,6 +103,39 @@ def test_a_call_waits_until_an_approver_answers_and_then_runs_once(tmp_path: Pat
     records = [r for _, _, r in read_records(tmp_path / "audit.jsonl") if r]
     allowed = [r for r in records if r["event"] == "decision" and r["decision"] == "allow"]
     assert [f"queue:{rid} by fran"] == [r["approval"] for r in allowed]
+
+
+def test_gateways_on_several_machines_share_a_postgres_queue(
+    tmp_path: Path, fresh_database: str
+) -> None:
+    """`[approvals] queue = "postgresql://..."`: two gateways (two policies, two hosts, one
+    database) see one request; answered once, the call runs once, wherever it is made."""
+    path = tmp_path / "policy.toml"
+    path.write_text(
+        POLICY.format(approvers='["group:finance"]', expires=3600).replace(
+            'queue = "approvals.sqlite"', f'queue = "{fresh_database}"'
+        )
+    )
+    paid: list[str] = []
+    here, there = _executor(path, paid), _executor(path, paid)
+    [rid] = request_ids_in(_pay(here, "alice"))
+    assert [rid] == request_ids_in(_pay(there, "alice"))  # the same request, not a second
+    queue = ApprovalQueue(fresh_database)
+    assert [rid] == [r.id for r in queue.pending()]
+    queue.answer(rid, approve=True, by=FINANCE)
+    assert "paid 5 to bob" == _pay(there, "alice")
+    assert "apr_" in _pay(here, "alice")  # spent there: not again here
+    assert ["5 to bob"] == paid
+    assert not (tmp_path / "approvals.sqlite").exists()
+    # The policy file holds no password: one in the address is refused as the file loads.
+    path.write_text(
+        POLICY.format(approvers='["group:finance"]', expires=3600).replace(
+            'queue = "approvals.sqlite"',
+            f'queue = "{fresh_database.replace("toolwire@", "toolwire:pw@")}"',
+        )
+    )
+    with pytest.raises(PolicyFileError, match="PGPASSWORD"):
+        Policy.from_file(path)
 
 
 def test_who_may_answer(tmp_path: Path) -> None:
@@ -443,13 +476,13 @@ def test_answering_one_request_reads_only_that_one(tmp_path: Path) -> None:
         for i in range(200)
     ]
     ran: list[str] = []
-    queue._db.set_trace_callback(ran.append)
+    queue.store.db.set_trace_callback(ran.append)
     queue.answer(made[100].id, approve=True, by=FINANCE)
-    queue._db.set_trace_callback(None)
+    queue.store.db.set_trace_callback(None)
     reads = [s for s in ran if s.lstrip().upper().startswith(("SELECT", "UPDATE", "DELETE"))]
     assert reads  # (the trace saw the answer)
     for statement in reads:
-        plan = queue._db.execute("EXPLAIN QUERY PLAN " + statement).fetchall()
+        plan = queue.store.db.execute("EXPLAIN QUERY PLAN " + statement).fetchall()
         steps = " ".join(str(row[-1]) for row in plan)
         assert "SCAN" not in steps, (statement, steps)
         assert "USING INDEX" in steps or "PRIMARY KEY" in steps, (statement, steps)
