@@ -258,8 +258,10 @@ class ApprovalsConfig(_Table):
     self_approve: bool = False
     """Whether an approver may answer their own request (by default nobody does)."""
     queue: Annotated[str, StringConstraints(min_length=1)] | None = None
-    """The queue's SQLite file; ``~`` is expanded, a relative path is relative to the
-    policy file. Default: ``$XDG_DATA_HOME/toolwire/approvals.sqlite``."""
+    """The queue's SQLite file (``~`` is expanded, a relative path is relative to the
+    policy file), or a ``postgresql://USER@HOST/DATABASE`` shared by gateways on several
+    machines (its password in ``PGPASSWORD`` or ``~/.pgpass``, never here). Default:
+    ``$XDG_DATA_HOME/toolwire/approvals.sqlite``."""
     webhook: Annotated[str, StringConstraints(pattern=r"^https?://[^\s]+$")] | None = None
     """Where each new request is told (a POST of Slack-compatible JSON): ``https://``, or
     ``http://`` to this machine (127.0.0.1, ::1, localhost) only."""

@@ -24,9 +24,13 @@ __all__ = ["file_or_spend", "local_approver", "open_queue", "open_webhook", "que
 
 
 def open_queue(config: ApprovalsConfig, source: Path) -> ApprovalQueue:
-    """The queue ``[approvals]`` names (relative to the policy file), else the default."""
+    """The queue ``[approvals]`` names (a ``postgresql://`` database, or a file relative to
+    the policy file), else the default."""
+    path: Path | str
     if config.queue is None:
         path = default_queue_path()
+    elif config.queue.startswith(("postgresql://", "postgres://")):
+        path = config.queue
     else:
         path = Path(config.queue).expanduser()
         if not path.is_absolute():
