@@ -47,6 +47,7 @@ __all__ = [
     "call_as_task",
     "call_tool",
     "require_task_calls",
+    "runs_task_calls",
     "task_support",
 ]
 
@@ -232,9 +233,15 @@ async def call_tool(
     support: str | None,
 ) -> types.CallToolResult:
     """One tool call on ``client`` (the SDK's ``Client``): as a 2025-11-25 task when the
-    tool's listing says it must be (``support``: ``required``), else as an ordinary call,
-    whose task, if a 2026-07-28 server answers with one, :class:`TasksExtension` follows."""
-    if support == "required" and client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+    tool's listing says it must be (``support``: ``required``), or may be (``optional``)
+    and the server says it runs task-augmented calls (its progress then comes as the
+    task's statuses, and no request is held open for the whole call), else as an ordinary
+    call, whose task, if a 2026-07-28 server answers with one, :class:`TasksExtension`
+    follows."""
+    legacy = client.protocol_version not in MODERN_PROTOCOL_VERSIONS
+    if legacy and support == "optional" and runs_task_calls(client.server_capabilities):
+        support = "required"
+    if support == "required" and legacy:
         require_task_calls(client.server_capabilities)
         final = await call_as_task(
             client.session, name, arguments, limit=limit, watch=WATCH.get(),
@@ -252,12 +259,18 @@ async def call_tool(
 # -- 2025-11-25: experimental tasks ---------------------------------------------------------
 
 
+def runs_task_calls(capabilities: Any) -> bool:
+    """Whether a 2025-11-25 server declares task-augmented tool calls
+    (``capabilities.tasks.requests.tools.call``)."""
+    tasks = getattr(capabilities, "tasks", None)
+    tools = getattr(getattr(tasks, "requests", None), "tools", None)
+    return getattr(tools, "call", None) is not None
+
+
 def require_task_calls(capabilities: Any) -> None:
     """A tool that must run as a task, on a 2025-11-25 server that declares no
     task-augmented tool calls: refused here, saying so, rather than sent to fail."""
-    tasks = getattr(capabilities, "tasks", None)
-    tools = getattr(getattr(tasks, "requests", None), "tools", None)
-    if getattr(tools, "call", None) is None:
+    if not runs_task_calls(capabilities):
         raise TaskError(
             "it must run as a task, and the server does not declare task-augmented tool "
             "calls (capabilities.tasks.requests.tools.call)"
