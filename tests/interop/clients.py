@@ -5,7 +5,9 @@ tools, calling one with structured output, one the user approves through elicita
 resource and a prompt. The Python SDK's own Client is the gateway's test suite's.
 
 pydantic-ai's task client is also run against a gateway whose policy sends a call to an
-approver (#44): the call answered as a task, its result once approved.
+approver (#44): the call answered as a task, its result once approved; and the TypeScript
+SDK's 2025-11-25 task client (``callToolStream``) against long-running tools, one of
+which asks its user inside the task.
 
 Usage: clients.py WORKDIR NODE_MODULES PAI_PYTHON; run by run.sh, offline.
 """
@@ -42,6 +44,7 @@ def start_gateway(
     policy: str = 'deny = ["shred"]\n',
     *more: str,
     name: str = "clients",
+    app: str = "gateway_app",
 ) -> tuple[subprocess.Popen[bytes], str]:
     config = work / f"{name}-config"
     (config / "toolwire").mkdir(parents=True, exist_ok=True)
@@ -53,8 +56,9 @@ def start_gateway(
     log = (work / f"gateway-{name}.log").open("wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "toolwire", "mcp", "serve", "--transport", "http",
-         "--port", str(port), "--app", "gateway_app:tools",
-         "--resources", "gateway_app:resources", "--prompts", "gateway_app:prompts", *more],
+         "--port", str(port), "--app", f"{app}:tools",
+         *(("--resources", "gateway_app:resources", "--prompts", "gateway_app:prompts")
+           if app == "gateway_app" else ()), *more],
         cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     deadline = time.monotonic() + 60
@@ -228,9 +232,47 @@ def tasks_report(work: Path, pai_python: str) -> None:
     )
 
 
+def ts_tasks_report(work: Path, modules: Path) -> None:
+    """#44: the TypeScript SDK's 2025-11-25 task client (``callToolStream`` with a
+    ``task``) against the gateway's long-running tools: each answered as a task, followed
+    to its result; the question one asks reaches the client during the task."""
+    print("TypeScript SDK client, 2025-11-25 tasks:")
+    gateway, url = start_gateway(work, "", name="ts-tasks", app="tasks_gateway_app")
+    try:
+        script = modules.parent / "ts_tasks_client.mjs"
+        script.write_text((HERE / "ts_tasks_client.mjs").read_text())
+        seen = as_json(run(["node", str(script), url], modules.parent).strip())
+    finally:
+        gateway.terminate()
+        try:
+            gateway.wait(15)
+        except subprocess.TimeoutExpired:
+            gateway.kill()
+    check("the server says tool calls run as tasks", seen.get("taskCalls") is True, seen)
+    support = seen.get("support") or {}
+    check(
+        "the tool list says the long-running ones may run as tasks, no other",
+        {k: v for k, v in support.items() if v} == {"crunch": "optional", "tidy": "optional"},
+        support,
+    )
+    for name, text in (("crunch", "crunched 3"), ("tidy", "tidied attic")):
+        got = seen.get(name) or {}
+        check(
+            f"{name}: a task created, its status heard, its result",
+            got.get("seen") == ["taskCreated", "taskStatus", "result"] and got.get("text") == text,
+            got,
+        )
+    check(
+        "the question inside the task reached the client",
+        seen.get("asked") == ["Tidy attic?"],
+        seen,
+    )
+
+
 def main() -> int:
     work, modules, pai_python = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
     tasks_report(work, pai_python)
+    ts_tasks_report(work, modules)
     gateway, url = start_gateway(work)
     try:
         inspector(modules, url)

@@ -484,3 +484,155 @@ def test_a_task_waiting_on_a_question_counts_as_live_and_is_not_swept() -> None:
     task.status = "completed"
     assert store.room_for("")
     assert 0 == len(store)  # ended and past its time: gone
+
+
+# -- the gateway's 2025-11-25 task side: a task-augmented call of a long-running tool -------
+
+
+def test_a_legacy_client_calls_a_long_running_tool_as_a_task() -> None:
+    # A 2025-11-25 client (the SDK's, handshake mode): the tool list says `crunch` may run
+    # as a task, the capabilities that task-augmented calls run; its call with `task` is
+    # answered with the task, tasks/get says how it stands, tasks/result gives the result.
+    import anyio
+    import mcp_types as types
+    from mcp import Client, MCPError
+
+    from toolwire_mcp.client._tasks import (
+        WATCH,
+        _Any,
+        _LegacyTask,
+        _raw_call,
+        _send,
+        call_as_task,
+        runs_task_calls,
+    )
+
+    said: list[str] = []
+
+    async def main() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with Client(_gateway(), mode="legacy") as client:
+            out["caps"] = runs_task_calls(client.server_capabilities)
+            listed = {t.name: t for t in (await client.list_tools()).tools}
+            out["support"] = listed["crunch"].execution.task_support  # type: ignore[union-attr]
+            with task_statuses(said):
+                out["followed"] = await call_as_task(
+                    client.session, "crunch", {"rounds": 4}, limit=30, watch=WATCH.get()
+                )
+            raw = await _raw_call(
+                client.session,
+                {"name": "crunch", "arguments": {"rounds": 30}, "task": {"ttl": 120_000}},
+                30, None,
+            )  # fmt: skip
+            out["created"] = raw
+            task_id = raw["task"]["taskId"]
+            await anyio.sleep(0.2)
+            out["got"] = await _send(client.session, "tasks/get", task_id, _LegacyTask, 10)
+            for method in ("tasks/update",):
+                try:
+                    await _send(client.session, method, task_id, _Any, 10, inputResponses={})
+                except MCPError as exc:
+                    out[method] = exc.error.code
+            out["cancelled"] = await _send(client.session, "tasks/cancel", task_id, _Any, 10)
+            try:
+                await _send(client.session, "tasks/result", task_id, _Any, 10)
+            except MCPError as exc:
+                out["result after cancel"] = exc.error.message
+            # Without `task`: an ordinary call, as before.
+            out["ordinary"] = await client.call_tool("crunch", {"rounds": 1})
+        return out
+
+    out = anyio.run(main)
+    assert out["caps"] is True
+    assert "optional" == out["support"]
+    followed = out["followed"]
+    assert isinstance(followed, types.CallToolResult)
+    assert (False, "crunched 4") == (followed.is_error, followed.content[0].text)
+    assert said[0].endswith(": working: running `crunch`")  # followed as a task
+    task = out["created"]["task"]
+    assert "resultType" not in out["created"]
+    assert ("working", 120_000, 1000) == (task["status"], task["ttl"], task["pollInterval"])
+    assert out["got"].task_id == task["taskId"]
+    assert out["got"].status_message.startswith("round ")  # the tool's progress
+    assert -32601 == out["tasks/update"]  # a 2026-07-28 method
+    assert "cancelled" == out["cancelled"].model_dump(by_alias=True)["status"]
+    assert "was cancelled" in out["result after cancel"]
+    assert (False, "crunched 1") == (out["ordinary"].is_error, out["ordinary"].content[0].text)
+
+
+def test_a_legacy_tasks_question_goes_to_its_client_on_the_result_request() -> None:
+    # The tool asks inside the task: on 2025-11-25 the question is an elicitation request
+    # on the client's tasks/result request, and its answer goes back into the task.
+    import anyio
+    import mcp_types as types
+    from mcp import Client
+
+    from toolwire_mcp import build_server
+    from toolwire_mcp.client._tasks import call_as_task
+
+    server = build_server(tw.Toolset("jobs", [tidy]), host=tw.PluginHost(autoload=False))
+    asked: list[str] = []
+
+    async def answer(ctx: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"ok": True})
+
+    async def main() -> Any:
+        async with Client(server, mode="legacy", elicitation_callback=answer) as client:
+            return await call_as_task(client.session, "tidy", {"folder": "attic"}, limit=30)
+
+    result = anyio.run(main)
+    assert (False, "tidied attic") == (result.is_error, result.content[0].text)
+    assert ["Tidy attic?"] == asked
+
+
+def test_a_task_of_one_wire_version_is_unknown_to_the_other() -> None:
+    # A 2026-07-28 task's id asked of by a 2025-11-25 request (and the other way) is
+    # an unknown task; tasks/result is a 2025-11-25 method only.
+    import anyio
+    from mcp import Client, MCPError
+
+    from toolwire_mcp.client._tasks import TasksExtension, _Any, _raw_call, _send
+
+    server = _gateway()
+
+    async def main() -> list[Any]:
+        codes: list[Any] = []
+        async with Client(server, mode="legacy") as old:
+            raw = await _raw_call(
+                old.session, {"name": "crunch", "arguments": {"rounds": 40}, "task": {}}, 30, None
+            )
+            legacy_id = raw["task"]["taskId"]
+            async with Client(server, extensions=[TasksExtension()]) as new:
+                for method in ("tasks/get", "tasks/result"):
+                    try:
+                        await _send(new.session, method, legacy_id, _Any, 10)
+                    except MCPError as exc:
+                        codes.append((method, exc.error.code))
+            await _send(old.session, "tasks/cancel", legacy_id, _Any, 10)
+        return codes
+
+    assert [("tasks/get", -32602), ("tasks/result", -32601)] == anyio.run(main)
+
+
+def test_toolwire_on_2025_11_25_calls_the_gateways_long_tool_as_a_task(
+    tmp_path: Path, heard: list[Any]
+) -> None:
+    # Both sides real: `toolwire mcp serve` in a process of its own over Streamable HTTP,
+    # and toolwire's client pinned to the 2025-11-25 handshake. The tool may run as a task
+    # and the server runs task-augmented calls, so the client calls it as one: its statuses
+    # reach the caller as progress, and the result is the tool's.
+    from _mcp_support import _env, _start_http_gateway, _stop_http_gateway
+
+    (tmp_path / "app.py").write_text(_JOBS_APP.replace("0.05 * rounds", "0.4 * rounds"))
+    env = _env(tmp_path, TOOLWIRE_AUTOLOAD_PLUGINS="0")
+    gateway = _start_http_gateway(tmp_path, env, ("--app", "app:tools"))
+    try:
+        spec = ServerSpec("jobs", url=gateway[1], protocol="legacy", timeout=30)
+        result = _run(spec, "crunch", '{"rounds": 4}')
+    finally:
+        close_all()
+        _stop_http_gateway(gateway)
+    assert (False, "crunched 4") == (result.is_error, result.content)
+    said = [getattr(event, "message", "") or "" for event in heard]
+    assert any(m.startswith("task ") and ": working: running `crunch`" in m for m in said), said

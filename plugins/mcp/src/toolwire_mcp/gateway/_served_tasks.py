@@ -17,6 +17,14 @@ denial's reason, or the refusal naming the request when the wait passes. A call 
 not wait is answered as it always is. A client that does not declare the extension is
 held with progress notifications, as before.
 
+A client of the 2025-11-25 protocol, whose tasks were experimental, gets the same for a
+long-running tool, which the tool list says may run as a task (``execution.taskSupport``:
+``optional``) and the server's capabilities say it runs (``tasks.requests.tools.call``):
+its ``tools/call`` with ``task: {ttl}`` is answered with ``{"task": ...}``, ``tasks/get``
+says how it stands, ``tasks/result`` waits for its end and answers with the call's result
+(the questions its tool asks go to the client on that request, as elicitation requests),
+and ``tasks/cancel`` cancels it. Without ``task``, the call is an ordinary one.
+
 Tasks are kept in this process, so a client may reconnect and poll again; each is
 visible only to the principal that made it (another principal's ``tasks/get`` gets the
 same error as an unknown id), at most :data:`PER_PRINCIPAL` wait at once per principal
@@ -37,11 +45,14 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+import anyio
 import attrs
 import mcp_types as types
 from mcp import MCPError
+from mcp.server.lowlevel import Server
 from mcp.shared.inbound import decode_header_value
 from mcp_types.jsonrpc import HEADER_MISMATCH
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ConfigDict, Field
 
 from toolwire_mcp.client._tasks import TASKS_EXTENSION
@@ -54,6 +65,7 @@ __all__ = [
     "TASK_DURATION",
     "TASK_OFFER",
     "TaskOffer",
+    "TaskServer",
     "install_tasks",
 ]
 
@@ -73,6 +85,11 @@ ENDED = frozenset({"completed", "failed", "cancelled"})
 MAX_INPUTS = 16
 #: The poll interval asked of clients (milliseconds).
 POLL_MS = 1000
+#: The shortest a 2025-11-25 client's task is kept, whatever ttl it asks (seconds).
+MIN_TTL = 60.0
+#: How long a question forwarded on a 2025-11-25 ``tasks/result`` waits for its answer.
+FORWARD_WAIT = 600.0
+RELATED_TASK = "io.modelcontextprotocol/related-task"
 
 
 def _stamp(at: float) -> str:
@@ -96,6 +113,22 @@ class ServedTask:
     inputs: dict[str, dict[str, Any]] = attrs.field(factory=dict)
     answers: dict[str, asyncio.Future[dict[str, Any]]] = attrs.field(factory=dict)
     asked: int = 0
+    #: Made by a 2025-11-25 client's task-augmented call (its views have that shape).
+    legacy: bool = False
+
+    def legacy_view(self) -> dict[str, Any]:
+        """The task as a 2025-11-25 ``Task``."""
+        out: dict[str, Any] = {
+            "taskId": self.id,
+            "status": self.status,
+            "createdAt": _stamp(self.created),
+            "lastUpdatedAt": _stamp(self.updated or self.created),
+            "ttl": int(self.ttl * 1000),
+            "pollInterval": POLL_MS,
+        }
+        if self.message is not None:
+            out["statusMessage"] = self.message
+        return out
 
     def view(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -165,9 +198,13 @@ class TaskStore:
         working = sum(1 for t in self._tasks.values() if t.owner == owner and t.status not in ENDED)
         return working < self.per_principal and len(self._tasks) < self.most
 
-    def add(self, owner: str, tool: str, ttl: float, message: str | None) -> ServedTask:
+    def add(
+        self, owner: str, tool: str, ttl: float, message: str | None, *, legacy: bool = False
+    ) -> ServedTask:
         now = time.time()
-        task = ServedTask(secrets.token_hex(16), owner, tool, now, ttl, message=message)
+        task = ServedTask(
+            secrets.token_hex(16), owner, tool, now, ttl, message=message, legacy=legacy
+        )
         self._tasks[task.id] = task
         return task
 
@@ -195,6 +232,7 @@ class TaskOffer:
     ttl: float
     started: asyncio.Event = attrs.field(factory=asyncio.Event)
     task: ServedTask | None = None
+    legacy: bool = False
 
     async def ask(self, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
         """The call's question to its client, as an input request of its task (see
@@ -221,7 +259,7 @@ class TaskOffer:
             return True
         if not self.store.room_for(self.owner):
             return False
-        self.task = self.store.add(self.owner, self.tool, self.ttl, message)
+        self.task = self.store.add(self.owner, self.tool, self.ttl, message, legacy=self.legacy)
         self.started.set()
         return True
 
@@ -283,6 +321,34 @@ def _missing_extension() -> MCPError:
     )
 
 
+def _modern(ctx: Any) -> bool:
+    return getattr(ctx, "protocol_version", None) in MODERN_PROTOCOL_VERSIONS
+
+
+def _legacy_ttl(asked: Mapping[str, Any], most: float) -> float:
+    """The seconds a 2025-11-25 client's task is kept: what it asked (``ttl``, ms), within
+    :data:`MIN_TTL` and the gateway's own."""
+    ttl = asked.get("ttl")
+    if isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl <= 0:
+        return most
+    return min(max(ttl / 1000, MIN_TTL), most)
+
+
+class TaskServer(Server):
+    """The SDK's low-level server, whose capabilities for a 2025-11-25 client say that
+    tool calls run as tasks (``tasks``: ``requests.tools.call``, ``cancel``); the SDK has
+    no place for them (it implements no tasks version)."""
+
+    def get_capabilities(self, *args: Any, **kwargs: Any) -> types.ServerCapabilities:
+        found = super().get_capabilities(*args, **kwargs)
+        if kwargs.get("protocol_version") in MODERN_PROTOCOL_VERSIONS:
+            return found  # the 2026-07-28 extension says it (capabilities.extensions)
+        tasks = types.ServerTasksCapability.model_validate(
+            {"cancel": {}, "requests": {"tools": {"call": {}}}}
+        )
+        return found.model_copy(update={"tasks": tasks})
+
+
 def install_tasks(
     server: Any,
     approval_wait: float,
@@ -292,18 +358,32 @@ def install_tasks(
     """Serve tasks on ``server`` (the module docstring): the extension is declared, a
     middleware answers a task tool's call (``is_task_tool(name)``), or a call that starts
     to wait for its approvers, with a task, and ``tasks/get``, ``tasks/update`` and
-    ``tasks/cancel`` are answered, each only to a request that declares the extension."""
+    ``tasks/cancel`` are answered, each only to a request that declares the extension;
+    for a 2025-11-25 client, a task tool's call with ``task`` is a task, followed with
+    ``tasks/get``, ``tasks/result`` and ``tasks/cancel``."""
     tasks = store if store is not None else TaskStore()
     ttl = max(approval_wait, 0.0) + KEEP
 
     async def middleware(ctx: Any, call_next: Any) -> Any:
-        if ctx.method != "tools/call" or not _declares_tasks(ctx.params):
+        if ctx.method != "tools/call":
             return await call_next(ctx)
-        tool = str((ctx.params or {}).get("name", ""))
-        now = is_task_tool(tool)
-        if not now and approval_wait <= 0:  # it cannot become a task: as it always was
-            return await call_next(ctx)
-        offer = TaskOffer(tasks, principal_key(ctx), tool, ttl)
+        params = ctx.params or {}
+        tool = str(params.get("name", ""))
+        if _modern(ctx):
+            if not _declares_tasks(params):
+                return await call_next(ctx)
+            legacy, kept = False, ttl
+            now = is_task_tool(tool)
+            if not now and approval_wait <= 0:  # it cannot become a task: as it always was
+                return await call_next(ctx)
+        else:
+            asked = params.get("task")
+            # 2025-11-25: a call the client asked to run as a task, of a tool the list
+            # says may (a long-running one); any other is an ordinary call.
+            if not isinstance(asked, Mapping) or not is_task_tool(tool):
+                return await call_next(ctx)
+            legacy, kept, now = True, _legacy_ttl(asked, ttl), True
+        offer = TaskOffer(tasks, principal_key(ctx), tool, kept, legacy=legacy)
         if now:
             offer.take(f"running `{tool}`")  # no room: run as an ordinary call
         token = TASK_OFFER.set(offer)
@@ -327,10 +407,13 @@ def install_tasks(
         task.run = run
         run.add_done_callback(lambda done: _ended(task, done))
         logger.info("MCP task %s: `%s` runs as a task (%s)", task.id, tool, task.message)
+        if legacy:
+            return {"task": task.legacy_view()}
         return {"resultType": "task", **task.view()}
 
     def _task_of(ctx: Any, params: _TaskParams) -> ServedTask:
-        if not _declares_tasks(ctx.params):
+        modern = _modern(ctx)
+        if modern and not _declares_tasks(ctx.params):
             raise _missing_extension()
         headers = getattr(getattr(ctx, "request", None), "headers", None)
         named = headers.get("mcp-name") if headers is not None else None
@@ -339,12 +422,25 @@ def install_tasks(
             # names another is refused, as the SDK refuses a tools/call's (SEP-2243). One
             # left out is taken (pydantic-ai's task client sends none): the body decides.
             raise MCPError(HEADER_MISMATCH, "the Mcp-Name header does not name this task")
-        return tasks.get(params.task_id, principal_key(ctx))
+        task = tasks.get(params.task_id, principal_key(ctx))
+        if task.legacy == modern:  # a task of the other wire version: not this one's to see
+            raise MCPError(types.INVALID_PARAMS, "unknown task")
+        return task
+
+    def _removed(ctx: Any, method: str) -> None:
+        """A method of the other wire version: not found (the conformance suite asks
+        -32601 of ``tasks/result`` on 2026-07-28)."""
+        raise MCPError(types.METHOD_NOT_FOUND, f"Method not found: {method}")
 
     async def tasks_get(ctx: Any, params: _TaskParams) -> dict[str, Any]:
-        return {"resultType": "complete", **_task_of(ctx, params).view()}
+        task = _task_of(ctx, params)
+        if task.legacy:
+            return task.legacy_view()
+        return {"resultType": "complete", **task.view()}
 
     async def tasks_update(ctx: Any, params: _TaskParams) -> dict[str, Any]:
+        if not _modern(ctx):
+            _removed(ctx, "tasks/update")
         given = (params.model_extra or {}).get("inputResponses")
         _task_of(ctx, params).answer(given if isinstance(given, Mapping) else {})
         return {"resultType": "complete"}
@@ -353,7 +449,18 @@ def install_tasks(
         task = _task_of(ctx, params)
         if task.run is not None and not task.run.done():
             task.run.cancel()
+            if task.legacy:  # its answer is the task as it now stands
+                task.status, task.message = "cancelled", "cancelled by its client"
+                task.updated = time.time()
+        if task.legacy:
+            return task.legacy_view()
         return {"resultType": "complete"}
+
+    async def tasks_result(ctx: Any, params: _TaskParams) -> dict[str, Any]:
+        if _modern(ctx):
+            _removed(ctx, "tasks/result")
+        task = _task_of(ctx, params)
+        return await _legacy_result(ctx, task)
 
     server.extensions[TASKS_EXTENSION] = {}
     server.middleware.append(middleware)
@@ -361,6 +468,61 @@ def install_tasks(
         ("tasks/get", tasks_get),
         ("tasks/update", tasks_update),
         ("tasks/cancel", tasks_cancel),
+        ("tasks/result", tasks_result),
     ):
         server.add_request_handler(method, _TaskParams, handler)
     return tasks
+
+
+async def _legacy_result(ctx: Any, task: ServedTask) -> dict[str, Any]:
+    """``tasks/result`` (2025-11-25): wait for the task's end, within its time to live,
+    forwarding each question its call asks to the client on this request; then the
+    call's result, its error, or the cancellation."""
+    forwarded: dict[str, asyncio.Task[None]] = {}
+    deadline = task.created + task.ttl
+    try:
+        while task.status not in ENDED:
+            for key, request in list(task.inputs.items()):
+                if key not in forwarded:
+                    forwarded[key] = asyncio.ensure_future(_forward(ctx, task, key, request))
+            if time.time() > deadline:
+                raise MCPError(types.INTERNAL_ERROR, f"task {task.id} outlived its time to live")
+            if task.run is not None and not task.run.done():
+                await asyncio.wait({task.run}, timeout=0.05)
+            else:
+                await asyncio.sleep(0.01)  # the end is being written down
+    finally:
+        for waiting in forwarded.values():
+            waiting.cancel()
+    if task.status == "completed" and task.result is not None:
+        meta = dict(task.result.get("_meta") or {})
+        meta[RELATED_TASK] = {"taskId": task.id}
+        return {**task.result, "_meta": meta}
+    if task.status == "failed" and task.error is not None:
+        raise MCPError(
+            int(task.error.get("code", types.INTERNAL_ERROR)), str(task.error["message"])
+        )
+    raise MCPError(types.INTERNAL_ERROR, f"task {task.id} was cancelled")
+
+
+async def _forward(ctx: Any, task: ServedTask, key: str, request: dict[str, Any]) -> None:
+    """One question of a 2025-11-25 task, sent to its client on the ``tasks/result``
+    request (related to the task); its answer is the task's input response. A question
+    the client cannot take, or does not answer in time, is cancelled."""
+    from mcp.shared.message import ServerMessageMetadata
+
+    answer: dict[str, Any] = {"action": "cancel"}
+    try:
+        asked = types.ElicitRequest.model_validate(request)
+        with anyio.fail_after(FORWARD_WAIT):
+            got = await ctx.session.send_request(
+                asked,
+                types.ElicitResult,
+                metadata=ServerMessageMetadata(related_request_id=ctx.request_id),
+            )
+        answer = got.model_dump(by_alias=True, mode="json", exclude_none=True)
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # the tool hears a cancelled question, not the cause
+        logger.info("MCP task %s: its question was not answered: %s", task.id, exc)
+    task.answer({key: answer})

@@ -98,7 +98,12 @@ from toolwire_mcp.gateway._context import (
 )
 from toolwire_mcp.gateway._jwt import OAuthResource, load_oauth
 from toolwire_mcp.gateway._served import Prompt, Resource, check_served
-from toolwire_mcp.gateway._served_tasks import TASK_DURATION, TASK_OFFER, install_tasks
+from toolwire_mcp.gateway._served_tasks import (
+    TASK_DURATION,
+    TASK_OFFER,
+    TaskServer,
+    install_tasks,
+)
 from toolwire_mcp.gateway._sessions import (
     MAX_SESSIONS,
     SESSION_IDLE,
@@ -160,6 +165,9 @@ def _mcp_tool(name: str, description: str, tool: Any) -> types.Tool:
         # MCP output schemas describe an object (structuredContent is an object).
         output_schema=dict(output) if _advertised_output(tool) else None,
         annotations=_annotations(tool),
+        # A long-running tool may run as a task (2025-11-25's tasks; the 2026-07-28
+        # extension lets the server decide, call by call).
+        execution=types.ToolExecution(task_support="optional") if _is_task_tool(tool) else None,
     )
 
 
@@ -531,7 +539,7 @@ def build_server(
         # logging/setLevel is deprecated from 2026-07-28 on; clients of earlier versions
         # still use it, and the gateway serves them.
         warnings.simplefilter("ignore", MCPDeprecationWarning)
-        server = Server(
+        server = TaskServer(
             name,
             version=_version(),
             on_list_tools=on_list_tools,
