@@ -72,6 +72,14 @@ def start_gateway(
     sys.exit("the gateway did not start within 60 s")
 
 
+def stop(gateway: subprocess.Popen[bytes]) -> None:
+    gateway.terminate()
+    try:
+        gateway.wait(15)
+    except subprocess.TimeoutExpired:
+        gateway.kill()
+
+
 def run(args: list[str], cwd: Path) -> str:
     done = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=120)
     if done.returncode != 0 and not done.stdout.strip():
@@ -218,11 +226,7 @@ def tasks_report(work: Path, pai_python: str) -> None:
         out = run([pai_python, str(HERE / "pai_tasks_client.py"), url], work)
     finally:
         thread.join(70)
-        gateway.terminate()
-        try:
-            gateway.wait(15)
-        except subprocess.TimeoutExpired:
-            gateway.kill()
+        stop(gateway)
     seen = as_json(out.strip().splitlines()[-1] if out.strip() else out)
     check("an approver answered the request the call waited on", len(answered) == 1, answered)
     check(
@@ -243,11 +247,7 @@ def ts_tasks_report(work: Path, modules: Path) -> None:
         script.write_text((HERE / "ts_tasks_client.mjs").read_text())
         seen = as_json(run(["node", str(script), url], modules.parent).strip())
     finally:
-        gateway.terminate()
-        try:
-            gateway.wait(15)
-        except subprocess.TimeoutExpired:
-            gateway.kill()
+        stop(gateway)
     check("the server says tool calls run as tasks", seen.get("taskCalls") is True, seen)
     support = seen.get("support") or {}
     check(
@@ -284,11 +284,7 @@ def main() -> int:
             "pydantic-ai MCPToolset", run([pai_python, str(HERE / "pai_client.py"), url], work)
         )
     finally:
-        gateway.terminate()
-        try:
-            gateway.wait(15)
-        except subprocess.TimeoutExpired:
-            gateway.kill()
+        stop(gateway)
     if FAILED:
         print(f"real clients: {len(FAILED)} check(s) failed; the gateway's log:")
         print((work / "gateway-clients.log").read_text()[-3000:])

@@ -87,6 +87,19 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _wait_up(server: subprocess.Popen[bytes], port: int) -> None:
+    """Until ``server`` answers on ``port`` (its errors, when it ends first)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(server.communicate()[1]) from None
+            time.sleep(0.1)
+
+
 @pytest.fixture(params=["console", "gateway"])
 def site(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Site]:
     """The console on its own (`toolwire mcp console`), or at /console beside an MCP
@@ -120,15 +133,7 @@ def site(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Site]:
         [sys.executable, "-m", "toolwire", "mcp", *argv],
         cwd=tmp_path, env=made.env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            if console.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(console.communicate()[1]) from None
-            time.sleep(0.1)
+    _wait_up(console, port)
     try:
         yield made
     finally:
@@ -475,15 +480,7 @@ def test_an_approver_signs_in_with_the_identity_provider(tmp_path: Path, browser
             cwd=tmp_path, env=site.env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
         )  # fmt: skip
         try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    if gateway.poll() is not None or time.monotonic() > deadline:
-                        raise AssertionError(gateway.communicate()[1]) from None
-                    time.sleep(0.1)
+            _wait_up(gateway, port)
             caller = site.call("alice", "bob")
             try:
                 request_id = site.waiting_id(caller)

@@ -370,19 +370,22 @@ def console_app(
         q = request.query_params
         subject, tool, state = q.get("subject") or None, q.get("tool") or None, q.get("state")
         found = queue.history(subject=subject, tool=tool, state=state or None)
-        fields = "".join(
-            f'<input type="text" name="{name}" placeholder="{label}" value="{_esc(value or "")}">'
-            for name, label, value in (
-                ("subject", "asked by", subject),
-                ("tool", "tool", tool),
-                ("state", "state", state),
-            )
-        )
-        filters = (
-            f'<form method="get" action="{base}/history">{fields}'
-            '<button type="submit">Filter</button></form>'
+        filters = filter_form(
+            "history",
+            (("subject", "asked by", subject), ("tool", "tool", tool), ("state", "state", state)),
         )
         return page("History", filters + table(found, who, False), who=who)
+
+    def filter_form(path: str, fields: Sequence[tuple[str, str, str | None]]) -> str:
+        """A GET form of text fields (name, placeholder, value given) filtering a page."""
+        inputs = "".join(
+            f'<input type="text" name="{name}" placeholder="{label}" value="{_esc(value or "")}">'
+            for name, label, value in fields
+        )
+        return (
+            f'<form method="get" action="{base}/{path}">{inputs}'
+            '<button type="submit">Filter</button></form>'
+        )
 
     async def audit(request: Request) -> Response:
         who = session_of(request)
@@ -394,17 +397,15 @@ def console_app(
         q = request.query_params
         subject, tool = q.get("subject") or None, q.get("tool") or None
         decision = q.get("decision") or None
-        fields = "".join(
-            f'<input type="text" name="{name}" placeholder="{label}" value="{_esc(value or "")}">'
-            for name, label, value in (
-                ("subject", "principal", subject),
-                ("tool", "tool (glob)", tool),
-                ("decision", "decision", decision),
-            )
-        )
         body = [
-            f'<form method="get" action="{base}/audit">{fields}'
-            '<button type="submit">Filter</button></form>'
+            filter_form(
+                "audit",
+                (
+                    ("subject", "principal", subject),
+                    ("tool", "tool (glob)", tool),
+                    ("decision", "decision", decision),
+                ),
+            )
         ]
         for trail in mine:
             body.append(f"<h2>{_esc(trail.name)}</h2>")
