@@ -460,7 +460,7 @@ def install_tasks(
         if _modern(ctx):
             _removed(ctx, "tasks/result")
         task = _task_of(ctx, params)
-        return await _legacy_result(ctx, task)
+        return await _legacy_result(ctx, task, ttl)
 
     server.extensions[TASKS_EXTENSION] = {}
     server.middleware.append(middleware)
@@ -474,19 +474,21 @@ def install_tasks(
     return tasks
 
 
-async def _legacy_result(ctx: Any, task: ServedTask) -> dict[str, Any]:
-    """``tasks/result`` (2025-11-25): wait for the task's end, within its time to live,
-    forwarding each question its call asks to the client on this request; then the
-    call's result, its error, or the cancellation."""
+async def _legacy_result(ctx: Any, task: ServedTask, most: float) -> dict[str, Any]:
+    """``tasks/result`` (2025-11-25): wait for the task's end, forwarding each question
+    its call asks to the client on this request; then the call's result, its error, or
+    the cancellation. The wait ends at the longest a gateway's task may take (``most``
+    seconds from its start: its approval wait and the time an ended task is kept), even
+    when the client asked to keep the task for less."""
     forwarded: dict[str, asyncio.Task[None]] = {}
-    deadline = task.created + task.ttl
+    deadline = task.created + max(task.ttl, most)
     try:
         while task.status not in ENDED:
             for key, request in list(task.inputs.items()):
                 if key not in forwarded:
                     forwarded[key] = asyncio.ensure_future(_forward(ctx, task, key, request))
             if time.time() > deadline:
-                raise MCPError(types.INTERNAL_ERROR, f"task {task.id} outlived its time to live")
+                raise MCPError(types.INTERNAL_ERROR, f"task {task.id} took too long to end")
             if task.run is not None and not task.run.done():
                 await asyncio.wait({task.run}, timeout=0.05)
             else:
