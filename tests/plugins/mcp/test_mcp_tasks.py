@@ -636,3 +636,48 @@ def test_toolwire_on_2025_11_25_calls_the_gateways_long_tool_as_a_task(
     assert (False, "crunched 4") == (result.is_error, result.content)
     said = [getattr(event, "message", "") or "" for event in heard]
     assert any(m.startswith("task ") and ": working: running `crunch`" in m for m in said), said
+
+
+@tw.tool_fn(injected=["mcp"])
+async def ask_first(folder: str, mcp: Any = None) -> str:
+    """Asks before it does anything (not a long-running tool)."""
+    answer = await mcp.elicit(f"Clean {folder}?", {"type": "object", "properties": {
+        "ok": {"type": "boolean"}}, "required": ["ok"]})  # fmt: skip
+    return f"cleaned {folder}" if answer.accepted and answer.content["ok"] else "left alone"
+
+
+def test_a_question_with_no_back_channel_makes_the_call_a_task() -> None:
+    # A 2026-07-28 request has no back-channel for a question; a client that takes tasks
+    # gets the call as a task the moment the tool asks, and answers the question as the
+    # task's input request. A client that takes none is told why its call failed.
+    import anyio
+    import mcp_types as types
+    from mcp import Client
+
+    from toolwire_mcp import build_server
+    from toolwire_mcp.client._tasks import TasksExtension
+
+    server = build_server(tw.Toolset("jobs", [ask_first]), host=tw.PluginHost(autoload=False))
+    asked: list[str] = []
+
+    async def answer(ctx: Any, params: Any) -> types.ElicitResult:
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"ok": True})
+
+    async def main() -> tuple[Any, Any]:
+        async with Client(
+            server, extensions=[TasksExtension()], elicitation_callback=answer
+        ) as client:
+            tasked = await client.call_tool("ask_first", {"folder": "attic"})
+        async with Client(server, elicitation_callback=answer) as plain:
+            refused = await plain.call_tool("ask_first", {"folder": "cellar"})
+        return tasked, refused
+
+    said: list[str] = []
+    with task_statuses(said):
+        tasked, refused = anyio.run(main)
+    assert (False, "cleaned attic") == (tasked.is_error, tasked.content[0].text)
+    assert ["Clean attic?"] == asked
+    assert said[0].endswith("waiting for an answer from its user")
+    assert refused.is_error
+    assert "declares the tasks extension is asked through a task" in refused.content[0].text

@@ -133,13 +133,20 @@ class MCPCallContext:
             params=types.ElicitRequestFormParams(message=message, requested_schema=dict(schema))
         )
         offer = TASK_OFFER.get()
+        if offer is not None and offer.task is None and not self._ctx.session.can_send_request:
+            # No back-channel for the question, and the client takes tasks: the call
+            # becomes one, so the question can go as its input request.
+            offer.take("waiting for an answer from its user")
         if offer is not None and offer.task is not None:
             # A call answered as a task asks through the task: an input request its
             # client answers with tasks/update (SEP-2663).
             got = await offer.ask(request.model_dump(by_alias=True, mode="json"), timeout)
             return _elicited(got)
         if not self._ctx.session.can_send_request:
-            raise _cannot("ask its user during a call over this connection")
+            raise _cannot(
+                "ask its user during a call over this connection (a 2026-07-28 client that "
+                "declares the tasks extension is asked through a task)"
+            )
         try:
             with anyio.fail_after(timeout):
                 answer = await self._ctx.session.send_request(
