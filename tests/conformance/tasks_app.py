@@ -1,9 +1,11 @@
 """The tools the conformance suite's tasks scenarios call (io.modelcontextprotocol/tasks,
 SEP-2663; the suite's 0.2 alphas), as a toolwire toolset.
 
-``toolwire mcp serve --transport http --app tasks_app:tools`` serves them. A tool that
-declares itself long-running (``typical_duration``) is answered as a task to a client
-that declares the extension; the others are ordinary calls.
+``toolwire mcp serve --transport http --app tasks_app:tools --task-only failing_job``
+serves them. A tool that declares itself long-running (``typical_duration``) is answered
+as a task to a client that declares the extension; the others are ordinary calls.
+``failing_job`` is served only as a task (``--task-only``): a client without the
+extension is refused (-32021), as the suite's ``tasks-required-task-error`` asks.
 """
 
 from __future__ import annotations

@@ -681,3 +681,57 @@ def test_a_question_with_no_back_channel_makes_the_call_a_task() -> None:
     assert said[0].endswith("waiting for an answer from its user")
     assert refused.is_error
     assert "declares the tasks extension is asked through a task" in refused.content[0].text
+
+
+def test_a_tool_served_only_as_a_task_refuses_a_call_that_cannot_be_one(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # build_server(task_only=[...]) (`toolwire mcp serve --task-only NAME`): the tool list
+    # says `required`; a 2026-07-28 client without the extension is refused with -32021
+    # naming it, a 2025-11-25 call without `task` with -32601; a client that takes tasks
+    # gets one, on either version.
+    import anyio
+    from mcp import Client, MCPError
+
+    from toolwire.exceptions import UsageError
+    from toolwire_mcp import build_server
+    from toolwire_mcp.client._tasks import TasksExtension, call_as_task
+
+    server = build_server(
+        tw.Toolset("jobs", [crunch]),
+        host=tw.PluginHost(autoload=False),
+        task_only=["crunch", "nothing_here"],
+    )
+    assert "task_only names no tool served here (yet): nothing_here" in caplog.text
+
+    async def refused(client: Any) -> tuple[int, Any]:
+        try:
+            await client.call_tool("crunch", {"rounds": 1})
+        except MCPError as exc:
+            return exc.error.code, exc.error.data
+        return 0, None
+
+    async def main() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        async with Client(server) as plain:
+            out["modern"] = await refused(plain)
+        async with Client(server, mode="legacy") as old:
+            listed = (await old.list_tools()).tools
+            out["support"] = listed[0].execution.task_support  # type: ignore[union-attr]
+            out["legacy"] = await refused(old)
+            out["legacy task"] = await call_as_task(old.session, "crunch", {"rounds": 2}, limit=30)
+        async with Client(server, extensions=[TasksExtension()]) as new:
+            out["modern task"] = await new.call_tool("crunch", {"rounds": 3})
+        return out
+
+    out = anyio.run(main)
+    code, data = out["modern"]
+    assert -32021 == code
+    assert {"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}} == data
+    assert -32601 == out["legacy"][0]
+    assert "required" == out["support"]
+    assert "crunched 2" == out["legacy task"].content[0].text
+    assert "crunched 3" == out["modern task"].content[0].text
+    with pytest.raises(UsageError, match="a list of tool names"):
+        build_server(tw.Toolset("jobs", [crunch]), host=tw.PluginHost(autoload=False),
+                     task_only="crunch")  # fmt: skip

@@ -139,6 +139,14 @@ def _serve_arguments(serve: argparse.ArgumentParser) -> None:
         help="HTTP, with --tokens or --oauth: also serve the approval console at /console",
     )
     serve.add_argument(
+        "--task-only",
+        action="append",
+        default=[],
+        metavar="TOOL",
+        help="serve this tool only as an MCP task (a client that takes no tasks is refused; "
+        "repeat for more)",
+    )
+    serve.add_argument(
         "--console-queue",
         metavar="FILE",
         help="the console's approval queue (default: $XDG_DATA_HOME/toolwire/approvals.sqlite)",
@@ -236,6 +244,7 @@ def _serve(args: argparse.Namespace, context: CommandContext) -> int:
             **({"approval_wait": args.approval_wait} if args.approval_wait is not None else {}),
             console=args.console,
             console_queue=args.console_queue,
+            task_only=args.task_only,
             resources=served["resources"],
             prompts=served["prompts"],
             **sessions,

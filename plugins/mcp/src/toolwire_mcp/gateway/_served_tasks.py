@@ -316,7 +316,7 @@ class _TaskParams(types.RequestParams):
 def _missing_extension() -> MCPError:
     return MCPError(
         -32021,
-        "Missing required client capability",
+        f"Missing required client capability: the {TASKS_EXTENSION} extension",
         {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
     )
 
@@ -354,13 +354,16 @@ def install_tasks(
     approval_wait: float,
     is_task_tool: Callable[[str], bool],
     store: TaskStore | None = None,
+    *,
+    task_only: Callable[[str], bool] = lambda name: False,
 ) -> TaskStore:
     """Serve tasks on ``server`` (the module docstring): the extension is declared, a
     middleware answers a task tool's call (``is_task_tool(name)``), or a call that starts
     to wait for its approvers, with a task, and ``tasks/get``, ``tasks/update`` and
     ``tasks/cancel`` are answered, each only to a request that declares the extension;
     for a 2025-11-25 client, a task tool's call with ``task`` is a task, followed with
-    ``tasks/get``, ``tasks/result`` and ``tasks/cancel``."""
+    ``tasks/get``, ``tasks/result`` and ``tasks/cancel``. A tool ``task_only(name)`` says
+    is served only as a task: a call that cannot be one is refused, saying so."""
     tasks = store if store is not None else TaskStore()
     ttl = max(approval_wait, 0.0) + KEEP
 
@@ -371,6 +374,8 @@ def install_tasks(
         tool = str(params.get("name", ""))
         if _modern(ctx):
             if not _declares_tasks(params):
+                if task_only(tool):
+                    raise _missing_extension()
                 return await call_next(ctx)
             legacy, kept = False, ttl
             now = is_task_tool(tool)
@@ -380,12 +385,23 @@ def install_tasks(
             asked = params.get("task")
             # 2025-11-25: a call the client asked to run as a task, of a tool the list
             # says may (a long-running one); any other is an ordinary call.
+            if not isinstance(asked, Mapping) and task_only(tool):
+                raise MCPError(
+                    types.METHOD_NOT_FOUND,
+                    f"`{tool}` runs only as a task: call it with `task` (its taskSupport "
+                    "is required)",
+                )
             if not isinstance(asked, Mapping) or not is_task_tool(tool):
                 return await call_next(ctx)
             legacy, kept, now = True, _legacy_ttl(asked, ttl), True
         offer = TaskOffer(tasks, principal_key(ctx), tool, kept, legacy=legacy)
-        if now:
-            offer.take(f"running `{tool}`")  # no room: run as an ordinary call
+        if now and not offer.take(f"running `{tool}`") and task_only(tool):
+            # No room for another task (else run as an ordinary call): this one cannot be.
+            raise MCPError(
+                types.INVALID_REQUEST,
+                f"`{tool}` runs only as a task, and no more can start for you now (at most "
+                f"{tasks.per_principal} under way at once): wait for one to end",
+            )
         token = TASK_OFFER.set(offer)
         try:
             run = asyncio.ensure_future(call_next(ctx))  # the call, with the offer in reach

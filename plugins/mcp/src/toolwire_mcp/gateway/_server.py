@@ -156,8 +156,9 @@ def _declares_headers(schema: Any, depth: int = 0) -> bool:
     return False
 
 
-def _mcp_tool(name: str, description: str, tool: Any) -> types.Tool:
+def _mcp_tool(name: str, description: str, tool: Any, task_only: bool = False) -> types.Tool:
     output = tool.output_schema
+    support = "required" if task_only else "optional" if _is_task_tool(tool) else None
     return types.Tool(
         name=name,
         description=description,
@@ -167,7 +168,7 @@ def _mcp_tool(name: str, description: str, tool: Any) -> types.Tool:
         annotations=_annotations(tool),
         # A long-running tool may run as a task (2025-11-25's tasks; the 2026-07-28
         # extension lets the server decide, call by call).
-        execution=types.ToolExecution(task_support="optional") if _is_task_tool(tool) else None,
+        execution=types.ToolExecution(task_support=support) if support else None,
     )
 
 
@@ -186,6 +187,7 @@ def build_server(
     resources: Iterable[Resource] = (),
     prompts: Iterable[Prompt] = (),
     approval_wait: float = APPROVAL_WAIT,
+    task_only: Iterable[str] = (),
 ) -> Server[Any]:
     """The MCP server (the SDK's low-level ``Server``) for the assembled toolset, with the
     application's ``resources`` and ``prompts`` (:func:`toolwire_mcp.resource`,
@@ -203,6 +205,11 @@ def build_server(
     a client that asked for progress); once an approver answers, it is decided again
     (an approval runs it once); past the wait, the refusal names the request, and the
     same call made later runs once it is approved.
+
+    ``task_only``: the names of tools served only as tasks (a job that outlives any
+    request a client could hold open): a 2026-07-28 client that does not declare the
+    tasks extension is refused with -32021 naming it, a 2025-11-25 call without ``task``
+    with -32601, and the tool list says their task support is ``required``.
     """
     if not elicit_timeout > 0:
         raise UsageError(f"elicit_timeout must be a positive number, got {elicit_timeout!r}")
@@ -210,6 +217,7 @@ def build_server(
         own_resources, own_prompts = check_served(resources, prompts)
     except (TypeError, ValueError) as exc:
         raise UsageError(str(exc)) from None
+    only = frozenset(_names(task_only, "task_only"))
     plugins = get_host() if host is None else host
     # Upstream servers may ask for a model: this gateway passes it to its own clients.
     # Servers already connected (an --app module's own mcp_toolset) were told otherwise
@@ -279,7 +287,10 @@ def build_server(
             key = (rt.name, rt.description, id(rt.tool))
             hit = made.get(key)
             if hit is None or hit[0] is not rt.tool:
-                hit = made[key] = (rt.tool, _mcp_tool(rt.name, rt.description, rt.tool))
+                hit = made[key] = (
+                    rt.tool,
+                    _mcp_tool(rt.name, rt.description, rt.tool, rt.name in only),
+                )
             out.append(hit[1])
         return out
 
@@ -558,10 +569,28 @@ def build_server(
         )
         # A long-running tool, or a call that waits for its approvers, as a task to a
         # client that takes tasks.
-        install_tasks(server, approval_wait, lambda name: _is_task_tool(tools.get(name)))
+        install_tasks(
+            server,
+            approval_wait,
+            lambda name: name in only or _is_task_tool(tools.get(name)),
+            task_only=only.__contains__,
+        )
+        missing = sorted(n for n in only if tools.get(n) is None)
+        if missing:  # a name that matches nothing is said, as a policy rule's is
+            logger.warning("task_only names no tool served here (yet): %s", ", ".join(missing))
         on_toolsets_changed(announcer)  # held weakly: as long as this server's handlers
         RESOURCE_LISTENERS.add(catalogue.updated)  # the same
         return server
+
+
+def _names(given: Iterable[str], what: str) -> list[str]:
+    if isinstance(given, str):
+        raise UsageError(f"{what} takes a list of tool names, not one string")
+    names = list(given)
+    bad = [n for n in names if not isinstance(n, str) or not n]
+    if bad:
+        raise UsageError(f"{what} takes tool names, got {bad[0]!r}")
+    return names
 
 
 def _is_task_tool(tool: Any) -> bool:
@@ -621,6 +650,7 @@ def serve_mcp(
     approval_wait: float = APPROVAL_WAIT,
     console: bool = False,
     console_queue: str | os.PathLike[str] | None = None,
+    task_only: Iterable[str] = (),
 ) -> None:
     """Serve ``toolset`` (assembled with the installed plugins) over MCP until stopped.
 
@@ -671,6 +701,7 @@ def serve_mcp(
         resources=resources,
         prompts=prompts,
         approval_wait=approval_wait,
+        task_only=task_only,
     )
     _warn_sync_policies(plugins if plugins is not None else get_host())
     if transport == "stdio":
