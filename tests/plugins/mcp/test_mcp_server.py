@@ -864,20 +864,117 @@ def test_a_declined_or_unanswered_question_is_the_tools_to_handle(answer: Any, s
     assert (False, shown) == (result.is_error, result.content[0].text)
 
 
-@pytest.mark.parametrize(
-    ("mode", "callbacks", "said"),
-    [
-        ("legacy", {}, "declared no elicitation capability"),
-        # 2026-07-28 without a back-channel: a tool cannot wait mid-call for an answer.
-        ("auto", {"elicitation_callback": _asking(("accept", {}), [])}, "during a call"),
-    ],
-)
-def test_a_question_the_client_cannot_be_asked_fails_the_call(
-    mode: str, callbacks: dict[str, Any], said: str
-) -> None:
-    result = _ask_tool(mode, "survey", {"question": "?"}, **callbacks)
+@MODES
+def test_a_question_the_client_cannot_be_asked_fails_the_call(mode: str) -> None:
+    result = _ask_tool(mode, "survey", {"question": "?"})
     assert result.is_error
-    assert said in result.content[0].text
+    assert "declared no elicitation capability" in result.content[0].text
+
+
+def test_on_2026_07_28_a_tools_question_is_asked_in_its_result() -> None:
+    # No back-channel: the question is an InputRequiredResult; the SDK's client asks its
+    # user and calls again with the answer, and the tool, run again, gets it.
+    asked: list[Any] = []
+    result = _ask_tool(
+        "auto",
+        "survey",
+        {"question": "Your name?"},
+        elicitation_callback=_asking(("accept", {"name": "Grace"}), asked),
+    )
+    assert (False, "accept: {'name': 'Grace'}") == (result.is_error, result.content[0].text)
+    assert ["Your name?"] == [p.message for p in asked]
+
+
+WROTE: list[str] = []
+
+
+@tw.tool_fn(effect="mutating", injected=["mcp"])
+async def rename(old: str, mcp: Any = None) -> str:
+    """Renames a file, asking for the new name and then whether to keep a copy."""
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    new = await mcp.elicit(f"New name for {old}?", schema)
+    keep = await mcp.elicit("Keep a copy?", {"type": "object", "properties": {
+        "keep": {"type": "boolean"}}, "required": ["keep"]})  # fmt: skip
+    WROTE.append(f"{old} -> {new.content['name']} (copy: {keep.content['keep']})")
+    return WROTE[-1]
+
+
+def test_rounds_carry_the_approval_and_earlier_answers() -> None:
+    # A mutating tool on 2026-07-28, approved through the client, that asks two
+    # questions: four rounds (the approval, each question, the end); each question and
+    # the approval asked once (requestState carries them), and the tool acts once.
+    WROTE.clear()
+    asked: list[str] = []
+
+    async def answer(context: Any, params: Any) -> Any:
+        import mcp_types
+
+        asked.append(params.message.split("\n")[0])
+        if "approve" in params.requested_schema.get("required", []):
+            return mcp_types.ElicitResult(action="accept", content={"approve": True})
+        if "name" in params.requested_schema["properties"]:
+            return mcp_types.ElicitResult(action="accept", content={"name": "b.txt"})
+        return mcp_types.ElicitResult(action="accept", content={"keep": False})
+
+    server = build_server(tw.Toolset("app", [rename]), host=_host())
+
+    async def main() -> Any:
+        async with Client(server, mode="auto", elicitation_callback=answer) as client:
+            return await client.call_tool("rename", {"old": "a.txt"})
+
+    result = anyio.run(main)
+    assert (False, "a.txt -> b.txt (copy: False)") == (result.is_error, result.content[0].text)
+    assert 3 == len(asked)
+    assert "mutating tool `rename`" in asked[0]
+    assert ["New name for a.txt?", "Keep a copy?"] == asked[1:]
+    assert ["a.txt -> b.txt (copy: False)"] == WROTE  # acted once
+
+
+def test_a_forged_or_borrowed_state_carries_nothing() -> None:
+    # requestState is the gateway's, signed and bound to the call: a state edited by the
+    # client, or one from another call, carries neither answers nor the approval.
+    import base64
+    import json as _json
+
+    import mcp_types
+
+    yes = mcp_types.ElicitResult(action="accept", content={"approve": True})
+    name = mcp_types.ElicitResult(action="accept", content={"name": "b.txt"})
+    server = build_server(tw.Toolset("app", [rename]), host=_host())
+
+    async def main() -> list[Any]:
+        async with Client(server, mode="auto", elicitation_callback=_asking("hang", [])) as c:
+            first = await c.session.call_tool("rename", {"old": "a.txt"}, allow_input_required=True)
+            [key] = first.input_requests
+            second = await c.session.call_tool(
+                "rename", {"old": "a.txt"}, input_responses={key: yes},
+                request_state=first.request_state, allow_input_required=True,
+            )  # fmt: skip
+            assert isinstance(second, mcp_types.InputRequiredResult)  # the first question
+            state = second.request_state
+            assert state is not None
+            body = state[4:].split(".")[0]
+            data = _json.loads(base64.urlsafe_b64decode(body))
+            data["answers"]["toolwire_input_1"] = name.model_dump(mode="json")
+            forged_body = base64.urlsafe_b64encode(_json.dumps(data).encode()).decode()
+            forged = state[:4] + forged_body + "." + state.split(".")[-1]
+            out = []
+            for given, args in (
+                (forged, {"old": "a.txt"}),  # answers written in by the client
+                (state, {"old": "c.txt"}),  # another call's state
+            ):
+                out.append(
+                    await c.session.call_tool(
+                        "rename", args, request_state=given, allow_input_required=True
+                    )
+                )
+            return out
+
+    forged, borrowed = anyio.run(main)
+    for got in (forged, borrowed):
+        assert isinstance(got, mcp_types.InputRequiredResult)
+        # Back to the start: the approval is asked again.
+        assert ["toolwire_approval"] == list(got.input_requests)
 
 
 @pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")

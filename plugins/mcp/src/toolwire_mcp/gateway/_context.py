@@ -25,6 +25,7 @@ from toolwire_mcp.gateway._approve import (
     can_elicit,
 )
 from toolwire_mcp.gateway._catalogue import connection_of
+from toolwire_mcp.gateway._rounds import CALL_ROUNDS
 from toolwire_mcp.gateway._served_tasks import TASK_OFFER
 
 __all__ = [
@@ -143,10 +144,16 @@ class MCPCallContext:
             got = await offer.ask(request.model_dump(by_alias=True, mode="json"), timeout)
             return _elicited(got)
         if not self._ctx.session.can_send_request:
-            raise _cannot(
-                "ask its user during a call over this connection (a 2026-07-28 client that "
-                "declares the tasks extension is asked through a task)"
+            rounds = CALL_ROUNDS.get()
+            if rounds is None:
+                raise _cannot("ask its user during a call over this connection")
+            # Asked in the call's result: the client calls again with the answer, and the
+            # call runs again from its start up to here (_rounds).
+            got = await rounds.ask(
+                request.model_dump(by_alias=True, mode="json", exclude_none=True)
             )
+            dump = getattr(got, "model_dump", None)
+            return _elicited(dump(by_alias=True, mode="json") if callable(dump) else got)
         try:
             with anyio.fail_after(timeout):
                 answer = await self._ctx.session.send_request(

@@ -35,7 +35,7 @@ from collections.abc import (
     Iterator,
     Mapping,
 )
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import attrs
 import mcp_types as types
@@ -97,6 +97,7 @@ from toolwire_mcp.gateway._context import (
     _ClientLink,
 )
 from toolwire_mcp.gateway._jwt import OAuthResource, load_oauth
+from toolwire_mcp.gateway._rounds import CALL_ROUNDS, Rounds, Signer
 from toolwire_mcp.gateway._served import Prompt, Resource, check_served
 from toolwire_mcp.gateway._served_tasks import (
     TASK_DURATION,
@@ -114,6 +115,7 @@ from toolwire_mcp.gateway._sessions import (
 __all__ = ["Elicited", "MCPCallContext", "build_server", "serve_mcp"]
 
 logger = logging.getLogger("toolwire.mcp.server")
+_T = TypeVar("_T")
 
 APP = "toolwire-mcp"
 
@@ -236,6 +238,18 @@ def build_server(
         text = f"{request.tool_name}\0{request.arguments_json}\0{principal_key(ctx)}"
         return hmac.new(key, text.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
 
+    def call_bind(ctx: Any, params: Any) -> str:
+        """What a call's requestState is bound to: its tool, arguments and principal."""
+        text = json.dumps(
+            [params.name, params.arguments or {}, principal_key(ctx)],
+            sort_keys=True,
+            separators=(",", ":"),
+            default=str,
+        )
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    signer = Signer(key, call_bind)
+
     def approver_for(
         ctx: Any, params: types.CallToolRequestParams, asked: list[ApprovalRequest]
     ) -> Callable[[ApprovalRequest], Awaitable[Allow | Deny | Defer]]:
@@ -248,14 +262,21 @@ def build_server(
                     return refused
                 if ctx.session.can_send_request:  # a back-channel: ask now, and wait
                     return await ask_approval(ctx, request, elicit_timeout)
-                # No back-channel: ask in the result, decide when the client calls again.
+                # No back-channel: ask in the result, decide when the client calls again
+                # (an approval given in an earlier round of this call stands for it).
+                rounds = CALL_ROUNDS.get()
+                bound = state_of(request, ctx)
+                given = rounds.approved if rounds is not None else None
+                if given is not None and hmac.compare_digest(given[0], bound):
+                    return approval_of(_elicit_result(given[1]), request)
                 answer = (params.input_responses or {}).get(APPROVE_KEY)
-                state = params.request_state
                 if (
                     answer is not None
-                    and state
-                    and hmac.compare_digest(state, state_of(request, ctx))
+                    and rounds is not None
+                    and rounds.asking is not None
+                    and hmac.compare_digest(rounds.asking, bound)
                 ):
+                    rounds.approved = (bound, answer)
                     return approval_of(answer, request)
                 asked.append(request)
                 return Defer()
@@ -401,17 +422,34 @@ def build_server(
         # An upstream server's question (elicitation) is this client's to answer, and its
         # request for a model (sampling) this client's model's, under this gateway's policies.
         asker = CALL_ASKER.set(_ClientLink(caller, plugins))
+        # With no back-channel (a 2026-07-28 request), a question ends the round: its
+        # result asks the client, who calls again with the answer (_rounds).
+        rounds = None if ctx.session.can_send_request else signer.rounds(ctx, params)
+        asking = CALL_ROUNDS.set(rounds)
         try:
-            run = await executor.aexecute_and_commit(plan)
+            if rounds is None:
+                run = await executor.aexecute_and_commit(plan)
+            else:
+                ran = await _until_asked(executor.aexecute_and_commit(plan), rounds)
+                if ran is None:  # a question this round has no answer to
+                    assert rounds.needed is not None
+                    question, request = rounds.needed
+                    return types.InputRequiredResult(
+                        input_requests={question: request},
+                        request_state=signer.state(ctx, params, rounds),
+                    )
+                run = ran
         finally:
+            CALL_ROUNDS.reset(asking)
             CALL_ASKER.reset(asker)
             CALL_PROGRESS.reset(relay)
             executor.close()
         last = session.last
         if run.pending and asked:
+            assert rounds is not None  # asked in the result only with no back-channel
             return types.InputRequiredResult(
                 input_requests={APPROVE_KEY: approval_request(asked[0])},
-                request_state=state_of(asked[0], ctx),
+                request_state=signer.state(ctx, params, rounds, asking=state_of(asked[0], ctx)),
             )
         if run.pending or not isinstance(last, ToolResultsMessage) or not last.results:
             return _error(f"the call to `{tool_name}` needs an approval this server cannot ask for")
@@ -581,6 +619,35 @@ def build_server(
         on_toolsets_changed(announcer)  # held weakly: as long as this server's handlers
         RESOURCE_LISTENERS.add(catalogue.updated)  # the same
         return server
+
+
+async def _until_asked(work: Awaitable[_T], rounds: Rounds) -> _T | None:
+    """``work``'s result, or None when it asked a question this round cannot answer
+    (``rounds.needed``): it is cancelled then, and waited for."""
+    running = asyncio.ensure_future(work)
+    asked = asyncio.ensure_future(rounds.asked.wait())
+    try:
+        await asyncio.wait({running, asked}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        running.cancel()
+        asked.cancel()
+        raise
+    asked.cancel()
+    if running.done():
+        return running.result()
+    running.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await running
+    return None
+
+
+def _elicit_result(answer: Any) -> Any:
+    """An answer carried in a call's requestState (JSON) as the SDK's ElicitResult;
+    anything else is a cancelled answer."""
+    try:
+        return types.ElicitResult.model_validate(answer)
+    except Exception:
+        return types.ElicitResult(action="cancel")
 
 
 def _names(given: Iterable[str], what: str) -> list[str]:
