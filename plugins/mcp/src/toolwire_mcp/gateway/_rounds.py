@@ -21,14 +21,19 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import contextvars
 import hashlib
 import hmac
 import json
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
-__all__ = ["CALL_ROUNDS", "MAX_STATE", "Rounds", "Signer"]
+import mcp_types as types
+
+__all__ = ["CALL_ROUNDS", "MAX_STATE", "Rounds", "Signer", "elicit_result", "until_asked"]
+
+_T = TypeVar("_T")
 
 #: The longest ``requestState`` taken (characters); a longer one is not the gateway's.
 MAX_STATE = 256 * 1024
@@ -146,3 +151,32 @@ class Signer:
         if not isinstance(data, dict) or data.get("bind") != self._bind(ctx, params):
             return None
         return data
+
+
+async def until_asked(work: Awaitable[_T], rounds: Rounds) -> _T | None:
+    """``work``'s result, or None when it asked a question this round cannot answer
+    (``rounds.needed``): it is cancelled then, and waited for."""
+    running = asyncio.ensure_future(work)
+    asked = asyncio.ensure_future(rounds.asked.wait())
+    try:
+        await asyncio.wait({running, asked}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        running.cancel()
+        asked.cancel()
+        raise
+    asked.cancel()
+    if running.done():
+        return running.result()
+    running.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await running
+    return None
+
+
+def elicit_result(answer: Any) -> Any:
+    """An answer carried in a call's requestState (JSON) as the SDK's ElicitResult;
+    anything else is a cancelled answer."""
+    try:
+        return types.ElicitResult.model_validate(answer)
+    except Exception:
+        return types.ElicitResult(action="cancel")

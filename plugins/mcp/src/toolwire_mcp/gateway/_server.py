@@ -35,14 +35,13 @@ from collections.abc import (
     Iterator,
     Mapping,
 )
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 
 import attrs
 import mcp_types as types
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.subscriptions import ListenHandler
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
-from mcp.shared.inbound import X_MCP_HEADER_KEY
 
 from toolwire import (
     Allow,
@@ -97,10 +96,15 @@ from toolwire_mcp.gateway._context import (
     _ClientLink,
 )
 from toolwire_mcp.gateway._jwt import OAuthResource, load_oauth
-from toolwire_mcp.gateway._rounds import CALL_ROUNDS, Rounds, Signer
+from toolwire_mcp.gateway._listing import (
+    _advertised_output,
+    _declares_headers,
+    _is_task_tool,
+    _mcp_tool,
+)
+from toolwire_mcp.gateway._rounds import CALL_ROUNDS, Signer, elicit_result, until_asked
 from toolwire_mcp.gateway._served import Prompt, Resource, check_served
 from toolwire_mcp.gateway._served_tasks import (
-    TASK_DURATION,
     TASK_OFFER,
     TaskServer,
     install_tasks,
@@ -115,7 +119,6 @@ from toolwire_mcp.gateway._sessions import (
 __all__ = ["Elicited", "MCPCallContext", "build_server", "serve_mcp"]
 
 logger = logging.getLogger("toolwire.mcp.server")
-_T = TypeVar("_T")
 
 APP = "toolwire-mcp"
 
@@ -124,54 +127,6 @@ MAX_REQUEST_BYTES = 1 << 20
 #: Milliseconds a client waits before reconnecting a dropped stream (the SSE `retry`).
 RETRY_MS = 1000
 _IDS = itertools.count(1)
-
-
-def _annotations(tool: Any) -> types.ToolAnnotations:
-    meta = tool.metadata
-    effect = meta.effect.value
-    return types.ToolAnnotations(
-        read_only_hint=effect == "read_only",
-        destructive_hint=effect == "destructive",
-        idempotent_hint=bool(meta.idempotent),
-        open_world_hint="network" in {c.value for c in meta.capabilities},
-    )
-
-
-def _advertised_output(tool: Any) -> bool:
-    """Whether the tool's output schema is advertised: MCP output schemas describe an
-    object (structuredContent is one)."""
-    output = tool.output_schema
-    return bool(output) and output.get("type") == "object"
-
-
-def _declares_headers(schema: Any, depth: int = 0) -> bool:
-    """Whether an input schema carries an ``x-mcp-header`` annotation anywhere (a property
-    a 2026-07-28 client sends as an ``Mcp-Param-*`` header too)."""
-    if depth > 32:
-        return True  # too deep to tell cheaply: let the SDK look
-    if isinstance(schema, Mapping):
-        return X_MCP_HEADER_KEY in schema or any(
-            _declares_headers(v, depth + 1) for v in schema.values()
-        )
-    if isinstance(schema, list):
-        return any(_declares_headers(v, depth + 1) for v in schema)
-    return False
-
-
-def _mcp_tool(name: str, description: str, tool: Any, task_only: bool = False) -> types.Tool:
-    output = tool.output_schema
-    support = "required" if task_only else "optional" if _is_task_tool(tool) else None
-    return types.Tool(
-        name=name,
-        description=description,
-        input_schema=dict(tool.input_schema),
-        # MCP output schemas describe an object (structuredContent is an object).
-        output_schema=dict(output) if _advertised_output(tool) else None,
-        annotations=_annotations(tool),
-        # A long-running tool may run as a task (2025-11-25's tasks; the 2026-07-28
-        # extension lets the server decide, call by call).
-        execution=types.ToolExecution(task_support=support) if support else None,
-    )
 
 
 #: Seconds a served call waits for the approvers a policy names (the approval queue).
@@ -268,7 +223,7 @@ def build_server(
                 bound = state_of(request, ctx)
                 given = rounds.approved if rounds is not None else None
                 if given is not None and hmac.compare_digest(given[0], bound):
-                    return approval_of(_elicit_result(given[1]), request)
+                    return approval_of(elicit_result(given[1]), request)
                 answer = (params.input_responses or {}).get(APPROVE_KEY)
                 if (
                     answer is not None
@@ -430,7 +385,7 @@ def build_server(
             if rounds is None:
                 run = await executor.aexecute_and_commit(plan)
             else:
-                ran = await _until_asked(executor.aexecute_and_commit(plan), rounds)
+                ran = await until_asked(executor.aexecute_and_commit(plan), rounds)
                 if ran is None:  # a question this round has no answer to
                     assert rounds.needed is not None
                     question, request = rounds.needed
@@ -621,35 +576,6 @@ def build_server(
         return server
 
 
-async def _until_asked(work: Awaitable[_T], rounds: Rounds) -> _T | None:
-    """``work``'s result, or None when it asked a question this round cannot answer
-    (``rounds.needed``): it is cancelled then, and waited for."""
-    running = asyncio.ensure_future(work)
-    asked = asyncio.ensure_future(rounds.asked.wait())
-    try:
-        await asyncio.wait({running, asked}, return_when=asyncio.FIRST_COMPLETED)
-    except asyncio.CancelledError:
-        running.cancel()
-        asked.cancel()
-        raise
-    asked.cancel()
-    if running.done():
-        return running.result()
-    running.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await running
-    return None
-
-
-def _elicit_result(answer: Any) -> Any:
-    """An answer carried in a call's requestState (JSON) as the SDK's ElicitResult;
-    anything else is a cancelled answer."""
-    try:
-        return types.ElicitResult.model_validate(answer)
-    except Exception:
-        return types.ElicitResult(action="cancel")
-
-
 def _names(given: Iterable[str], what: str) -> list[str]:
     if isinstance(given, str):
         raise UsageError(f"{what} takes a list of tool names, not one string")
@@ -658,12 +584,6 @@ def _names(given: Iterable[str], what: str) -> list[str]:
     if bad:
         raise UsageError(f"{what} takes tool names, got {bad[0]!r}")
     return names
-
-
-def _is_task_tool(tool: Any) -> bool:
-    """A served tool that declares itself long-running (``typical_duration``)."""
-    duration = getattr(getattr(tool, "metadata", None), "typical_duration", None)
-    return duration is not None and duration >= TASK_DURATION
 
 
 def _said(result: types.CallToolResult) -> str:
