@@ -8,6 +8,10 @@ request (the POST, its redirect not followed), and filing a request in the queue
 policy does for a call that needs approval). The target: the page renders in under
 200 ms with 1,000 waiting; answering one costs the same with 10 or 1,000 (it reads only
 its own request).
+
+Each row is measured on both stores the queue has: its SQLite file, and, where Debian's
+PostgreSQL can be started here (``bench._postgres``), a database on a server on
+127.0.0.1 (what gateways on several machines share).
 """
 
 from __future__ import annotations
@@ -57,7 +61,7 @@ def _fill(queue: ApprovalQueue, n: int, start: int) -> list[str]:
     return ids
 
 
-def _serve(root: Path, queue: Path) -> tuple[subprocess.Popen[bytes], str]:
+def _serve(root: Path, queue: Path | str) -> tuple[subprocess.Popen[bytes], str]:
     tokens = root / "tokens.json"
     digest = "sha256:" + hashlib.sha256(TOKEN.encode()).hexdigest()
     tokens.write_text(json.dumps({"tokens": [{"sha256": digest, "subject": "fran",
@@ -94,7 +98,7 @@ def _median_ms(fn: Any, rounds: int) -> float:
 
 
 def _row(
-    client: httpx.Client, queue: ApprovalQueue, waiting: int, rounds: int, start: int
+    client: httpx.Client, queue: ApprovalQueue, waiting: int, rounds: int, start: int, store: str
 ) -> dict[str, Any]:
     """One row, with ``waiting`` requests pending (filed from number ``start`` on)."""
     pending = len(queue.pending(limit=10**6))
@@ -122,6 +126,7 @@ def _row(
     for filed in queue.pending(limit=10**6)[waiting:]:  # back to `waiting` for the next row
         queue.answer(filed.id, approve=False, by=APPROVER)
     row = {
+        "store": store,
         "waiting": waiting,
         "page_ms": page_ms,
         "page_kb": len(page.content) / 1024,
@@ -129,33 +134,46 @@ def _row(
         "file_ms": file_ms,
     }
     print(
-        f"{waiting:>5} waiting: page {page_ms:6.1f} ms ({row['page_kb']:.0f} KB), "
+        f"{store:>10} {waiting:>5} waiting: page {page_ms:6.1f} ms ({row['page_kb']:.0f} KB), "
         f"answer {answer_ms:5.2f} ms, file {file_ms:5.2f} ms",
         flush=True,
     )
     return row
 
 
-def measure(rounds: int) -> dict[str, Any]:
-    started = time.monotonic()
+def _rows(root: Path, where: Path | str, store: str, rounds: int) -> list[dict[str, Any]]:
+    """The rows of one store: its queue at ``where``, its console in a process of its own."""
     rows = []
+    queue = ApprovalQueue(where)
+    console, url = _serve(root, where)
+    try:
+        with httpx.Client(base_url=url, timeout=30, follow_redirects=False) as client:
+            form = client.get("/login")  # its CSRF token, in the form and a cookie
+            nonce = re.search(r'name="csrf" value="([^"]+)"', form.text)
+            assert nonce is not None
+            signed = client.post("/login", data={"token": TOKEN, "csrf": nonce[1]})
+            assert signed.status_code == 303, signed.text
+            for level, waiting in enumerate((10, 1000)):
+                rows.append(_row(client, queue, waiting, rounds, level * 10**6, store))
+    finally:
+        console.terminate()
+        console.wait(timeout=30)
+        queue.close()
+    return rows
+
+
+def measure(rounds: int) -> dict[str, Any]:
+    from bench._postgres import available, postgres
+
+    started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        path = root / "approvals.sqlite"
-        queue = ApprovalQueue(path)
-        console, url = _serve(root, path)
-        try:
-            with httpx.Client(base_url=url, timeout=30, follow_redirects=False) as client:
-                form = client.get("/login")  # its CSRF token, in the form and a cookie
-                nonce = re.search(r'name="csrf" value="([^"]+)"', form.text)
-                assert nonce is not None
-                signed = client.post("/login", data={"token": TOKEN, "csrf": nonce[1]})
-                assert signed.status_code == 303, signed.text
-                for level, waiting in enumerate((10, 1000)):
-                    rows.append(_row(client, queue, waiting, rounds, level * 10**6))
-        finally:
-            console.terminate()
-            console.wait(timeout=30)
+        rows = _rows(root, root / "approvals.sqlite", "sqlite", rounds)
+        if available():
+            with postgres() as url:
+                rows += _rows(root, url, "postgresql", rounds)
+        else:
+            print("PostgreSQL cannot be started here: its rows are left out", flush=True)
     return {
         "meta": {
             "date": _dt.date.today().isoformat(),

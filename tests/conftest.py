@@ -135,67 +135,28 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     proc.wait(10)
 
 
-def _postgres_bin(name: str) -> str | None:
-    """A PostgreSQL server program: on PATH, else in Debian's versioned directory."""
-    found = shutil.which(name)
-    if found is not None:
-        return found
-    versions = sorted(Path("/usr/lib/postgresql").glob(f"*/bin/{name}"))
-    return str(versions[-1]) if versions else None
-
-
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """A real PostgreSQL server (Debian's) on 127.0.0.1 for the session, in a cluster of
-    its own (fsync off), with the database ``toolwire`` (each test uses a database of its
-    own through :func:`fresh_database`). As root the server runs as the ``postgres``
-    user, which PostgreSQL asks for."""
+    its own (``bench._postgres``), with the database ``toolwire`` (each test uses a
+    database of its own through :func:`fresh_database`)."""
     pytest.importorskip("psycopg")
-    initdb, pg_ctl = _postgres_bin("initdb"), _postgres_bin("pg_ctl")
-    if initdb is None or pg_ctl is None:
+    import importlib.util
+
+    # The benchmark's own helper, by its path (``bench`` here is tests/bench).
+    where = Path(__file__).parents[1] / "bench" / "_postgres.py"
+    spec = importlib.util.spec_from_file_location("toolwire_bench_postgres", where)
+    assert spec is not None
+    assert spec.loader is not None
+    helper = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(helper)
+    available, postgres = helper.available, helper.postgres
+    if not available():
         if os.environ.get("CI"):
             pytest.fail("PostgreSQL is missing under CI (.ci/run installs it from Debian)")
         pytest.skip("PostgreSQL (initdb, pg_ctl) is not installed")
-    import tempfile
-
-    # Not under pytest's base directory: as root it is the root user's alone (0700), and
-    # the server runs as another user.
-    where = Path(tempfile.mkdtemp(prefix="toolwire-postgres-"))
-    as_user: list[str] = []
-    if os.geteuid() == 0:
-        import pwd
-
-        owner = pwd.getpwnam("postgres")
-        os.chown(where, owner.pw_uid, owner.pw_gid)
-        as_user = ["runuser", "-u", "postgres", "--"]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    data = where / "data"
-    subprocess.run(
-        [*as_user, initdb, "-D", str(data), "-U", "toolwire", "--auth=trust", "-E", "UTF8"],
-        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120,
-    )  # fmt: skip
-    options = f"-p {port} -h 127.0.0.1 -k {where} -c fsync=off -c max_connections=200"
-    subprocess.run(
-        [*as_user, pg_ctl, "-D", str(data), "-o", options, "-l", str(where / "log"), "-w",
-         "-t", "60", "start"],
-        check=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=120,
-    )  # fmt: skip
-    try:
-        import psycopg
-
-        with psycopg.connect(
-            f"postgresql://toolwire@127.0.0.1:{port}/postgres", autocommit=True
-        ) as conn:
-            conn.execute("CREATE DATABASE toolwire")
-        yield f"postgresql://toolwire@127.0.0.1:{port}/toolwire"
-    finally:
-        subprocess.run(
-            [*as_user, pg_ctl, "-D", str(data), "-m", "immediate", "stop"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60,
-        )  # fmt: skip
-        shutil.rmtree(where, ignore_errors=True)
+    with postgres() as url:
+        yield url
 
 
 @pytest.fixture
