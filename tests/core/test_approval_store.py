@@ -169,6 +169,8 @@ def test_a_store_of_the_applications_own(tmp_path: Path) -> None:
     assert _submit(queue).state() == "pending"
     with pytest.raises(ApprovalError, match="not both"):
         ApprovalQueue(tmp_path / "x.sqlite", store=store)
+    with pytest.raises(ApprovalError, match=r"must be a toolwire\.approvals\.ApprovalStore"):
+        ApprovalQueue(store="approvals.sqlite")  # type: ignore[arg-type]
     assert json.loads(repr(queue).split(" ", 1)[1].rstrip(">").replace("'", '"')).endswith(
         "own.sqlite"
     )

@@ -254,6 +254,11 @@ class ApprovalQueue:
                 raise ApprovalError(f"the approval queue {exc}") from None
         elif where is not None:
             raise ApprovalError("give the queue a place or a store, not both")
+        elif not isinstance(store, ApprovalStore):
+            raise ApprovalError(
+                f"store must be a toolwire.approvals.ApprovalStore (where, write, read, "
+                f"close), got {type(store).__name__}"
+            )
         self.store = store
         #: The SQLite file, for a queue kept in one (None: a database server's).
         self.path: Path | None = store.path if isinstance(store, SqliteStore) else None
