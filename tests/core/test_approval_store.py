@@ -111,6 +111,36 @@ def test_an_approval_is_spent_once_across_processes(where: str) -> None:
     assert sorted(out.strip() for out, _ in said) == ["none"] * 5 + ["spent"], said
 
 
+def test_gateways_starting_at_once_make_the_table_once(postgres_url: str) -> None:
+    # Twelve queues opening a new database at the same moment (three times over): each
+    # opens it. CREATE ... IF NOT EXISTS alone races on the catalogue (without the lock
+    # the table is made under, most rounds failed: "duplicate key value violates unique
+    # constraint").
+    import psycopg
+
+    base = postgres_url.rsplit("/", 1)[0]
+    failed: list[str] = []
+    for n in range(3):
+        name = f"at_once_{n}_{int(time.time() * 1000)}"
+        with psycopg.connect(postgres_url, autocommit=True) as admin:
+            admin.execute(f"CREATE DATABASE {name}")
+        barrier = threading.Barrier(12)
+
+        def open_it(where: str = f"{base}/{name}", barrier: Any = barrier) -> None:
+            barrier.wait(30)
+            try:
+                ApprovalQueue(where).close()
+            except ApprovalError as exc:
+                failed.append(str(exc))
+
+        threads = [threading.Thread(target=open_it) for _ in range(12)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    assert [] == failed
+
+
 def test_a_postgres_address_never_holds_a_password(postgres_url: str) -> None:
     with pytest.raises(ApprovalError, match="PGPASSWORD"):
         ApprovalQueue(postgres_url.replace("toolwire@", "toolwire:hunter2@"))

@@ -164,6 +164,18 @@ _POSTGRES_SCHEMA = (
 )
 
 
+#: The advisory lock the schema is made under (any constant: toolwire's own).
+_SCHEMA_LOCK = 0x746F6F6C77697265  # "toolwire"
+
+
+def _create_schema(cur: Any) -> None:
+    """The queue's table and indexes, made once: several gateways starting at once take
+    turns (``CREATE ... IF NOT EXISTS`` alone races on the catalogue)."""
+    cur.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+    for statement in _POSTGRES_SCHEMA:
+        cur.execute(statement)
+
+
 def _pg(sql: str) -> str:
     """The queue's SQL for psycopg: ``%s`` placeholders (the queue's SQL holds no ``?``
     or ``%`` of its own)."""
@@ -212,7 +224,7 @@ class PostgresStore:
         self._lock = threading.Lock()
         self._conn: Any = None
         with self._lock:
-            self._run(lambda cur: [cur.execute(s) for s in _POSTGRES_SCHEMA], "opened")
+            self._run(_create_schema, "opened")
 
     @property
     def where(self) -> str:
