@@ -247,23 +247,36 @@ class PostgresStore:
         fresh connection when the server had dropped the one held."""
         import psycopg
 
-        for attempt in (1, 2):
-            try:
-                if self._conn is None or self._conn.closed:
-                    self._conn = self._connect()
-                conn = self._conn
-                with conn.transaction(), conn.cursor() as cur:
-                    return work(cur)
-            except psycopg.OperationalError as exc:
-                broken = self._conn is None or self._conn.closed or self._conn.broken
-                if broken and self._conn is not None:
-                    self._conn.close()
-                    self._conn = None
-                if attempt == 2 or not broken:
-                    raise StoreError(f"{self.url} cannot be {doing}: {exc}") from None
-            except psycopg.Error as exc:
+        try:
+            return self._attempt(work)
+        except psycopg.OperationalError as exc:
+            if not self._dropped():  # not a lost connection: said as it is
                 raise StoreError(f"{self.url} cannot be {doing}: {exc}") from None
-        raise AssertionError("unreachable")  # pragma: no cover
+        except psycopg.Error as exc:
+            raise StoreError(f"{self.url} cannot be {doing}: {exc}") from None
+        try:  # the server had dropped the connection: once more, on a new one
+            return self._attempt(work)
+        except psycopg.Error as exc:
+            self._dropped()
+            raise StoreError(f"{self.url} cannot be {doing}: {exc}") from None
+
+    def _attempt(self, work: Callable[[Any], T]) -> T:
+        if self._conn is None or self._conn.closed:
+            self._conn = self._connect()
+        conn = self._conn
+        with conn.transaction(), conn.cursor() as cur:
+            return work(cur)
+
+    def _dropped(self) -> bool:
+        """Whether the connection held is lost (then closed and let go: the next use
+        connects again)."""
+        conn = self._conn
+        if conn is not None and not (conn.closed or conn.broken):
+            return False
+        if conn is not None:
+            conn.close()
+        self._conn = None
+        return True
 
     def write(self, change: Callable[[Transaction], T]) -> T:
         def work(cur: Any) -> T:

@@ -80,8 +80,9 @@ class Rounds:
             raise RuntimeError(f"a call may ask at most {MAX_QUESTIONS} questions")
         self.needed = (key, request)
         self.asked.set()
-        await asyncio.get_running_loop().create_future()  # never: the call ends here
-        raise AssertionError("unreachable")  # pragma: no cover
+        # Never resolved: the call is cancelled here, and runs again with the answer.
+        never: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        return await never
 
 
 #: The rounds of the served call running in this context (set by the gateway per call).
