@@ -52,7 +52,7 @@ class Rounds:
     key), the approval given in an earlier round (``approved``: what it was for and the
     answer), and the question this round could not answer (``needed``)."""
 
-    __slots__ = ("answers", "approved", "asked", "asking", "count", "needed")
+    __slots__ = ("answers", "approved", "asking", "count", "needed", "wake")
 
     def __init__(
         self,
@@ -66,7 +66,8 @@ class Rounds:
         self.asking = asking
         self.count = 0
         self.needed: tuple[str, dict[str, Any]] | None = None
-        self.asked = asyncio.Event()
+        #: Woken when the round asks (set by :func:`until_asked`).
+        self.wake: asyncio.Future[None] | None = None
 
     async def ask(self, request: dict[str, Any]) -> Any:
         """The answer to this call's next question: the one the client gave in a round
@@ -79,7 +80,8 @@ class Rounds:
         if self.count > MAX_QUESTIONS:
             raise RuntimeError(f"a call may ask at most {MAX_QUESTIONS} questions")
         self.needed = (key, request)
-        self.asked.set()
+        if self.wake is not None and not self.wake.done():
+            self.wake.set_result(None)
         # Never resolved: the call is cancelled here, and runs again with the answer.
         never: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         return await never
@@ -157,15 +159,21 @@ class Signer:
 async def until_asked(work: Awaitable[_T], rounds: Rounds) -> _T | None:
     """``work``'s result, or None when it asked a question this round cannot answer
     (``rounds.needed``): it is cancelled then, and waited for."""
+    # One task for the work and one future to wake on (it ends, or it asks): the cheapest
+    # race asyncio has, on every call of a request with no back-channel.
+    wake = rounds.wake = asyncio.get_running_loop().create_future()
     running = asyncio.ensure_future(work)
-    asked = asyncio.ensure_future(rounds.asked.wait())
+
+    def ended(_: Any) -> None:
+        if not wake.done():
+            wake.set_result(None)
+
+    running.add_done_callback(ended)
     try:
-        await asyncio.wait({running, asked}, return_when=asyncio.FIRST_COMPLETED)
+        await wake
     except asyncio.CancelledError:
         running.cancel()
-        asked.cancel()
         raise
-    asked.cancel()
     if running.done():
         return running.result()
     running.cancel()
