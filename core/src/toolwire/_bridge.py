@@ -32,7 +32,13 @@ from toolwire._execute.executor import Executor
 from toolwire._exports import publish
 from toolwire._hooks import AuditEvent, HookContext, Principal
 from toolwire._metadata import ToolEffect, ToolMetadata, metadata_from_mcp_hints
-from toolwire._sync import give_loop, run_on_pooled_loop, take_loop
+from toolwire._sync import (
+    give_loop,
+    run_on_pooled_loop,
+    run_until_stopped,
+    stop_when_done,
+    take_loop,
+)
 from toolwire._tools import Tool, raw_tool, tool_of
 from toolwire._toolset import Toolset
 
@@ -233,10 +239,6 @@ def _mcp_metadata(annotations: Mapping[str, Any], server: str | None) -> ToolMet
     )
 
 
-def _stop_loop(task: asyncio.Task[Any]) -> None:
-    task.get_loop().stop()
-
-
 def _by_the_caller(arguments: dict[str, Any]) -> Any:
     raise UsageError("this call's tool is run by its caller (Governor.begin)")
 
@@ -255,7 +257,7 @@ class Underway:
         self._task = task
         self._here = here
         self.arguments: dict[str, Any] = {}
-        task.add_done_callback(_stop_loop)  # the call ended: the caller's run returns
+        task.add_done_callback(stop_when_done)  # the call ended: the caller's run returns
 
     def __repr__(self) -> str:
         return f"<Underway {'ended' if self._loop is None else 'running'}>"
@@ -267,7 +269,7 @@ class Underway:
         assert loop is not None
         # Until the body asks or the call ends (each stops the loop): no waiter task, no
         # more loop steps than the call's own.
-        loop.run_forever()
+        run_until_stopped(loop)
         if self._task.done() or here.wanted is None:
             return False
         self.arguments = dict(here.wanted[0])
@@ -276,9 +278,13 @@ class Underway:
     def _end(self) -> Governed:
         loop, self._loop = self._loop, None
         assert loop is not None
-        self._task.remove_done_callback(_stop_loop)
         try:
-            return loop.run_until_complete(self._task)
+            if not self._task.done():
+                run_until_stopped(loop)  # until the call ends (its done callback stops it)
+            self._task.remove_done_callback(stop_when_done)
+            if not self._task.done():  # as run_until_complete says it
+                raise UsageError("the event loop was stopped before the call ended")
+            return self._task.result()
         finally:
             give_loop(loop)
 
@@ -309,7 +315,7 @@ class Underway:
         """The framework did not run the tool: the call ends, nothing recorded as its result."""
         loop, self._loop = self._loop, None
         if loop is not None:
-            self._task.remove_done_callback(_stop_loop)
+            self._task.remove_done_callback(stop_when_done)
             self._task.cancel()
             give_loop(loop)
 

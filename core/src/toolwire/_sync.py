@@ -8,17 +8,31 @@ a time (a framework calling its tools synchronously) takes a loop from a small p
 instead and gives it back: a loop belongs to no thread while it is not running, so the
 thread that takes it next runs it. Each run ends as ``asyncio.run`` ends one: tasks it
 left behind are cancelled and waited for, so nothing of one call runs during the next.
+
+A call that never waits for I/O or a timer (a policy deciding, a sync tool answering) is
+run by :func:`run_until_stopped` without the loop's poll: the callbacks the loop has
+ready are run in its order until it is stopped, and only a call that must wait is
+handed to ``run_forever``. Each poll is a system call that lets go of the GIL, and in a
+framework's fresh thread the thread that started it takes the GIL back each time.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 import threading
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
-__all__ = ["give_loop", "pooled_loop", "run_on_pooled_loop", "take_loop"]
+__all__ = [
+    "give_loop",
+    "pooled_loop",
+    "run_on_pooled_loop",
+    "run_until_stopped",
+    "stop_when_done",
+    "take_loop",
+]
 
 _T = TypeVar("_T")
 
@@ -65,7 +79,64 @@ def pooled_loop() -> Iterator[asyncio.AbstractEventLoop]:
 def run_on_pooled_loop(coro: Coroutine[Any, Any, _T]) -> _T:
     """Run ``coro`` to its end on a loop of the pool."""
     with pooled_loop() as loop:
-        return loop.run_until_complete(coro)
+        task = loop.create_task(coro)
+        task.add_done_callback(stop_when_done)
+        try:
+            while not task.done():  # a stop from elsewhere (a tool's) does not end the run
+                run_until_stopped(loop)
+        except BaseException:
+            task.remove_done_callback(stop_when_done)
+            if not task.done():
+                task.cancel()  # give_loop waits for it to end
+            raise
+        return task.result()
+
+
+def stop_when_done(task: asyncio.Future[Any]) -> None:
+    """A run's end stops its loop, unless it ended in SystemExit or KeyboardInterrupt:
+    that went up through the loop's run already, and a stop left queued would end the
+    loop's next run at once (asyncio's ``run_until_complete`` skips it the same way)."""
+    if not task.cancelled() and isinstance(task.exception(), (SystemExit, KeyboardInterrupt)):
+        return
+    task.get_loop().stop()
+
+
+def run_until_stopped(loop: asyncio.AbstractEventLoop) -> None:
+    """``loop.run_forever()`` (until something calls ``loop.stop()``), with what is ready
+    run first without polling: only when nothing is ready and the loop was not stopped
+    (the run waits for I/O or a timer) does asyncio's own ``run_forever`` take over. For
+    a loop of the pool, not running; any other loop (uvloop's, a loop in debug mode)
+    runs as ``run_forever`` runs it."""
+    if type(loop) is asyncio.SelectorEventLoop and not loop.get_debug() and _run_ready(loop):
+        return
+    loop.run_forever()
+
+
+def _run_ready(loop: Any) -> bool:
+    """Run ``loop``'s ready callbacks in its order, marked running in this thread as
+    ``run_forever`` marks it, until it is stopped (True) or it has nothing ready or a
+    timer is set (False: it must poll). A timer is left to the loop, which runs due ones
+    between its rounds of callbacks."""
+    ready = loop._ready
+    hooks = sys.get_asyncgen_hooks()
+    loop._thread_id = threading.get_ident()
+    asyncio.events._set_running_loop(loop)
+    sys.set_asyncgen_hooks(
+        firstiter=loop._asyncgen_firstiter_hook, finalizer=loop._asyncgen_finalizer_hook
+    )
+    try:
+        while ready and not loop._stopping and not loop._scheduled:
+            handle = ready.popleft()
+            if not handle._cancelled:
+                handle._run()
+        stopped: bool = loop._stopping
+        if stopped:
+            loop._stopping = False
+        return stopped
+    finally:
+        loop._thread_id = None
+        asyncio.events._set_running_loop(None)
+        sys.set_asyncgen_hooks(*hooks)
 
 
 def _settle(loop: asyncio.AbstractEventLoop) -> bool:

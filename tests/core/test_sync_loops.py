@@ -1,0 +1,145 @@
+"""Running coroutines from sync code on pooled loops (toolwire._sync): what is ready runs
+without the loop's poll, and everything else runs as asyncio's own loop runs it."""
+
+from __future__ import annotations
+
+import asyncio
+import selectors
+import sys
+import threading
+from typing import Any
+
+import pytest
+
+import toolwire._sync as sync
+
+
+@pytest.fixture
+def polls(monkeypatch: pytest.MonkeyPatch) -> list[float | None]:
+    """The timeouts of every poll a selector makes (a system call that lets go of the GIL)."""
+    seen: list[float | None] = []
+    original = selectors.DefaultSelector.select
+
+    def select(self: Any, timeout: float | None = None) -> Any:
+        seen.append(timeout)
+        return original(self, timeout)
+
+    monkeypatch.setattr(selectors.DefaultSelector, "select", select)
+    return seen
+
+
+def test_a_run_that_never_waits_makes_no_poll(polls: list[float | None]) -> None:
+    async def decide(n: int) -> int:
+        await asyncio.sleep(0)  # a step given up, as a hook's await may
+        inner = asyncio.get_running_loop().create_task(asyncio.sleep(0, n + 1))
+        return await inner
+
+    assert 3 == sync.run_on_pooled_loop(decide(2))
+    assert [] == polls
+    assert asyncio.events._get_running_loop() is None
+
+
+def test_a_run_that_waits_for_a_timer_or_another_thread_ends_as_asyncio_runs_it(
+    polls: list[float | None],
+) -> None:
+    async def timer() -> str:
+        await asyncio.sleep(0.01)
+        return "timer"
+
+    async def other_thread() -> str:
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[str] = loop.create_future()
+        threading.Timer(0.01, loop.call_soon_threadsafe, (answer.set_result, "thread")).start()
+        return await answer
+
+    assert "timer" == sync.run_on_pooled_loop(timer())
+    assert "thread" == sync.run_on_pooled_loop(other_thread())
+    assert polls  # these had to wait: the loop's own run_forever waited for them
+
+
+def test_inside_a_run_the_loop_is_running_in_this_thread_with_its_asyncgen_hooks() -> None:
+    caller_hooks = sys.get_asyncgen_hooks()
+    seen: list[Any] = []
+
+    async def look() -> None:
+        loop = asyncio.get_running_loop()
+        seen.append((loop.is_running(), asyncio.current_task() is not None))
+        seen.append(sys.get_asyncgen_hooks().firstiter == loop._asyncgen_firstiter_hook)  # type: ignore[attr-defined]
+
+    sync.run_on_pooled_loop(look())
+    assert [(True, True), True] == seen
+    assert caller_hooks == sys.get_asyncgen_hooks()
+
+
+def test_an_error_and_an_interrupt_leave_the_loop_reusable() -> None:
+    async def fails() -> None:
+        raise ValueError("no")
+
+    async def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    async def fine() -> str:
+        await asyncio.sleep(0)
+        return "fine"
+
+    with pytest.raises(ValueError, match="no"):
+        sync.run_on_pooled_loop(fails())
+    with pytest.raises(KeyboardInterrupt):
+        sync.run_on_pooled_loop(interrupted())
+    # No stop left queued by the interrupted run: the next run goes to its end.
+    for _ in range(sync.MAX_IDLE + 1):
+        assert "fine" == sync.run_on_pooled_loop(fine())
+
+
+def test_a_loop_of_another_class_runs_by_its_own_run_forever(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    ran: list[str] = []
+
+    class Own(asyncio.SelectorEventLoop):
+        def run_forever(self) -> None:
+            ran.append("run_forever")
+            super().run_forever()
+
+    monkeypatch.setattr(sync, "_idle", [])
+    monkeypatch.setattr(asyncio, "new_event_loop", Own)
+
+    async def answer() -> int:
+        return 42
+
+    assert 42 == sync.run_on_pooled_loop(answer())
+    assert ["run_forever"] == ran
+    for loop in sync._idle:
+        loop.close()
+
+
+def test_a_stopped_loop_returns_to_its_caller_and_runs_on_from_there() -> None:
+    # What Governor.begin does: the run stops its loop half-way, the caller acts, and the
+    # loop runs on to the end.
+    loop = sync.take_loop()
+    try:
+        gate: asyncio.Future[str] = loop.create_future()
+
+        async def halves() -> str:
+            asyncio.get_running_loop().stop()
+            return "then " + await gate
+
+        task = loop.create_task(halves())
+        task.add_done_callback(sync.stop_when_done)
+        sync.run_until_stopped(loop)
+        assert not task.done()
+        gate.set_result("done")
+        sync.run_until_stopped(loop)
+        assert "then done" == task.result()
+    finally:
+        sync.give_loop(loop)
+
+
+def test_a_stop_from_inside_the_run_does_not_end_it_early() -> None:
+    async def stops_its_loop() -> str:
+        asyncio.get_running_loop().stop()
+        await asyncio.sleep(0)
+        return "to the end"
+
+    assert "to the end" == sync.run_on_pooled_loop(stops_its_loop())
+    assert 1 == sync.run_on_pooled_loop(asyncio.sleep(0, 1))
