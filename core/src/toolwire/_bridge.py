@@ -700,9 +700,11 @@ def queued_request(outcome: Governed, tool: str) -> str | None:
     """The approval request a refusal names when the call waits for the people the policy
     names (the approval queue, filed by this process for ``tool``, still pending): the id a
     bridge pauses its framework with, to resume once they answered. None otherwise."""
+    if outcome.status != "refused":  # every call a bridge makes asks: the common answer first
+        return None
     from toolwire._approvals import PENDING, filed_request
 
-    found = filed_request(outcome.content, tool) if outcome.status == "refused" else None
+    found = filed_request(outcome.content, tool)
     return found[1].id if found is not None and found[1].state() == PENDING else None
 
 
