@@ -410,6 +410,12 @@ async def follow_task(
     rounds = 0
     done = False
     try:
+        if current.status in ("completed", "failed"):
+            # Ended before it was answered: a CreateTaskResult carries no result, so the
+            # task is read once for it.
+            current = await _send(session, "tasks/get", task_id, _DetailedTask, per)
+            if current.task_id != task_id:
+                raise TaskError(f"tasks/get for {task_id} answered about task {current.task_id}")
         while True:
             if current.status == "completed":
                 done = True
