@@ -67,7 +67,7 @@ kill "$GATEWAY" 2>/dev/null || true; wait "$GATEWAY" 2>/dev/null || true
 PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 env XDG_CONFIG_HOME="$WORK/config" PYTHONPATH="$HERE" \
   "$PY" -m toolwire mcp serve --transport http --port "$PORT" --app tasks_app:tools --approve \
-  --task-only failing_job >"$WORK/gateway-tasks.log" 2>&1 &
+  --task-only failing_job --task-only test_tool_with_task >"$WORK/gateway-tasks.log" 2>&1 &
 GATEWAY=$!
 "$PY" "$HERE/wait_port.py" "$PORT" the gateway
 ALPHA=("node" "$WORK/alpha/node_modules/.bin/conformance")

@@ -6,6 +6,8 @@ serves them. A tool that declares itself long-running (``typical_duration``) is 
 as a task to a client that declares the extension; the others are ordinary calls.
 ``failing_job`` is served only as a task (``--task-only``): a client without the
 extension is refused (-32021), as the suite's ``tasks-required-task-error`` asks.
+``test_tool_with_task`` is task-only too, but not long-running: it asks for a name in a
+round of the call, then goes on as a task (``tasks-mrtr-composition``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ CONFIRM = {
     "required": ["confirm"],
 }
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}}
+USER_NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
 
 
 @tw.tool_fn
@@ -69,7 +72,26 @@ async def multi_input(mcp: MCPCallContext | None = None) -> str:
     return f"answered: {first.action}, {second.action}"
 
 
+@tw.tool_fn(injected=["mcp"])
+async def test_tool_with_task(mcp: MCPCallContext | None = None) -> str:  # noqa: PT028 (the suite's name)
+    """Asks for a name in the call (SEP-2322's rounds), then goes on as a task."""
+    assert mcp is not None
+    answer = await mcp.elicit("Your user name?", USER_NAME, before_task=True)
+    name = (answer.content or {}).get("name", "nobody") if answer.accepted else "nobody"
+    await mcp.continue_as_task(f"greeting {name}")
+    await asyncio.sleep(0.5)
+    return f"Hello, {name}!"
+
+
 tools = tw.Toolset(
     "tasks",
-    [greet, slow_compute, failing_job, protocol_error_job, confirm_delete, multi_input],
+    [
+        greet,
+        slow_compute,
+        failing_job,
+        protocol_error_job,
+        confirm_delete,
+        multi_input,
+        test_tool_with_task,
+    ],
 )

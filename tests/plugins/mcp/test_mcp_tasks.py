@@ -735,3 +735,130 @@ def test_a_tool_served_only_as_a_task_refuses_a_call_that_cannot_be_one(
     with pytest.raises(UsageError, match="a list of tool names"):
         build_server(tw.Toolset("jobs", [crunch]), host=tw.PluginHost(autoload=False),
                      task_only="crunch")  # fmt: skip
+
+
+GATHERED: list[str] = []
+
+
+@tw.tool_fn(injected=["mcp"])
+async def gather_then_work(mcp: Any = None) -> str:
+    """Asks for a name in the call, then goes on as a task (SEP-2663's composition)."""
+    GATHERED.append("ran")
+    answer = await mcp.elicit(
+        "Your name?",
+        {"type": "object", "properties": {"user_name": {"type": "string"}}},
+        before_task=True,
+    )
+    name = (answer.content or {}).get("user_name", "nobody")
+    GATHERED.append(f"as task: {await mcp.continue_as_task(f'greeting {name}')}")
+    await asyncio.sleep(0.05)
+    return f"Hello, {name}!"
+
+
+@tw.tool_fn(injected=["mcp"])
+async def quick_job(mcp: Any = None) -> str:
+    """Served only as a task, but ends before it says it goes on as one."""
+    return "done at once"
+
+
+def _recording(server: Any, seen: list[Any]) -> None:
+    """Record every tools/call answer as the client receives it (the outermost middleware)."""
+
+    async def record(ctx: Any, call_next: Any) -> Any:
+        out = await call_next(ctx)
+        if ctx.method == "tools/call":
+            dump = getattr(out, "model_dump", None)
+            seen.append(dump(by_alias=True, mode="json", exclude_none=True) if dump else out)
+        return out
+
+    server.middleware.insert(0, record)
+
+
+def test_a_tool_gathers_input_in_rounds_and_then_goes_on_as_a_task() -> None:
+    # SEP-2663's MRTR composition (the conformance suite's tasks-mrtr-composition): the
+    # first round asks (no task id), the second, with the answer, is the task (no request
+    # state), and the task's result has the answer in it.
+    import anyio
+    import mcp_types as types
+    from mcp import Client
+
+    from toolwire_mcp import build_server
+    from toolwire_mcp.client._tasks import TasksExtension
+
+    server = build_server(
+        tw.Toolset("jobs", [gather_then_work, quick_job]),
+        host=tw.PluginHost(autoload=False),
+        task_only=["gather_then_work", "quick_job"],
+    )
+    seen: list[Any] = []
+    _recording(server, seen)
+    GATHERED.clear()
+
+    async def answer(ctx: Any, params: Any) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"user_name": "Alice"})
+
+    async def main() -> tuple[Any, Any]:
+        async with Client(
+            server, extensions=[TasksExtension()], elicitation_callback=answer
+        ) as client:
+            greeted = await client.call_tool("gather_then_work", {})
+            quick = await client.call_tool("quick_job", {})
+        return greeted, quick
+
+    said: list[str] = []
+    with task_statuses(said):
+        greeted, quick = anyio.run(main)
+    assert (False, "Hello, Alice!") == (greeted.is_error, greeted.content[0].text)
+    assert ["ran", "ran", "as task: True"] == GATHERED
+    first, second, third = seen
+    assert ("input_required", False) == (first["resultType"], "taskId" in first)
+    assert ("task", True) == (second["resultType"], bool(second["taskId"]))
+    assert not {"requestState", "inputRequests"} & set(second)
+    assert "greeting Alice" == second.get("statusMessage")
+    # A task-only tool's call that ended before it became a task: a task already done.
+    assert ("task", "completed") == (third["resultType"], third["status"])
+    assert "done at once" == quick.content[0].text
+
+
+def test_continue_as_task_is_false_where_the_call_cannot_be_one() -> None:
+    # A client that declared the extension gets a task, from any tool of a gateway that
+    # may answer with one; no extension declared, or a gateway that serves no task for
+    # the tool (approval_wait=0 and neither task-only nor long-running), goes on as it
+    # is; a 2025-11-25 task call is one from its start.
+    import anyio
+    import mcp_types as types
+    from mcp import Client
+
+    from toolwire_mcp import build_server
+    from toolwire_mcp.client._tasks import TasksExtension, call_as_task
+
+    async def answer(ctx: Any, params: Any) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"user_name": "Bo"})
+
+    def serve(**options: Any) -> Any:
+        jobs = tw.Toolset("jobs", [gather_then_work])
+        return build_server(jobs, host=tw.PluginHost(autoload=False), **options)
+
+    default, no_wait, only = serve(), serve(approval_wait=0), serve(task_only=["gather_then_work"])
+    GATHERED.clear()
+
+    async def main() -> list[str]:
+        out = []
+        for server, extensions in ((default, [TasksExtension()]), (default, []),
+                                   (no_wait, [TasksExtension()])):  # fmt: skip
+            async with Client(server, extensions=extensions, elicitation_callback=answer) as c:
+                out.append((await c.call_tool("gather_then_work", {})).content[0].text)
+        async with Client(only, mode="legacy", elicitation_callback=answer) as old:
+            done = await call_as_task(old.session, "gather_then_work", {}, limit=30)
+            out.append(done.content[0].text)
+        return out
+
+    assert ["Hello, Bo!"] * 4 == anyio.run(main)
+    # Two rounds each on 2026-07-28 (the question asked in the call), and one run as a
+    # 2025-11-25 task (one from its start: its question went on tasks/result).
+    assert GATHERED == [
+        *("ran", "ran", "as task: True"),
+        *("ran", "ran", "as task: False"),
+        *("ran", "ran", "as task: False"),
+        *("ran", "as task: True"),
+    ]

@@ -96,6 +96,19 @@ class MCPCallContext:
             with contextlib.suppress(Exception):
                 await close()
 
+    async def continue_as_task(self, message: str = "working") -> bool:
+        """Go on as a task: the rest of this call may take long, so a client that takes
+        tasks (it declared the 2026-07-28 tasks extension on the call) is answered now with
+        the call's task, ``message`` its status message, and the call goes on in it (its
+        result the task's). True when the call is a task now (or was already); False when
+        it goes on as an ordinary call: the client takes no tasks, the gateway answers no
+        call of this tool with one (``approval_wait=0``, and the tool neither task-only
+        nor long-running), or the principal has as many under way as it may."""
+        if not isinstance(message, str):
+            raise TypeError("continue_as_task(message): the status message is a string")
+        offer = TASK_OFFER.get()
+        return offer is not None and offer.take(message)
+
     async def progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
@@ -113,12 +126,20 @@ class MCPCallContext:
         schema: Mapping[str, Any],
         *,
         timeout: float = ELICIT_TIMEOUT,
+        before_task: bool = False,
     ) -> Elicited:
         """Ask the client's user for input (``elicitation/create``, form mode): ``schema``
         is the answer's JSON Schema, a flat object of strings, numbers, booleans and enums
         (defaults allowed). The answer comes back as it was given: ``action`` is
         ``"accept"`` (with ``content``), ``"decline"`` or ``"cancel"``; no answer within
         ``timeout`` seconds is ``"cancel"``.
+
+        On a 2026-07-28 request (no back-channel), a client that takes tasks gets the
+        call as a task the moment it asks, the question as the task's input request;
+        ``before_task=True`` asks in a round of the call instead (its result asks, the
+        client calls again with the answer, the tool runs again up to here: ask before
+        you act), for a tool that gathers its input first and then goes on as a task
+        (:meth:`continue_as_task`). A call that is a task already asks through it.
 
         Raises :class:`MCPCallError` when the client cannot ask (it declared no
         elicitation capability, or the connection has no back-channel during a call):
@@ -134,7 +155,12 @@ class MCPCallContext:
             params=types.ElicitRequestFormParams(message=message, requested_schema=dict(schema))
         )
         offer = TASK_OFFER.get()
-        if offer is not None and offer.task is None and not self._ctx.session.can_send_request:
+        if (
+            offer is not None
+            and offer.task is None
+            and not before_task
+            and not self._ctx.session.can_send_request
+        ):
             # No back-channel for the question, and the client takes tasks: the call
             # becomes one, so the question can go as its input request.
             offer.take("waiting for an answer from its user")

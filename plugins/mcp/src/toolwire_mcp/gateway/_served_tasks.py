@@ -307,6 +307,14 @@ def _ended(task: ServedTask, run: asyncio.Future[Any]) -> None:
         task.status, task.message = "failed", "internal error"
 
 
+def _asks(result: Any) -> bool:
+    """A call's result that asks its client for input (SEP-2322's ``InputRequiredResult``):
+    a round of the call, not its end."""
+    if isinstance(result, Mapping):
+        return result.get("resultType") == "input_required"
+    return getattr(result, "result_type", None) == "input_required"
+
+
 class _TaskParams(types.RequestParams):
     model_config = ConfigDict(extra="allow")
 
@@ -356,6 +364,7 @@ def install_tasks(
     store: TaskStore | None = None,
     *,
     task_only: Callable[[str], bool] = lambda name: False,
+    long_running: Callable[[str], bool] | None = None,
 ) -> TaskStore:
     """Serve tasks on ``server`` (the module docstring): the extension is declared, a
     middleware answers a task tool's call (``is_task_tool(name)``), or a call that starts
@@ -363,9 +372,16 @@ def install_tasks(
     ``tasks/cancel`` are answered, each only to a request that declares the extension;
     for a 2025-11-25 client, a task tool's call with ``task`` is a task, followed with
     ``tasks/get``, ``tasks/result`` and ``tasks/cancel``. A tool ``task_only(name)`` says
-    is served only as a task: a call that cannot be one is refused, saying so."""
+    is served only as a task: a call that cannot be one is refused, saying so.
+
+    On 2026-07-28 a call is a task from its start when its tool is ``long_running(name)``
+    (default: ``is_task_tool``); a task-only tool that is not runs in the call until it
+    becomes one (its tool's ``continue_as_task()``, a question, an approval wait), so it
+    may first gather input in rounds of the call (SEP-2663's MRTR composition), and a
+    call of it that ends before is answered as a task already completed."""
     tasks = store if store is not None else TaskStore()
     ttl = max(approval_wait, 0.0) + KEEP
+    at_start = long_running if long_running is not None else is_task_tool
 
     async def middleware(ctx: Any, call_next: Any) -> Any:
         if ctx.method != "tools/call":
@@ -378,9 +394,9 @@ def install_tasks(
                     raise _missing_extension()
                 return await call_next(ctx)
             legacy, kept = False, ttl
-            now = is_task_tool(tool)
-            if not now and approval_wait <= 0:  # it cannot become a task: as it always was
-                return await call_next(ctx)
+            now = at_start(tool)
+            if not now and approval_wait <= 0 and not task_only(tool):
+                return await call_next(ctx)  # it cannot become a task: as it always was
         else:
             asked = params.get("task")
             # 2025-11-25: a call the client asked to run as a task, of a tool the list
@@ -417,11 +433,18 @@ def install_tasks(
                 raise
             waited.cancel()
             if run.done() and offer.task is None:
-                return run.result()
+                result = run.result()
+                # A task-only tool's call that ended in the call: its client gets the
+                # task it must (a round that asks its client is no end).
+                if not task_only(tool) or _asks(result) or not offer.take(f"`{tool}` ran"):
+                    return result
         task = offer.task
         assert task is not None
         task.run = run
-        run.add_done_callback(lambda done: _ended(task, done))
+        if run.done():
+            _ended(task, run)
+        else:
+            run.add_done_callback(lambda done: _ended(task, done))
         logger.info("MCP task %s: `%s` runs as a task (%s)", task.id, tool, task.message)
         if legacy:
             return {"task": task.legacy_view()}
