@@ -578,6 +578,31 @@ def test_interceptors_of_the_right_shape_are_accepted() -> None:
     tw.Executor(interceptors=[two, WithCall(), tw.TimeoutInterceptor(1.0)])
 
 
+def test_an_interceptor_is_checked_once_and_a_wrong_one_every_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An executor made per request (the MCP gateway's) checks the same function again:
+    # a function found right is not read again; one found wrong is refused each time.
+    import inspect
+
+    from toolwire._execute import interceptors
+
+    async def two(request: Any, next: Any) -> Any:
+        return await next(request)
+
+    def one(request: Any) -> Any:
+        return request
+
+    read: list[Any] = []
+    signature = inspect.signature
+    monkeypatch.setattr(interceptors.inspect, "signature", lambda f: read.append(f) or signature(f))
+    for _ in range(3):
+        tw.Executor(interceptors=[two])
+        with pytest.raises(tw.UsageError, match="must take two"):
+            tw.Executor(interceptors=[one])
+    assert [two, one, one, one] == read
+
+
 async def test_a_tool_that_swallows_cancellation_still_times_out() -> None:
     # Attack (#11.18): the tool caught the cancellation, ran on past its timeout and
     # returned; its late output was committed as a success.

@@ -8,6 +8,8 @@ import asyncio
 import inspect
 import logging
 import time
+import types
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
@@ -111,12 +113,19 @@ def _link(icpt: Callable[..., Any], inner: Next) -> Next:
     return run
 
 
+#: Interceptor functions found callable as ``f(request, next)`` (an executor made per
+#: request, as the MCP gateway makes one, checks the same function each time).
+_CHECKED: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
 def _checked_interceptor(icpt: Any, position: int) -> Interceptor:
     """``icpt`` if it can be called as ``icpt(request, next)``; a UsageError otherwise.
 
     Checked when the executor is built, so a misconfigured interceptor fails the
     application's set-up instead of every tool call (where the model would see it).
     """
+    if type(icpt) is types.FunctionType and icpt in _CHECKED:
+        return cast(Interceptor, icpt)
     if not callable(icpt):
         raise UsageError(
             f"interceptors[{position}] must be callable as f(request, next), "
@@ -134,6 +143,8 @@ def _checked_interceptor(icpt: Any, position: int) -> Interceptor:
             f"interceptors[{position}] ({name}) must take two positional arguments "
             f"(request, next), but its signature is {signature}: {exc}"
         ) from None
+    if type(icpt) is types.FunctionType:
+        _CHECKED.add(icpt)
     return cast(Interceptor, icpt)
 
 
