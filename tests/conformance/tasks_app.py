@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import asyncio
 
+from mcp import MCPError
+from mcp_types import INTERNAL_ERROR
+
 import toolwire as tw
 from toolwire_mcp import MCPCallContext
 
@@ -48,9 +51,9 @@ async def failing_job() -> str:
 
 @tw.tool_fn(typical_duration=60)
 async def protocol_error_job() -> str:
-    """Fails as protocol_error_job should; toolwire makes a tool's failure an error
-    result the model reads, never a JSON-RPC error (the baseline says so)."""
-    raise RuntimeError("a protocol error, as the suite asks")
+    """Ends in a protocol error (the MCP SDK's ``MCPError``, as a tool raises one): a
+    failed task carrying it, where any other exception is a tool's error result."""
+    raise MCPError(INTERNAL_ERROR, "the job broke down, as the suite asks")
 
 
 @tw.tool_fn(typical_duration=60, injected=["mcp"])

@@ -862,3 +862,73 @@ def test_continue_as_task_is_false_where_the_call_cannot_be_one() -> None:
         *("ran", "ran", "as task: False"),
         *("ran", "as task: True"),
     ]
+
+
+@tw.tool_fn(typical_duration=60)
+async def broken_job(fail: bool = True) -> str:
+    """Ends in a protocol error, as the MCP SDK's tools raise one."""
+    from mcp import MCPError
+
+    if fail:
+        raise MCPError(-32603, "the job's store is gone", {"store": "jobs"})
+    return "ran"
+
+
+@tw.tool_fn
+def broken_now() -> str:
+    """A protocol error from an ordinary call."""
+    from mcp import MCPError
+
+    raise MCPError(-32010, "not this way")
+
+
+def test_a_tool_that_raises_a_protocol_error_ends_its_call_with_it() -> None:
+    # The SDK's convention: MCPError from a tool is a JSON-RPC error, not a result the
+    # model reads (a failed task when the call is one); any other exception stays an
+    # error result (a completed task with isError). The conformance suite's
+    # tasks-lifecycle asks both.
+    import anyio
+    from mcp import Client, MCPError
+
+    from toolwire_mcp import build_server
+    from toolwire_mcp.client._tasks import TaskError, TasksExtension
+
+    records: list[Any] = []
+    host = tw.PluginHost(autoload=False)
+
+    class Results:
+        @tw.hookimpl
+        def toolwire_tool_result(self, call: Any, result: Any, context: Any) -> None:
+            records.append((call.name, result.is_error))
+
+    host.register(Results(), name="results")
+    server = build_server(tw.Toolset("jobs", [broken_job, broken_now]), host=host)
+
+    async def caught(client: Any, name: str) -> Any:
+        try:
+            return await client.call_tool(name, {})
+        except MCPError as exc:
+            return exc.error.code, exc.error.message, exc.error.data
+        except TaskError as exc:
+            return str(exc)
+
+    async def main() -> list[Any]:
+        out = []
+        async with Client(server) as plain:
+            out.append(await caught(plain, "broken_now"))
+            out.append(await caught(plain, "broken_job"))
+        async with Client(server, extensions=[TasksExtension()]) as tasks:
+            out.append(await caught(tasks, "broken_job"))
+            ok = await tasks.call_tool("broken_job", {"fail": False})
+            out.append(ok.content[0].text)
+        return out
+
+    now, plain, tasked, ok = anyio.run(main)
+    assert (-32010, "not this way", None) == now
+    assert (-32603, "the job's store is gone", {"store": "jobs"}) == plain
+    # As a task: failed, its error the tool's (toolwire's client raises on a failed task).
+    assert tasked.endswith("failed: the job's store is gone (code -32603)")
+    assert "ran" == ok
+    # Each attempt recorded as the executor records a failure (the result hooks saw it).
+    failed = [("broken_now", True)] + [("broken_job", True)] * 2 + [("broken_job", False)]
+    assert failed == records

@@ -91,9 +91,11 @@ from toolwire_mcp.gateway._catalogue import RESOURCE_NOT_FOUND, Announcer, Catal
 from toolwire_mcp.gateway._context import (
     _SESSION_LEVELS,
     ELICIT_TIMEOUT,
+    PROTOCOL_ERRORS,
     Elicited,
     MCPCallContext,
     _ClientLink,
+    protocol_errors,
 )
 from toolwire_mcp.gateway._jwt import OAuthResource, load_oauth
 from toolwire_mcp.gateway._listing import (
@@ -370,6 +372,7 @@ def build_server(
             injected={"mcp": MCPCallContext(ctx)},
             approval_wait=approval_wait,
             on_approval_wait=waiting,
+            interceptors=[protocol_errors],
         )
         # An upstream server's progress on the call goes on to this client, as progress
         # of its own call.
@@ -381,6 +384,8 @@ def build_server(
         # result asks the client, who calls again with the answer (_rounds).
         rounds = None if ctx.session.can_send_request else signer.rounds(ctx, params)
         asking = CALL_ROUNDS.set(rounds)
+        raised: list[MCPError] = []
+        raising = PROTOCOL_ERRORS.set(raised)
         try:
             if rounds is None:
                 run = await executor.aexecute_and_commit(plan)
@@ -395,6 +400,7 @@ def build_server(
                     )
                 run = ran
         finally:
+            PROTOCOL_ERRORS.reset(raising)
             CALL_ROUNDS.reset(asking)
             CALL_ASKER.reset(asker)
             CALL_PROGRESS.reset(relay)
@@ -409,6 +415,8 @@ def build_server(
         if run.pending or not isinstance(last, ToolResultsMessage) or not last.results:
             return _error(f"the call to `{tool_name}` needs an approval this server cannot ask for")
         result = last.results[0]
+        if raised and result.is_error:  # the tool's protocol error: the call's own
+            raise raised[-1]
         structured = None
         tool = tools.get(tool_name)
         if not result.is_error and tool is not None and _advertised_output(tool):
