@@ -933,3 +933,33 @@ def test_retry_is_decided_by_status_where_there_is_one() -> None:
     assert not is_transient(tw.exceptions.DeadlineExceededError("late", provider="p"))
     assert is_transient(TimeoutError())
     assert not is_transient(ValueError())
+
+
+async def test_on_tool_error_sees_the_exception_a_call_ended_with_once_after_retries(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    attempts: list[int] = []
+
+    @tw.tool_fn(retry_hint=tw.RetryHint(3, initial_backoff=0.001))
+    def flaky(n: int) -> str:
+        """Fails twice, or always when n is 0."""
+        attempts.append(n)
+        if n == 0 or len(attempts) < 3:
+            raise ConnectionError(f"try {len(attempts)}")
+        return "ok"
+
+    seen: list[tuple[str, str]] = []
+
+    def keep(call: Any, exc: BaseException) -> None:
+        seen.append((call.name, str(exc)))
+        raise RuntimeError("the observer broke")
+
+    executor = tw.Executor(tools=[flaky], plugins=False, on_tool_error=keep)
+    ok = await executor.aexecute(tw.ToolCall("c1", "flaky", '{"n": 1}'))
+    assert ("ok", []) == (ok.content, seen)  # retried to success: no error to see
+    attempts.clear()
+    failed = await executor.aexecute(tw.ToolCall("c2", "flaky", '{"n": 0}'))
+    assert failed.is_error
+    assert "try 3" in failed.content
+    assert [("flaky", "try 3")] == seen  # once, the last attempt's
+    assert "on_tool_error for flaky call c2" in caplog.text

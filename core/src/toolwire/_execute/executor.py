@@ -132,6 +132,10 @@ class Executor(_Deciding, _Scheduling):
     - ``on_result``: ``fn(call, result) -> ToolResult | None`` sees every result
       of a typed call (observe, or return a redacted result); if it raises,
       the call gets an error result (fail closed).
+    - ``on_tool_error``: ``fn(call, exception)`` for each call a tool's exception
+      ended (after its retries), before the exception becomes the call's error
+      result: to keep it, or to pass a kind of failure on (the MCP gateway ends a call
+      with an ``MCPError`` its tool raised). Sync; what it raises is logged.
     - ``tracing``: a :class:`toolwire.Tracing` for OpenTelemetry spans.
     - ``clock``, ``sleep``, ``rng``: injectable time source, backoff sleep, jitter.
     - ``plugins``: the plugin host whose result hooks see every result (after
@@ -177,6 +181,7 @@ class Executor(_Deciding, _Scheduling):
         retry_if: Callable[[BaseException], bool] = is_transient,
         injected: Mapping[str, Any] | None = None,
         on_result: Callable[[TypedCall[Any], ToolResult], Any] | None = None,
+        on_tool_error: Callable[[TypedCall[Any], BaseException], Any] | None = None,
         tracing: Tracing | None = None,
         clock: Callable[[], float] = time.perf_counter,
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
@@ -229,6 +234,7 @@ class Executor(_Deciding, _Scheduling):
         self._retry_if = retry_if
         self._injected = dict(injected or {})
         self._on_result = on_result
+        self._on_tool_error = on_tool_error
         self._host = _resolve_host(plugins)
         self.backend = resolve_backend(backend, self._host)
         # The host's result hooks (tool packs, then policies) see every result after
@@ -480,6 +486,13 @@ class Executor(_Deciding, _Scheduling):
     def _failure(
         self, call: TypedCall[Any], exc: BaseException, attempts: int, job: _Job
     ) -> ToolResult:
+        if self._on_tool_error is not None:
+            try:
+                self._on_tool_error(call, exc)
+            except Exception as raised:
+                logger.warning(
+                    "on_tool_error for %s call %s failed: %r", call.name, call.id, raised
+                )
         if isinstance(exc, ToolTimeoutError):  # in-process (_ToolTimeout) or a backend's
             text = f"tool `{call.name}` timed out after {float(exc.seconds)!r} s"
             job.error_type = "timeout"
