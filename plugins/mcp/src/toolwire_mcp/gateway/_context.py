@@ -5,7 +5,6 @@ which an upstream server's questions reach that client."""
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import warnings
 import weakref
 from collections.abc import (
@@ -35,10 +34,8 @@ __all__ = [
     "_SESSION_LEVELS",
     "Elicited",
     "MCPCallContext",
-    "PROTOCOL_ERRORS",
     "_ClientLink",
     "_elicited",
-    "protocol_errors",
 ]
 
 LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -48,27 +45,6 @@ _SESSION_LEVELS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary
 #: Seconds the client has to answer a request the gateway sends it during a call (an
 #: approval, a tool's elicitation or sampling).
 ELICIT_TIMEOUT = 120.0
-
-
-#: The protocol errors the served tool raised in the call running in this context (the
-#: gateway sets a list per call; :func:`protocol_errors` adds to it).
-PROTOCOL_ERRORS: contextvars.ContextVar[list[MCPError] | None] = contextvars.ContextVar(
-    "toolwire_mcp_protocol_errors", default=None
-)
-
-
-async def protocol_errors(request: Any, next: Any, /) -> Any:
-    """The gateway executor's interceptor: a served tool that raises the SDK's
-    ``MCPError`` means a protocol error (the SDK's own convention), which the call then
-    ends with instead of a result the model reads; the executor still records and
-    audits the attempt as failed."""
-    try:
-        return await next(request)
-    except MCPError as exc:
-        raised = PROTOCOL_ERRORS.get()
-        if raised is not None:
-            raised.append(exc)
-        raise
 
 
 class MCPCallContext:

@@ -91,11 +91,9 @@ from toolwire_mcp.gateway._catalogue import RESOURCE_NOT_FOUND, Announcer, Catal
 from toolwire_mcp.gateway._context import (
     _SESSION_LEVELS,
     ELICIT_TIMEOUT,
-    PROTOCOL_ERRORS,
     Elicited,
     MCPCallContext,
     _ClientLink,
-    protocol_errors,
 )
 from toolwire_mcp.gateway._jwt import OAuthResource, load_oauth
 from toolwire_mcp.gateway._listing import (
@@ -365,6 +363,7 @@ def build_server(
             # resets, in clients that allow it) need not pass.
             await caller.progress(waited, None, said)
 
+        raised: list[BaseException] = []
         executor = Executor(
             approval=approver_for(ctx, params, asked),
             approval_gate=ApprovalGate.MUTATING_AND_ABOVE,
@@ -372,7 +371,11 @@ def build_server(
             injected={"mcp": MCPCallContext(ctx)},
             approval_wait=approval_wait,
             on_approval_wait=waiting,
-            interceptors=[protocol_errors],
+            # A served tool's MCPError is a protocol error (the SDK's convention): the
+            # call ends with it (recorded and audited as failed all the same).
+            on_tool_error=lambda call, exc: (
+                raised.append(exc) if isinstance(exc, MCPError) else None
+            ),
         )
         # An upstream server's progress on the call goes on to this client, as progress
         # of its own call.
@@ -384,8 +387,6 @@ def build_server(
         # result asks the client, who calls again with the answer (_rounds).
         rounds = None if ctx.session.can_send_request else signer.rounds(ctx, params)
         asking = CALL_ROUNDS.set(rounds)
-        raised: list[MCPError] = []
-        raising = PROTOCOL_ERRORS.set(raised)
         try:
             if rounds is None:
                 run = await executor.aexecute_and_commit(plan)
@@ -400,7 +401,6 @@ def build_server(
                     )
                 run = ran
         finally:
-            PROTOCOL_ERRORS.reset(raising)
             CALL_ROUNDS.reset(asking)
             CALL_ASKER.reset(asker)
             CALL_PROGRESS.reset(relay)
