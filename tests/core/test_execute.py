@@ -963,3 +963,43 @@ async def test_on_tool_error_sees_the_exception_a_call_ended_with_once_after_ret
     assert "try 3" in failed.content
     assert [("flaky", "try 3")] == seen  # once, the last attempt's
     assert "on_tool_error for flaky call c2" in caplog.text
+
+
+async def test_a_tool_that_honours_cancellation_runs_in_the_callers_task() -> None:
+    # An async tool with a timeout runs in a task of its own, so one that swallows its
+    # cancellation can be answered at its timeout all the same; a tool that says it ends
+    # when cancelled (toolwire's MCP tools) runs inline, its timeout held all the same.
+    ran_in: list[Any] = []
+
+    async def where(text: str) -> str:
+        ran_in.append(asyncio.current_task())
+        await asyncio.sleep(0)
+        return text
+
+    def made(name: str, honours: bool, timeout: float = 5.0) -> Any:
+        meta = tw.ToolMetadata(timeout=timeout, honours_cancellation=honours)
+        return tw.raw_tool(name, "Where it runs.", {"type": "object"}, where, metadata=meta)
+
+    executor = tw.Executor(tools=[made("own", False), made("inline", True)], plugins=False)
+    for name in ("own", "inline"):
+        result = await executor.aexecute(tw.ToolCall("c", name, '{"text": "x"}'))
+        assert "x" == result.content
+    caller = asyncio.current_task()
+    assert [False, True] == [task is caller for task in ran_in]
+
+    @tw.tool_fn(metadata=tw.ToolMetadata(timeout=0.05, honours_cancellation=True))
+    async def claims_but_swallows(text: str) -> str:
+        """Says it honours cancellation, and does not."""
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.2)
+        return "late success"
+
+    late = tw.Executor(tools=[claims_but_swallows], plugins=False)
+    result = await late.aexecute(tw.ToolCall("c", "claims_but_swallows", '{"text": "x"}'))
+    # Held to its word: answered when it ended, but its late output is still refused.
+    assert result.is_error
+    assert "timed out after 0.05 s" in result.content
+    with pytest.raises(tw.ToolDefinitionError, match="honours_cancellation must be a bool"):
+        tw.ToolMetadata(honours_cancellation="yes")  # type: ignore[arg-type]

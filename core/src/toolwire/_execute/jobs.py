@@ -52,6 +52,7 @@ class _PreparedTool:
         "blocking",
         "gated",
         "hint",
+        "honours_cancellation",
         "injected",
         "is_async",
         "max_attempts",
@@ -82,6 +83,7 @@ class _PreparedTool:
         self.blocking = meta.blocking and not self.is_async
         self.run_alone = meta.run_alone
         self.timeout = meta.timeout
+        self.honours_cancellation = meta.honours_cancellation
         self.hint = meta.retry_hint
         self.max_attempts = meta.max_attempts
         missing_caps = meta.capabilities - ex._allowed

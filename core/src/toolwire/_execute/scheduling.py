@@ -26,9 +26,16 @@ logger = logging.getLogger("toolwire.execute")
 
 
 def may_stick(job: _Job) -> bool:
-    """An async tool with a timeout, run here: it may swallow its cancellation."""
+    """An async tool with a timeout, run here: it may swallow its cancellation (unless it
+    says it honours it)."""
     plan = job.plan
-    return plan is not None and plan.is_async and plan.timeout is not None and plan.remote is None
+    return (
+        plan is not None
+        and plan.is_async
+        and plan.timeout is not None
+        and plan.remote is None
+        and not plan.honours_cancellation
+    )
 
 
 class _Scheduling:
