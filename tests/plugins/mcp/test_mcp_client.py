@@ -123,6 +123,9 @@ def test_metadata_defaults_follow_the_spec() -> None:
     assert (soft.effect, soft.idempotent) == (tw.ToolEffect.MUTATING, True)
     lying = ToolAnnotations(read_only_hint=True, open_world_hint=False)
     assert metadata_for(lying, trust=False, timeout=10).effect is tw.ToolEffect.DESTRUCTIVE
+    # The call's body is toolwire's own and ends when cancelled: run in the caller's task,
+    # with the connection's deadline first and the executor's 5 s later as a backstop.
+    assert (True, 15.0) == (none.honours_cancellation, none.timeout)
 
 
 # -- calls: results, errors, faults -----------------------------------------------------------

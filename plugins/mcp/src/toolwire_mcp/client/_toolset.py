@@ -92,7 +92,7 @@ def metadata_for(
     annotations only of the servers it names.
     """
     a = annotations if trust else None
-    return metadata_from_mcp_hints(
+    made = metadata_from_mcp_hints(
         read_only=a.read_only_hint if a else None,
         destructive=a.destructive_hint if a else None,
         idempotent=a.idempotent_hint if a else None,
@@ -100,6 +100,9 @@ def metadata_for(
         timeout=timeout + 5.0,  # the connection's own deadline answers first, and says why
         source=f"mcp:{server}" if server else None,
     )
+    # The call's body is toolwire's own, and ends when cancelled (the SDK's courtesy
+    # cancel to the server has a deadline of its own): no task per call to watch it.
+    return attrs.evolve(made, honours_cancellation=True)
 
 
 def _body(conn: Connection, mcp_name: str) -> Callable[..., Any]:
@@ -231,6 +234,7 @@ def resource_tool(
             effect=ToolEffect.READ_ONLY,
             idempotent=True,
             timeout=conn.spec.timeout + 5.0,
+            honours_cancellation=True,
             source=f"mcp:{server}",
         ),
     )
