@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import math
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, ClassVar, Literal
 
@@ -61,6 +62,9 @@ MIN_POLL, MAX_POLL, DEFAULT_POLL = 0.05, 5.0, 1.0
 CANCEL_WAIT = 5.0
 #: Input requests answered for one task, at most (a server cannot ask forever).
 MAX_INPUT_ROUNDS = 100
+#: Seconds one request about a task (``tasks/get``, ``tasks/update``) may take, when the
+#: call gave no deadline of its own (the connection's scope holds the whole call).
+POLL_REQUEST_TIMEOUT = 60.0
 
 Status = Literal["working", "input_required", "completed", "failed", "cancelled"]
 
@@ -250,8 +254,11 @@ async def call_tool(
         if not final.is_error:  # checked against the tool's output schema, as call_tool does
             await client.session.validate_tool_result(name, final)
         return final
+    # No clock of the SDK's: the connection's own scope holds the call to its deadlines
+    # (the idle one, moved on by progress, and ``limit``), and a second clock costs a
+    # timer per call. A task the server answers with is polled with a deadline per request.
     result: types.CallToolResult = await client.call_tool(
-        name, arguments, read_timeout_seconds=limit, progress_callback=on_progress
+        name, arguments, read_timeout_seconds=math.inf, progress_callback=on_progress
     )
     return result
 
@@ -405,7 +412,7 @@ async def follow_task(
         pollIntervalMs=created.poll_interval_ms,
     )  # fmt: skip
     await follow.heard(current)
-    per = limit if limit is not None else 60.0
+    per = limit if limit is not None and math.isfinite(limit) else POLL_REQUEST_TIMEOUT
     answered: set[str] = set()
     rounds = 0
     done = False
