@@ -462,11 +462,15 @@ def test_adapter_validator_is_built_once() -> None:
 
 
 def test_raw_tool_validator_is_built_once() -> None:
-    tool = tw.raw_tool("r", "d", {})
+    tool = tw.raw_tool("r", "d", {"type": "object", "properties": {"a": {"type": "string"}}})
     tool.validate_json("{}")
-    first = tool._raw_validator
-    tool.validate_json("{}")
-    assert first is tool._raw_validator
+    first = tool._raw
+    with pytest.raises(ValueError, match="is not of type 'string'"):
+        tool.validate_json('{"a": 1}')  # not proven valid: the full validator says why
+    full = first._full if first is not None else None
+    tool.validate_json('{"a": "x"}')
+    assert (first, full) == (tool._raw, tool._raw._full if tool._raw else None)
+    assert full is not None
 
 
 def test_mismatch_names_what_keeps_a_result_from_answering_its_call() -> None:

@@ -14,6 +14,7 @@ import pytest
 from pydantic import BaseModel, Field, ValidationError
 
 import toolwire as tw
+import toolwire._strictjson
 import toolwire._toolfile
 import toolwire._tools
 
@@ -356,7 +357,7 @@ def test_raw_tool_arguments_nest_at_most_max_raw_nesting_deep(as_bytes: bool) ->
     # a deeper stack (a policy's fingerprint, a receipt); the limit is now the same wherever
     # the call is validated, as pydantic's parser has one for typed inputs.
     tool = tw.raw_tool("look", "Look.", ANY_Q)
-    limit = toolwire._tools.MAX_RAW_NESTING
+    limit = toolwire._strictjson.MAX_RAW_NESTING
     ok, deep = _nested(limit), _nested(limit + 1)
     assert {"q"} == set(tool.validate_json(ok.encode() if as_bytes else ok))
     with pytest.raises(ValidationError) as info:

@@ -32,14 +32,10 @@ from toolwire._metadata import (
 )
 from toolwire._schema.docstrings import attribute_docstrings, parse_docstring
 from toolwire._schema.neutral import check_raw_schema, clean_schema, model_schema
+from toolwire._schema.raw import RawCheck
 from toolwire._strictjson import (
-    MAX_RAW_NESTING,
     _finite_guard,
-    _loads_finite,
     _may_take_non_finite,
-    _nested_deeper,
-    _validation_error,
-    _validation_error_many,
 )
 
 __all__ = [
@@ -130,7 +126,7 @@ class Tool(Generic[InT, OutT]):
         "_origin",
         "_output_adapter",
         "_output_schema",
-        "_raw_validator",
+        "_raw",
         "_schema_descriptions",
         "_validate",
         "cache",
@@ -190,7 +186,7 @@ class Tool(Generic[InT, OutT]):
         self._schema_descriptions = schema_descriptions
         self._output_schema: Any = _MISSING
         self._definition: ToolDef | None = None
-        self._raw_validator: Any = None
+        self._raw: RawCheck | None = None
         self.cache = {}
         is_model = isinstance(input_type, type) and issubclass(input_type, BaseModel)
         # The model type whose instances call() spreads straight into the function.
@@ -318,57 +314,15 @@ class Tool(Generic[InT, OutT]):
         return cast("InT", it.model_validate(value))
 
     def _validate_raw(self, text: str | bytes) -> dict[str, Any]:
-        if _nested_deeper(text, MAX_RAW_NESTING):
-            # Deterministic, as pydantic's parser is for typed inputs: a structure this deep
-            # would otherwise pass here and break later (a fingerprint, a receipt, a hook),
-            # wherever the stack happens to be deeper.
-            raise _validation_error(
-                self.name,
-                "json_invalid",
-                f"Invalid JSON: arrays and objects nested more than {MAX_RAW_NESTING} deep",
-                (),
-                text,
-            )
-        try:
-            value = _loads_finite(text)
-        except (ValueError, TypeError) as exc:
-            raise _validation_error(
-                self.name, "json_invalid", f"Invalid JSON: {exc}", (), text
-            ) from None
-        except RecursionError:
-            # Bad model output is data: nesting too deep for the parser is invalid JSON here.
-            raise _validation_error(
-                self.name, "json_invalid", "Invalid JSON: nested too deeply", (), text
-            ) from None
-        return self._validate_raw_value(value)
+        return self._raw_check().text(text)
 
     def _validate_raw_value(self, value: Any) -> dict[str, Any]:
-        if self._raw_validator is None:
-            import jsonschema
+        return self._raw_check().value(value)
 
-            self._raw_validator = jsonschema.Draft202012Validator(dict(self.input_schema))
-        try:
-            if self._raw_validator.is_valid(value):
-                return cast("dict[str, Any]", value)
-            errors = sorted(
-                self._raw_validator.iter_errors(value), key=lambda e: [str(p) for p in e.path]
-            )
-        except RecursionError:
-            raise _validation_error(
-                self.name, "json_schema", "arguments are nested too deeply", (), value
-            ) from None
-        if errors:
-            details = [
-                {
-                    "type": "json_schema",
-                    "loc": tuple(e.absolute_path),
-                    "msg": e.message,
-                    "input": e.instance,
-                }
-                for e in errors
-            ]
-            raise _validation_error_many(self.name, details)
-        return cast("dict[str, Any]", value)
+    def _raw_check(self) -> RawCheck:
+        if self._raw is None:
+            self._raw = RawCheck(self.name, self.input_schema)
+        return self._raw
 
     def dump_input(self, value: InT) -> str:
         """Compact JSON text of an input (used when a hook edits it)."""
