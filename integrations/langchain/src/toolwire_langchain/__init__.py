@@ -37,6 +37,7 @@ The principal is ``principal_from(request)`` (default: the run's ``context`` whe
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
@@ -142,23 +143,51 @@ class ToolwireMiddleware(AgentMiddleware):
         if isinstance(made, ToolMessage):
             return made
         tool, held = made
-
-        def proceed(arguments: dict[str, Any]) -> Any:
-            return _content(handler(_with_args(request, arguments)), held)
-
-        if held.get("native"):
-            proceed = None  # type: ignore[assignment]  # a toolwire tool: the executor runs it
-
         options = self._options(request)
-        outcome = self.governor.run(tool, request.tool_call["args"], proceed, **options)
+        outcome = self._run(tool, request, handler, held, options)
         if outcome.status == "approval":
             refused = self._ask(request, outcome)
             if refused is not None:
                 return _refusal(request, refused)
-            outcome = self.governor.run(tool, request.tool_call["args"], proceed, **options)
+            outcome = self._run(tool, request, handler, held, options)
         elif queued_request(outcome, tool.name) is not None and not self._wait(request, outcome):
-            outcome = self.governor.run(tool, request.tool_call["args"], proceed, **options)
+            outcome = self._run(tool, request, handler, held, options)
         return _answer(request, outcome, held)
+
+    def _run(
+        self,
+        tool: tw.Tool[Any, Any],
+        request: ToolCallRequest,
+        handler: _Handler,
+        held: dict[str, Any],
+        options: dict[str, Any],
+    ) -> Governed:
+        """One sync call decided, and LangChain's tool run here, in LangGraph's thread with
+        no loop running (as it runs without toolwire), between the decision and its end."""
+        if held.get("native"):  # a toolwire tool: the executor runs it
+            return self.governor.run(tool, request.tool_call["args"], None, **options)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:  # a loop runs in this thread: the governor decides on a thread of its own
+            return self.governor.run(
+                tool,
+                request.tool_call["args"],
+                lambda arguments: _content(handler(_with_args(request, arguments)), held),
+                **options,
+            )
+        started = self.governor.begin(tool, request.tool_call["args"], **options)
+        if isinstance(started, Governed):
+            return started
+        try:
+            answer = _content(handler(_with_args(request, started.arguments)), held)
+        except BaseException as exc:
+            if not isinstance(exc, Exception):
+                started.cancel()
+                raise
+            return started.finish(error=exc)
+        return started.finish(answer)
 
     async def awrap_tool_call(self, request: ToolCallRequest, handler: _AsyncHandler) -> Any:
         made = self._prepare(request)
