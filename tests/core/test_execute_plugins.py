@@ -118,6 +118,20 @@ def test_a_policy_registered_after_the_executor_was_made_still_sees_results() ->
     assert "[redacted]-k" == executor.execute(_call()).content
 
 
+def test_the_policy_view_sees_a_policy_registered_after_it_was_made() -> None:
+    # The policy-only view (plugins=False on a host) works out the policies' result hooks
+    # once per change of the host's pipeline, not once per result: a change still counts.
+    from toolwire._plugins.policy_host import PolicyHost
+
+    host = _host()
+    view = PolicyHost(host)
+    assert "secret-k" == tw.Executor(plugins=view).execute(_call()).content
+    host.register(Redactor(), "pack")  # a tool pack's hook: not the policies'
+    assert "secret-k" == tw.Executor(plugins=view).execute(_call()).content
+    host.register(Redactor(), "corp", kind="policy")
+    assert "[redacted]-k" == tw.Executor(plugins=view).execute(_call()).content
+
+
 def test_a_policy_registered_after_the_agent_was_made_still_decides() -> None:
     host = _host()
     provider = TestProvider(

@@ -31,10 +31,12 @@ class PolicyHost:
     the default host: dropping tool packs never drops a policy.
     """
 
-    __slots__ = ("host",)
+    __slots__ = ("_policies", "_seen", "host")
 
     def __init__(self, host: PluginHost) -> None:
         self.host = host
+        self._seen: tuple[_ResultHook, ...] | None = None
+        self._policies: tuple[_ResultHook, ...] = ()
 
     def __repr__(self) -> str:
         return f"<PolicyHost of {self.host!r}>"
@@ -63,7 +65,13 @@ class PolicyHost:
         return toolset
 
     def _result_pipeline(self) -> tuple[_ResultHook, ...]:
-        return tuple(h for h in self.host._result_pipeline() if h.policy)
+        # Asked for every result: the policies' part worked out again only when the host's
+        # pipeline changed (a plugin registered or unregistered makes a new one).
+        full = self.host._result_pipeline()
+        if full is not self._seen:
+            self._policies = tuple(h for h in full if h.policy)
+            self._seen = full
+        return self._policies
 
     def tool_result(
         self, call: TypedCall[Any], result: ToolResult, context: HookContext | None = None
