@@ -242,7 +242,7 @@ async def call_tool(
     task's statuses, and no request is held open for the whole call), else as an ordinary
     call, whose task, if a 2026-07-28 server answers with one, :class:`TasksExtension`
     follows."""
-    legacy = client.protocol_version not in MODERN_PROTOCOL_VERSIONS
+    legacy = support is not None and client.protocol_version not in MODERN_PROTOCOL_VERSIONS
     if legacy and support == "optional" and runs_task_calls(client.server_capabilities):
         support = "required"
     if support == "required" and legacy:
