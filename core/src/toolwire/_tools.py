@@ -6,6 +6,7 @@ import inspect
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import (
+    TYPE_CHECKING,
     Annotated,
     Any,
     Generic,
@@ -32,11 +33,13 @@ from toolwire._metadata import (
 )
 from toolwire._schema.docstrings import attribute_docstrings, parse_docstring
 from toolwire._schema.neutral import check_raw_schema, clean_schema, model_schema
-from toolwire._schema.raw import RawCheck
 from toolwire._strictjson import (
     _finite_guard,
     _may_take_non_finite,
 )
+
+if TYPE_CHECKING:
+    from toolwire._schema.raw import RawCheck
 
 __all__ = [
     "Selector",
@@ -321,6 +324,8 @@ class Tool(Generic[InT, OutT]):
 
     def _raw_check(self) -> RawCheck:
         if self._raw is None:
+            from toolwire._schema.raw import RawCheck  # on a raw tool's first call only
+
             self._raw = RawCheck(self.name, self.input_schema)
         return self._raw
 
