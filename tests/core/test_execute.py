@@ -603,18 +603,25 @@ def test_an_interceptor_is_checked_once_and_a_wrong_one_every_time(
     assert [two, one, one, one] == read
 
 
-async def test_a_tool_that_swallows_cancellation_still_times_out() -> None:
-    # Attack (#11.18): the tool caught the cancellation, ran on past its timeout and
-    # returned; its late output was committed as a success.
-    @tw.tool_fn(timeout=0.05)
-    async def stubborn(text: str) -> str:
+def _swallowing(name: str, grace: float, **metadata: Any) -> Any:
+    """An async tool that catches its cancellation and goes on ``grace`` seconds."""
+
+    async def body(text: str) -> str:
         """Ignore cancellation."""
         try:
             await asyncio.sleep(5)
         except asyncio.CancelledError:
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(grace)
         return "late success"
 
+    body.__name__ = name
+    return tw.tool_fn(body, metadata=tw.ToolMetadata(**metadata))
+
+
+async def test_a_tool_that_swallows_cancellation_still_times_out() -> None:
+    # Attack (#11.18): the tool caught the cancellation, ran on past its timeout and
+    # returned; its late output was committed as a success.
+    stubborn = _swallowing("stubborn", 0.1, timeout=0.05)
     executor = tw.Executor(tools=[stubborn], plugins=False)
     result = await executor.aexecute(tw.ToolCall("c1", "stubborn", '{"text": "x"}'))
     assert result.is_error
@@ -987,15 +994,9 @@ async def test_a_tool_that_honours_cancellation_runs_in_the_callers_task() -> No
     caller = asyncio.current_task()
     assert [False, True] == [task is caller for task in ran_in]
 
-    @tw.tool_fn(metadata=tw.ToolMetadata(timeout=0.05, honours_cancellation=True))
-    async def claims_but_swallows(text: str) -> str:
-        """Says it honours cancellation, and does not."""
-        try:
-            await asyncio.sleep(5)
-        except asyncio.CancelledError:
-            await asyncio.sleep(0.2)
-        return "late success"
-
+    # Says it honours cancellation, and does not.
+    claims_but_swallows = _swallowing("claims_but_swallows", 0.2, timeout=0.05,
+                                      honours_cancellation=True)  # fmt: skip
     late = tw.Executor(tools=[claims_but_swallows], plugins=False)
     result = await late.aexecute(tw.ToolCall("c", "claims_but_swallows", '{"text": "x"}'))
     # Held to its word: answered when it ended, but its late output is still refused.
