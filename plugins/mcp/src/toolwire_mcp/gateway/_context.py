@@ -56,7 +56,8 @@ class MCPCallContext:
     (a sync tool cannot wait for the network). ``log`` and ``progress`` never raise: a
     client that is gone, or did not ask for logs or progress, is not the tool's failure.
     ``elicit`` and ``sample`` ask the client something and wait for the answer; they
-    raise when the client cannot be asked.
+    raise when the client cannot be asked. ``continue_as_task`` answers a client that
+    takes tasks with the call's task, and the call goes on in it.
     """
 
     __slots__ = ("_ctx",)
