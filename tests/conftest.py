@@ -141,15 +141,10 @@ def postgres_url() -> Iterator[str]:
     its own (``bench._postgres``), with the database ``toolwire`` (each test uses a
     database of its own through :func:`fresh_database`)."""
     pytest.importorskip("psycopg")
-    import importlib.util
+    from _by_path import load
 
     # The benchmark's own helper, by its path (``bench`` here is tests/bench).
-    where = Path(__file__).parents[1] / "bench" / "_postgres.py"
-    spec = importlib.util.spec_from_file_location("toolwire_bench_postgres", where)
-    assert spec is not None
-    assert spec.loader is not None
-    helper = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(helper)
+    helper = load("toolwire_bench_postgres", Path("bench/_postgres.py"))
     available, postgres = helper.available, helper.postgres
     if not available():
         if os.environ.get("CI"):

@@ -3,26 +3,19 @@ release workflow a maintainer runs unchanged."""
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from _by_path import load
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _tool() -> Any:
-    spec = importlib.util.spec_from_file_location("release_tool", ROOT / "tools" / "release.py")
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["release_tool"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load("release_tool", Path("tools/release.py"), register=True)
 
 
 release = _tool()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime
-import importlib.util
 import json
 import uuid
 from pathlib import Path
@@ -11,6 +10,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from _by_path import load
 from pydantic import BaseModel, Field
 
 import toolwire as tw
@@ -18,13 +18,7 @@ from toolwire.providers.test import TestProvider, example_arguments
 
 
 def _fixture_tools() -> ModuleType:
-    path = Path(__file__).parents[2] / "bench" / "fixture_tools.py"
-    spec = importlib.util.spec_from_file_location("toolwire_fixture_tools", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load("toolwire_fixture_tools", Path("bench/fixture_tools.py"))
 
 
 FIXTURE = _fixture_tools()

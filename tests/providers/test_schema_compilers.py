@@ -6,7 +6,6 @@ A workspace test: it needs the three provider distributions installed."""
 from __future__ import annotations
 
 import enum
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
@@ -14,6 +13,7 @@ from typing import Annotated, Any, Literal
 
 import jsonschema
 import pytest
+from _by_path import load
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field, TypeAdapter
@@ -68,13 +68,7 @@ def check_for(
 
 
 def _load_fixture() -> ModuleType:
-    path = Path(__file__).resolve().parents[2] / "bench" / "fixture_tools.py"
-    spec = importlib.util.spec_from_file_location("_compile_fixture_tools", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load("_compile_fixture_tools", Path("bench/fixture_tools.py"))
 
 
 FIXTURE = _load_fixture()

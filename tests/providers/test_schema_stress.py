@@ -27,7 +27,6 @@ from __future__ import annotations
 import copy
 import datetime as dt
 import enum
-import importlib.util
 import re
 import uuid
 from collections.abc import Iterator, Mapping
@@ -37,6 +36,7 @@ from typing import Annotated, Any, Literal
 
 import jsonschema
 import pytest
+from _by_path import load
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from toolwire import raw_tool, tool_fn
@@ -144,13 +144,7 @@ HARD = [maps, tree, unions, pets, shapes, formats, bounds, money]
 
 
 def _fixture_functions() -> list[Any]:
-    path = Path(__file__).resolve().parents[2] / "bench" / "fixture_tools.py"
-    spec = importlib.util.spec_from_file_location("_stress_fixture_tools", path)
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return list(module.TOOL_FUNCTIONS)
+    return list(load("_stress_fixture_tools", Path("bench/fixture_tools.py")).TOOL_FUNCTIONS)
 
 
 def _open(tool: Tool[Any, Any]) -> Tool[Any, Any]:
