@@ -360,28 +360,26 @@ class TaskServer(Server):
 def install_tasks(
     server: Any,
     approval_wait: float,
-    is_task_tool: Callable[[str], bool],
+    long_running: Callable[[str], bool],
     store: TaskStore | None = None,
     *,
     task_only: Callable[[str], bool] = lambda name: False,
-    long_running: Callable[[str], bool] | None = None,
 ) -> TaskStore:
     """Serve tasks on ``server`` (the module docstring): the extension is declared, a
-    middleware answers a task tool's call (``is_task_tool(name)``), or a call that starts
-    to wait for its approvers, with a task, and ``tasks/get``, ``tasks/update`` and
+    middleware answers a long-running tool's call (``long_running(name)``), or a call that
+    starts to wait for its approvers, with a task, and ``tasks/get``, ``tasks/update`` and
     ``tasks/cancel`` are answered, each only to a request that declares the extension;
-    for a 2025-11-25 client, a task tool's call with ``task`` is a task, followed with
-    ``tasks/get``, ``tasks/result`` and ``tasks/cancel``. A tool ``task_only(name)`` says
-    is served only as a task: a call that cannot be one is refused, saying so.
+    for a 2025-11-25 client, a call with ``task`` of a long-running or task-only tool is a
+    task, followed with ``tasks/get``, ``tasks/result`` and ``tasks/cancel``. A tool
+    ``task_only(name)`` says is served only as a task: a call that cannot be one is
+    refused, saying so.
 
-    On 2026-07-28 a call is a task from its start when its tool is ``long_running(name)``
-    (default: ``is_task_tool``); a task-only tool that is not runs in the call until it
-    becomes one (its tool's ``continue_as_task()``, a question, an approval wait), so it
-    may first gather input in rounds of the call (SEP-2663's MRTR composition), and a
+    On 2026-07-28 a task-only tool that is not long-running runs in the call until it
+    becomes a task (its tool's ``continue_as_task()``, a question, an approval wait), so
+    it may first gather input in rounds of the call (SEP-2663's MRTR composition), and a
     call of it that ends before is answered as a task already completed."""
     tasks = store if store is not None else TaskStore()
     ttl = max(approval_wait, 0.0) + KEEP
-    at_start = long_running if long_running is not None else is_task_tool
 
     async def middleware(ctx: Any, call_next: Any) -> Any:
         if ctx.method != "tools/call":
@@ -394,7 +392,7 @@ def install_tasks(
                     raise _missing_extension()
                 return await call_next(ctx)
             legacy, kept = False, ttl
-            now = at_start(tool)
+            now = long_running(tool)
             if not now and approval_wait <= 0 and not task_only(tool):
                 return await call_next(ctx)  # it cannot become a task: as it always was
         else:
@@ -407,7 +405,7 @@ def install_tasks(
                     f"`{tool}` runs only as a task: call it with `task` (its taskSupport "
                     "is required)",
                 )
-            if not isinstance(asked, Mapping) or not is_task_tool(tool):
+            if not isinstance(asked, Mapping) or not (task_only(tool) or long_running(tool)):
                 return await call_next(ctx)
             legacy, kept, now = True, _legacy_ttl(asked, ttl), True
         offer = TaskOffer(tasks, principal_key(ctx), tool, kept, legacy=legacy)

@@ -573,9 +573,8 @@ def build_server(
         install_tasks(
             server,
             approval_wait,
-            lambda name: name in only or _is_task_tool(tools.get(name)),
+            lambda name: _is_task_tool(tools.get(name)),
             task_only=only.__contains__,
-            long_running=lambda name: _is_task_tool(tools.get(name)),
         )
         missing = sorted(n for n in only if tools.get(n) is None)
         if missing:  # a name that matches nothing is said, as a policy rule's is
