@@ -4,6 +4,8 @@ without the loop's poll, and everything else runs as asyncio's own loop runs it.
 from __future__ import annotations
 
 import asyncio
+import gc
+import logging
 import selectors
 import sys
 import threading
@@ -89,6 +91,35 @@ def test_an_error_and_an_interrupt_leave_the_loop_reusable() -> None:
     # No stop left queued by the interrupted run: the next run goes to its end.
     for _ in range(sync.MAX_IDLE + 1):
         assert "fine" == sync.run_on_pooled_loop(fine())
+
+
+def test_an_interrupt_goes_up_to_the_caller_and_is_not_logged_as_never_retrieved(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    async def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    with caplog.at_level(logging.ERROR, logger="asyncio"):
+        with pytest.raises(KeyboardInterrupt):
+            sync.run_on_pooled_loop(interrupted())
+        gc.collect()
+    assert "never retrieved" not in caplog.text
+
+
+def test_a_run_given_its_task_ends_with_it_and_leaves_nothing_queued() -> None:
+    loop = sync.take_loop()
+    try:
+
+        async def answer() -> int:
+            await asyncio.sleep(0)
+            return 7
+
+        task = loop.create_task(answer())
+        sync.run_until_stopped(loop, task)
+        assert 7 == task.result()
+        assert not loop._ready  # type: ignore[attr-defined]  # no stop left for the next run
+    finally:
+        sync.give_loop(loop)
 
 
 def test_a_loop_of_another_class_runs_by_its_own_run_forever(

@@ -80,12 +80,10 @@ def run_on_pooled_loop(coro: Coroutine[Any, Any, _T]) -> _T:
     """Run ``coro`` to its end on a loop of the pool."""
     with pooled_loop() as loop:
         task = loop.create_task(coro)
-        task.add_done_callback(stop_when_done)
         try:
             while not task.done():  # a stop from elsewhere (a tool's) does not end the run
-                run_until_stopped(loop)
+                run_until_stopped(loop, task)
         except BaseException:
-            task.remove_done_callback(stop_when_done)
             if not task.done():
                 task.cancel()  # give_loop waits for it to end
             raise
@@ -101,22 +99,46 @@ def stop_when_done(task: asyncio.Future[Any]) -> None:
     task.get_loop().stop()
 
 
-def run_until_stopped(loop: asyncio.AbstractEventLoop) -> None:
-    """``loop.run_forever()`` (until something calls ``loop.stop()``), with what is ready
-    run first without polling: only when nothing is ready and the loop was not stopped
-    (the run waits for I/O or a timer) does asyncio's own ``run_forever`` take over. For
-    a loop of the pool, not running; any other loop (uvloop's, a loop in debug mode)
-    runs as ``run_forever`` runs it."""
-    if type(loop) is asyncio.SelectorEventLoop and not loop.get_debug() and _run_ready(loop):
+def run_until_stopped(
+    loop: asyncio.AbstractEventLoop, task: asyncio.Future[Any] | None = None
+) -> None:
+    """``loop.run_forever()`` until something calls ``loop.stop()`` or ``task`` (when
+    given) is done, with what is ready run first without polling: only when nothing is
+    ready and the run has not ended (it waits for I/O or a timer) does asyncio's own
+    ``run_forever`` take over. For a loop of the pool, not running; any other loop
+    (uvloop's, a loop in debug mode) runs as ``run_forever`` runs it."""
+    try:
+        if (
+            type(loop) is asyncio.SelectorEventLoop
+            and not loop.get_debug()
+            and _run_ready(loop, task)
+        ):
+            return
+    except BaseException:
+        # What the task ended in (KeyboardInterrupt, SystemExit) goes up from here: it is
+        # the caller's now, not a "never retrieved" task's.
+        if task is not None and task.done() and not task.cancelled():
+            task.exception()
+        raise
+    if task is None:
+        loop.run_forever()
         return
-    loop.run_forever()
+    if task.done():
+        return
+    # The task's end stops the loop (a callback of its own, only on this path: what never
+    # waits ends without it, one loop step fewer).
+    task.add_done_callback(stop_when_done)
+    try:
+        loop.run_forever()
+    finally:
+        task.remove_done_callback(stop_when_done)
 
 
-def _run_ready(loop: Any) -> bool:
+def _run_ready(loop: Any, task: asyncio.Future[Any] | None) -> bool:
     """Run ``loop``'s ready callbacks in its order, marked running in this thread as
-    ``run_forever`` marks it, until it is stopped (True) or it has nothing ready or a
-    timer is set (False: it must poll). A timer is left to the loop, which runs due ones
-    between its rounds of callbacks."""
+    ``run_forever`` marks it, until it is stopped or ``task`` is done (True) or it has
+    nothing ready or a timer is set (False: it must poll). A timer is left to the loop,
+    which runs due ones between its rounds of callbacks."""
     ready = loop._ready
     hooks = sys.get_asyncgen_hooks()
     loop._thread_id = threading.get_ident()
@@ -125,14 +147,19 @@ def _run_ready(loop: Any) -> bool:
         firstiter=loop._asyncgen_firstiter_hook, finalizer=loop._asyncgen_finalizer_hook
     )
     try:
-        while ready and not loop._stopping and not loop._scheduled:
-            handle = ready.popleft()
-            if not handle._cancelled:
-                handle._run()
-        stopped: bool = loop._stopping
-        if stopped:
-            loop._stopping = False
-        return stopped
+        if task is None:
+            while ready and not loop._stopping and not loop._scheduled:
+                handle = ready.popleft()
+                if not handle._cancelled:
+                    handle._run()
+        else:
+            while ready and not loop._stopping and not loop._scheduled and not task.done():
+                handle = ready.popleft()
+                if not handle._cancelled:
+                    handle._run()
+        ended: bool = loop._stopping or (task is not None and task.done())
+        loop._stopping = False
+        return ended
     finally:
         loop._thread_id = None
         asyncio.events._set_running_loop(None)
