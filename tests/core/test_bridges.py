@@ -93,6 +93,44 @@ def test_an_approval_is_bound_to_the_arguments_and_spent_once(governor: Governor
     assert [{"to": "bob"}] == ran
 
 
+def test_calls_at_once_each_get_the_key_of_their_own_arguments(governor: Governor) -> None:
+    # One context is shared by the calls of a principal and session: the key a call needs
+    # is its own, however its decision interleaves with another's.
+    tool = governor.foreign_tool("send_mail", "Send.", SCHEMA)
+
+    async def both() -> list[Governed]:
+        async def proceed(a: dict[str, Any]) -> str:
+            await asyncio.sleep(0)
+            return "sent"
+
+        return await asyncio.gather(
+            *(governor.arun(tool, {"to": to}, proceed, session_id="s") for to in ("bob", "eve"))
+        )
+
+    bob, eve = asyncio.run(both())
+    assert ("approval", "approval") == (bob.status, eve.status)
+    assert bob.approval != eve.approval
+    governor.approve(str(eve.approval))
+    assert "approval" == run(governor, "send_mail", {"to": "bob"}, lambda a: "sent").status
+    assert "ok" == run(governor, "send_mail", {"to": "eve"}, lambda a: "sent").status
+
+
+def test_what_the_hooks_are_given_besides_the_call_is_read_only(policy: Decides) -> None:
+    class Writes:
+        @tw.hookimpl
+        def toolwire_tool_decision(self, call: tw.TypedCall[Any], context: tw.HookContext) -> Any:
+            context.extra["toolwire.approved"] = {"sha256:" + tw.call_fingerprint(call)}  # type: ignore[index]
+            return None
+
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    host.register(policy, "corp", kind="policy")
+    host.register(Writes(), "writes", kind="policy")  # asked first (pluggy: last in, first)
+    governor = Governor("testframe", plugins=host)
+    out = run(governor, "send_mail", {"to": "bob"}, lambda a: pytest.fail("ran"))
+    assert not out.ran  # the plugin could not approve this call (nor every one after it)
+    assert "failed" in out.content
+
+
 def test_a_rewrite_the_framework_cannot_pass_is_refused(governor: Governor) -> None:
     out = run(governor, "shout", {"to": "bob"}, lambda a: pytest.fail("ran"), rewrite=False)
     assert "refused" == out.status
@@ -520,3 +558,9 @@ def test_an_approval_question_shows_every_argument_or_is_not_asked() -> None:
     assert '"to": "bob"' in shown
     assert "\x1b" not in shown  # control characters escaped, as every question shows them
     assert approval_question("send_mail", {"body": "x" * 100_000}, "r") is None
+
+
+@pytest.mark.parametrize("who", [{"subject": "alice"}, "alice", ["alice"]])
+def test_what_is_no_principal_is_a_usage_error(governor: Governor, who: Any) -> None:
+    with pytest.raises(tw.UsageError, match="principal"):
+        run(governor, "read", {"to": "bob"}, lambda a: pytest.fail("ran"), principal=who)

@@ -18,6 +18,7 @@ import concurrent.futures
 import contextvars
 import sys
 import threading
+import types
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Literal
 
@@ -36,7 +37,6 @@ from toolwire._sync import (
     give_loop,
     run_on_pooled_loop,
     run_until_stopped,
-    stop_when_done,
     take_loop,
 )
 from toolwire._tools import Tool, raw_tool, tool_of
@@ -257,7 +257,6 @@ class Underway:
         self._task = task
         self._here = here
         self.arguments: dict[str, Any] = {}
-        task.add_done_callback(stop_when_done)  # the call ended: the caller's run returns
 
     def __repr__(self) -> str:
         return f"<Underway {'ended' if self._loop is None else 'running'}>"
@@ -267,9 +266,9 @@ class Underway:
         it) or the call ends (False)."""
         loop, here = self._loop, self._here
         assert loop is not None
-        # Until the body asks or the call ends (each stops the loop): no waiter task, no
+        # Until the body asks (it stops the loop) or the call ends: no waiter task, no
         # more loop steps than the call's own.
-        run_until_stopped(loop)
+        run_until_stopped(loop, self._task)
         if self._task.done() or here.wanted is None:
             return False
         self.arguments = dict(here.wanted[0])
@@ -280,8 +279,7 @@ class Underway:
         assert loop is not None
         try:
             if not self._task.done():
-                run_until_stopped(loop)  # until the call ends (its done callback stops it)
-            self._task.remove_done_callback(stop_when_done)
+                run_until_stopped(loop, self._task)  # until the call ends
             if not self._task.done():  # as run_until_complete says it
                 raise UsageError("the event loop was stopped before the call ended")
             return self._task.result()
@@ -315,7 +313,6 @@ class Underway:
         """The framework did not run the tool: the call ends, nothing recorded as its result."""
         loop, self._loop = self._loop, None
         if loop is not None:
-            self._task.remove_done_callback(stop_when_done)
             self._task.cancel()
             give_loop(loop)
 
@@ -372,6 +369,13 @@ class Governor:
         self._approved: set[str] = set()
         self._lock = threading.Lock()
         self._tools: dict[tuple[str, str, str, ToolMetadata, str | None], Tool[Any, Any]] = {}
+        # What every call's hooks are given besides who and where (one mapping, read-only:
+        # the call's own approval state is found through _CURRENT), and the contexts made
+        # of it, one per principal, session and model seen (bounded).
+        self._extra: Mapping[str, Any] = types.MappingProxyType(
+            {FRAMEWORK: framework, _APPROVED: _Spent(self), _APPROVER: _ask_the_bridge}
+        )
+        self._contexts: dict[tuple[Any, ...], HookContext] = {}
 
     def __repr__(self) -> str:
         return f"<Governor {self.framework!r}>"
@@ -500,7 +504,7 @@ class Governor:
         holder.inline = _INLINE.get()
         if holder.inline is not None:
             _INLINE.set(None)
-        context = self._context(holder, principal, session_id, model)
+        context = self._context(principal, session_id, model)
         try:
             typed = TypedCall(call, tool, tool.validate_json(text))
         except Exception as exc:
@@ -609,22 +613,34 @@ class Governor:
         finally:
             _INLINE.reset(token)
 
-    def _context(
-        self, holder: _Holder, principal: Principal | None, session_id: str, model: str
-    ) -> HookContext:
-        def approver(call: TypedCall[Any], reason: str) -> bool:
-            # Asked only when the policy needs a person and no approval it holds fits:
-            # the bridge pauses in its framework's way, with the key that approves it.
-            holder.approval = ("sha256:" + call_fingerprint(call), reason)
-            return False
+    def _context(self, principal: Principal | None, session_id: str, model: str) -> HookContext:
+        who = principal or self.principal
+        key = (who, session_id, model)
+        try:
+            found = self._contexts.get(key)
+        except TypeError:  # not a principal (HookContext says so) or an odd session id
+            return HookContext(
+                app=self.app, session_id=session_id, model=model, principal=who, extra=self._extra
+            )
+        if found is None:
+            found = HookContext(
+                app=self.app, session_id=session_id, model=model, principal=who, extra=self._extra
+            )
+            with self._lock:
+                if len(self._contexts) >= 1024:  # sessions come and go: bounded
+                    self._contexts.clear()
+                self._contexts[key] = found
+        return found
 
-        return HookContext(
-            app=self.app,
-            session_id=session_id,
-            model=model,
-            principal=principal or self.principal,
-            extra={FRAMEWORK: self.framework, _APPROVED: _Spent(self), _APPROVER: approver},
-        )
+
+def _ask_the_bridge(call: TypedCall[Any], reason: str) -> bool:
+    """The approver a governed call's policies ask, only when the policy needs a person and
+    no approval it holds fits: the bridge pauses in its framework's way, with the key that
+    approves it (its call's, found in the context the call is decided in)."""
+    holder = _CURRENT.get(None)
+    if holder is not None:
+        holder.approval = ("sha256:" + call_fingerprint(call), reason)
+    return False
 
 
 class _Spent:
@@ -674,7 +690,7 @@ def principal_of(found: Any) -> Principal | None:
     """A principal as a framework's run carries it: a :class:`~toolwire.Principal`, a
     subject (a non-empty string), or a mapping with ``subject`` (and ``groups``), as a
     run's serialisable inputs or state hold it; anything else is nobody (None)."""
-    if isinstance(found, Principal):
+    if found is None or isinstance(found, Principal):
         return found
     if isinstance(found, str) and found:
         return Principal(found)
@@ -689,7 +705,7 @@ def principal_of(found: Any) -> Principal | None:
 def principal_in(container: Any) -> Principal | None:
     """The principal a framework's run context holds: the context itself when it is one,
     else what it holds under the key or attribute ``principal`` (:func:`principal_of`)."""
-    if isinstance(container, Principal):
+    if container is None or isinstance(container, Principal):
         return container
     if isinstance(container, Mapping):
         return principal_of(container.get("principal"))
