@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import ToolMessage
@@ -76,8 +76,13 @@ def default_principal(request: ToolCallRequest) -> tw.Principal | None:
     found = principal_in(getattr(runtime, "context", None))
     if found is not None:
         return found
-    config = getattr(runtime, "config", None) or {}
-    return principal_in(config.get("configurable") if isinstance(config, Mapping) else None)
+    config = getattr(runtime, "config", None)
+    return principal_in(config.get("configurable") if _is_mapping(config) else None)
+
+
+def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    """A mapping (LangGraph's config and its parts are dicts: the common case first)."""
+    return type(value) is dict or isinstance(value, Mapping)
 
 
 class _Failed(Exception):
@@ -101,6 +106,7 @@ _MCP_HINT_KEYS = (
     "idempotent_hint",
     "open_world_hint",
 )
+_MCP_HINTS = frozenset(_MCP_HINT_KEYS)
 
 
 class ToolwireMiddleware(AgentMiddleware):
@@ -230,7 +236,7 @@ class ToolwireMiddleware(AgentMiddleware):
             return base.toolwire_tool, {"native": True}
         meta = base.metadata or {}
         hint = meta.get("effect") if isinstance(meta, Mapping) else None
-        mcp = isinstance(meta, Mapping) and any(k in meta for k in _MCP_HINT_KEYS)
+        mcp = bool(meta) and isinstance(meta, Mapping) and not _MCP_HINTS.isdisjoint(meta)
         server: str | None = None
         own: str | None = None
         try:
@@ -274,9 +280,9 @@ class ToolwireMiddleware(AgentMiddleware):
         return schema
 
     def _options(self, request: ToolCallRequest) -> dict[str, Any]:
-        config = getattr(request.runtime, "config", None) or {}
-        configurable = config.get("configurable") if isinstance(config, Mapping) else None
-        thread = configurable.get("thread_id") if isinstance(configurable, Mapping) else None
+        config = getattr(request.runtime, "config", None)
+        configurable = config.get("configurable") if _is_mapping(config) else None
+        thread = configurable.get("thread_id") if _is_mapping(configurable) else None
         return {
             "call_id": request.tool_call.get("id") or "",
             "principal": self.principal_from(request) or self.principal,
