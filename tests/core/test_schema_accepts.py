@@ -165,3 +165,57 @@ def test_a_raw_tool_accepts_and_refuses_as_the_full_validator_says() -> None:
         tool.validate_json('{"count": 2}')
     with pytest.raises(Exception, match="Additional properties are not allowed"):
         tool.validate_json('{"name": "x", "other": 1}')
+
+
+WIDE = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.floats(allow_nan=True, allow_infinity=True),
+        st.text(),
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+def _either(check: Any, how: str, text: str) -> Any:
+    try:
+        return ("ok", getattr(check, how)(text))
+    except Exception as exc:
+        return ("refused", str(exc))
+
+
+@settings(max_examples=1000, deadline=None)
+@given(arguments=st.dictionaries(st.text(max_size=3), WIDE, max_size=4))
+@example(arguments={"a": float("nan")})
+@example(arguments={"a": float("-inf")})
+@example(arguments={"a": 10**40, "b": -(10**40), "c": 1e308, "d": 5e-324})
+@example(arguments={"a": ["x"] * 3, "b": {"c": {"d": '\u00e9\U0001f600\n"\\'}}})
+@example(arguments={"deep": [[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]})
+def test_arguments_toolwire_wrote_are_read_as_the_strict_parse_reads_them(
+    arguments: dict[str, Any],
+) -> None:
+    # A bridge's mapping, written with to_json, is read by the quicker parser
+    # (RawCheck.written): the same value, the same refusal, the same words.
+    import pydantic_core
+
+    from toolwire._schema.raw import RawCheck
+
+    text = pydantic_core.to_json(arguments).decode()
+    check = RawCheck("t", {"type": "object"})
+    assert _either(check, "text", text) == _either(check, "written", text)
+
+
+@pytest.mark.parametrize("depth", [200, 201, 260])
+def test_arguments_toolwire_wrote_nested_past_the_limit_are_refused_as_the_models_are(
+    depth: int,
+) -> None:
+    from toolwire._schema.raw import RawCheck
+
+    text = '{"a": ' + "[" * depth + "]" * depth + "}"
+    check = RawCheck("t", {"type": "object"})
+    assert _either(check, "text", text) == _either(check, "written", text)

@@ -506,7 +506,11 @@ class Governor:
             _INLINE.set(None)
         context = self._context(principal, session_id, model)
         try:
-            typed = TypedCall(call, tool, tool.validate_json(text))
+            if foreign and text is not arguments:  # what toolwire wrote from the mapping
+                given = tool._raw_check().written(text)
+            else:
+                given = tool.validate_json(text)
+            typed = TypedCall(call, tool, given)
         except Exception as exc:
             reason = f"the arguments of `{tool.name}` are invalid: {exc}"
             host = self.executor._host

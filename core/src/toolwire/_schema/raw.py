@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
+import pydantic_core
+
 from toolwire._schema.accepts import compile_accepts
 from toolwire._strictjson import (
     MAX_RAW_NESTING,
@@ -59,6 +61,21 @@ class RawCheck:
                 self.name, "json_invalid", "Invalid JSON: nested too deeply", (), text
             ) from None
         return self.value(value)
+
+    def written(self, text: str) -> dict[str, Any]:
+        """:meth:`text` for arguments toolwire wrote itself from a mapping (a framework
+        gave them: ``pydantic_core.to_json``, which writes no duplicate key, no number
+        out of a float's range, and non-finite numbers as the constants refused here):
+        parsed by pydantic's parser, quicker than the strict one, and checked the same.
+        Whatever it refuses is parsed again as the model's text is, for the same error."""
+        if not _nested_deeper(text, MAX_RAW_NESTING):
+            try:
+                value = pydantic_core.from_json(text, allow_inf_nan=False)
+            except ValueError:
+                pass
+            else:
+                return self.value(value)
+        return self.text(text)
 
     def value(self, value: Any) -> dict[str, Any]:
         """``value`` when it is valid arguments; else the ValidationError."""
