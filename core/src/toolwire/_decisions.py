@@ -454,14 +454,34 @@ def run_hooks_all(
     sets: Sequence[HookSet],
     ctx: HookContext,
     cache: HookCache | None = None,
-) -> list[Outcome]:
-    """:func:`run_hooks` for each call, in order (the log level read once for them all)."""
-    decided = [_decide(c, sets, ctx, cache) for c in calls]
-    if logger.isEnabledFor(logging.DEBUG):
-        for c, o in zip(calls, decided, strict=True):
-            if o is not None:
-                _log(c, o)
-    return [c if o is None else o for c, o in zip(calls, decided, strict=True)]
+) -> tuple[list[TypedCall[Any]], list[HandledCall], list[RejectedCall]]:
+    """:func:`run_hooks` for each call, in order: the calls to run (as the hooks left
+    them), the calls a hook answered, and the calls a hook refused."""
+    pending: list[TypedCall[Any]] = []
+    handled: list[HandledCall] = []
+    rejected: list[RejectedCall] = []
+    debug = logger.isEnabledFor(logging.DEBUG)  # read once for the round
+    for c in calls:  # _decide, inline: a round's calls share the frame
+        chain = cache.get(c._tool) if cache is not None else None
+        if chain is None:
+            chain = _hooks_cached(sets, c._tool, cache)
+        if not chain[0]:
+            pending.append(c)
+            continue
+        timed = chain[2]
+        o = _timed_pass(c, timed, ctx) if timed is not None else _decide(c, sets, ctx, cache)
+        if o is None:  # (a chain with hooks always answers)
+            pending.append(c)
+            continue
+        if debug:
+            _log(c, o)
+        if isinstance(o, TypedCall):
+            pending.append(o)
+        elif isinstance(o, HandledCall):
+            handled.append(o)
+        else:
+            rejected.append(o)
+    return pending, handled, rejected
 
 
 def _decide(

@@ -665,7 +665,7 @@ def plan_round(
     ctx = context or round.turn.context or _EMPTY_CONTEXT
     if any(sets):
         cache = chain_cache(sets)
-        pending, h, r = _split(run_hooks_all(calls, sets, ctx, cache))
+        pending, h, r = run_hooks_all(calls, sets, ctx, cache)
     else:
         pending, h, r = list(calls), [], []
     if round._guard is not None:
