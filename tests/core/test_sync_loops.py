@@ -174,3 +174,17 @@ def test_a_stop_from_inside_the_run_does_not_end_it_early() -> None:
 
     assert "to the end" == sync.run_on_pooled_loop(stops_its_loop())
     assert 1 == sync.run_on_pooled_loop(asyncio.sleep(0, 1))
+
+
+def test_what_was_ready_when_the_run_ended_runs_in_that_run() -> None:
+    seen: list[int] = []
+
+    async def queues() -> str:
+        loop = asyncio.get_running_loop()
+        loop.call_soon(seen.append, 1)
+        loop.call_soon(seen.append, 2)
+        return "done"
+
+    assert "done" == sync.run_on_pooled_loop(queues())
+    assert [1, 2] == seen  # not left to run during the next call on that loop
+

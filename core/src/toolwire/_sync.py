@@ -153,10 +153,20 @@ def _run_ready(loop: Any, task: asyncio.Future[Any] | None) -> bool:
                 if not handle._cancelled:
                     handle._run()
         else:
-            while ready and not loop._stopping and not loop._scheduled and not task.done():
+            while ready and not loop._stopping and not loop._scheduled:
                 handle = ready.popleft()
                 if not handle._cancelled:
                     handle._run()
+                if task.done():
+                    # What was ready when it ended runs in this run, as it did before a
+                    # done callback that stops the loop (queued after them) ran.
+                    for _ in range(len(ready)):
+                        if loop._stopping:
+                            break
+                        handle = ready.popleft()
+                        if not handle._cancelled:
+                            handle._run()
+                    break
         ended: bool = loop._stopping or (task is not None and task.done())
         loop._stopping = False
         return ended
