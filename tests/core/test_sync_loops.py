@@ -188,3 +188,23 @@ def test_what_was_ready_when_the_run_ended_runs_in_that_run() -> None:
     assert "done" == sync.run_on_pooled_loop(queues())
     assert [1, 2] == seen  # not left to run during the next call on that loop
 
+
+def test_an_async_generator_a_run_left_open_is_closed_at_its_end() -> None:
+    closed: list[str] = []
+
+    async def numbers() -> Any:
+        try:
+            yield 1
+            yield 2
+        finally:
+            closed.append("closed")
+
+    kept: list[Any] = []
+
+    async def half() -> int:
+        gen = numbers()
+        kept.append(gen)  # still referenced: not finalized by the collector
+        return await gen.__anext__()
+
+    assert 1 == sync.run_on_pooled_loop(half())
+    assert ["closed"] == closed  # as asyncio.run closes it

@@ -7,7 +7,8 @@ and some frameworks run each tool call in a new thread. A sync path that runs on
 a time (a framework calling its tools synchronously) takes a loop from a small pool
 instead and gives it back: a loop belongs to no thread while it is not running, so the
 thread that takes it next runs it. Each run ends as ``asyncio.run`` ends one: tasks it
-left behind are cancelled and waited for, so nothing of one call runs during the next.
+left behind are cancelled and waited for, and async generators it left open are closed,
+so nothing of one call runs during the next.
 
 A call that never waits for I/O or a timer (a policy deciding, a sync tool answering) is
 run by :func:`run_until_stopped` without the loop's poll: the callbacks the loop has
@@ -184,6 +185,15 @@ def _settle(loop: asyncio.AbstractEventLoop) -> bool:
             for task in left:
                 task.cancel()
             loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+        gens = getattr(loop, "_asyncgens", None)
+        if gens:  # async generators left open: closed as asyncio.run closes them
+            open_gens = list(gens)
+            gens.clear()
+            loop.run_until_complete(_close_all(open_gens))
         return not loop.is_closed() and not loop.is_running()
     except BaseException:
         return False
+
+
+async def _close_all(gens: list[Any]) -> None:
+    await asyncio.gather(*[g.aclose() for g in gens], return_exceptions=True)
