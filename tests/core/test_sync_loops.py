@@ -9,6 +9,7 @@ import logging
 import selectors
 import sys
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ import toolwire._sync as sync
 
 
 @pytest.fixture
-def polls(monkeypatch: pytest.MonkeyPatch) -> list[float | None]:
+def polls(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[float | None]]:
     """The timeouts of every poll a selector makes (a system call that lets go of the GIL)."""
     seen: list[float | None] = []
     original = selectors.DefaultSelector.select
@@ -27,7 +28,11 @@ def polls(monkeypatch: pytest.MonkeyPatch) -> list[float | None]:
         return original(self, timeout)
 
     monkeypatch.setattr(selectors.DefaultSelector, "select", select)
-    return seen
+    # A pool of its own: what earlier tests left on theirs decides nothing here.
+    monkeypatch.setattr(sync, "_idle", [])
+    yield seen
+    for loop in sync._idle:
+        loop.close()
 
 
 def test_a_run_that_never_waits_makes_no_poll(polls: list[float | None]) -> None:
@@ -208,3 +213,36 @@ def test_an_async_generator_a_run_left_open_is_closed_at_its_end() -> None:
 
     assert 1 == sync.run_on_pooled_loop(half())
     assert ["closed"] == closed  # as asyncio.run closes it
+
+
+def test_a_sync_call_leaves_no_timer_and_a_later_deadline_still_cuts(
+    polls: list[float | None],
+) -> None:
+    import toolwire as tw
+
+    @tw.tool_fn(timeout=0.2)
+    async def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    @tw.tool_fn(timeout=0.3)  # its deadline later than the first call's: no new timer
+    async def stuck(text: str) -> str:
+        """Never answers in time."""
+        await asyncio.sleep(5)
+        return text
+
+    @tw.tool_fn
+    def plain(text: str) -> str:
+        """Answers at once."""
+        return text
+
+    executor = tw.Executor(tools=[echo, stuck, plain], plugins=False)
+    assert "x" == executor.execute(tw.ToolCall("c1", "echo", '{"text": "x"}')).content
+    assert all(not loop._scheduled for loop in sync._idle)  # type: ignore[attr-defined]
+    polls.clear()
+    assert "y" == executor.execute(tw.ToolCall("c2", "plain", '{"text": "y"}')).content
+    assert [] == polls  # no timer of the last call's left: nothing to poll for
+    # The deadline clock was disarmed, not broken: a later call's deadline still fires.
+    cut = executor.execute(tw.ToolCall("c3", "stuck", '{"text": "z"}'))
+    assert cut.is_error
+    assert "timed out" in cut.content

@@ -23,10 +23,11 @@ import asyncio
 import contextlib
 import sys
 import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 __all__ = [
+    "at_settle",
     "give_loop",
     "pooled_loop",
     "run_on_pooled_loop",
@@ -42,6 +43,17 @@ MAX_IDLE = 8
 
 _idle: list[asyncio.AbstractEventLoop] = []
 _lock = threading.Lock()
+
+#: What else a run's end settles on its loop (``at_settle``): toolwire's deadline clock
+#: disarms its timer when no deadline is left.
+_SETTLERS: list[Callable[[asyncio.AbstractEventLoop], None]] = []
+
+
+def at_settle(settle: Callable[[asyncio.AbstractEventLoop], None]) -> None:
+    """Call ``settle(loop)`` at the end of every run on a pooled loop, once the run's
+    tasks are cancelled and its async generators closed (a timer it no longer needs, to
+    cancel: a pooled loop with a timer set must poll in every later run)."""
+    _SETTLERS.append(settle)
 
 
 def take_loop() -> asyncio.AbstractEventLoop:
@@ -190,6 +202,14 @@ def _settle(loop: asyncio.AbstractEventLoop) -> bool:
             open_gens = list(gens)
             gens.clear()
             loop.run_until_complete(_close_all(open_gens))
+        for settle in _SETTLERS:
+            settle(loop)
+        timers = getattr(loop, "_scheduled", None)
+        if timers and all(t.cancelled() for t in timers):
+            # Only cancelled timers left: dropped now (the loop drops them in its own
+            # time), so the next run need not poll.
+            timers.clear()
+            loop._timer_cancelled_count = 0  # type: ignore[attr-defined]
         return not loop.is_closed() and not loop.is_running()
     except BaseException:
         return False

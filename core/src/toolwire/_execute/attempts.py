@@ -18,6 +18,7 @@ from toolwire._errors import (
     ToolTimeoutError,
 )
 from toolwire._exports import publish
+from toolwire._sync import at_settle
 
 if TYPE_CHECKING:
     pass
@@ -201,6 +202,23 @@ _ORDER = itertools.count()
 _CLOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Deadlines] = (
     weakref.WeakKeyDictionary()
 )
+
+
+def _disarm_idle(loop: asyncio.AbstractEventLoop) -> None:
+    """A pooled loop's run ended (toolwire._sync): with no deadline left, its clock's
+    timer goes (the next run on it need not poll, and nothing of this run fires then)."""
+    clock = _CLOCKS.get(loop)
+    if clock is None or clock.live:
+        return
+    armed = clock.handle() if clock.handle is not None else None
+    if armed is not None:
+        armed.cancel()
+    clock.handle = None
+    clock.armed_at = math.inf
+    clock.heap.clear()  # every entry in it is done
+
+
+at_settle(_disarm_idle)
 
 
 _LAST = threading.local()  # this thread's last loop (weakly) and its deadlines
