@@ -1004,3 +1004,26 @@ async def test_a_tool_that_honours_cancellation_runs_in_the_callers_task() -> No
     assert "timed out after 0.05 s" in result.content
     with pytest.raises(tw.ToolDefinitionError, match="honours_cancellation must be a bool"):
         tw.ToolMetadata(honours_cancellation="yes")  # type: ignore[arg-type]
+
+
+def test_sync_execute_reuses_a_few_loops_and_each_call_ends_whole() -> None:
+    # Executor.execute once made and closed an event loop a call (asyncio.run); it runs on
+    # a pooled loop now, and each call still ends as asyncio.run ends one.
+    import os
+
+    left: list[asyncio.Task[Any]] = []
+
+    @tw.tool_fn(timeout=5)
+    async def spawns(text: str) -> str:
+        """Leaves a task behind."""
+        left.append(asyncio.get_running_loop().create_task(asyncio.sleep(60)))
+        return text
+
+    executor = tw.Executor(tools=[spawns], plugins=False)
+    executor.execute(tw.ToolCall("c0", "spawns", '{"text": "x"}'))
+    fds = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    for i in range(200):
+        assert "x" == executor.execute(tw.ToolCall(f"c{i}", "spawns", '{"text": "x"}')).content
+    if fds is not None:
+        assert len(os.listdir("/proc/self/fd")) <= fds + 2  # no loop (selector, pipe) a call
+    assert all(t.cancelled() for t in left)  # what a call left running was cancelled

@@ -23,6 +23,7 @@ from toolwire._errors import MismatchedToolNameError, PolicyError, UsageError
 from toolwire._exports import publish
 from toolwire._media import Structured
 from toolwire._metadata import ToolMetadata
+from toolwire._sync import run_on_pooled_loop
 from toolwire._tools import Tool
 
 __all__ = [
@@ -539,7 +540,7 @@ def _run_async_tool(name: str, awaitable: Any) -> Any:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(_awaited(awaitable))
+        return run_on_pooled_loop(_awaited(awaitable))
     close = getattr(awaitable, "close", None)
     if close is not None:
         close()

@@ -95,6 +95,7 @@ from toolwire._round import (
     ToolRound,
     ToolRoundPlan,
 )
+from toolwire._sync import run_on_pooled_loop
 from toolwire._tools import Tool
 from toolwire._toolset import Toolset
 
@@ -879,7 +880,9 @@ def _run_sync(coro: Coroutine[Any, Any, _T], what: str) -> _T:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
+        # A loop of the pool: asyncio.run's own makes and closes a loop a call (about
+        # 100 µs); each run still ends as asyncio.run ends one (toolwire._sync).
+        return run_on_pooled_loop(coro)
     coro.close()
     raise EventLoopError(
         f"Executor.{what}() runs its own event loop and cannot be called inside a running "
