@@ -128,7 +128,10 @@ class _Scheduling:
         if not runnable:
             return
         try:
-            await self._run_runnable(runnable)
+            if len(runnable) == 1 and not may_stick(runnable[0]):
+                await self._runner()(runnable[0])  # one call, inline: _alone's common case
+            else:
+                await self._run_runnable(runnable)
         except BaseException:
             # Cancelled (or stopped) with calls that will have no result: the policies
             # are told, so what they hold for a call (a quota slot) is freed however it
