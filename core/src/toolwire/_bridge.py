@@ -550,9 +550,7 @@ class Governor:
         """Sync :meth:`arun`, for a framework that calls its tools synchronously. With an
         event loop running in this thread (a notebook, a framework's own loop), the call
         runs on a loop of its own in a worker thread, and this thread waits for it."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
+        if asyncio.events._get_running_loop() is None:  # (get_running_loop would raise)
             return self._run_here(tool, arguments, proceed, options)
         # The wait is bounded by the call itself: the executor holds it to its timeout.
         with concurrent.futures.ThreadPoolExecutor(1, "toolwire-governor") as pool:
@@ -575,11 +573,7 @@ class Governor:
         :meth:`Underway.finish`. For sync code with no event loop running in its thread
         (else use :meth:`arun`): the call is decided on a loop of a pool, and no loop runs
         while the framework's tool does. ``options`` as :meth:`arun`'s."""
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
+        if asyncio.events._get_running_loop() is not None:
             raise UsageError("Governor.begin() is for sync code with no event loop running")
         loop = take_loop()
         try:
