@@ -564,3 +564,22 @@ def test_an_approval_question_shows_every_argument_or_is_not_asked() -> None:
 def test_what_is_no_principal_is_a_usage_error(governor: Governor, who: Any) -> None:
     with pytest.raises(tw.UsageError, match="principal"):
         run(governor, "read", {"to": "bob"}, lambda a: pytest.fail("ran"), principal=who)
+
+
+def test_a_tool_described_again_is_the_same_tool_until_its_description_changes() -> None:
+    governor = Governor("testframe", plugins=tw.PluginHost(autoload=False, disable_policies=False))
+    schema: dict[str, Any] = {"type": "object", "properties": {"to": {"type": "string"}}}
+    hints: dict[str, Any] = {"readOnlyHint": True}
+    first = governor.foreign_tool("send", "Send.", schema)
+    assert first is governor.foreign_tool("send", "Send.", schema)  # made once
+    schema["properties"]["to"]["type"] = "integer"  # changed in place by the framework
+    changed = governor.foreign_tool("send", "Send.", schema)
+    assert changed is not first
+    assert {"type": "integer"} == changed.input_schema["properties"]["to"]
+    governor.effects["send"] = tw.ToolEffect.READ_ONLY  # the application maps it now
+    assert tw.ToolEffect.READ_ONLY == governor.foreign_tool("send", "Send.", schema).metadata.effect
+    mcp = governor.foreign_tool("look", "Look.", schema, mcp_annotations=hints, mcp_server="s")
+    assert tw.ToolEffect.READ_ONLY == mcp.metadata.effect
+    hints["readOnlyHint"] = False  # its server said otherwise
+    again = governor.foreign_tool("look", "Look.", schema, mcp_annotations=hints, mcp_server="s")
+    assert tw.ToolEffect.READ_ONLY != again.metadata.effect
