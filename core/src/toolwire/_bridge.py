@@ -16,12 +16,11 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
-import copy
 import sys
 import threading
 import types
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import attrs
 import pydantic_core
@@ -377,10 +376,9 @@ class Governor:
             {FRAMEWORK: framework, _APPROVED: _Spent(self), _APPROVER: _ask_the_bridge}
         )
         self._contexts: dict[tuple[Any, ...], HookContext] = {}
-        # foreign_tool's answers by what it was given, the schema and annotations by
-        # identity (and their contents kept, compared on each hit: a framework that changes
-        # a schema in place gets a new tool): most frameworks describe each call's tool anew.
-        self._recent: dict[tuple[Any, ...], tuple[Any, ...]] = {}
+        # foreign_tool's answers by what it was given (most frameworks describe each call's
+        # tool anew: its metadata need not be made again each time).
+        self._recent: dict[tuple[Any, ...], Tool[dict[str, Any], Any]] = {}
 
     def __repr__(self) -> str:
         return f"<Governor {self.framework!r}>"
@@ -440,15 +438,10 @@ class Governor:
             name, description, schema, effect, metadata, mcp_annotations, mcp_server, mcp_name
         )
         if key is not None:
-            try:
-                copies = (copy.deepcopy(schema), copy.deepcopy(mcp_annotations))
-            except Exception:  # what cannot be copied is not kept: made anew each time
-                return tool
-            kept = (schema, copies[0], mcp_annotations, copies[1], self.effects.get(name), tool)
             with self._lock:
                 if len(self._recent) > 4096:  # tools made on the fly: bounded
                     self._recent.clear()
-                self._recent[key] = kept
+                self._recent[key] = tool
         return tool
 
     def _recent_tool(
@@ -461,24 +454,23 @@ class Governor:
         mcp_server: str | None,
         mcp_name: str | None,
     ) -> Tool[dict[str, Any], Any] | tuple[Any, ...] | None:
-        """The tool :meth:`foreign_tool` made for the same description (the same schema
-        and annotation objects, their contents unchanged, the same effect mapped), else
-        the key to keep the one it makes under (None: it cannot be kept)."""
-        key = (name, description, id(schema), effect, id(mcp_annotations), mcp_server, mcp_name)
+        """The tool :meth:`foreign_tool` made for the same description (the schema and
+        annotations as JSON, the effect the application maps the name to), else the key
+        to keep the one it makes under (None: it cannot be kept)."""
         try:
-            hit = self._recent.get(key)
-        except TypeError:  # something unhashable: made anew, as foreign_tool checks it
+            key = (
+                name,
+                description,
+                pydantic_core.to_json(schema),
+                effect,
+                None if mcp_annotations is None else pydantic_core.to_json(mcp_annotations),
+                mcp_server,
+                mcp_name,
+                self.effects.get(name),
+            )
+            return self._recent.get(key) or key
+        except Exception:  # not JSON, not hashable: made anew (foreign_tool says what is wrong)
             return None
-        if (
-            hit is not None
-            and hit[0] is schema
-            and hit[2] is mcp_annotations
-            and hit[4] == self.effects.get(name)
-            and hit[1] == schema
-            and hit[3] == mcp_annotations
-        ):
-            return cast("Tool[dict[str, Any], Any]", hit[5])
-        return key
 
     def _foreign_tool(
         self,
