@@ -7,7 +7,7 @@ from __future__ import annotations
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from typing import Any, Union
 
 import pydantic_core
@@ -26,7 +26,15 @@ from toolwire._hooks import (
 )
 from toolwire._tools import Tool
 
-__all__ = ["HookCache", "Outcome", "arun_hooks", "chain_cache", "run_hooks", "run_hooks_all"]
+__all__ = [
+    "HookCache",
+    "Outcome",
+    "arun_hooks",
+    "chain_cache",
+    "run_hooks",
+    "run_hooks_all",
+    "split_outcomes",
+]
 
 logger = logging.getLogger("toolwire.tool_hook")
 
@@ -457,24 +465,34 @@ def run_hooks_all(
 ) -> tuple[list[TypedCall[Any]], list[HandledCall], list[RejectedCall]]:
     """:func:`run_hooks` for each call, in order: the calls to run (as the hooks left
     them), the calls a hook answered, and the calls a hook refused."""
-    pending: list[TypedCall[Any]] = []
-    handled: list[HandledCall] = []
-    rejected: list[RejectedCall] = []
+    outcomes: list[Outcome] = []
     debug = logger.isEnabledFor(logging.DEBUG)  # read once for the round
     for c in calls:  # _decide, inline: a round's calls share the frame
         chain = cache.get(c._tool) if cache is not None else None
         if chain is None:
             chain = _hooks_cached(sets, c._tool, cache)
         if not chain[0]:
-            pending.append(c)
+            outcomes.append(c)
             continue
         timed = chain[2]
         o = _timed_pass(c, timed, ctx) if timed is not None else _decide(c, sets, ctx, cache)
         if o is None:  # (a chain with hooks always answers)
-            pending.append(c)
+            outcomes.append(c)
             continue
         if debug:
             _log(c, o)
+        outcomes.append(o)
+    return split_outcomes(outcomes)
+
+
+def split_outcomes(
+    outcomes: Iterable[Outcome],
+) -> tuple[list[TypedCall[Any]], list[HandledCall], list[RejectedCall]]:
+    """The calls to run, the calls a hook answered, and the calls a hook refused."""
+    pending: list[TypedCall[Any]] = []
+    handled: list[HandledCall] = []
+    rejected: list[RejectedCall] = []
+    for o in outcomes:
         if isinstance(o, TypedCall):
             pending.append(o)
         elif isinstance(o, HandledCall):

@@ -30,6 +30,7 @@ from toolwire._decisions import (
     chain_cache,
     run_hooks,
     run_hooks_all,
+    split_outcomes,
 )
 from toolwire._decode import (
     InvalidArguments,
@@ -631,24 +632,8 @@ class ToolRoundPlan:
         self.round.discard()
 
 
-def _split(
-    outcomes: Iterable[Outcome],
-) -> tuple[list[TypedCall[Any]], list[HandledCall], list[RejectedCall]]:
-    pending: list[TypedCall[Any]] = []
-    handled: list[HandledCall] = []
-    rejected: list[RejectedCall] = []
-    for o in outcomes:
-        if isinstance(o, TypedCall):
-            pending.append(o)
-        elif isinstance(o, HandledCall):
-            handled.append(o)
-        else:
-            rejected.append(o)
-    return pending, handled, rejected
-
-
 def _plan_of(round: ToolRound, outcomes: list[Outcome], ctx: HookContext) -> ToolRoundPlan:
-    pending, handled, rejected = _split(outcomes)
+    pending, handled, rejected = split_outcomes(outcomes)
     if rejected:
         audit_refused(round.turn.plugins, rejected, ctx)
     return ToolRoundPlan(round, tuple(pending), tuple(handled), tuple(rejected), ctx)
@@ -686,7 +671,7 @@ async def aplan_round(
     ctx = context or round.turn.context or _EMPTY_CONTEXT
     cache = chain_cache(sets)
     outcomes = [await arun_hooks(c, sets, ctx, cache) for c in calls] if any(sets) else list(calls)
-    pending, h, r = _split(outcomes)
+    pending, h, r = split_outcomes(outcomes)
     if round._guard is not None:
         round._guard.record(outcomes)
     if r:
