@@ -426,63 +426,27 @@ class Governor:
         and matches ``mcp:SERVER/NAME``. ``mcp_name``: the tool's name on its server, when
         the framework calls it by another (a prefix): ``NAME`` is that one, as toolwire's
         own MCP mounts name it."""
-        key: tuple[Any, ...] | None = None
+        recent_key: tuple[Any, ...] | None = None
         if metadata is None:
-            recent = self._recent_tool(
-                name, description, schema, effect, mcp_annotations, mcp_server, mcp_name
-            )
-            if isinstance(recent, Tool):
+            # Most frameworks describe each call's tool anew: the tool made for the same
+            # description (its schema and annotations as JSON, the effect the application
+            # maps the name to) is given back, its metadata not made again.
+            try:
+                recent_key = (
+                    name,
+                    description,
+                    pydantic_core.to_json(schema),
+                    effect,
+                    None if mcp_annotations is None else pydantic_core.to_json(mcp_annotations),
+                    mcp_server,
+                    mcp_name,
+                    self.effects.get(name),
+                )
+                recent = self._recent.get(recent_key)
+            except Exception:  # not JSON, not hashable: made anew (and said what is wrong)
+                recent_key = recent = None
+            if recent is not None:
                 return recent
-            key = recent
-        tool = self._foreign_tool(
-            name, description, schema, effect, metadata, mcp_annotations, mcp_server, mcp_name
-        )
-        if key is not None:
-            with self._lock:
-                if len(self._recent) > 4096:  # tools made on the fly: bounded
-                    self._recent.clear()
-                self._recent[key] = tool
-        return tool
-
-    def _recent_tool(
-        self,
-        name: str,
-        description: str,
-        schema: Mapping[str, Any],
-        effect: ToolEffect | str | None,
-        mcp_annotations: Mapping[str, Any] | None,
-        mcp_server: str | None,
-        mcp_name: str | None,
-    ) -> Tool[dict[str, Any], Any] | tuple[Any, ...] | None:
-        """The tool :meth:`foreign_tool` made for the same description (the schema and
-        annotations as JSON, the effect the application maps the name to), else the key
-        to keep the one it makes under (None: it cannot be kept)."""
-        try:
-            key = (
-                name,
-                description,
-                pydantic_core.to_json(schema),
-                effect,
-                None if mcp_annotations is None else pydantic_core.to_json(mcp_annotations),
-                mcp_server,
-                mcp_name,
-                self.effects.get(name),
-            )
-            return self._recent.get(key) or key
-        except Exception:  # not JSON, not hashable: made anew (foreign_tool says what is wrong)
-            return None
-
-    def _foreign_tool(
-        self,
-        name: str,
-        description: str,
-        schema: Mapping[str, Any],
-        effect: ToolEffect | str | None,
-        metadata: ToolMetadata | None,
-        mcp_annotations: Mapping[str, Any] | None,
-        mcp_server: str | None,
-        mcp_name: str | None,
-    ) -> Tool[dict[str, Any], Any]:
         own = None
         if metadata is not None:
             meta = attrs.evolve(metadata, local=True)
@@ -515,6 +479,11 @@ class Governor:
                 if len(self._tools) > 4096:  # tools made on the fly: bounded
                     self._tools.clear()
                 self._tools[key] = tool
+        if recent_key is not None:
+            with self._lock:
+                if len(self._recent) > 4096:
+                    self._recent.clear()
+                self._recent[recent_key] = tool
         return tool
 
     # -- approvals ----------------------------------------------------------------------
