@@ -1012,11 +1012,15 @@ def test_sync_execute_reuses_a_few_loops_and_each_call_ends_whole() -> None:
     import os
 
     left: list[asyncio.Task[Any]] = []
+    loops: list[asyncio.AbstractEventLoop] = []  # kept: no id of one reused by another
 
     @tw.tool_fn(timeout=5)
     async def spawns(text: str) -> str:
         """Leaves a task behind."""
-        left.append(asyncio.get_running_loop().create_task(asyncio.sleep(60)))
+        loop = asyncio.get_running_loop()
+        if all(seen is not loop for seen in loops):
+            loops.append(loop)
+        left.append(loop.create_task(asyncio.sleep(60)))
         return text
 
     executor = tw.Executor(tools=[spawns], plugins=False)
@@ -1027,3 +1031,4 @@ def test_sync_execute_reuses_a_few_loops_and_each_call_ends_whole() -> None:
     if fds is not None:
         assert len(os.listdir("/proc/self/fd")) <= fds + 2  # no loop (selector, pipe) a call
     assert all(t.cancelled() for t in left)  # what a call left running was cancelled
+    assert len(loops) <= 2  # the calls ran on a loop of the pool, not one made a call
