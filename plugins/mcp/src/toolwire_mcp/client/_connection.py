@@ -33,7 +33,6 @@ import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
-import anyio
 import mcp_types as types
 from mcp import Client, MCPError
 from mcp.client.subscriptions import ListenNotSupportedError, ResourceUpdated
@@ -44,10 +43,11 @@ from toolwire_mcp._config import ServerSpec
 from toolwire_mcp.client._client_features import answer_sampling, offers_sampling, roots
 from toolwire_mcp.client._elicit import ElicitationRequest, answer, approval_asked
 from toolwire_mcp.client._errors import MCPCallError, MCPConnectError, _describe
+from toolwire_mcp.client._inflight import Call, IdleClock
 from toolwire_mcp.client._loop import LOOP, LinkOnLoop, on_this_loop
-from toolwire_mcp.client._progress import CALL_ASKER, CALL_PROGRESS, ProgressEvent, report
+from toolwire_mcp.client._progress import CALL_ASKER, CALL_PROGRESS
 from toolwire_mcp.client._stdio import MAX_STDERR_LINE
-from toolwire_mcp.client._tasks import WATCH, TasksExtension, TaskWatch, call_tool
+from toolwire_mcp.client._tasks import WATCH, TasksExtension, call_tool
 from toolwire_mcp.client._transport import open_transport
 
 __all__ = ["RESOURCE_LISTENERS", "Connection", "MCPCallError", "MCPConnectError"]
@@ -124,6 +124,8 @@ class Connection:
         self._local: Connection | None = None
         self._home: asyncio.AbstractEventLoop | None = None
         self._retired = False
+        #: The deadlines of the calls in flight (made on the first call, on its loop).
+        self._clock: IdleClock | None = None
 
     def __repr__(self) -> str:
         state = "open" if self.is_open else "closed"
@@ -560,78 +562,68 @@ class Connection:
         asker: Asker | None = None,
     ) -> types.CallToolResult:
         client = await self._fresh()
+        call = Call(self, name, relay)
         self._last_used = time.monotonic()
         self._in_flight += 1
         # Kept as they are: compared (canonically) only when an approval question comes.
-        token = object()
-        self._calls[token] = (name, arguments)
+        self._calls[call] = (name, arguments)
         if asker is None:
             try:
-                return await self._send(client, name, arguments, relay)
+                return await self._send(client, call, arguments)
             finally:
-                del self._calls[token]
+                del self._calls[call]
                 self._in_flight -= 1
                 self._last_used = time.monotonic()
-        self._askers[token] = asker
+        self._askers[call] = asker
         try:
             with _asking(asker):
-                return await self._send(client, name, arguments, relay)
+                return await self._send(client, call, arguments)
         finally:
-            del self._calls[token]
-            del self._askers[token]
+            del self._calls[call]
+            del self._askers[call]
             self._in_flight -= 1
             self._last_used = time.monotonic()
 
     async def _send(
-        self, client: Client, name: str, arguments: dict[str, Any], relay: Relay | None = None
+        self, client: Client, call: Call, arguments: dict[str, Any]
     ) -> types.CallToolResult:
-        timeout = self.spec.timeout
-        limit = self.spec.max_call_time
+        name = call.name
         server = self.spec.name
-        started = heard = time.monotonic()
-
-        scope: anyio.CancelScope | None = None
-
-        def alive() -> None:
-            nonlocal heard
-            heard = time.monotonic()  # a server that reports progress is working
-            self._last_used = heard
-            if scope is not None:  # the idle deadline moves on
-                scope.deadline = anyio.current_time() + min(timeout, started + limit - heard)
-
-        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            alive()
-            await report(ProgressEvent(server, name, progress, total, message), relay)
-
+        clock = self._clock
+        if clock is None or clock.loop is not call.loop:
+            clock = self._clock = IdleClock(call.loop)
+        clock.add(call)
         # A task's status reaches the caller as progress, and moves the deadline on too.
-        watch = TaskWatch(alive, lambda n, said: on_progress(n, None, said))
-        watched = WATCH.set(watch)
-        # A progress token on every call (the SDK adds one with the callback). The SDK
-        # holds the call to the overall limit; the idle deadline, moved on by each
-        # progress notification, is an anyio cancel scope's (the SDK's own mechanism: an
-        # asyncio.timeout around it is absorbed by its scopes, and a task per call costs).
+        watched = WATCH.set(call)
+        # A progress token on every call (the SDK adds one with the callback); the idle
+        # deadline, moved on by each progress notification, and the overall limit are the
+        # connection's clock's (see toolwire_mcp.client._inflight).
         try:
-            with anyio.CancelScope(deadline=anyio.current_time() + min(timeout, limit)) as scope:
+            try:
                 result = await call_tool(
-                    client, name, arguments, limit, on_progress, self.task_tools.get(name)
+                    client,
+                    name,
+                    arguments,
+                    self.spec.max_call_time,
+                    call.on_progress,
+                    self.task_tools.get(name),
                 )
-            if scope.cancelled_caught:
-                if time.monotonic() >= started + limit:
-                    raise MCPCallError(
-                        f"MCP server `{server}` did not finish the call to `{name}` within "
-                        f"{limit:g} s (max_call_time)"
-                    )
-                raise MCPCallError(
-                    f"MCP server `{server}` did not answer the call to `{name}` within "
-                    f"{timeout:g} s" + (" of its last progress" if heard > started else "")
-                )
+            except BaseException as exc:
+                clock.remove(call)
+                if call.cuts and (call.withdraw() == 0 or not _cancelled(exc)):
+                    raise call.late() from None
+                raise
+            clock.remove(call)
+            if call.cuts:  # cut as it answered (or the SDK took the cancellation): late
+                call.withdraw()
+                raise call.late()
             self._last_used = time.monotonic()
             return result
         except MCPError as exc:
             if exc.code == types.REQUEST_TIMEOUT:
                 raise MCPCallError(
                     f"MCP server `{server}` did not finish the call to `{name}` within "
-                    f"{limit:g} s (max_call_time)"
+                    f"{self.spec.max_call_time:g} s (max_call_time)"
                 ) from None
             if exc.code == types.CONNECTION_CLOSED:
                 await self._stop()
@@ -779,6 +771,10 @@ def _asking(asker: Asker | None) -> Iterator[None]:
         yield
     finally:
         CALL_ASKER_NOW.reset(token)
+
+
+def _cancelled(exc: BaseException) -> bool:
+    return isinstance(exc, asyncio.CancelledError)
 
 
 def _canonical(arguments: Any) -> str:

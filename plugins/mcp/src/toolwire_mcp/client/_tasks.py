@@ -28,7 +28,7 @@ import contextvars
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Protocol
 
 import anyio
 import attrs
@@ -44,6 +44,7 @@ __all__ = [
     "TaskError",
     "TasksExtension",
     "TaskWatch",
+    "Watch",
     "WATCH",
     "call_as_task",
     "call_tool",
@@ -140,10 +141,19 @@ class _Any(types.Result):
     model_config = ConfigDict(extra="allow")
 
 
+class Watch(Protocol):
+    """What one call's task reports to: ``alive()`` when the server answered (the idle
+    deadline moves on), ``progress(n, message)`` when the task's status changed. The
+    connection's call in flight is one; :class:`TaskWatch` makes one of two callables."""
+
+    def alive(self) -> None: ...
+
+    def progress(self, n: float, said: str) -> Awaitable[None]: ...
+
+
 @attrs.frozen
 class TaskWatch:
-    """What one call's task reports to: ``alive()`` when the server answered (the idle
-    deadline moves on), ``progress(n, message)`` when the task's status changed."""
+    """A :class:`Watch` made of two callables."""
 
     alive: Callable[[], None]
     progress: Callable[[float, str], Awaitable[None]]
@@ -151,7 +161,7 @@ class TaskWatch:
 
 #: The watch of the call running in this context, set by the connection around each call
 #: (the 2026-07-28 claim reads it: the SDK resolves a claimed result in the call's task).
-WATCH: contextvars.ContextVar[TaskWatch | None] = contextvars.ContextVar(
+WATCH: contextvars.ContextVar[Watch | None] = contextvars.ContextVar(
     "toolwire_mcp_task_watch", default=None
 )
 
@@ -212,7 +222,7 @@ async def _cancel(session: ClientSession, task_id: str) -> None:
 class _Follow:
     """The reports of one task: a status the caller has not seen is said once."""
 
-    def __init__(self, watch: TaskWatch | None) -> None:
+    def __init__(self, watch: Watch | None) -> None:
         self.watch = watch
         self.last: tuple[str, str | None] | None = None
         self.count = 0
@@ -290,7 +300,7 @@ async def call_as_task(
     arguments: dict[str, Any],
     *,
     limit: float,
-    watch: TaskWatch | None = None,
+    watch: Watch | None = None,
     on_progress: Any = None,
 ) -> types.CallToolResult:
     """Call ``name`` as a task on a 2025-11-25 connection and follow it to its result.
@@ -402,7 +412,7 @@ async def follow_task(
     created: CreatedTask,
     session: ClientSession,
     limit: float | None,
-    watch: TaskWatch | None,
+    watch: Watch | None,
 ) -> types.CallToolResult:
     """Poll a 2026-07-28 task to its end, answering its input requests on the way."""
     task_id = created.task_id

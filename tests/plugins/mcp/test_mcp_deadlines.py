@@ -1,0 +1,197 @@
+"""The deadlines of MCP calls in flight (toolwire_mcp.client._inflight): one loop timer per
+connection, a late call's cancellation withdrawn, a cut the SDK takes for its own made
+again, and what the caller is told."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import attrs
+import pytest
+
+import toolwire as tw
+from toolwire_mcp import MCPCallError, connected, mcp_toolset
+from toolwire_mcp._config import ServerSpec
+from toolwire_mcp.client import _inflight
+from toolwire_mcp.client._inflight import Call, IdleClock
+
+
+@attrs.define
+class _Conn:
+    """What a Call reads of its connection."""
+
+    spec: ServerSpec
+    _last_used: float = 0.0
+
+
+def _conn(timeout: float = 30.0, max_call_time: float = 600.0) -> _Conn:
+    spec = attrs.evolve(ServerSpec("srv", command="true"), timeout=timeout)
+    return _Conn(attrs.evolve(spec, max_call_time=max_call_time))
+
+
+def test_back_to_back_calls_arm_the_loop_timer_once() -> None:
+    async def main() -> int:
+        loop = asyncio.get_running_loop()
+        armed = 0
+        call_at = loop.call_at
+
+        def counting(*args: Any, **kwargs: Any) -> asyncio.TimerHandle:
+            nonlocal armed
+            armed += 1
+            return call_at(*args, **kwargs)
+
+        loop.call_at = counting  # type: ignore[method-assign]
+        clock = IdleClock(loop)
+        conn = _conn()
+        for _ in range(50):
+            call = Call(conn, "echo", None)
+            clock.add(call)
+            await asyncio.sleep(0)
+            call.alive()  # progress moves the deadline on: no timer for that either
+            clock.remove(call)
+        assert not clock.calls
+        return armed
+
+    assert 1 == asyncio.run(main())
+
+
+def test_a_silent_call_is_cut_at_its_idle_deadline_and_told_so() -> None:
+    async def main() -> tuple[str, int]:
+        clock = IdleClock(asyncio.get_running_loop())
+        call = Call(_conn(timeout=0.05), "nap", None)
+        clock.add(call)
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            assert 0 == call.withdraw()  # nobody else cancelled it
+            told = str(call.late())
+        finally:
+            clock.remove(call)
+        task = asyncio.current_task()
+        assert task is not None
+        return told, task.cancelling()
+
+    told, cancelling = asyncio.run(main())
+    assert "MCP server `srv` did not answer the call to `nap` within 0.05 s" == told
+    assert 0 == cancelling  # withdrawn: a later timeout in this task works as it should
+
+
+def test_progress_moves_the_idle_deadline_but_not_the_overall_limit() -> None:
+    async def main() -> tuple[float, str]:
+        clock = IdleClock(asyncio.get_running_loop())
+        call = Call(_conn(timeout=0.1, max_call_time=0.35), "slow", None)
+        clock.add(call)
+        started = asyncio.get_running_loop().time()
+        try:
+            while True:
+                await asyncio.sleep(0.05)
+                call.alive()  # a word from the server every 0.05 s: never idle for 0.1 s
+        except asyncio.CancelledError:
+            call.withdraw()
+            return asyncio.get_running_loop().time() - started, str(call.late())
+        finally:
+            clock.remove(call)
+
+    took, told = asyncio.run(main())
+    assert 0.3 <= took < 2.0
+    assert told.endswith("did not finish the call to `slow` within 0.35 s (max_call_time)")
+
+
+def test_a_cut_the_callee_swallows_is_made_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_inflight, "RECUT", 0.05)
+
+    async def main() -> tuple[int, int, float]:
+        loop = asyncio.get_running_loop()
+        clock = IdleClock(loop)
+        call = Call(_conn(timeout=0.05), "stubborn", None)
+        clock.add(call)
+        try:
+            try:
+                await asyncio.sleep(5)
+            except asyncio.CancelledError:
+                first = loop.time()  # as a library's own handler might: the wait goes on
+            try:
+                await asyncio.sleep(1)
+            except asyncio.CancelledError:
+                return call.cuts, call.withdraw(), loop.time() - first
+            return call.cuts, -1, 0.0  # not cut again
+        finally:
+            clock.remove(call)
+
+    cuts, left, between = asyncio.run(main())
+    assert 2 == cuts
+    assert between >= 0.04  # RECUT later, not at once (a timer re-armed in the past spins)
+    assert 0 == left  # both cuts withdrawn
+
+
+def test_another_cancellation_of_a_late_call_still_cancels() -> None:
+    async def main() -> int:
+        clock = IdleClock(asyncio.get_running_loop())
+
+        async def call_it() -> None:
+            call = Call(_conn(timeout=0.05), "nap", None)
+            clock.add(call)
+            try:
+                await asyncio.sleep(0.2)
+            except asyncio.CancelledError:
+                await asyncio.sleep(0)  # (a cut and the caller's cancel both pending)
+                raise
+            finally:
+                clock.remove(call)
+
+        task = asyncio.create_task(call_it())
+        await asyncio.sleep(0.1)  # cut at 0.05; not ended yet
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return len(clock.calls)
+
+    assert 0 == asyncio.run(main())
+
+
+# -- with a real server ------------------------------------------------------------------------
+
+
+def test_a_late_call_on_the_callers_loop_leaves_its_task_uncancelled(stdio_spec: Any) -> None:
+    spec = stdio_spec("late", timeout=0.5)
+    ts = mcp_toolset("late", spec)
+    executor = tw.Executor(tools=ts, plugins=False)
+
+    async def main() -> tuple[tw.ToolResult, int, bool, tw.ToolResult]:
+        async with connected("late"):
+            late = await executor.aexecute(tw.ToolCall("c1", "hang", "{}"))
+            task = asyncio.current_task()
+            assert task is not None
+            cancelling = task.cancelling()
+            timed_out = False
+            try:  # a deadline of the caller's own, after: it fires as a timeout
+                async with asyncio.timeout(0.05):
+                    await asyncio.sleep(1)
+            except TimeoutError:
+                timed_out = True
+            again = await executor.aexecute(tw.ToolCall("c2", "echo", '{"text": "on"}'))
+            return late, cancelling, timed_out, again
+
+    late, cancelling, timed_out, again = asyncio.run(main())
+    assert late.is_error
+    assert "did not answer the call to `hang` within 0.5 s" in late.content
+    assert 0 == cancelling
+    assert timed_out
+    assert "echo: on" == again.content
+
+
+def test_a_direct_call_past_its_deadline_raises_mcp_call_error(stdio_spec: Any) -> None:
+    from toolwire_mcp.client._registry import connection_for
+
+    spec = stdio_spec("direct", timeout=0.5)
+    mcp_toolset("direct", spec)
+    conn = connection_for(spec)
+
+    async def main() -> str:
+        async with connected("direct"):
+            with pytest.raises(MCPCallError) as raised:
+                await conn.call("hang", {})
+            return str(raised.value)
+
+    assert "did not answer the call to `hang` within 0.5 s" in asyncio.run(main())
