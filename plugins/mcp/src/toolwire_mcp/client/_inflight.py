@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from toolwire_mcp.client._errors import MCPCallError
 from toolwire_mcp.client._progress import ProgressEvent, report
+from toolwire_mcp.client._tasks import CANCEL_WAIT
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -27,9 +28,10 @@ if TYPE_CHECKING:
 
 __all__ = ["RECUT", "Call", "IdleClock"]
 
-#: Seconds after which a late call that has not ended is cancelled again (its server's
-#: SDK may have taken the first cancellation for its own).
-RECUT = 1.0
+#: Seconds after which a late call that has not ended is cancelled again (the SDK may
+#: have taken the first cancellation for its own): past the wait a cut call's courtesy
+#: cancellation of its server's task has (shielded from the first cut, not from this).
+RECUT = CANCEL_WAIT + 1.0
 
 
 class Call:
@@ -69,7 +71,7 @@ class Call:
         return self.on_progress(n, None, said)
 
     def cut(self, now: float) -> None:
-        """A deadline passed: cancel the call's task (again, ``RECUT`` later, if it is
+        """A deadline passed: cancel the call's task (and again ``RECUT`` later, if it is
         still in flight then)."""
         self.cuts += 1
         self.at = now + RECUT
