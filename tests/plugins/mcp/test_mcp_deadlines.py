@@ -195,3 +195,12 @@ def test_a_direct_call_past_its_deadline_raises_mcp_call_error(stdio_spec: Any) 
             return str(raised.value)
 
     assert "did not answer the call to `hang` within 0.5 s" in asyncio.run(main())
+
+
+def test_what_a_cut_call_raised_is_told_as_late_only_when_the_cut_caused_it() -> None:
+    from toolwire_mcp.client._connection import _the_cuts_doing
+
+    assert _the_cuts_doing(asyncio.CancelledError(), 0)  # the cut's own cancellation
+    assert not _the_cuts_doing(asyncio.CancelledError(), 1)  # somebody else's too: cancels
+    assert _the_cuts_doing(RuntimeError("the SDK made an error of it"), 0)
+    assert not _the_cuts_doing(KeyboardInterrupt(), 0)  # stays what it is

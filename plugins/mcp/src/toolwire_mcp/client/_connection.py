@@ -610,7 +610,7 @@ class Connection:
                 )
             except BaseException as exc:
                 clock.remove(call)
-                if call.cuts and (call.withdraw() == 0 or not _cancelled(exc)):
+                if call.cuts and _the_cuts_doing(exc, call.withdraw()):
                     raise call.late() from None
                 raise
             clock.remove(call)
@@ -773,8 +773,13 @@ def _asking(asker: Asker | None) -> Iterator[None]:
         CALL_ASKER_NOW.reset(token)
 
 
-def _cancelled(exc: BaseException) -> bool:
-    return isinstance(exc, asyncio.CancelledError)
+def _the_cuts_doing(exc: BaseException, left: int) -> bool:
+    """Whether what a call cut at its deadline raised is the cut's doing: its cancellation
+    when nobody else cancelled the task too (``left``), or an error the SDK made of it (a
+    KeyboardInterrupt stays one)."""
+    if isinstance(exc, asyncio.CancelledError):
+        return left == 0
+    return isinstance(exc, Exception)
 
 
 def _canonical(arguments: Any) -> str:
