@@ -204,3 +204,29 @@ def test_what_a_cut_call_raised_is_told_as_late_only_when_the_cut_caused_it() ->
     assert not _the_cuts_doing(asyncio.CancelledError(), 1)  # somebody else's too: cancels
     assert _the_cuts_doing(RuntimeError("the SDK made an error of it"), 0)
     assert not _the_cuts_doing(KeyboardInterrupt(), 0)  # stays what it is
+
+
+def test_a_connected_block_leaves_no_timer_of_its_calls_on_its_loop(stdio_spec: Any) -> None:
+    from toolwire_mcp.client._registry import connection_for
+
+    spec = stdio_spec("tidy")
+    ts = mcp_toolset("tidy", spec)
+    executor = tw.Executor(tools=ts, plugins=False)
+    conn = connection_for(spec)
+
+    async def main() -> tuple[bool, bool, list[Any]]:
+        async with connected("tidy"):
+            result = await executor.aexecute(tw.ToolCall("c1", "echo", '{"text": "a"}'))
+            local = conn._local
+            assert local is not None
+            assert local._clock is not None
+            clock = local._clock
+            armed = clock.handle is not None  # the deadlines' timer, while the block lasts
+        scheduled = asyncio.get_running_loop()._scheduled  # type: ignore[attr-defined]
+        left = [t for t in scheduled if not t.cancelled() and t._callback == clock._fire]
+        return armed, result.content == "echo: a", left
+
+    armed, answered, left = asyncio.run(main())
+    assert armed
+    assert answered
+    assert [] == left

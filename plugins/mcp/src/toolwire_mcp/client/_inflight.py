@@ -120,6 +120,14 @@ class IdleClock:
     def remove(self, call: Call) -> None:
         self.calls.discard(call)
 
+    def close(self) -> None:
+        """The connection is over (a ``connected()`` block ended): with no call left in
+        flight, its timer goes, so nothing of it stays on the block's loop."""
+        if not self.calls and self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
+            self.armed_at = math.inf
+
     def _arm(self, at: float) -> None:
         if self.handle is not None:
             self.handle.cancel()

@@ -99,6 +99,8 @@ async def connected(*servers: str) -> AsyncIterator[None]:
             if mine is not None:
                 mine._retired = True
                 await mine._stop()
+                if mine._clock is not None:
+                    mine._clock.close()
 
 
 #: Called at exit, after no connection may open and before the open ones close: work
