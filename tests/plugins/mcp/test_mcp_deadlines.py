@@ -125,29 +125,33 @@ def test_a_cut_the_callee_swallows_is_made_again(monkeypatch: pytest.MonkeyPatch
     assert 0 == left  # both cuts withdrawn
 
 
-def test_another_cancellation_of_a_late_call_still_cancels() -> None:
-    async def main() -> int:
-        clock = IdleClock(asyncio.get_running_loop())
+def test_a_cut_withdrawn_leaves_another_cancellation_of_the_call_standing() -> None:
+    async def main() -> tuple[int, bool]:
+        withdrawn: list[int] = []
+        started = asyncio.Event()
+        calls: list[Call] = []
 
         async def call_it() -> None:
-            call = Call(_conn(timeout=0.05), "nap", None)
-            clock.add(call)
+            call = Call(_conn(), "nap", None)
+            calls.append(call)
+            started.set()
             try:
-                await asyncio.sleep(0.2)
+                await asyncio.sleep(5)
             except asyncio.CancelledError:
-                await asyncio.sleep(0)  # (a cut and the caller's cancel both pending)
+                withdrawn.append(call.withdraw())  # as the connection does
                 raise
-            finally:
-                clock.remove(call)
 
         task = asyncio.create_task(call_it())
-        await asyncio.sleep(0.1)  # cut at 0.05; not ended yet
-        task.cancel()
+        await started.wait()
+        task.cancel()  # the caller's own cancellation, and the deadline's in the same turn
+        calls[0].cut(asyncio.get_running_loop().time())
         with pytest.raises(asyncio.CancelledError):
             await task
-        return len(clock.calls)
+        return withdrawn[0], task.cancelled()
 
-    assert 0 == asyncio.run(main())
+    left, cancelled = asyncio.run(main())
+    assert 1 == left  # the cut's withdrawn; the caller's stands
+    assert cancelled
 
 
 # -- with a real server ------------------------------------------------------------------------
