@@ -609,11 +609,11 @@ class Connection:
                     self.task_tools.get(name),
                 )
             except BaseException as exc:
-                clock.remove(call)
                 if call.cuts and _the_cuts_doing(exc, call.withdraw()):
                     raise call.late() from None
                 raise
-            clock.remove(call)
+            finally:
+                clock.remove(call)  # (no await since it answered: no cut comes between)
             if call.cuts:  # cut as it answered (or the SDK took the cancellation): late
                 call.withdraw()
                 raise call.late()

@@ -13,7 +13,6 @@ the call withdraws that cancellation (``Task.uncancel``) and says which deadline
 from __future__ import annotations
 
 import asyncio
-import math
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -46,7 +45,7 @@ class Call:
         self.name = name
         self.relay = relay
         task = asyncio.current_task()
-        if task is None:  # pragma: no cover - the connection's calls all run in tasks
+        if task is None:  # a loop's callback, not a task: nothing to cut at a deadline
             raise RuntimeError("an MCP call runs in an asyncio task")
         self.task = task
         self.loop = task.get_loop()
@@ -104,17 +103,16 @@ class IdleClock:
     """The deadlines of one connection's calls in flight, on one event loop, under one
     loop timer (see the module docstring)."""
 
-    __slots__ = ("armed_at", "calls", "handle", "loop")
+    __slots__ = ("calls", "handle", "loop")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
         self.calls: set[Call] = set()
         self.handle: asyncio.TimerHandle | None = None
-        self.armed_at = math.inf
 
     def add(self, call: Call) -> None:
         self.calls.add(call)
-        if call.at < self.armed_at:
+        if self.handle is None or call.at < self.handle.when():
             self._arm(call.at)
 
     def remove(self, call: Call) -> None:
@@ -126,17 +124,14 @@ class IdleClock:
         if not self.calls and self.handle is not None:
             self.handle.cancel()
             self.handle = None
-            self.armed_at = math.inf
 
     def _arm(self, at: float) -> None:
         if self.handle is not None:
             self.handle.cancel()
-        self.armed_at = at
         self.handle = self.loop.call_at(at, self._fire)
 
     def _fire(self) -> None:
         self.handle = None
-        self.armed_at = math.inf
         now = self.loop.time()
         for call in [call for call in self.calls if call.at <= now]:
             call.cut(now)
