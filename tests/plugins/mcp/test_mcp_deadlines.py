@@ -234,3 +234,22 @@ def test_a_connected_block_leaves_no_timer_of_its_calls_on_its_loop(stdio_spec: 
     assert armed
     assert answered
     assert [] == left
+
+
+def test_a_call_outside_a_task_is_refused_before_it_is_sent() -> None:
+    async def main() -> str:
+        loop = asyncio.get_running_loop()
+        said: asyncio.Future[str] = loop.create_future()
+
+        def in_a_callback() -> None:  # the loop runs it, in no task: nothing could cut it
+            try:
+                Call(_conn(), "echo", None)
+            except Exception as exc:
+                said.set_result(f"{type(exc).__name__}: {exc}")
+            else:
+                said.set_result("made")
+
+        loop.call_soon(in_a_callback)
+        return await said
+
+    assert "RuntimeError: an MCP call runs in an asyncio task" == asyncio.run(main())
