@@ -511,3 +511,83 @@ def test_the_entry_point_check_sees_a_read_made_another_way(tmp_path: Path) -> N
         "bad.py:3: importlib.metadata.distributions",
         "bad.py:4: pm.load_setuptools_entrypoints",
     ] == entry_points_read_another_way([bad])
+
+
+# -- a coroutine stepped inline goes on in a task before it needs one -------------------------
+
+#: What needs the current task (asyncio's deadlines, anyio's scopes, the task itself): a
+#: call a bridge steps inline has none (toolwire._sync.step_inline) until it awaits
+#: ``in_a_task()``.
+_NEEDS_A_TASK = {
+    "asyncio.timeout",
+    "asyncio.timeout_at",
+    "asyncio.wait_for",
+    "asyncio.current_task",
+    "_current_task",
+    "anyio.fail_after",
+    "anyio.move_on_after",
+    "anyio.CancelScope",
+}
+
+
+def _own_nodes(fn: ast.AST) -> Iterator[ast.AST]:
+    """The nodes of a function's body, not those of the functions defined in it."""
+    for child in ast.iter_child_nodes(fn):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        yield child
+        yield from _own_nodes(child)
+
+
+def tasks_needed_unsaid(paths: list[Path]) -> list[str]:
+    """In core's coroutines, a call of what needs the current task with no ``await
+    in_a_task()`` before it in the same coroutine."""
+    found = []
+    for path in paths:
+        rel = str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else path.name
+        if rel.startswith(("providers/", "plugins/", "integrations/")):
+            continue
+        raw = path.read_bytes()
+        lines = raw.splitlines(keepends=True)
+        for fn in ast.walk(ast.parse(raw, filename=str(path))):
+            if not isinstance(fn, ast.AsyncFunctionDef):
+                continue
+            nodes = list(_own_nodes(fn))
+            said = min(
+                (
+                    n.lineno
+                    for n in nodes
+                    if isinstance(n, ast.Await)
+                    and isinstance(n.value, ast.Call)
+                    and _segment(lines, n.value.func).split(".")[-1] == "in_a_task"
+                ),
+                default=None,
+            )
+            for n in nodes:
+                if (
+                    isinstance(n, ast.Call)
+                    and _segment(lines, n.func) in _NEEDS_A_TASK
+                    and (said is None or n.lineno < said)
+                ):
+                    found.append(f"{_where(path, n)}: {_segment(lines, n.func)}")
+    return found
+
+
+def test_every_coroutine_that_needs_its_task_says_so_first() -> None:
+    assert [] == tasks_needed_unsaid(SOURCES)
+
+
+def test_the_task_check_sees_a_deadline_entered_before_the_task(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text(
+        "async def a():\n    async with asyncio.timeout(1):\n        pass\n"
+        "async def b():\n    t = asyncio.current_task()\n    await in_a_task()\n"
+        "async def c():\n    await in_a_task()\n    return asyncio.current_task()\n"
+        "async def d():\n    async def inner():\n        await in_a_task()\n"
+        "    return anyio.fail_after(1)\n"
+    )
+    assert [
+        "bad.py:2: asyncio.timeout",
+        "bad.py:5: asyncio.current_task",
+        "bad.py:13: anyio.fail_after",
+    ] == tasks_needed_unsaid([bad])

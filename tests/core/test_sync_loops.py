@@ -4,6 +4,7 @@ without the loop's poll, and everything else runs as asyncio's own loop runs it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import selectors
@@ -246,3 +247,145 @@ def test_a_sync_call_leaves_no_timer_and_a_later_deadline_still_cuts(
     cut = executor.execute(tw.ToolCall("c3", "stuck", '{"text": "z"}'))
     assert cut.is_error
     assert "timed out" in cut.content
+
+
+# -- coroutines stepped inline ----------------------------------------------------------------
+
+
+def _drive(loop: asyncio.AbstractEventLoop, coro: Any) -> Any:
+    """Step ``coro`` inline until it ends or yields; carried on in a task from there."""
+    import contextvars
+
+    context = contextvars.copy_context()
+    try:
+        yielded = sync.step_inline(loop, coro, context)
+    except StopIteration as stop:
+        return "inline", stop.value
+    task = loop.create_task(sync.carry_on(coro, yielded), context=context)
+    return "task", loop.run_until_complete(task)
+
+
+def test_a_coroutine_stepped_inline_sees_its_loop_and_no_task_until_it_asks_for_one() -> None:
+    loop = sync.take_loop()
+    seen: list[Any] = []
+
+    async def look(into: bool) -> str:
+        running = asyncio.get_running_loop()
+        seen.append((running is loop, asyncio.current_task(), sync.needs_a_task()))
+        await sync.in_a_task()
+        seen.append((asyncio.current_task() is not None, sync.needs_a_task()))
+        async with asyncio.timeout(5):  # it has its task now
+            await asyncio.sleep(0)
+        return "done"
+
+    try:
+        assert ("task", "done") == _drive(loop, look(True))
+        assert [(True, None, True), (True, False)] == seen
+        assert asyncio.events._get_running_loop() is None  # marked only while it stepped
+        assert not loop.is_running()
+        seen.clear()
+
+        async def plain() -> int:
+            await sync.in_a_task()  # in a task already, or not stepped inline: nothing
+            return 7
+
+        assert ("inline", 7) == _drive(loop, _nothing_then(plain))
+        assert 7 == sync.run_on_pooled_loop(plain())
+    finally:
+        sync.give_loop(loop)
+
+
+async def _nothing_then(fn: Any) -> Any:
+    return 7 if sync.needs_a_task() else await fn()
+
+
+def test_what_a_task_sends_reaches_the_coroutine_carried_on() -> None:
+    # A future's result and exception, and the task's cancellation, reach the coroutine
+    # that yielded the future inline, as they would had it been the task's from the start.
+    loop = sync.take_loop()
+    try:
+        for outcome in ("result", "error", "cancel"):
+            got: list[Any] = []
+
+            async def waits(outcome: str = outcome, got: list[Any] = got) -> None:
+                fut = asyncio.get_running_loop().create_future()
+                if outcome == "result":
+                    loop.call_soon(fut.set_result, 5)
+                elif outcome == "error":
+                    loop.call_soon(fut.set_exception, KeyError("k"))
+                try:
+                    got.append(await fut)
+                except BaseException as exc:
+                    got.append(type(exc))
+                    raise
+
+            import contextvars
+
+            context = contextvars.copy_context()
+            coro = waits()
+            yielded = sync.step_inline(loop, coro, context)
+            assert isinstance(yielded, asyncio.Future)
+            task = loop.create_task(sync.carry_on(coro, yielded), context=context)
+            if outcome == "cancel":
+                loop.call_soon(task.cancel)
+            raises = pytest.raises((KeyError, asyncio.CancelledError))
+            with raises if outcome != "result" else _no_raise():
+                loop.run_until_complete(task)
+            assert {"result": [5], "error": [KeyError], "cancel": [asyncio.CancelledError]}[
+                outcome
+            ] == got
+    finally:
+        sync.give_loop(loop)
+
+
+def test_a_task_cancelled_before_its_first_step_cancels_the_coroutine_carried_on() -> None:
+    import contextvars
+
+    got: list[Any] = []
+
+    async def gives_a_step_up() -> None:
+        try:
+            await asyncio.sleep(0)  # a bare yield: None
+        except asyncio.CancelledError:
+            got.append("cancelled")
+            raise
+        got.append("went on")
+
+    loop = sync.take_loop()
+    try:
+        context = contextvars.copy_context()
+        coro = gives_a_step_up()
+        assert sync.step_inline(loop, coro, context) is None
+        task = loop.create_task(sync.carry_on(coro, None), context=context)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            loop.run_until_complete(task)
+        assert ["cancelled"] == got
+        # Awaited rather than stepped by a task, it goes on the same way.
+        coro, got[:] = gives_a_step_up(), []
+        yielded = sync.step_inline(loop, coro, context)
+
+        async def awaits() -> None:
+            await sync.carry_on(coro, yielded)
+
+        loop.run_until_complete(awaits())
+        assert ["went on"] == got
+    finally:
+        sync.give_loop(loop)
+
+
+def test_a_loop_given_back_unused_is_settled_when_something_was_queued_on_it() -> None:
+    loop = sync.take_loop()
+    left = loop.create_task(asyncio.sleep(100))  # its first step queued, never run
+    sync.give_unused(loop)
+    assert left.cancelled()  # cancelled and waited for, as give_loop settles
+    if loop in sync._idle:
+        assert [] == [t for t in asyncio.all_tasks(loop) if not t.done()]
+    clean = sync.take_loop()
+    sync.give_unused(clean)
+    assert clean in sync._idle
+
+
+@contextlib.contextmanager
+def _no_raise() -> Iterator[None]:
+    yield

@@ -74,6 +74,9 @@ async def _await_within(aw: Awaitable[Any], label: str, budget: float) -> Any:
     """
     import asyncio  # here, not at the top: a sync loop needs no event loop
 
+    from toolwire._sync import in_a_task
+
+    await in_a_task()  # a call a bridge steps inline: in a task first
     task = asyncio.ensure_future(aw)
     done, _ = await asyncio.wait((task,), timeout=budget)
     if task in done:
@@ -380,6 +383,9 @@ async def _async_pass(
             else:
                 decision = _call_hook(h, call, ctx)
                 if inspect.isawaitable(decision):
+                    from toolwire._sync import in_a_task
+
+                    await in_a_task()  # a call a bridge steps inline: in a task first
                     decision = await decision
         except (Exception, SystemExit) as exc:  # a hook cannot end the program
             return _failed(call, h, exc), approved

@@ -780,6 +780,9 @@ async def afetch(
     own = client is None
     http = client or httpx.AsyncClient(follow_redirects=False, timeout=timeout, trust_env=False)
     what = f"{part.label()}: the answer of {url.host}"
+    from toolwire._sync import in_a_task
+
+    await in_a_task()  # its deadline needs its task
     try:
         import anyio
 

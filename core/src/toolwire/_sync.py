@@ -15,23 +15,39 @@ run by :func:`run_until_stopped` without the loop's poll: the callbacks the loop
 ready are run in its order until it is stopped, and only a call that must wait is
 handed to ``run_forever``. Each poll is a system call that lets go of the GIL, and in a
 framework's fresh thread the thread that started it takes the GIL back each time.
+
+A sync caller that hands its own work into the middle of a call (a bridge's framework
+runs its tool between the decision and its end) may go further and step the call's
+coroutine itself (:func:`step_inline`), in its own thread with the loop marked running
+there, without a task: no task, no callback queued, no loop step, until the coroutine
+waits for something (a future, a bare yield) or is about to run code that may ask for
+its task (``await in_a_task()`` comes first there, tests/test_one_way.py checks it). It
+is then carried on in a task of that loop (:func:`carry_on`), as if it had been one from
+the start.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import sys
 import threading
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Generator, Iterator
 from typing import Any, TypeVar
 
 __all__ = [
+    "INTO_TASK",
     "at_settle",
+    "carry_on",
     "give_loop",
+    "give_unused",
+    "in_a_task",
+    "needs_a_task",
     "pooled_loop",
     "run_on_pooled_loop",
     "run_until_stopped",
+    "step_inline",
     "stop_when_done",
     "take_loop",
 ]
@@ -76,6 +92,22 @@ def give_loop(loop: asyncio.AbstractEventLoop) -> None:
         if keep:
             _idle.append(loop)
     if not keep and not loop.is_running():
+        loop.close()
+
+
+def give_unused(loop: asyncio.AbstractEventLoop) -> None:
+    """:func:`give_loop` for a loop only marked running while coroutines were stepped
+    inline (:func:`step_inline`, never run): with nothing queued on it (no callback, no
+    timer, no async generator: a task made there would have queued its first step), it
+    has nothing to settle, and goes back as it is."""
+    if loop._ready or loop._scheduled or getattr(loop, "_asyncgens", None):  # type: ignore[attr-defined]
+        give_loop(loop)
+        return
+    with _lock:
+        keep = len(_idle) < MAX_IDLE and not loop.is_closed()
+        if keep:
+            _idle.append(loop)
+    if not keep:
         loop.close()
 
 
@@ -153,12 +185,7 @@ def _run_ready(loop: Any, task: asyncio.Future[Any] | None) -> bool:
     nothing ready or a timer is set (False: it must poll). A timer is left to the loop,
     which runs due ones between its rounds of callbacks."""
     ready = loop._ready
-    hooks = sys.get_asyncgen_hooks()
-    loop._thread_id = threading.get_ident()
-    asyncio.events._set_running_loop(loop)
-    sys.set_asyncgen_hooks(
-        firstiter=loop._asyncgen_firstiter_hook, finalizer=loop._asyncgen_finalizer_hook
-    )
+    hooks = _mark_running(loop)
     try:
         if task is None:
             while ready and not loop._stopping and not loop._scheduled:
@@ -184,9 +211,123 @@ def _run_ready(loop: Any, task: asyncio.Future[Any] | None) -> bool:
         loop._stopping = False
         return ended
     finally:
-        loop._thread_id = None
-        asyncio.events._set_running_loop(None)
-        sys.set_asyncgen_hooks(*hooks)
+        _unmark(loop, hooks)
+
+
+def _mark_running(loop: Any) -> Any:
+    """Mark ``loop`` running in this thread as ``run_forever`` marks it (the thread's
+    running loop, its async generator hooks): what this thread's async generator hooks
+    were, for :func:`_unmark`."""
+    hooks = sys.get_asyncgen_hooks()
+    loop._thread_id = threading.get_ident()
+    asyncio.events._set_running_loop(loop)
+    sys.set_asyncgen_hooks(
+        firstiter=loop._asyncgen_firstiter_hook, finalizer=loop._asyncgen_finalizer_hook
+    )
+    return hooks
+
+
+def _unmark(loop: Any, hooks: Any) -> None:
+    loop._thread_id = None
+    asyncio.events._set_running_loop(None)
+    sys.set_asyncgen_hooks(*hooks)
+
+
+# -- coroutines stepped inline -------------------------------------------------------------
+
+
+class _IntoTask:
+    """What a coroutine stepped inline yields to be carried on in a task (a task's own
+    step never sees it: :func:`needs_a_task` is false in a task)."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        yield self
+
+    def __repr__(self) -> str:
+        return "<into a task>"
+
+
+#: ``await INTO_TASK`` when :func:`needs_a_task`: the coroutine goes on in a task.
+INTO_TASK = _IntoTask()
+
+
+def needs_a_task() -> bool:
+    """True in a coroutine stepped inline (a loop marked running in this thread, no task
+    running): :func:`in_a_task` goes on in a task then."""
+    loop = asyncio.events._get_running_loop()
+    return loop is not None and asyncio.current_task(loop) is None
+
+
+async def in_a_task() -> None:
+    """``await in_a_task()`` before code that may ask for its task (``asyncio.timeout``,
+    ``asyncio.current_task``, an awaitable a plugin or a callback gave): a coroutine
+    stepped inline goes on in a task of its loop from here; anywhere else, nothing."""
+    if needs_a_task():
+        await INTO_TASK
+
+
+def step_inline(
+    loop: asyncio.AbstractEventLoop,
+    coro: Coroutine[Any, Any, Any],
+    context: contextvars.Context,
+    value: Any = None,
+    error: BaseException | None = None,
+) -> Any:
+    """One step of ``coro`` in this thread: ``value`` sent into it (or ``error`` thrown),
+    in ``context``, with ``loop`` marked running here (no loop may be running in this
+    thread, nor ``loop`` anywhere). Returns what it yielded; raises StopIteration with
+    its result when it ended, or what it raised."""
+    hooks = _mark_running(loop)
+    try:
+        if error is None:
+            return context.run(coro.send, value)
+        return context.run(coro.throw, error)
+    finally:
+        _unmark(loop, hooks)
+
+
+class carry_on(Coroutine[Any, Any, _T]):
+    """The rest of a coroutine stepped inline, for a task to run (``loop.create_task(
+    carry_on(coro, yielded), context=...)``): what it last yielded (a future it waits
+    for, None for a bare yield) goes to the task first (:data:`INTO_TASK`: nothing, it
+    goes on at once), and from then on every value and exception the task sends reaches
+    ``coro``, a cancellation before the task's first step too (a generator would drop
+    one thrown before it started)."""
+
+    __slots__ = ("_coro", "_first")
+
+    def __init__(self, coro: Coroutine[Any, Any, _T], yielded: Any) -> None:
+        self._coro = coro
+        self._first: Any = _NOT_YET if yielded is INTO_TASK else yielded
+
+    def send(self, value: Any) -> Any:
+        first = self._first
+        if first is not _SENT:
+            self._first = _SENT
+            if first is not _NOT_YET:
+                return first  # for the task to wait on, as the coroutine did
+        return self._coro.send(value)
+
+    def throw(self, *exc: Any) -> Any:
+        self._first = _SENT
+        return self._coro.throw(*exc)
+
+    def close(self) -> None:
+        self._coro.close()
+
+    def __await__(self) -> Generator[Any, Any, _T]:
+        return self  # type: ignore[return-value]  # (its own steps: send, throw)
+
+    def __next__(self) -> Any:
+        return self.send(None)
+
+    def __repr__(self) -> str:
+        return f"<carry_on {self._coro!r}>"
+
+
+_NOT_YET, _SENT = object(), object()
 
 
 def _settle(loop: asyncio.AbstractEventLoop) -> bool:

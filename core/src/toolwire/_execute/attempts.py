@@ -18,7 +18,7 @@ from toolwire._errors import (
     ToolTimeoutError,
 )
 from toolwire._exports import publish
-from toolwire._sync import at_settle
+from toolwire._sync import at_settle, in_a_task
 
 if TYPE_CHECKING:
     pass
@@ -260,6 +260,7 @@ async def _with_timeout(aw: Awaitable[Any], seconds: float) -> Any:
     per attempt or ``asyncio.timeout``, which the executor would pay on every call. A
     cancellation from outside still propagates as CancelledError.
     """
+    await in_a_task()  # a call a bridge steps inline: its deadline needs its task
     task = _current_task()
     loop = task.get_loop()
     clock = _deadlines(loop)

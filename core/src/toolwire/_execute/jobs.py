@@ -20,6 +20,7 @@ from toolwire._execute.attempts import _UNSHARED
 from toolwire._exports import publish
 from toolwire._hooks import HookContext
 from toolwire._metadata import ToolEffect
+from toolwire._sync import in_a_task
 from toolwire._tools import Tool, tool_of
 
 if TYPE_CHECKING:
@@ -184,7 +185,10 @@ def _errors_text(exc: ValidationError, whole: str = "(arguments)") -> str:
 
 
 async def _maybe_await(value: Any) -> Any:
+    """What a hook or a callback gave, awaited when it is awaitable (in a task: a call a
+    bridge steps inline goes on in one first, toolwire._sync.in_a_task)."""
     if hasattr(value, "__await__"):
+        await in_a_task()
         return await value
     return value
 

@@ -291,6 +291,9 @@ async def afetch_bounded(
     import anyio
     import httpx
 
+    from toolwire._sync import in_a_task
+
+    await in_a_task()  # its deadline needs its task
     shown = what or f"the answer of {url}"
     sent = {**(headers or {}), "Accept-Encoding": ACCEPT_ENCODING}
     try:

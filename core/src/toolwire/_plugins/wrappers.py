@@ -193,6 +193,9 @@ class _ResultHook:
         try:
             out = self.fn(call, result, ctx)
             if inspect.isawaitable(out):
+                from toolwire._sync import in_a_task
+
+                await in_a_task()  # a call a bridge steps inline: in a task first
                 out = await asyncio.wait_for(out, budget)
         except TimeoutError:
             return self._bad(call, result, f"took over its {budget:g} s budget")
