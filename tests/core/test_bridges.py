@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import toolwire as tw
-from toolwire.bridges import FRAMEWORK, Governed, Governor
+from toolwire.bridges import FRAMEWORK, Governed, Governor, Underway
 
 SCHEMA = {"type": "object", "properties": {"to": {"type": "string"}}, "required": ["to"]}
 
@@ -391,6 +391,152 @@ def test_begin_is_for_sync_code_and_leaves_no_loop_behind(governor: Governor) ->
     assert 1 <= len(sync._idle) <= sync.MAX_IDLE
     for loop in sync._idle:
         assert [] == [t for t in asyncio.all_tasks(loop) if not t.done()]
+
+
+def test_begin_decides_a_call_its_hooks_answer_at_once_here_without_a_task() -> None:
+    # Sync hooks: the call is stepped in the caller's thread, a pooled loop marked running
+    # (a hook may ask for it) and no task made (the documented difference from arun).
+    import threading
+
+    seen: list[Any] = []
+
+    class Looks:
+        @tw.hookimpl
+        def toolwire_tool_decision(self, call: tw.TypedCall[Any], context: Any) -> Any:
+            running = asyncio.get_running_loop()
+            seen.append((threading.current_thread(), asyncio.current_task(), running))
+            return tw.RunNormally({"to": call.input["to"] + "!"})
+
+        @tw.hookimpl
+        def toolwire_tool_result(self, call: Any, result: tw.ToolResult, context: Any) -> Any:
+            seen.append((threading.current_thread(), asyncio.current_task()))
+            return result.replace(content=result.content.upper())
+
+    governor = Governor("testframe", plugins=_host_of(Looks()))
+    tool = governor.foreign_tool("lookup", "", SCHEMA, effect="read_only")
+    started = governor.begin(tool, {"to": "x"})
+    assert isinstance(started, Underway)
+    assert {"to": "x!"} == started.arguments
+    done = started.finish("found")
+    assert ("ok", "FOUND", "found") == (done.status, done.content, done.value)
+    here = threading.current_thread()
+    assert [here, None] == list(seen[0][:2])
+    assert seen[0][2] is not None
+    assert (here, None) == seen[1]
+    assert asyncio.events._get_running_loop() is None  # marked running only while deciding
+
+
+def test_begin_with_hooks_that_wait_waits_in_a_task_as_arun_does() -> None:
+    # Async hooks (a deadline of their own, a step given up), a hook's awaitable and an
+    # async result hook: each finds its task, and the outcome is arun's.
+    class Waits:
+        def __init__(self) -> None:
+            self.tasks: list[Any] = []
+
+        @tw.hookimpl
+        async def toolwire_tool_decision(self, call: tw.TypedCall[Any], context: Any) -> Any:
+            async with asyncio.timeout(5):
+                await asyncio.sleep(0)
+            self.tasks.append(asyncio.current_task())
+            if call.input["to"] == "no":
+                return tw.Reject("not to no")
+            return tw.RunNormally({"to": call.input["to"] + "!"})
+
+        @tw.hookimpl
+        async def toolwire_tool_result(self, call: Any, result: tw.ToolResult, context: Any) -> Any:
+            async with asyncio.timeout(5):
+                await asyncio.sleep(0)
+            self.tasks.append(asyncio.current_task())
+            return result.replace(content=result.content.replace("secret", "[redacted]"))
+
+    class Defers:
+        @tw.hookimpl
+        def toolwire_tool_decision(self, call: tw.TypedCall[Any], context: Any) -> Any:
+            async def later() -> None:
+                async with asyncio.timeout(5):
+                    await asyncio.sleep(0)
+                assert asyncio.current_task() is not None
+
+            return later()
+
+    waits = Waits()
+    governor = Governor("testframe", plugins=_host_of(waits, Defers()))
+    tool = governor.foreign_tool("lookup", "", SCHEMA, effect="read_only")
+    started = governor.begin(tool, {"to": "x"})
+    assert isinstance(started, Underway), started
+    assert {"to": "x!"} == started.arguments
+    done = started.finish("the secret")
+    assert ("ok", "the [redacted]") == (done.status, done.content)
+    assert 2 == len(waits.tasks)
+    assert None not in waits.tasks
+    refused = governor.begin(tool, {"to": "no"})
+    assert isinstance(refused, Governed)
+    assert refused.content.endswith("not to no")
+    same = asyncio.run(governor.arun(tool, {"to": "x"}, lambda a: "the secret " + a["to"]))
+    assert ("ok", "the [redacted] x!") == (same.status, same.content)
+    # A pack's tool the framework runs keeps its timeout: its deadline needs the task.
+    timed = governor.foreign_tool("lookup", "", SCHEMA, metadata=tw.ToolMetadata(timeout=5))
+    started = governor.begin(timed, {"to": "y"})
+    assert isinstance(started, Underway), started
+    assert ("ok", "y!") == (lambda o: (o.status, o.value))(started.finish("y!"))
+    _no_task_left()
+
+
+def test_a_task_a_sync_hook_starts_runs_by_the_calls_end_and_nothing_is_left() -> None:
+    noted: list[str] = []
+
+    class Notes:
+        @tw.hookimpl
+        def toolwire_tool_decision(self, call: tw.TypedCall[Any], context: Any) -> Any:
+            async def note() -> None:
+                noted.append(call.input["to"])
+
+            asyncio.get_running_loop().create_task(note())  # fire and forget
+
+    governor = Governor("testframe", plugins=_host_of(Notes()))
+    tool = governor.foreign_tool("lookup", "", SCHEMA, effect="read_only")
+    for to in ("a", "b"):
+        started = governor.begin(tool, {"to": to})
+        assert isinstance(started, Underway)
+        assert "ok" == started.finish("y").status
+    assert ["a", "b"] == noted
+    _no_task_left()
+
+
+def test_a_call_cancelled_where_it_asked_for_the_tool_is_audited_as_cancelled() -> None:
+    events: list[str] = []
+
+    class Audits:
+        @tw.hookimpl
+        def toolwire_audit(self, event: Any, context: Any) -> None:
+            events.append(event.kind)
+
+    governor = Governor("testframe", plugins=_host_of(Audits()))
+    tool = governor.foreign_tool("lookup", "", SCHEMA, effect="read_only")
+    started = governor.begin(tool, {"to": "x"})
+    assert isinstance(started, Underway)
+    started.cancel()
+    started.cancel()  # once is enough
+    assert "cancelled" in events
+    with pytest.raises(tw.UsageError, match="ended already"):
+        started.finish("late")
+    _no_task_left()
+
+
+def _host_of(*plugins: Any) -> tw.PluginHost:
+    host = tw.PluginHost(autoload=False, disable_policies=False)
+    for i, plugin in enumerate(plugins):
+        host.register(plugin, f"p{i}", kind="policy")
+    return host
+
+
+def _no_task_left() -> None:
+    import toolwire._sync as sync
+
+    for loop in sync._idle:
+        assert (False, False) == (loop.is_running(), loop.is_closed())
+        assert [] == [t for t in asyncio.all_tasks(loop) if not t.done()]
+        assert not loop._ready  # type: ignore[attr-defined]
 
 
 def test_an_mcp_tools_hints_give_its_effect_and_its_server_its_source() -> None:

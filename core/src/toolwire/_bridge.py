@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import contextvars
 import sys
 import threading
 import types
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping
 from typing import Any, Literal
 
 import attrs
@@ -34,9 +35,13 @@ from toolwire._exports import publish
 from toolwire._hooks import AuditEvent, HookContext, Principal
 from toolwire._metadata import ToolEffect, ToolMetadata, metadata_from_mcp_hints
 from toolwire._sync import (
+    carry_on,
     give_loop,
+    give_unused,
+    needs_a_task,
     run_on_pooled_loop,
     run_until_stopped,
+    step_inline,
     take_loop,
 )
 from toolwire._tools import Tool, raw_tool, tool_of
@@ -135,15 +140,32 @@ class _Holder:
 
 
 class _Here:
-    """A sync caller's side of a call: the body stops its ``loop`` when it asks for the
-    tool, and the caller runs the framework's tool with ``wanted``'s arguments, answering
-    in its future."""
+    """A sync caller's side of a call: the body asks for the tool with ``wanted``'s
+    arguments, and the caller runs the framework's tool and answers: into the coroutine
+    it steps inline (``wanted`` has no future), else in ``wanted``'s future (the body
+    stopped ``loop``)."""
 
     __slots__ = ("loop", "wanted")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self.wanted: tuple[dict[str, Any], asyncio.Future[Any]] | None = None
+        self.wanted: tuple[dict[str, Any], asyncio.Future[Any] | None] | None = None
+
+
+class _Asked:
+    """What the body of a call stepped inline yields when it asks for the tool: the
+    caller's answer is sent in (or its exception thrown)."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        return (yield self)
+
+    def __repr__(self) -> str:
+        return "<the tool asked for>"
+
+
+_ASKED = _Asked()
 
 
 #: The sync caller's side for the next Governor.arun in this context (Governor.run sets it).
@@ -177,7 +199,10 @@ async def _continue(**arguments: Any) -> Any:
         raise UsageError(holder.refusal)
     holder.called = True
     try:
-        if holder.here is not None:  # the sync caller runs it, its loop stopped
+        if holder.here is not None and needs_a_task():  # stepped inline (Governor.begin)
+            holder.here.wanted = (arguments, None)
+            answer = await _ASKED  # the caller runs the tool, and sends its answer in
+        elif holder.here is not None:  # the sync caller runs it, its loop stopped
             answer_at = asyncio.get_running_loop().create_future()
             holder.here.wanted = (arguments, answer_at)
             holder.here.loop.stop()  # the caller's run_forever returns: it runs the tool
@@ -250,26 +275,57 @@ class Underway:
     exception it raised, gives the call's outcome (the result hooks ran, the audit
     records written); :meth:`cancel` when the framework did not run it after all."""
 
-    __slots__ = ("_here", "_loop", "_task", "arguments")
+    __slots__ = ("_context", "_coro", "_here", "_loop", "_outcome", "_task", "arguments")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Governed], here: _Here):
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        coro: Coroutine[Any, Any, Governed],
+        context: contextvars.Context,
+        here: _Here,
+    ) -> None:
         self._loop: asyncio.AbstractEventLoop | None = loop
-        self._task = task
+        #: The call, stepped inline in the caller's thread until it must wait (then in
+        #: ``_task``, a task of ``_loop``): see toolwire._sync.
+        self._coro: Coroutine[Any, Any, Governed] | None = coro
+        self._context = context
+        self._task: asyncio.Task[Governed] | None = None
+        self._outcome: Governed | None = None
         self._here = here
         self.arguments: dict[str, Any] = {}
 
     def __repr__(self) -> str:
         return f"<Underway {'ended' if self._loop is None else 'running'}>"
 
-    def _step(self) -> bool:
-        """Run the decision until the call's body asks for the tool (True: the caller runs
-        it) or the call ends (False)."""
+    def _step(self, value: Any = None, error: BaseException | None = None) -> bool:
+        """Run the decision, ``value`` (or ``error``) the answer to the tool asked for
+        inline, until the call's body asks for the tool (True: the caller runs it) or the
+        call ends (False)."""
         loop, here = self._loop, self._here
         assert loop is not None
+        coro = self._coro
+        if coro is not None:
+            try:
+                yielded = step_inline(loop, coro, self._context, value, error)
+            except StopIteration as stop:
+                self._coro, self._outcome = None, stop.value
+                return False
+            except BaseException:
+                self._coro = None
+                raise
+            if yielded is _ASKED:
+                assert here.wanted is not None
+                self.arguments = dict(here.wanted[0])
+                return True
+            # It waits for something, or runs what may ask for its task: in a task now.
+            self._coro = None
+            self._task = loop.create_task(carry_on(coro, yielded), context=self._context)
+        task = self._task
+        assert task is not None
         # Until the body asks (it stops the loop) or the call ends: no waiter task, no
         # more loop steps than the call's own.
-        run_until_stopped(loop, self._task)
-        if self._task.done() or here.wanted is None:
+        run_until_stopped(loop, task)
+        if task.done() or here.wanted is None:
             return False
         self.arguments = dict(here.wanted[0])
         return True
@@ -277,12 +333,24 @@ class Underway:
     def _end(self) -> Governed:
         loop, self._loop = self._loop, None
         assert loop is not None
+        task = self._task
+        if task is None:  # it ended inline
+            assert self._outcome is not None
+            if not loop._ready:  # type: ignore[attr-defined]  # (the common case)
+                give_unused(loop)
+                return self._outcome
+            try:  # what it left ready (a task a hook made) runs now, then is settled
+                loop.call_soon(loop.stop)
+                run_until_stopped(loop)
+            finally:
+                give_loop(loop)
+            return self._outcome
         try:
-            if not self._task.done():
-                run_until_stopped(loop, self._task)  # until the call ends
-            if not self._task.done():  # as run_until_complete says it
+            if not task.done():
+                run_until_stopped(loop, task)  # until the call ends
+            if not task.done():  # as run_until_complete says it
                 raise UsageError("the event loop was stopped before the call ended")
-            return self._task.result()
+            return task.result()
         finally:
             give_loop(loop)
 
@@ -291,29 +359,45 @@ class Underway:
         Once; raises UsageError after the call ended."""
         if self._loop is None or self._here.wanted is None:
             raise UsageError("this call has ended already")
-        answer_at = self._here.wanted[1]
+        if isinstance(error, StopIteration):  # a future cannot hold one, nor a coroutine
+            error = RuntimeError(f"the tool raised StopIteration: {error}")
+        try:
+            while self._answer(value, error):  # asked again (a retry): the tool ran once
+                value, error = None, UsageError("the framework runs its tool once a call")
+        except BaseException:
+            self.cancel()
+            raise
+        return self._end()
+
+    def _answer(self, value: Any, error: BaseException | None) -> bool:
+        """Answer the tool asked for, and run on: :meth:`_step`'s answer."""
+        wanted = self._here.wanted
+        assert wanted is not None
         self._here.wanted = None
+        answer_at = wanted[1]
+        if answer_at is None:  # asked inline
+            return self._step(value, error)
         if error is not None:
-            if isinstance(error, StopIteration):  # a future cannot hold one
-                error = RuntimeError(f"the tool raised StopIteration: {error}")
             answer_at.set_exception(error)
         else:
             answer_at.set_result(value)
-        while self._step():  # asked again (a retry): the framework ran its tool once
-            self._refuse_again()
-        return self._end()
-
-    def _refuse_again(self) -> None:
-        again = self._here.wanted
-        assert again is not None
-        self._here.wanted = None
-        again[1].set_exception(UsageError("the framework runs its tool once a call"))
+        return self._step()
 
     def cancel(self) -> None:
         """The framework did not run the tool: the call ends, nothing recorded as its result."""
-        loop, self._loop = self._loop, None
-        if loop is not None:
-            self._task.cancel()
+        loop = self._loop
+        if loop is None:
+            return
+        try:
+            if self._coro is not None:  # cancelled where it asked, as a task would be
+                # How it ended is nobody's now (a cancelled task's is not either).
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    self._step(error=asyncio.CancelledError())
+            task = self._task
+            if task is not None and not task.done():
+                task.cancel()  # give_loop waits for it to end
+        finally:
+            self._loop = self._coro = None
             give_loop(loop)
 
     def __del__(self) -> None:
@@ -600,24 +684,29 @@ class Governor:
         (refused, an approval to ask for, a toolwire tool run here), else an
         :class:`Underway` with the arguments decided, for the framework to run and then
         :meth:`Underway.finish`. For sync code with no event loop running in its thread
-        (else use :meth:`arun`): the call is decided on a loop of a pool, and no loop runs
-        while the framework's tool does. ``options`` as :meth:`arun`'s."""
+        (else use :meth:`arun`): the call is decided in this thread, a loop of a pool
+        marked running here, and no loop runs while the framework's tool does.
+        ``options`` as :meth:`arun`'s.
+
+        A call decided at once (sync hooks) runs no task: its hooks find no current task
+        (``asyncio.current_task()`` is None). What waits (a hook's awaitable, a store
+        across the network, a person) waits in a task of that loop, as with :meth:`arun`."""
         if asyncio.events._get_running_loop() is not None:
             raise UsageError("Governor.begin() is for sync code with no event loop running")
+        coro = self.arun(tool, arguments, _by_the_caller, **options)
         loop = take_loop()
+        here = _Here(loop)
+        context = contextvars.copy_context()
+        context.run(_HERE.set, here)
+        # Stepped in this thread until it must wait (toolwire._sync.step_inline): a call
+        # decided at once runs no task and no loop step.
+        underway = Underway(loop, coro, context, here)
         try:
-            here = _Here(loop)
-            token = _HERE.set(here)
-            try:
-                task = loop.create_task(self.arun(tool, arguments, _by_the_caller, **options))
-            finally:
-                _HERE.reset(token)
-            underway = Underway(loop, task, here)
             if underway._step():
                 return underway
             return underway._end()
         except BaseException:
-            give_loop(loop)
+            underway.cancel()
             raise
 
     def _run_here(
