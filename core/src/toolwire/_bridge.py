@@ -694,7 +694,11 @@ class Governor:
         if asyncio.events._get_running_loop() is not None:
             raise UsageError("Governor.begin() is for sync code with no event loop running")
         coro = self.arun(tool, arguments, _by_the_caller, **options)
-        loop = take_loop()
+        try:
+            loop = take_loop()
+        except BaseException:
+            coro.close()  # never started: closed, not left "never awaited"
+            raise
         here = _Here(loop)
         context = contextvars.copy_context()
         context.run(_HERE.set, here)

@@ -775,14 +775,13 @@ async def afetch(
     if url.scheme != "https" or url.host.lower() not in hosts:
         raise MediaError(f"{part.label()}: only https URLs of {sorted(hosts)} may be fetched")
     from toolwire._http.bounded import ACCEPT_ENCODING, aread_body  # loads httpx: here
+    from toolwire._sync import in_a_task
 
+    await in_a_task()  # its deadline needs its task (before a client it must close)
     cap = _Limits.now.result_bytes
     own = client is None
     http = client or httpx.AsyncClient(follow_redirects=False, timeout=timeout, trust_env=False)
     what = f"{part.label()}: the answer of {url.host}"
-    from toolwire._sync import in_a_task
-
-    await in_a_task()  # its deadline needs its task
     try:
         import anyio
 

@@ -527,7 +527,9 @@ class Executor(_Deciding, _Scheduling):
             assert self._host is not None
             host = self._host
             ctx = job.context
-            await self._observe_with(job, call, lambda c, r: host.atool_result(c, r, ctx), True)
+            await self._observe_with(
+                job, call, lambda c, r: host.atool_result(c, r, ctx), ours=True
+            )
 
     async def _observe_with(
         self,
