@@ -527,23 +527,20 @@ class Executor(_Deciding, _Scheduling):
             assert self._host is not None
             host = self._host
             ctx = job.context
-            await self._observe_with(
-                job, call, lambda c, r: host.atool_result(c, r, ctx), ours=True
-            )
+            await self._observe_with(job, call, lambda c, r: host.atool_result(c, r, ctx), own=True)
 
     async def _observe_with(
         self,
         job: _Job,
         call: TypedCall[Any],
         hook: Callable[[TypedCall[Any], ToolResult], Any],
-        ours: bool = False,
+        own: bool = False,
     ) -> None:
-        """``hook``'s result for the call (``ours``: the host's result hooks, a coroutine
-        of toolwire's that awaits each plugin's in a task of its own)."""
+        """``own``: the host's result hooks (they await each plugin's in a task)."""
         assert job.result is not None
         try:
             given = hook(call, job.result)
-            new = await given if ours else await _maybe_await(given)
+            new = await given if own else await _maybe_await(given)
         except Exception as exc:
             # The model sees the exception type; the message (it may hold internal detail)
             # goes to the log only, as for decision hooks.
