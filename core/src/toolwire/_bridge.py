@@ -20,7 +20,7 @@ import contextvars
 import sys
 import threading
 import types
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, Literal
 
 import attrs
@@ -35,6 +35,7 @@ from toolwire._exports import publish
 from toolwire._hooks import AuditEvent, HookContext, Principal
 from toolwire._metadata import ToolEffect, ToolMetadata, metadata_from_mcp_hints
 from toolwire._sync import (
+    Signal,
     carry_on,
     give_loop,
     give_unused,
@@ -152,20 +153,9 @@ class _Here:
         self.wanted: tuple[dict[str, Any], asyncio.Future[Any] | None] | None = None
 
 
-class _Asked:
-    """What the body of a call stepped inline yields when it asks for the tool: the
-    caller's answer is sent in (or its exception thrown)."""
-
-    __slots__ = ()
-
-    def __await__(self) -> Generator[Any, Any, Any]:
-        return (yield self)
-
-    def __repr__(self) -> str:
-        return "<the tool asked for>"
-
-
-_ASKED = _Asked()
+#: What the body of a call stepped inline yields when it asks for the tool: the caller's
+#: answer is sent in (or its exception thrown).
+_ASKED = Signal("the tool asked for")
 
 
 #: The sync caller's side for the next Governor.arun in this context (Governor.run sets it).
@@ -338,12 +328,12 @@ class Underway:
             assert self._outcome is not None
             if not loop._ready:  # type: ignore[attr-defined]  # (the common case)
                 give_unused(loop)
-                return self._outcome
-            try:  # what it left ready (a task a hook made) runs now, then is settled
-                loop.call_soon(loop.stop)
-                run_until_stopped(loop)
-            finally:
-                give_loop(loop)
+            else:  # what it left ready (a task a hook made) runs now, then is settled
+                try:
+                    loop.call_soon(loop.stop)
+                    run_until_stopped(loop)
+                finally:
+                    give_loop(loop)
             return self._outcome
         try:
             if not task.done():

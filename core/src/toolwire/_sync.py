@@ -33,11 +33,12 @@ import contextlib
 import contextvars
 import sys
 import threading
-from collections.abc import Callable, Coroutine, Generator, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator
 from typing import Any, TypeVar
 
 __all__ = [
     "INTO_TASK",
+    "Signal",
     "at_settle",
     "carry_on",
     "give_loop",
@@ -86,13 +87,7 @@ def take_loop() -> asyncio.AbstractEventLoop:
 def give_loop(loop: asyncio.AbstractEventLoop) -> None:
     """Back to the pool, once what its runs left behind is cancelled and waited for (or
     closed, when the pool is full or the loop cannot be used again)."""
-    reusable = _settle(loop)
-    with _lock:
-        keep = reusable and len(_idle) < MAX_IDLE
-        if keep:
-            _idle.append(loop)
-    if not keep and not loop.is_running():
-        loop.close()
+    _keep(loop, _settle(loop))
 
 
 def give_unused(loop: asyncio.AbstractEventLoop) -> None:
@@ -102,12 +97,17 @@ def give_unused(loop: asyncio.AbstractEventLoop) -> None:
     has nothing to settle, and goes back as it is."""
     if loop._ready or loop._scheduled or getattr(loop, "_asyncgens", None):  # type: ignore[attr-defined]
         give_loop(loop)
-        return
+    else:
+        _keep(loop, not loop.is_closed())
+
+
+def _keep(loop: asyncio.AbstractEventLoop, reusable: bool) -> None:
+    """Into the pool when it can be used again and the pool has room, else closed."""
     with _lock:
-        keep = len(_idle) < MAX_IDLE and not loop.is_closed()
+        keep = reusable and len(_idle) < MAX_IDLE
         if keep:
             _idle.append(loop)
-    if not keep:
+    if not keep and not loop.is_running():
         loop.close()
 
 
@@ -236,21 +236,36 @@ def _unmark(loop: Any, hooks: Any) -> None:
 # -- coroutines stepped inline -------------------------------------------------------------
 
 
-class _IntoTask:
-    """What a coroutine stepped inline yields to be carried on in a task (a task's own
-    step never sees it: :func:`needs_a_task` is false in a task)."""
+class Signal:
+    """What a coroutine stepped inline yields to tell the one stepping it something
+    (``await signal``); what that one sends back in is the await's value. A task never
+    sees one: a coroutine awaits one only while :func:`needs_a_task`."""
 
-    __slots__ = ()
+    __slots__ = ("_what",)
 
-    def __await__(self) -> Generator[Any, None, None]:
-        yield self
+    def __init__(self, what: str) -> None:
+        self._what = what
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        return (yield self)
 
     def __repr__(self) -> str:
-        return "<into a task>"
+        return f"<{self._what}>"
 
 
-#: ``await INTO_TASK`` when :func:`needs_a_task`: the coroutine goes on in a task.
-INTO_TASK = _IntoTask()
+#: Awaited by :func:`in_a_task`: the coroutine goes on in a task.
+INTO_TASK = Signal("into a task")
+
+
+class _Nothing:
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, Any, None]:
+        return
+        yield  # (a generator that ends at once)
+
+
+_NOTHING = _Nothing()
 
 
 def needs_a_task() -> bool:
@@ -260,12 +275,12 @@ def needs_a_task() -> bool:
     return loop is not None and asyncio.current_task(loop) is None
 
 
-async def in_a_task() -> None:
+def in_a_task() -> Awaitable[None]:
     """``await in_a_task()`` before code that may ask for its task (``asyncio.timeout``,
     ``asyncio.current_task``, an awaitable a plugin or a callback gave): a coroutine
-    stepped inline goes on in a task of its loop from here; anywhere else, nothing."""
-    if needs_a_task():
-        await INTO_TASK
+    stepped inline goes on in a task of its loop from here; anywhere else, nothing (no
+    coroutine made: it is on every timed attempt's path)."""
+    return INTO_TASK if needs_a_task() else _NOTHING
 
 
 def step_inline(
