@@ -484,14 +484,16 @@ def test_begin_with_hooks_that_wait_waits_in_a_task_as_arun_does() -> None:
 
 def test_a_task_a_sync_hook_starts_runs_by_the_calls_end_and_nothing_is_left() -> None:
     noted: list[str] = []
+    notes: list[asyncio.Task[None]] = []
 
     class Notes:
         @tw.hookimpl
         def toolwire_tool_decision(self, call: tw.TypedCall[Any], context: Any) -> Any:
             async def note() -> None:
                 noted.append(call.input["to"])
+                await asyncio.get_running_loop().create_future()  # waits past the call's end
 
-            asyncio.get_running_loop().create_task(note())  # fire and forget
+            notes.append(asyncio.get_running_loop().create_task(note()))  # and forgotten
 
     governor = Governor("testframe", plugins=_host_of(Notes()))
     tool = governor.foreign_tool("lookup", "", SCHEMA, effect="read_only")
@@ -500,6 +502,7 @@ def test_a_task_a_sync_hook_starts_runs_by_the_calls_end_and_nothing_is_left() -
         assert isinstance(started, Underway)
         assert "ok" == started.finish("y").status
     assert ["a", "b"] == noted
+    assert [True, True] == [t.cancelled() for t in notes]
     _no_task_left()
 
 

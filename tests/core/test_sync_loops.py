@@ -269,7 +269,7 @@ def test_a_coroutine_stepped_inline_sees_its_loop_and_no_task_until_it_asks_for_
     loop = sync.take_loop()
     seen: list[Any] = []
 
-    async def look(into: bool) -> str:
+    async def look() -> str:
         running = asyncio.get_running_loop()
         seen.append((running is loop, asyncio.current_task(), sync.needs_a_task()))
         await sync.in_a_task()
@@ -279,24 +279,24 @@ def test_a_coroutine_stepped_inline_sees_its_loop_and_no_task_until_it_asks_for_
         return "done"
 
     try:
-        assert ("task", "done") == _drive(loop, look(True))
+        assert ("task", "done") == _drive(loop, look())
         assert [(True, None, True), (True, False)] == seen
         assert asyncio.events._get_running_loop() is None  # marked only while it stepped
         assert not loop.is_running()
         seen.clear()
 
-        async def plain() -> int:
-            await sync.in_a_task()  # in a task already, or not stepped inline: nothing
-            return 7
+        async def quick() -> bool:  # never asks for its task: it ends inline
+            return asyncio.current_task() is None
 
-        assert ("inline", 7) == _drive(loop, _nothing_then(plain))
-        assert 7 == sync.run_on_pooled_loop(plain())
+        assert ("inline", True) == _drive(loop, quick())
+
+        async def in_one_already() -> bool:
+            await sync.in_a_task()  # in a task: nothing, no step given up
+            return asyncio.current_task() is not None
+
+        assert sync.run_on_pooled_loop(in_one_already())
     finally:
         sync.give_loop(loop)
-
-
-async def _nothing_then(fn: Any) -> Any:
-    return 7 if sync.needs_a_task() else await fn()
 
 
 def test_what_a_task_sends_reaches_the_coroutine_carried_on() -> None:
@@ -379,8 +379,8 @@ def test_a_loop_given_back_unused_is_settled_when_something_was_queued_on_it() -
     left = loop.create_task(asyncio.sleep(100))  # its first step queued, never run
     sync.give_unused(loop)
     assert left.cancelled()  # cancelled and waited for, as give_loop settles
-    if loop in sync._idle:
-        assert [] == [t for t in asyncio.all_tasks(loop) if not t.done()]
+    assert loop in sync._idle
+    assert [] == [t for t in asyncio.all_tasks(loop) if not t.done()]
     clean = sync.take_loop()
     sync.give_unused(clean)
     assert clean in sync._idle
